@@ -1,0 +1,96 @@
+package dev.ramtrain.etl.dataset;
+
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.shard.ManifestCodec;
+import dev.ramtrain.etl.shard.ShardFormatException;
+import dev.ramtrain.etl.shard.ShardReader;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Paths;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+
+/** A committed dataset directory: its manifest, and its shards opened on demand. */
+public final class Dataset {
+  private final String location;
+  private final Manifest manifest;
+  private final FileSystem fs;
+
+  private Dataset(String location, Manifest manifest, FileSystem fs) {
+    this.location = location;
+    this.manifest = manifest;
+    this.fs = fs;
+  }
+
+  /** Opens a dataset on any Hadoop filesystem URI or local path. */
+  public static Dataset open(String location, Configuration hadoopConf) throws IOException {
+    Path dir = new Path(location);
+    FileSystem fs = dir.getFileSystem(hadoopConf);
+    Path manifestPath = new Path(dir, DatasetLayout.MANIFEST);
+    byte[] json;
+    try (InputStream in = fs.open(manifestPath)) {
+      json = in.readAllBytes();
+    } catch (FileNotFoundException e) {
+      String why =
+          fs.exists(new Path(dir, DatasetLayout.STAGING))
+              ? " (a preprocessing run started but never committed)"
+              : fs.exists(dir) ? "" : " (the directory does not exist)";
+      throw new ShardFormatException(
+          manifestPath.toString(), "no dataset here: manifest.json is missing" + why, e);
+    } catch (IOException e) {
+      throw new ShardFormatException(manifestPath.toString(), "cannot read manifest: " + e, e);
+    }
+    return new Dataset(location, ManifestCodec.fromJson(json, manifestPath.toString()), fs);
+  }
+
+  public Manifest manifest() {
+    return manifest;
+  }
+
+  public String location() {
+    return location;
+  }
+
+  /**
+   * Opens one shard, checking its CRC32C against the manifest when {@code verify}. Local files are
+   * memory-mapped (pixels are never copied onto the Java heap); other filesystems are read once
+   * into direct memory.
+   */
+  public ShardReader openShard(Manifest.Shard shard, boolean verify) throws IOException {
+    Path path = new Path(new Path(location), shard.file());
+    Long crc = verify ? shard.crc32cValue() : null;
+    ShardReader reader;
+    if ("file".equals(fs.getUri().getScheme())) {
+      reader = ShardReader.open(Paths.get(fs.makeQualified(path).toUri()), crc);
+    } else {
+      reader = ShardReader.open(path.toString(), readFully(path), crc);
+    }
+    if (!reader.schema().equals(manifest.shardSchema())) {
+      String found = reader.schema().toString();
+      reader.close();
+      throw new ShardFormatException(
+          path.toString(),
+          "shard schema " + found + " differs from the manifest's " + manifest.shardSchema());
+    }
+    return reader;
+  }
+
+  private ByteBuffer readFully(Path path) throws IOException {
+    long size = fs.getFileStatus(path).getLen();
+    if (size > Integer.MAX_VALUE) {
+      throw new ShardFormatException(path.toString(), "shard is larger than 2 GiB");
+    }
+    ByteBuffer buffer = ByteBuffer.allocateDirect((int) size);
+    try (var in = fs.open(path)) {
+      byte[] chunk = new byte[1 << 20];
+      int n;
+      while ((n = in.read(chunk)) > 0) {
+        buffer.put(chunk, 0, Math.min(n, buffer.remaining()));
+      }
+    }
+    return buffer.flip();
+  }
+}

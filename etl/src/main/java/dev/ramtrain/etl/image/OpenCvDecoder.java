@@ -1,0 +1,61 @@
+package dev.ramtrain.etl.image;
+
+import static org.bytedeco.opencv.global.opencv_core.CV_8UC1;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_COLOR;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_GRAYSCALE;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_IGNORE_ORIENTATION;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_COLOR_2;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_COLOR_4;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_COLOR_8;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_GRAYSCALE_2;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_GRAYSCALE_4;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_GRAYSCALE_8;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.imdecode;
+
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.opencv.opencv_core.Mat;
+
+/**
+ * Decodes with OpenCV's codecs (libjpeg-turbo, libpng), natives from Maven Central. CMYK/YCCK
+ * JPEGs, grey, palette, 16-bit and alpha PNGs all come out as 8-bit BGR or grey. EXIF orientation
+ * is ignored, as torchvision's ImageFolder does.
+ */
+final class OpenCvDecoder implements ImageDecoder {
+  private final ImageDecoder gifDecoder;
+
+  OpenCvDecoder(ImageDecoder gifDecoder) {
+    this.gifDecoder = gifDecoder;
+  }
+
+  @Override
+  public Mat decode(byte[] bytes, ImageHeader header, int channels, int reduce)
+      throws RejectedImageException {
+    if (header.format() == ImageHeader.Format.GIF) {
+      return gifDecoder.decode(bytes, header, channels, 1);
+    }
+    int flags = flags(channels, header.format() == ImageHeader.Format.JPEG ? reduce : 1);
+    Mat image;
+    try (BytePointer data = new BytePointer(bytes);
+        Mat encoded = new Mat(1, bytes.length, CV_8UC1, data)) {
+      image = imdecode(encoded, flags | IMREAD_IGNORE_ORIENTATION);
+    }
+    if (image == null || image.empty()) {
+      if (image != null) {
+        image.close();
+      }
+      throw new RejectedImageException(
+          RejectReason.CORRUPT, header.format() + " could not be decoded");
+    }
+    return image;
+  }
+
+  private static int flags(int channels, int reduce) {
+    boolean grey = channels == 1;
+    return switch (reduce) {
+      case 2 -> grey ? IMREAD_REDUCED_GRAYSCALE_2 : IMREAD_REDUCED_COLOR_2;
+      case 4 -> grey ? IMREAD_REDUCED_GRAYSCALE_4 : IMREAD_REDUCED_COLOR_4;
+      case 8 -> grey ? IMREAD_REDUCED_GRAYSCALE_8 : IMREAD_REDUCED_COLOR_8;
+      default -> grey ? IMREAD_GRAYSCALE : IMREAD_COLOR;
+    };
+  }
+}

@@ -1,0 +1,13 @@
+package dev.ramtrain.etl.image;
+
+/** Why an input was skipped; counted per reason in the manifest and listed in the rejects file. */
+public enum RejectReason {
+  EMPTY_FILE,
+  NOT_AN_IMAGE,
+  UNSUPPORTED_FORMAT,
+  TRUNCATED,
+  CORRUPT,
+  TOO_LARGE,
+  BAD_RAW_SHAPE,
+  MISSING_LABEL
+}

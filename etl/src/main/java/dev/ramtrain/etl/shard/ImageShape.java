@@ -1,0 +1,30 @@
+package dev.ramtrain.etl.shard;
+
+import java.io.Serializable;
+
+/** Height, width and channel count of the uint8 HWC images of a shard. */
+public record ImageShape(int height, int width, int channels) implements Serializable {
+
+  public ImageShape {
+    if (height <= 0 || width <= 0) {
+      throw new IllegalArgumentException(
+          "image size must be positive, got " + height + "x" + width);
+    }
+    if (channels != 1 && channels != 3) {
+      throw new IllegalArgumentException("channels must be 1 or 3, got " + channels);
+    }
+    if ((long) height * width * channels > Integer.MAX_VALUE / 4) {
+      throw new IllegalArgumentException("image too large for a shard: " + height + "x" + width);
+    }
+  }
+
+  /** Bytes of one image (uint8, HWC). */
+  public int bytes() {
+    return height * width * channels;
+  }
+
+  @Override
+  public String toString() {
+    return height + "x" + width + "x" + channels;
+  }
+}

@@ -1,0 +1,97 @@
+package dev.ramtrain.etl.shard;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import java.io.Serializable;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The dataset manifest ({@code manifest.json}): published last, by an atomic rename, so a dataset
+ * without one is not a dataset. Shard files are relative to the dataset directory.
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record Manifest(
+    String format,
+    int formatVersion,
+    String createdBy,
+    Image image,
+    List<String> classes,
+    Map<String, Split> splits,
+    Source source,
+    Map<String, Object> transforms,
+    long seed,
+    Rejects rejects)
+    implements Serializable {
+
+  public static final String FORMAT = "ramtrain-dataset";
+  public static final int VERSION = 1;
+  public static final String TRAIN = "train";
+  public static final String VAL = "val";
+
+  public Manifest {
+    classes = List.copyOf(classes);
+    splits = Map.copyOf(splits);
+  }
+
+  public ShardSchema shardSchema() {
+    return new ShardSchema(image.shape(), classes);
+  }
+
+  public Split split(String name) {
+    Split split = splits.get(name);
+    if (split == null) {
+      throw new IllegalArgumentException(
+          "dataset has no split '" + name + "' (it has " + splits.keySet() + ")");
+    }
+    return split;
+  }
+
+  /** Image shape and encoding of every row. */
+  public record Image(int height, int width, int channels, String layout, String dtype)
+      implements Serializable {
+    public static Image of(ImageShape shape) {
+      return new Image(
+          shape.height(), shape.width(), shape.channels(), ShardSchema.LAYOUT, "uint8");
+    }
+
+    public ImageShape shape() {
+      return new ImageShape(height, width, channels);
+    }
+  }
+
+  public record Split(long rows, long bytes, List<Long> classCounts, List<Shard> shards)
+      implements Serializable {
+    public Split {
+      classCounts = List.copyOf(classCounts);
+      shards = List.copyOf(shards);
+    }
+  }
+
+  /** One shard: its path relative to the dataset directory and its CRC32C as 8 hex digits. */
+  public record Shard(String file, long rows, long bytes, String crc32c, List<Long> classCounts)
+      implements Serializable {
+    public Shard {
+      classCounts = List.copyOf(classCounts);
+    }
+
+    public static Shard of(String file, ShardStats stats) {
+      return new Shard(
+          file,
+          stats.rows(),
+          stats.bytes(),
+          String.format("%08x", stats.crc32c()),
+          stats.classCounts());
+    }
+
+    public long crc32cValue() {
+      return Long.parseLong(crc32c, 16);
+    }
+  }
+
+  public record Source(String type, String path, Map<String, String> options)
+      implements Serializable {}
+
+  /** How many inputs were rejected and why; the list itself is in {@code file}. */
+  public record Rejects(long count, long inputs, Map<String, Long> byReason, String file)
+      implements Serializable {}
+}

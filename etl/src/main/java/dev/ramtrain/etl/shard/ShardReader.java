@@ -1,0 +1,243 @@
+package dev.ramtrain.etl.shard;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.zip.CRC32C;
+import org.apache.arrow.flatbuf.Footer;
+import org.apache.arrow.flatbuf.Message;
+import org.apache.arrow.flatbuf.MessageHeader;
+import org.apache.arrow.flatbuf.RecordBatch;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.ForeignAllocation;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.message.ArrowBlock;
+import org.apache.arrow.vector.ipc.message.ArrowFooter;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+
+/**
+ * Reads a shard without copying its pixels: the file (or an in-memory shard in a direct buffer) is
+ * wrapped as one Arrow buffer and every record batch is loaded as slices of it. The Arrow IPC file
+ * layout is parsed here (magic, footer, block metadata) because Arrow Java's own file reader copies
+ * each batch body into freshly allocated memory.
+ */
+public final class ShardReader implements AutoCloseable {
+
+  private static final byte[] MAGIC = "ARROW1".getBytes(StandardCharsets.US_ASCII);
+
+  /** Magic plus padding at the start; magic plus footer length at the end. */
+  private static final int HEAD_BYTES = 8;
+
+  private static final int TAIL_BYTES = MAGIC.length + 4;
+
+  private final String name;
+  private final ByteBuffer data;
+  private final BufferAllocator allocator;
+  private final ArrowBuf whole;
+  private final ShardSchema schema;
+  private final List<ArrowBlock> blocks;
+
+  private ShardReader(String name, ByteBuffer data) throws ShardFormatException {
+    this.name = name;
+    this.data = data.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    this.allocator = new RootAllocator();
+    ArrowBuf wrapped = null;
+    try {
+      ArrowFooter footer = readFooter();
+      this.schema = ShardSchema.fromArrow(footer.getSchema(), name);
+      this.blocks = List.copyOf(footer.getRecordBatches());
+      for (ArrowBlock block : blocks) {
+        checkBlock(block);
+      }
+      wrapped = allocator.wrapForeignAllocation(new BufferRegion(this.data));
+      this.whole = wrapped;
+    } catch (ShardFormatException | RuntimeException e) {
+      if (wrapped != null) {
+        wrapped.close();
+      }
+      allocator.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Memory-maps a local shard file; checks its CRC32C first when {@code expectedCrc32c} is given.
+   */
+  public static ShardReader open(Path file, Long expectedCrc32c) throws IOException {
+    String name = file.toString();
+    ByteBuffer mapped;
+    try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+      long size = channel.size();
+      if (size > Integer.MAX_VALUE) {
+        throw new ShardFormatException(name, "shard is larger than 2 GiB (" + size + " bytes)");
+      }
+      mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, size);
+    } catch (java.nio.file.NoSuchFileException e) {
+      throw new ShardFormatException(name, "shard file is missing", e);
+    }
+    return open(name, mapped, expectedCrc32c);
+  }
+
+  /**
+   * Reads a shard held in memory. A direct buffer is used in place; a heap buffer is copied once
+   * into direct memory, because Arrow buffers live off-heap.
+   */
+  public static ShardReader open(String name, ByteBuffer bytes, Long expectedCrc32c)
+      throws ShardFormatException {
+    if (expectedCrc32c != null) {
+      long actual = crc32c(bytes);
+      if (actual != expectedCrc32c) {
+        throw new ShardFormatException(
+            name,
+            String.format(
+                "checksum mismatch: CRC32C is %08x, manifest says %08x (corrupt or modified shard)",
+                actual, expectedCrc32c));
+      }
+    }
+    ByteBuffer direct = bytes;
+    if (!bytes.isDirect()) {
+      direct = ByteBuffer.allocateDirect(bytes.remaining());
+      direct.put(bytes.duplicate()).flip();
+    }
+    return new ShardReader(name, direct.slice());
+  }
+
+  public static long crc32c(ByteBuffer bytes) {
+    CRC32C crc = new CRC32C();
+    crc.update(bytes.duplicate());
+    return crc.getValue();
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public ShardSchema schema() {
+    return schema;
+  }
+
+  public int batchCount() {
+    return blocks.size();
+  }
+
+  public long rowCount() {
+    long rows = 0;
+    for (int i = 0; i < blocks.size(); i++) {
+      rows += ((RecordBatch) messageAt(blocks.get(i)).header(new RecordBatch())).length();
+    }
+    return rows;
+  }
+
+  /** Loads batch {@code index} as views into the shard's memory; close the batch when done. */
+  public ShardBatch batch(int index) {
+    ArrowBlock block = blocks.get(index);
+    Message message = messageAt(block);
+    RecordBatch header = (RecordBatch) message.header(new RecordBatch());
+    ArrowBuf body =
+        whole.slice(block.getOffset() + block.getMetadataLength(), block.getBodyLength());
+    VectorSchemaRoot root = VectorSchemaRoot.create(schema.toArrow(), allocator);
+    try (ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(header, body)) {
+      new VectorLoader(root).load(batch);
+    } catch (IOException | RuntimeException e) {
+      root.close();
+      throw new IllegalStateException(name + ": cannot load record batch " + index, e);
+    }
+    return new ShardBatch(root, schema.shape());
+  }
+
+  @Override
+  public void close() {
+    whole.close();
+    allocator.close();
+  }
+
+  private ArrowFooter readFooter() throws ShardFormatException {
+    int size = data.capacity();
+    if (size < HEAD_BYTES + TAIL_BYTES) {
+      throw new ShardFormatException(name, "truncated shard: only " + size + " bytes");
+    }
+    if (!hasMagic(0)) {
+      throw new ShardFormatException(name, "not an Arrow IPC file (no ARROW1 magic at the start)");
+    }
+    if (!hasMagic(size - MAGIC.length)) {
+      throw new ShardFormatException(
+          name, "truncated shard: no ARROW1 magic at the end (the write did not finish)");
+    }
+    int footerLength = data.getInt(size - TAIL_BYTES);
+    int footerStart = size - TAIL_BYTES - footerLength;
+    if (footerLength <= 0 || footerStart < HEAD_BYTES) {
+      throw new ShardFormatException(name, "corrupt shard: footer length " + footerLength);
+    }
+    try {
+      ByteBuffer footerBytes = data.slice(footerStart, footerLength).order(ByteOrder.LITTLE_ENDIAN);
+      return new ArrowFooter(Footer.getRootAsFooter(footerBytes));
+    } catch (RuntimeException e) {
+      throw new ShardFormatException(name, "corrupt shard: unreadable footer", e);
+    }
+  }
+
+  private void checkBlock(ArrowBlock block) throws ShardFormatException {
+    long end = block.getOffset() + block.getMetadataLength() + block.getBodyLength();
+    if (block.getOffset() < HEAD_BYTES || end > data.capacity()) {
+      throw new ShardFormatException(
+          name,
+          "corrupt shard: record batch at offset "
+              + block.getOffset()
+              + " ends at byte "
+              + end
+              + " of "
+              + data.capacity());
+    }
+    try {
+      if (messageAt(block).headerType() != MessageHeader.RecordBatch) {
+        throw new ShardFormatException(name, "corrupt shard: block is not a record batch");
+      }
+    } catch (IndexOutOfBoundsException e) {
+      throw new ShardFormatException(name, "corrupt shard: unreadable batch metadata", e);
+    }
+  }
+
+  private Message messageAt(ArrowBlock block) {
+    int offset = Math.toIntExact(block.getOffset());
+    int prefix = data.getInt(offset) == MessageSerializer.IPC_CONTINUATION_TOKEN ? 8 : 4;
+    int length = data.getInt(offset + prefix - 4);
+    ByteBuffer meta = data.slice(offset + prefix, length).order(ByteOrder.LITTLE_ENDIAN);
+    return Message.getRootAsMessage(meta);
+  }
+
+  private boolean hasMagic(int at) {
+    for (int i = 0; i < MAGIC.length; i++) {
+      if (data.get(at + i) != MAGIC[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Lends the shard's direct memory to Arrow; the buffer stays reachable until Arrow releases it.
+   */
+  private static final class BufferRegion extends ForeignAllocation {
+    private ByteBuffer buffer;
+
+    BufferRegion(ByteBuffer buffer) {
+      super(buffer.capacity(), MemoryUtil.getByteBufferAddress(buffer));
+      this.buffer = buffer;
+    }
+
+    @Override
+    protected void release0() {
+      buffer = null; // the mapping or direct buffer is freed by the JVM once unreachable
+    }
+  }
+}

@@ -1,0 +1,176 @@
+package dev.ramtrain.etl.shard;
+
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.channels.Channels;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.zip.CRC32C;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.FixedSizeBinaryVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowFileWriter;
+
+/**
+ * Writes one shard as an Arrow IPC file to a stream, in record batches of about {@code
+ * batchTargetBytes}. Pixels are copied once, from the caller's memory into the batch's vector. The
+ * stream is not closed by this writer: its owner (a file, a Hadoop stream, a byte buffer) is.
+ */
+public final class ShardWriter implements AutoCloseable {
+
+  /** Keeps batches well clear of Arrow's 2 GiB vector limits whatever the configuration says. */
+  public static final long MAX_BATCH_BYTES = 256L << 20;
+
+  private final ShardSchema schema;
+  private final CountingCrcStream sink;
+  private final BufferAllocator allocator;
+  private final VectorSchemaRoot root;
+  private final FixedSizeBinaryVector images;
+  private final IntVector labels;
+  private final BigIntVector ids;
+  private final ArrowFileWriter writer;
+  private final int rowsPerBatch;
+  private final int imageBytes;
+  private final long[] classCounts;
+  private int rowsInBatch;
+  private long rows;
+  private boolean finished;
+
+  public ShardWriter(ShardSchema schema, OutputStream out, long batchTargetBytes)
+      throws IOException {
+    this.schema = schema;
+    this.imageBytes = schema.shape().bytes();
+    long batchBytes = Math.min(Math.max(batchTargetBytes, imageBytes), MAX_BATCH_BYTES);
+    this.rowsPerBatch = (int) Math.max(1, batchBytes / imageBytes);
+    this.classCounts = new long[schema.classes().size()];
+    this.sink = new CountingCrcStream(out);
+    this.allocator = new RootAllocator();
+    this.root = VectorSchemaRoot.create(schema.toArrow(), allocator);
+    this.images = (FixedSizeBinaryVector) root.getVector(ShardSchema.IMAGE);
+    this.labels = (IntVector) root.getVector(ShardSchema.LABEL);
+    this.ids = (BigIntVector) root.getVector(ShardSchema.ID);
+    allocateBatch();
+    this.writer = new ArrowFileWriter(root, null, Channels.newChannel(sink));
+    writer.start();
+  }
+
+  public ShardSchema schema() {
+    return schema;
+  }
+
+  /** Appends one sample whose pixels (H*W*C uint8, HWC) start at a native address. */
+  public void append(long id, int label, long pixelAddress) throws IOException {
+    checkLabel(label);
+    long dst = images.getDataBuffer().memoryAddress() + (long) rowsInBatch * imageBytes;
+    MemoryUtil.copyMemory(pixelAddress, dst, imageBytes);
+    finishRow(id, label);
+  }
+
+  /** Appends one sample whose pixels (H*W*C uint8, HWC) are on the heap. */
+  public void append(long id, int label, byte[] pixels) throws IOException {
+    if (pixels.length != imageBytes) {
+      throw new IllegalArgumentException(
+          "image has "
+              + pixels.length
+              + " bytes, shard shape "
+              + schema.shape()
+              + " needs "
+              + imageBytes);
+    }
+    checkLabel(label);
+    images.getDataBuffer().setBytes((long) rowsInBatch * imageBytes, pixels, 0, imageBytes);
+    finishRow(id, label);
+  }
+
+  public long rows() {
+    return rows;
+  }
+
+  /** Writes the last batch and the footer; returns the shard's stats. */
+  public ShardStats finish() throws IOException {
+    if (!finished) {
+      flushBatch();
+      writer.end();
+      finished = true;
+    }
+    List<Long> counts = new ArrayList<>(classCounts.length);
+    for (long c : classCounts) {
+      counts.add(c);
+    }
+    return new ShardStats(rows, sink.count, sink.crc.getValue(), counts);
+  }
+
+  @Override
+  public void close() {
+    root.close();
+    allocator.close();
+  }
+
+  private void checkLabel(int label) {
+    if (label < 0 || label >= classCounts.length) {
+      throw new IllegalArgumentException(
+          "label " + label + " outside the " + classCounts.length + " classes of the shard");
+    }
+  }
+
+  private void finishRow(long id, int label) throws IOException {
+    images.setIndexDefined(rowsInBatch);
+    labels.set(rowsInBatch, label);
+    ids.set(rowsInBatch, id);
+    classCounts[label]++;
+    rows++;
+    if (++rowsInBatch == rowsPerBatch) {
+      flushBatch();
+    }
+  }
+
+  private void flushBatch() throws IOException {
+    if (rowsInBatch == 0) {
+      return;
+    }
+    root.setRowCount(rowsInBatch);
+    writer.writeBatch();
+    rowsInBatch = 0;
+    allocateBatch();
+  }
+
+  private void allocateBatch() {
+    images.allocateNew(rowsPerBatch);
+    labels.allocateNew(rowsPerBatch);
+    ids.allocateNew(rowsPerBatch);
+  }
+
+  /** Counts and checksums exactly the bytes that reach the underlying stream. */
+  private static final class CountingCrcStream extends FilterOutputStream {
+    private final CRC32C crc = new CRC32C();
+    private long count;
+
+    CountingCrcStream(OutputStream out) {
+      super(out);
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      out.write(b);
+      crc.update(b);
+      count++;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len);
+      crc.update(b, off, len);
+      count += len;
+    }
+
+    @Override
+    public void close() throws IOException {
+      flush(); // the owner of the underlying stream closes it
+    }
+  }
+}

@@ -1,0 +1,270 @@
+package dev.ramtrain.etl.spark;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ramtrain.etl.dataset.DatasetCommitter;
+import dev.ramtrain.etl.dataset.DatasetLayout;
+import dev.ramtrain.etl.image.Augmentation;
+import dev.ramtrain.etl.image.ImageProcessor;
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.shard.ShardSchema;
+import dev.ramtrain.etl.source.ImageSource;
+import dev.ramtrain.etl.source.RawSample;
+import dev.ramtrain.etl.source.SampleIds;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.Partitioner;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.storage.StorageLevel;
+import org.apache.spark.util.LongAccumulator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Tuple2;
+
+/**
+ * Raw dataset ▶ Arrow shards, on Spark executors. One code path for both outputs: shards are staged
+ * and committed to a dataset directory (offline), or kept as cached blocks (memory).
+ *
+ * <pre>
+ * source ─▶ (slot, sample): split by key hash, shard and order by (seed, id)
+ *        ─▶ shuffle, one partition per shard, sorted by order
+ *        ─▶ per partition: decode ▶ resize ▶ augment ▶ Arrow shard
+ *        ─▶ driver: reject check, manifest, atomic commit
+ * </pre>
+ */
+public final class PreprocessJob {
+  private static final Logger LOG = LoggerFactory.getLogger(PreprocessJob.class);
+  public static final String CREATED_BY = "ramtrain 0.1.0";
+
+  private final SparkSession spark;
+  private final ImageSource source;
+  private final PreprocessOptions options;
+
+  public PreprocessJob(SparkSession spark, ImageSource source, PreprocessOptions options) {
+    this.spark = spark;
+    this.source = source;
+    this.options = options;
+  }
+
+  public PreprocessResult run() throws IOException {
+    var sc = spark.sparkContext();
+    sc.setJobGroup("ramtrain-preprocess", "ramtrain preprocess " + source.path(), false);
+    DatasetCommitter committer =
+        options.output() == PreprocessOptions.Output.OFFLINE
+            ? DatasetCommitter.begin(
+                options.outputPath(), options.overwrite(), sc.hadoopConfiguration())
+            : null;
+    JavaRDD<ShardResult> shards = null;
+    try {
+      sc.setJobDescription("ramtrain preprocess: list classes of " + source.path());
+      List<String> classes = source.classes(spark);
+      if (classes.isEmpty()) {
+        throw new PreprocessException("no classes found in " + source.path());
+      }
+      sc.setJobDescription("ramtrain preprocess: count inputs of " + source.path());
+      Map<String, Long> inputsBySplit = source.countBySplit(spark, options.valFraction());
+      long inputs = inputsBySplit.values().stream().mapToLong(Long::longValue).sum();
+      if (inputs == 0) {
+        throw new PreprocessException("no input images in " + source.path());
+      }
+      ShardSchema schema = new ShardSchema(options.transform().shape(), classes);
+      Augmentation augmentation = options.transform().augmentation();
+      ShardPlan plan =
+          ShardPlan.of(
+              inputsBySplit, options, augmentation.outputsPerSample(), schema.shape().bytes());
+      LOG.info(
+          "preprocessing {} inputs from {} into {} train + {} val shards of {} images",
+          inputs,
+          source.path(),
+          plan.trainShards(),
+          plan.valShards(),
+          schema.shape());
+
+      LongAccumulator files = sc.longAccumulator("ramtrain.files");
+      LongAccumulator bytes = sc.longAccumulator("ramtrain.bytes");
+      ImageProcessor processor =
+          new ImageProcessor(
+              options.transform(), options.decoder(), options.maxPixels(), options.seed());
+      ShardTask task =
+          new ShardTask(plan, schema, processor, source, committer, options, files, bytes);
+      JavaPairRDD<ShardSlot, RawSample> slotted =
+          source.samples(spark, classes).flatMapToPair(sample -> slot(plan, sample));
+      shards =
+          slotted
+              .repartitionAndSortWithinPartitions(new ShardPartitioner(plan.partitions()))
+              .mapPartitionsWithIndex(task::run, true);
+      if (committer == null) {
+        shards = shards.persist(StorageLevel.MEMORY_AND_DISK());
+      }
+
+      sc.setJobDescription("ramtrain preprocess: decode, resize, augment and write shards");
+      List<ShardResult> results;
+      try (ConsoleProgress progress = ConsoleProgress.start("preprocess", inputs, files, bytes)) {
+        results = new ArrayList<>(shards.map(ShardResult::withoutBytes).collect());
+      }
+      results.sort(Comparator.comparing(ShardResult::split).thenComparingInt(ShardResult::shard));
+      List<Reject> rejects = new ArrayList<>();
+      results.forEach(r -> rejects.addAll(r.rejects()));
+      long seen = results.stream().mapToLong(ShardResult::inputs).sum();
+      Manifest manifest = manifest(schema, results, rejects, seen);
+      checkRejectRatio(rejects, seen);
+
+      if (committer != null) {
+        committer.commit(manifest, rejectsJsonLines(rejects));
+        LOG.info("committed dataset {}", options.outputPath());
+        return new PreprocessResult(manifest, rejects, null);
+      }
+      return new PreprocessResult(manifest, rejects, new InMemoryShards(manifest, shards));
+    } catch (IOException | RuntimeException e) {
+      if (committer != null) {
+        committer.abort();
+      }
+      if (shards != null && committer == null) {
+        shards.unpersist(false);
+      }
+      throw e;
+    } finally {
+      sc.clearJobGroup();
+    }
+  }
+
+  private static Iterator<Tuple2<ShardSlot, RawSample>> slot(ShardPlan plan, RawSample sample) {
+    long id = SampleIds.of(sample.key());
+    ShardSlot slot = plan.slot(plan.split(sample.split(), id), id);
+    return slot == null
+        ? Collections.emptyIterator()
+        : List.of(new Tuple2<>(slot, sample)).iterator();
+  }
+
+  private void checkRejectRatio(List<Reject> rejects, long inputs) {
+    double ratio = inputs == 0 ? 0 : (double) rejects.size() / inputs;
+    if (ratio > options.maxRejectFraction()) {
+      StringBuilder message =
+          new StringBuilder(
+              String.format(
+                  "%d of %d inputs (%.1f%%) were rejected, more than ramtrain.etl.max-reject-fraction=%s;"
+                      + " nothing was written. First rejects:",
+                  rejects.size(), inputs, 100 * ratio, options.maxRejectFraction()));
+      rejects.stream()
+          .limit(10)
+          .forEach(
+              r ->
+                  message
+                      .append("\n  ")
+                      .append(r.path())
+                      .append(": ")
+                      .append(r.reason())
+                      .append(" (")
+                      .append(r.detail())
+                      .append(')'));
+      throw new PreprocessException(message.toString());
+    }
+  }
+
+  private Manifest manifest(
+      ShardSchema schema, List<ShardResult> results, List<Reject> rejects, long inputs) {
+    Map<String, Manifest.Split> splits = new TreeMap<>();
+    for (String split : List.of(Manifest.TRAIN, Manifest.VAL)) {
+      List<Manifest.Shard> entries = new ArrayList<>();
+      long[] counts = new long[schema.classes().size()];
+      long rows = 0;
+      long size = 0;
+      for (ShardResult r : results) {
+        if (r.split().equals(split) && r.stats().rows() > 0) {
+          entries.add(Manifest.Shard.of(DatasetLayout.shardFile(split, r.shard()), r.stats()));
+          rows += r.stats().rows();
+          size += r.stats().bytes();
+          for (int c = 0; c < counts.length; c++) {
+            counts[c] += r.stats().classCounts().get(c);
+          }
+        }
+      }
+      List<Long> classCounts = new ArrayList<>();
+      for (long c : counts) {
+        classCounts.add(c);
+      }
+      splits.put(split, new Manifest.Split(rows, size, classCounts, entries));
+    }
+    Map<String, Long> byReason = new TreeMap<>();
+    rejects.forEach(r -> byReason.merge(r.reason().name(), 1L, Long::sum));
+    return new Manifest(
+        Manifest.FORMAT,
+        Manifest.VERSION,
+        CREATED_BY,
+        Manifest.Image.of(schema.shape()),
+        schema.classes(),
+        splits,
+        new Manifest.Source(source.type(), source.path(), source.options()),
+        transforms(),
+        options.seed(),
+        new Manifest.Rejects(
+            rejects.size(),
+            inputs,
+            byReason,
+            options.output() == PreprocessOptions.Output.OFFLINE ? DatasetLayout.REJECTS : null));
+  }
+
+  private Map<String, Object> transforms() {
+    Map<String, Object> t = new LinkedHashMap<>();
+    var transform = options.transform();
+    t.put("resize", transform.mode().name().toLowerCase().replace('_', '-'));
+    t.put("color", transform.shape().channels() == 1 ? "grayscale" : "rgb");
+    t.put("decoder", options.decoder().name().toLowerCase());
+    t.put("val-fraction", options.valFraction());
+    t.put("augmentation", transform.augmentation());
+    return t;
+  }
+
+  private static byte[] rejectsJsonLines(List<Reject> rejects) throws IOException {
+    ObjectMapper json = new ObjectMapper();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    for (Reject r : rejects) {
+      Map<String, String> line = new LinkedHashMap<>();
+      line.put("path", r.path());
+      line.put("reason", r.reason().name());
+      line.put("detail", r.detail());
+      out.write(json.writeValueAsBytes(line));
+      out.write('\n');
+    }
+    return out.toString(StandardCharsets.UTF_8).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** Partition p holds exactly the samples of shard p. */
+  private static final class ShardPartitioner extends Partitioner {
+    private final int partitions;
+
+    ShardPartitioner(int partitions) {
+      this.partitions = partitions;
+    }
+
+    @Override
+    public int numPartitions() {
+      return partitions;
+    }
+
+    @Override
+    public int getPartition(Object key) {
+      return ((ShardSlot) key).partition();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof ShardPartitioner p && p.partitions == partitions;
+    }
+
+    @Override
+    public int hashCode() {
+      return partitions;
+    }
+  }
+}

@@ -1,0 +1,51 @@
+package dev.ramtrain.etl.spark;
+
+import dev.ramtrain.etl.image.ImageDecoder;
+import dev.ramtrain.etl.image.ImageTransform;
+import java.io.Serializable;
+
+/** Everything the preprocessing job needs besides its source, checked when built. */
+public record PreprocessOptions(
+    ImageTransform transform,
+    ImageDecoder.Kind decoder,
+    long maxPixels,
+    long maxFileBytes,
+    double valFraction,
+    long seed,
+    long shardTargetBytes,
+    long batchTargetBytes,
+    int shardsPerSplit,
+    double maxRejectFraction,
+    Output output,
+    String outputPath,
+    boolean overwrite)
+    implements Serializable {
+
+  /** Offline: commit a dataset directory. Memory: keep shards as cached blocks on executors. */
+  public enum Output {
+    OFFLINE,
+    MEMORY
+  }
+
+  public PreprocessOptions {
+    require(valFraction >= 0 && valFraction < 1, "ramtrain.etl.val-fraction must be in [0, 1)");
+    require(
+        maxRejectFraction >= 0 && maxRejectFraction <= 1,
+        "ramtrain.etl.max-reject-fraction must be in [0, 1]");
+    require(shardTargetBytes > 0, "ramtrain.etl.shard-target-bytes must be positive");
+    require(batchTargetBytes > 0, "ramtrain.etl.batch-target-bytes must be positive");
+    require(shardsPerSplit >= 0, "ramtrain.etl.shards must be >= 0 (0 = from shard-target-bytes)");
+    require(
+        maxPixels > 0 && maxFileBytes > 0,
+        "ramtrain.etl.max-pixels and max-file-bytes must be positive");
+    require(
+        output == Output.MEMORY || (outputPath != null && !outputPath.isBlank()),
+        "ramtrain.etl.output is required for offline preprocessing (--output)");
+  }
+
+  private static void require(boolean ok, String message) {
+    if (!ok) {
+      throw new IllegalArgumentException(message);
+    }
+  }
+}

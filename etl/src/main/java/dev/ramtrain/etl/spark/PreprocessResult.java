@@ -1,0 +1,7 @@
+package dev.ramtrain.etl.spark;
+
+import dev.ramtrain.etl.shard.Manifest;
+import java.util.List;
+
+/** The manifest of what was produced, the skipped inputs, and in memory mode the shards' handle. */
+public record PreprocessResult(Manifest manifest, List<Reject> rejects, InMemoryShards inMemory) {}

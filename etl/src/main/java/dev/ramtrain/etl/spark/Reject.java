@@ -1,0 +1,7 @@
+package dev.ramtrain.etl.spark;
+
+import dev.ramtrain.etl.image.RejectReason;
+import java.io.Serializable;
+
+/** One skipped input: where it came from and why. */
+public record Reject(String path, RejectReason reason, String detail) implements Serializable {}

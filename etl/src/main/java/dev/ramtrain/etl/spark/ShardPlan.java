@@ -1,0 +1,69 @@
+package dev.ramtrain.etl.spark;
+
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.source.SampleIds;
+import java.io.Serializable;
+import java.util.Map;
+
+/**
+ * How many shards each split gets and which shard a sample lands in. Partition p < trainShards is
+ * train shard p; the rest are val shards.
+ */
+record ShardPlan(int trainShards, int valShards, double valFraction, long seed)
+    implements Serializable {
+
+  static ShardPlan of(
+      Map<String, Long> inputsBySplit, PreprocessOptions o, int outputsPerSample, int imageBytes) {
+    return new ShardPlan(
+        shards(inputsBySplit.getOrDefault(Manifest.TRAIN, 0L), o, outputsPerSample, imageBytes),
+        shards(inputsBySplit.getOrDefault(Manifest.VAL, 0L), o, outputsPerSample, imageBytes),
+        o.valFraction(),
+        o.seed());
+  }
+
+  private static int shards(
+      long inputs, PreprocessOptions o, int outputsPerSample, int imageBytes) {
+    if (inputs == 0) {
+      return 0;
+    }
+    if (o.shardsPerSplit() > 0) {
+      return o.shardsPerSplit();
+    }
+    double bytes = (double) inputs * outputsPerSample * imageBytes;
+    return (int) Math.max(1, Math.ceil(bytes / o.shardTargetBytes()));
+  }
+
+  int partitions() {
+    return trainShards + valShards;
+  }
+
+  /** The split of a sample: the source's own, else val for a {@code valFraction} of key hashes. */
+  String split(String sourceSplit, long id) {
+    if (sourceSplit != null) {
+      return sourceSplit;
+    }
+    // Independent of the seed, so changing the seed reshuffles but never moves samples across
+    // splits.
+    double u = (SampleIds.mix(id, 0x5EED) >>> 11) * 0x1.0p-53;
+    return u < valFraction ? Manifest.VAL : Manifest.TRAIN;
+  }
+
+  /** The slot of a sample, or null when its split has no shards (an empty split). */
+  ShardSlot slot(String split, long id) {
+    boolean val = Manifest.VAL.equals(split);
+    int shards = val ? valShards : trainShards;
+    if (shards == 0) {
+      return null;
+    }
+    int shard = (int) Math.floorMod(SampleIds.mix(seed, id), (long) shards);
+    return new ShardSlot(val ? trainShards + shard : shard, SampleIds.mix(seed, id, 1), id);
+  }
+
+  String splitOf(int partition) {
+    return partition < trainShards ? Manifest.TRAIN : Manifest.VAL;
+  }
+
+  int shardOf(int partition) {
+    return partition < trainShards ? partition : partition - trainShards;
+  }
+}

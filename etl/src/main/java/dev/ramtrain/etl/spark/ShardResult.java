@@ -1,0 +1,18 @@
+package dev.ramtrain.etl.spark;
+
+import dev.ramtrain.etl.shard.ShardStats;
+import java.io.Serializable;
+import java.util.List;
+
+/**
+ * What one shard task produced: the shard's stats, the inputs it skipped, and (in memory mode) the
+ * shard's bytes, which stay in the executor's block store.
+ */
+public record ShardResult(
+    String split, int shard, long inputs, ShardStats stats, List<Reject> rejects, byte[] bytes)
+    implements Serializable {
+
+  public ShardResult withoutBytes() {
+    return new ShardResult(split, shard, inputs, stats, rejects, null);
+  }
+}

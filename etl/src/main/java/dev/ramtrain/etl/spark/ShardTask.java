@@ -1,0 +1,102 @@
+package dev.ramtrain.etl.spark;
+
+import dev.ramtrain.etl.dataset.DatasetCommitter;
+import dev.ramtrain.etl.image.ImageProcessor;
+import dev.ramtrain.etl.image.RejectReason;
+import dev.ramtrain.etl.image.RejectedImageException;
+import dev.ramtrain.etl.shard.ShardSchema;
+import dev.ramtrain.etl.shard.ShardStats;
+import dev.ramtrain.etl.shard.ShardWriter;
+import dev.ramtrain.etl.source.ImageSource;
+import dev.ramtrain.etl.source.RawSample;
+import dev.ramtrain.etl.source.SampleIds;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.spark.util.LongAccumulator;
+import scala.Tuple2;
+
+/**
+ * The executor side: one partition becomes one shard. Each sample is decoded, resized and augmented
+ * and its images appended to the shard; bad inputs are recorded and skipped.
+ */
+final class ShardTask implements Serializable {
+  private final ShardPlan plan;
+  private final ShardSchema schema;
+  private final ImageProcessor processor;
+  private final ImageSource source;
+  private final DatasetCommitter committer; // null in memory mode
+  private final long batchTargetBytes;
+  private final long maxFileBytes;
+  private final LongAccumulator filesDone;
+  private final LongAccumulator bytesDone;
+
+  ShardTask(
+      ShardPlan plan,
+      ShardSchema schema,
+      ImageProcessor processor,
+      ImageSource source,
+      DatasetCommitter committer,
+      PreprocessOptions options,
+      LongAccumulator filesDone,
+      LongAccumulator bytesDone) {
+    this.plan = plan;
+    this.schema = schema;
+    this.processor = processor;
+    this.source = source;
+    this.committer = committer;
+    this.batchTargetBytes = options.batchTargetBytes();
+    this.maxFileBytes = options.maxFileBytes();
+    this.filesDone = filesDone;
+    this.bytesDone = bytesDone;
+  }
+
+  Iterator<ShardResult> run(int partition, Iterator<Tuple2<ShardSlot, RawSample>> samples)
+      throws IOException {
+    String split = plan.splitOf(partition);
+    int shard = plan.shardOf(partition);
+    ByteArrayOutputStream memory = committer == null ? new ByteArrayOutputStream() : null;
+    List<Reject> rejects = new ArrayList<>();
+    long inputs = 0;
+    ShardStats stats;
+    try (OutputStream out = memory != null ? memory : committer.createStagingShard(split, shard);
+        ShardWriter writer = new ShardWriter(schema, out, batchTargetBytes)) {
+      while (samples.hasNext()) {
+        Tuple2<ShardSlot, RawSample> next = samples.next();
+        RawSample sample = next._2();
+        inputs++;
+        try {
+          append(writer, next._1().id(), sample);
+        } catch (RejectedImageException e) {
+          rejects.add(new Reject(source.locate(sample.key()), e.reason(), e.getMessage()));
+        }
+        filesDone.add(1);
+        bytesDone.add(sample.content().length);
+      }
+      stats = writer.finish();
+    }
+    byte[] bytes = memory == null ? null : memory.toByteArray();
+    return List.of(new ShardResult(split, shard, inputs, stats, rejects, bytes)).iterator();
+  }
+
+  private void append(ShardWriter writer, long id, RawSample sample)
+      throws RejectedImageException, IOException {
+    if (sample.label() < 0) {
+      throw new RejectedImageException(
+          RejectReason.MISSING_LABEL, "no label, or a label outside the class list");
+    }
+    if (sample.content().length > maxFileBytes) {
+      throw new RejectedImageException(
+          RejectReason.TOO_LARGE,
+          sample.content().length + " bytes exceeds ramtrain.etl.max-file-bytes=" + maxFileBytes);
+    }
+    processor.process(
+        sample,
+        id,
+        (copy, pixels) -> writer.append(SampleIds.copyId(id, copy), sample.label(), pixels));
+  }
+}
