@@ -146,6 +146,9 @@ public final class ShardReader implements AutoCloseable {
     ArrowBuf body =
         whole.slice(block.getOffset() + block.getMetadataLength(), block.getBodyLength());
     VectorSchemaRoot root = VectorSchemaRoot.create(schema.toArrow(), allocator);
+    // deserializeRecordBatch releases the body it is given, as if it owned a fresh allocation;
+    // the body here shares the whole shard's reference count, so hand it a reference of its own.
+    body.getReferenceManager().retain();
     try (ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(header, body)) {
       new VectorLoader(root).load(batch);
     } catch (IOException | RuntimeException e) {

@@ -1,0 +1,23 @@
+package dev.ramtrain.jobs;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.sql.SparkSession;
+
+/** Builds the Spark session: the master spark-submit gave, or embedded local[*] by default. */
+public final class SparkSessions {
+  private SparkSessions() {}
+
+  public static SparkSession open(String appName, String master) {
+    SparkConf conf = new SparkConf(true);
+    SparkSession.Builder builder = SparkSession.builder().appName(appName);
+    if (master != null) {
+      builder.master(master);
+    } else if (!conf.contains("spark.master")) {
+      builder.master("local[*]");
+    }
+    if (!conf.contains("spark.ui.showConsoleProgress")) {
+      builder.config("spark.ui.showConsoleProgress", "false"); // ramtrain draws its own line
+    }
+    return builder.getOrCreate();
+  }
+}

@@ -1,0 +1,94 @@
+package dev.ramtrain.jobs.cli;
+
+import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.jobs.report.ContactSheet;
+import dev.ramtrain.jobs.report.DatasetReport;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.apache.hadoop.conf.Configuration;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+@Command(
+    name = "inspect",
+    mixinStandardHelpOptions = true,
+    description =
+        "Print a dataset's manifest summary and class histogram, and draw a contact sheet PNG of samples.")
+public final class InspectCommand implements Callable<Integer> {
+  @Mixin CommonOptions common;
+
+  @Parameters(paramLabel = "DATASET", description = "Dataset directory (local path or Hadoop URI).")
+  String dataset;
+
+  @Option(names = "--samples", description = "Samples on the sheet (ramtrain.inspect.samples).")
+  Integer samples;
+
+  @Option(
+      names = "--sheet",
+      paramLabel = "PNG",
+      description = "Contact sheet path (ramtrain.inspect.sheet).")
+  String sheet;
+
+  @Option(
+      names = "--split",
+      defaultValue = "train",
+      description = "Split to sample: train or val (default ${DEFAULT-VALUE}).")
+  String split;
+
+  @Option(
+      names = "--verify-all",
+      description = "Check every shard's CRC32C (ramtrain.inspect.verify-all).")
+  Boolean verifyAll;
+
+  @Override
+  public Integer call() throws Exception {
+    RamtrainConfig config = common.load(flags());
+    System.out.print(run(config, dataset, split));
+    return 0;
+  }
+
+  Map<String, String> flags() {
+    Map<String, String> f = new LinkedHashMap<>();
+    f.put("ramtrain.inspect.samples", CommonOptions.text(samples));
+    f.put("ramtrain.inspect.sheet", sheet);
+    f.put("ramtrain.inspect.verify-all", CommonOptions.text(verifyAll));
+    return f;
+  }
+
+  /** Summarizes {@code location}, writes its sheet, and returns the text shown to the user. */
+  static String run(RamtrainConfig config, String location, String split)
+      throws java.io.IOException {
+    Dataset ds = Dataset.open(location, new Configuration());
+    StringBuilder out = new StringBuilder(DatasetReport.summary(ds));
+    if (config.bool("ramtrain.inspect.verify-all")) {
+      out.append(
+          String.format(
+              "verified     %,d rows, every shard's CRC32C matches%n",
+              DatasetReport.verifyAll(ds)));
+    }
+    int n = config.integer("ramtrain.inspect.samples");
+    RamtrainConfig.require(n >= 0 && n <= 4096, "ramtrain.inspect.samples", "must be in [0, 4096]");
+    if (n > 0) {
+      var picked = DatasetReport.samples(ds, split, n);
+      if (!picked.isEmpty()) {
+        String sheet = config.string("ramtrain.inspect.sheet");
+        Path png =
+            sheet.isBlank()
+                ? Path.of(Path.of(location).getFileName() + "-samples.png")
+                : Path.of(sheet);
+        Manifest m = ds.manifest();
+        ContactSheet.write(picked, m.image().shape(), m.classes(), png);
+        out.append(
+            String.format(
+                "contact sheet %s (%d %s samples)%n", png.toAbsolutePath(), picked.size(), split));
+      }
+    }
+    return out.toString();
+  }
+}

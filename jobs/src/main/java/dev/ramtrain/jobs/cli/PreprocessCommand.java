@@ -1,0 +1,133 @@
+package dev.ramtrain.jobs.cli;
+
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.spark.PreprocessJob;
+import dev.ramtrain.etl.spark.PreprocessResult;
+import dev.ramtrain.jobs.SparkSessions;
+import dev.ramtrain.jobs.config.EtlSettings;
+import dev.ramtrain.jobs.config.RamtrainConfig;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.apache.spark.sql.SparkSession;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "preprocess",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Decode, resize and augment a raw dataset into Arrow shards with Spark, and commit them",
+      "atomically to a dataset directory (manifest.json last). Sources: image folders, Parquet",
+      "tables, MNIST-family idx files, CIFAR-10 binaries."
+    })
+public final class PreprocessCommand implements Callable<Integer> {
+  @Mixin CommonOptions common;
+
+  @Option(
+      names = {"-i", "--input"},
+      paramLabel = "PATH",
+      description = "Raw dataset (ramtrain.source.path).")
+  String input;
+
+  @Option(
+      names = {"-o", "--output"},
+      paramLabel = "DIR",
+      description = "Dataset directory to commit (ramtrain.etl.output).")
+  String output;
+
+  @Option(
+      names = "--source-type",
+      description = "auto, image-folder, parquet, idx, cifar10 (ramtrain.source.type).")
+  String sourceType;
+
+  @Option(names = "--height", description = "Output height (ramtrain.etl.height).")
+  Integer height;
+
+  @Option(names = "--width", description = "Output width (ramtrain.etl.width).")
+  Integer width;
+
+  @Option(names = "--color", description = "rgb or grayscale (ramtrain.etl.color).")
+  String color;
+
+  @Option(
+      names = "--resize",
+      description = "shorter-side-crop, stretch, letterbox (ramtrain.etl.resize).")
+  String resize;
+
+  @Option(
+      names = "--copies",
+      description = "Augmented copies per sample (ramtrain.etl.augment.copies).")
+  Integer copies;
+
+  @Option(names = "--val-fraction", description = "Val split fraction (ramtrain.etl.val-fraction).")
+  Double valFraction;
+
+  @Option(names = "--decoder", description = "opencv or imageio (ramtrain.etl.decoder).")
+  String decoder;
+
+  @Option(
+      names = "--overwrite",
+      description = "Replace a committed dataset (ramtrain.etl.overwrite).")
+  Boolean overwrite;
+
+  @Option(names = "--seed", description = "Seed (ramtrain.seed).")
+  Long seed;
+
+  @Override
+  public Integer call() throws Exception {
+    RamtrainConfig config = common.load(flags());
+    var options = EtlSettings.preprocessOptions(config);
+    try (SparkSession spark = SparkSessions.open("ramtrain preprocess", common.master())) {
+      var source = EtlSettings.source(config, spark.sparkContext().hadoopConfiguration());
+      PreprocessResult result = new PreprocessJob(spark, source, options).run();
+      System.out.println(summary(result.manifest(), options.outputPath()));
+    }
+    return 0;
+  }
+
+  Map<String, String> flags() {
+    Map<String, String> f = new LinkedHashMap<>();
+    f.put("ramtrain.source.path", input);
+    f.put("ramtrain.etl.output", output);
+    f.put("ramtrain.source.type", sourceType);
+    f.put("ramtrain.etl.height", CommonOptions.text(height));
+    f.put("ramtrain.etl.width", CommonOptions.text(width));
+    f.put("ramtrain.etl.color", color);
+    f.put("ramtrain.etl.resize", resize);
+    f.put("ramtrain.etl.augment.copies", CommonOptions.text(copies));
+    f.put("ramtrain.etl.val-fraction", CommonOptions.text(valFraction));
+    f.put("ramtrain.etl.decoder", decoder);
+    f.put("ramtrain.etl.overwrite", CommonOptions.text(overwrite));
+    f.put("ramtrain.seed", CommonOptions.text(seed));
+    return f;
+  }
+
+  static String summary(Manifest m, String output) {
+    Manifest.Split train = m.split(Manifest.TRAIN);
+    Manifest.Split val = m.split(Manifest.VAL);
+    String rejects =
+        m.rejects().count() == 0
+            ? "no inputs rejected"
+            : m.rejects().count()
+                + " inputs rejected "
+                + m.rejects().byReason()
+                + (m.rejects().file() == null
+                    ? ""
+                    : " (listed in " + output + "/" + m.rejects().file() + ")");
+    return String.format(
+        "dataset %s: %,d train + %,d val samples of %dx%dx%d in %d + %d shards (%.1f MB), %d classes; %s",
+        output,
+        train.rows(),
+        val.rows(),
+        m.image().height(),
+        m.image().width(),
+        m.image().channels(),
+        train.shards().size(),
+        val.shards().size(),
+        (train.bytes() + val.bytes()) / 1e6,
+        m.classes().size(),
+        rejects);
+  }
+}

@@ -1,0 +1,145 @@
+package dev.ramtrain.jobs.config;
+
+import static dev.ramtrain.jobs.config.RamtrainConfig.require;
+
+import dev.ramtrain.etl.image.Augmentation;
+import dev.ramtrain.etl.image.ImageDecoder;
+import dev.ramtrain.etl.image.ImageTransform;
+import dev.ramtrain.etl.image.ResizeMode;
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.source.CifarSource;
+import dev.ramtrain.etl.source.IdxSource;
+import dev.ramtrain.etl.source.ImageFolderSource;
+import dev.ramtrain.etl.source.ImageSource;
+import dev.ramtrain.etl.source.TableSource;
+import dev.ramtrain.etl.spark.PreprocessOptions;
+import java.io.IOException;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+
+/** Turns {@code ramtrain.source.*} and {@code ramtrain.etl.*} settings into the ETL's objects. */
+public final class EtlSettings {
+  private EtlSettings() {}
+
+  public enum SourceType {
+    AUTO,
+    IMAGE_FOLDER,
+    PARQUET,
+    IDX,
+    CIFAR10
+  }
+
+  public enum Color {
+    RGB,
+    GRAYSCALE
+  }
+
+  public static PreprocessOptions preprocessOptions(RamtrainConfig c) {
+    int height = c.integer("ramtrain.etl.height");
+    int width = c.integer("ramtrain.etl.width");
+    require(
+        height > 0 && height <= 8192, "ramtrain.etl.height", "must be in [1, 8192], got " + height);
+    require(width > 0 && width <= 8192, "ramtrain.etl.width", "must be in [1, 8192], got " + width);
+    int channels = c.choice("ramtrain.etl.color", Color.class) == Color.RGB ? 3 : 1;
+    var transform =
+        new ImageTransform(
+            new ImageShape(height, width, channels),
+            c.choice("ramtrain.etl.resize", ResizeMode.class),
+            augmentation(c));
+    var mode = c.choice("ramtrain.etl.mode", PreprocessOptions.Output.class);
+    String output = c.string("ramtrain.etl.output");
+    require(
+        mode == PreprocessOptions.Output.MEMORY || !output.isBlank(),
+        "ramtrain.etl.output",
+        "an output directory is required in offline mode (--output DIR)");
+    try {
+      return new PreprocessOptions(
+          transform,
+          c.choice("ramtrain.etl.decoder", ImageDecoder.Kind.class),
+          c.longValue("ramtrain.etl.max-pixels"),
+          c.bytes("ramtrain.etl.max-file-bytes"),
+          c.number("ramtrain.etl.val-fraction"),
+          c.longValue("ramtrain.seed"),
+          c.bytes("ramtrain.etl.shard-target-bytes"),
+          c.bytes("ramtrain.etl.batch-target-bytes"),
+          c.integer("ramtrain.etl.shards"),
+          c.number("ramtrain.etl.max-reject-fraction"),
+          mode,
+          output,
+          c.bool("ramtrain.etl.overwrite"));
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(e.getMessage());
+    }
+  }
+
+  static Augmentation augmentation(RamtrainConfig c) {
+    String p = "ramtrain.etl.augment.";
+    try {
+      return new Augmentation(
+          c.integer(p + "copies"),
+          c.bool(p + "keep-original"),
+          c.number(p + "scale-min"),
+          c.number(p + "scale-max"),
+          c.number(p + "ratio-min"),
+          c.number(p + "ratio-max"),
+          c.number(p + "flip-probability"),
+          c.number(p + "rotation-degrees"),
+          c.number(p + "brightness"),
+          c.number(p + "contrast"),
+          c.number(p + "saturation"));
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("ramtrain.etl.augment: " + e.getMessage());
+    }
+  }
+
+  /** The source named by {@code ramtrain.source.*}, detecting its type from the path if auto. */
+  public static ImageSource source(RamtrainConfig c, Configuration hadoop) throws IOException {
+    String path = c.string("ramtrain.source.path");
+    require(!path.isBlank(), "ramtrain.source.path", "an input is required (--input PATH)");
+    SourceType type = c.choice("ramtrain.source.type", SourceType.class);
+    if (type == SourceType.AUTO) {
+      type = detect(path, hadoop);
+    }
+    return switch (type) {
+      case IMAGE_FOLDER -> new ImageFolderSource(path);
+      case PARQUET ->
+          new TableSource(
+              path,
+              c.string("ramtrain.source.image-column"),
+              c.string("ramtrain.source.label-column"),
+              c.string("ramtrain.source.key-column"));
+      case IDX -> new IdxSource(path, c.strings("ramtrain.source.class-names"));
+      case CIFAR10 -> new CifarSource(path);
+      case AUTO -> throw new IllegalStateException();
+    };
+  }
+
+  static SourceType detect(String path, Configuration hadoop) throws IOException {
+    if (path.startsWith("table:")) {
+      return SourceType.PARQUET;
+    }
+    Path dir = new Path(path);
+    FileSystem fs = dir.getFileSystem(hadoop);
+    if (!fs.exists(dir)) {
+      throw new ConfigException("ramtrain.source.path: " + path + " does not exist");
+    }
+    if (fs.getFileStatus(dir).isFile()) {
+      return path.endsWith(".parquet") ? SourceType.PARQUET : SourceType.IMAGE_FOLDER;
+    }
+    for (FileStatus status : fs.listStatus(dir)) {
+      String name = status.getPath().getName();
+      if (name.matches(".+-idx3-ubyte(\\.gz)?")) {
+        return SourceType.IDX;
+      }
+      if (name.matches("data_batch_\\d+\\.bin|test_batch\\.bin")) {
+        return SourceType.CIFAR10;
+      }
+      if (name.endsWith(".parquet")) {
+        return SourceType.PARQUET;
+      }
+    }
+    return SourceType.IMAGE_FOLDER;
+  }
+}

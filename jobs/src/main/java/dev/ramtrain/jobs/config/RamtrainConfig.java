@@ -1,0 +1,239 @@
+package dev.ramtrain.jobs.config;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigParseOptions;
+import com.typesafe.config.ConfigValue;
+import com.typesafe.config.ConfigValueFactory;
+import com.typesafe.config.ConfigValueType;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * The merged configuration: the documented defaults (conf/ramtrain-defaults.conf, also inside the
+ * jar), then a user file, then {@code spark.ramtrain.*} Spark conf keys, then command-line flags.
+ * Every key must exist in the defaults and every value must have the default's type; typed getters
+ * fail naming the key, the allowed values and where the bad value came from.
+ */
+public final class RamtrainConfig {
+  public static final String DEFAULTS_RESOURCE = "ramtrain-defaults.conf";
+  public static final String ROOT = "ramtrain";
+  public static final String SPARK_PREFIX = "spark.";
+
+  private final Config defaults;
+  private final Config config;
+
+  private RamtrainConfig(Config defaults, Config config) {
+    this.defaults = defaults;
+    this.config = config;
+  }
+
+  public static Config defaults() {
+    return ConfigFactory.parseResources(
+        RamtrainConfig.class.getClassLoader(),
+        DEFAULTS_RESOURCE,
+        ConfigParseOptions.defaults().setAllowMissing(false));
+  }
+
+  /**
+   * Merges the layers. {@code sparkConf} holds Spark conf entries (only {@code spark.ramtrain.*}
+   * are used); {@code flags} maps full keys ({@code ramtrain.etl.height}) to the flag's text.
+   */
+  public static RamtrainConfig load(
+      Path userFile, Map<String, String> sparkConf, Map<String, String> flags) {
+    Config defaults = defaults();
+    Config merged = defaults;
+    if (userFile != null) {
+      if (!Files.isReadable(userFile)) {
+        throw new ConfigException("config file " + userFile + " does not exist or cannot be read");
+      }
+      try {
+        merged = ConfigFactory.parseFile(userFile.toFile()).withFallback(merged);
+      } catch (com.typesafe.config.ConfigException e) {
+        throw new ConfigException("config file " + userFile + ": " + e.getMessage());
+      }
+    }
+    Config spark = ConfigFactory.empty("Spark conf");
+    for (var e : sparkConf.entrySet()) {
+      if (e.getKey().startsWith(SPARK_PREFIX + ROOT + ".")) {
+        String key = e.getKey().substring(SPARK_PREFIX.length());
+        spark =
+            spark.withValue(
+                key, textValue(defaults, key, e.getValue(), "Spark conf " + e.getKey()));
+      }
+    }
+    Config cli = ConfigFactory.empty("command line");
+    for (var e : flags.entrySet()) {
+      cli =
+          cli.withValue(e.getKey(), textValue(defaults, e.getKey(), e.getValue(), "command line"));
+    }
+    RamtrainConfig result =
+        new RamtrainConfig(defaults, cli.withFallback(spark).withFallback(merged).resolve());
+    result.rejectUnknownKeys();
+    return result;
+  }
+
+  public Config raw() {
+    return config;
+  }
+
+  public String string(String key) {
+    return get(key, ConfigValueType.STRING, () -> config.getString(key));
+  }
+
+  public int integer(String key) {
+    return get(key, ConfigValueType.NUMBER, () -> config.getInt(key));
+  }
+
+  public long longValue(String key) {
+    return get(key, ConfigValueType.NUMBER, () -> config.getLong(key));
+  }
+
+  public double number(String key) {
+    return get(key, ConfigValueType.NUMBER, () -> config.getDouble(key));
+  }
+
+  public boolean bool(String key) {
+    return get(key, ConfigValueType.BOOLEAN, () -> config.getBoolean(key));
+  }
+
+  /** A size in bytes; HOCON units such as 64MiB are accepted. */
+  public long bytes(String key) {
+    return get(key, ConfigValueType.NUMBER, () -> config.getBytes(key));
+  }
+
+  public List<String> strings(String key) {
+    return get(key, ConfigValueType.LIST, () -> config.getStringList(key));
+  }
+
+  /** An enum written in lower case with hyphens ({@code shorter-side-crop}). */
+  public <E extends Enum<E>> E choice(String key, Class<E> type) {
+    String value = string(key);
+    for (E constant : type.getEnumConstants()) {
+      if (spelling(constant).equals(value.toLowerCase(Locale.ROOT))) {
+        return constant;
+      }
+    }
+    throw new ConfigException(
+        key
+            + " = '"
+            + value
+            + "' is not allowed ("
+            + origin(key)
+            + "); allowed values: "
+            + String.join(
+                ", ",
+                Arrays.stream(type.getEnumConstants()).map(RamtrainConfig::spelling).toList()));
+  }
+
+  public static String spelling(Enum<?> constant) {
+    return constant.name().toLowerCase(Locale.ROOT).replace('_', '-');
+  }
+
+  /** Fails when a value is outside a range, naming the key. */
+  public static void require(boolean ok, String key, String rule) {
+    if (!ok) {
+      throw new ConfigException(key + ": " + rule);
+    }
+  }
+
+  private interface Getter<T> {
+    T get();
+  }
+
+  private <T> T get(String key, ConfigValueType expected, Getter<T> getter) {
+    if (!defaults.hasPathOrNull(key)) {
+      throw new IllegalArgumentException("no configuration key " + key + " in the defaults");
+    }
+    try {
+      return getter.get();
+    } catch (com.typesafe.config.ConfigException.WrongType
+        | com.typesafe.config.ConfigException.BadValue e) {
+      String shown = config.hasPath(key) ? config.getValue(key).render() : "null";
+      throw new ConfigException(
+          key
+              + " = "
+              + shown
+              + " is not "
+              + describe(expected, key)
+              + " ("
+              + origin(key)
+              + "); default: "
+              + defaults.getValue(key).render());
+    }
+  }
+
+  private String describe(ConfigValueType type, String key) {
+    return switch (type) {
+      case NUMBER ->
+          defaults.getValue(key).unwrapped() instanceof Integer ? "a number (integer)" : "a number";
+      case BOOLEAN -> "a boolean (true or false)";
+      case LIST -> "a list";
+      default -> "a " + type.name().toLowerCase(Locale.ROOT);
+    };
+  }
+
+  private String origin(String key) {
+    ConfigValue value = config.hasPathOrNull(key) ? config.getValue(key) : null;
+    return value == null ? "unset" : "from " + value.origin().description();
+  }
+
+  private void rejectUnknownKeys() {
+    Set<String> known = new TreeSet<>();
+    defaults.entrySet().forEach(e -> known.add(e.getKey()));
+    for (var entry : config.entrySet()) {
+      String key = entry.getKey();
+      if (!key.startsWith(ROOT + ".")) {
+        continue; // other libraries' keys in a shared file are not ours to judge
+      }
+      if (!known.contains(key)) {
+        String nearest =
+            known.stream().min(Comparator.comparingInt(k -> distance(k, key))).orElse("");
+        throw new ConfigException(
+            "unknown configuration key "
+                + key
+                + " ("
+                + entry.getValue().origin().description()
+                + "); did you mean "
+                + nearest
+                + "? Keys are listed in conf/ramtrain-defaults.conf");
+      }
+    }
+  }
+
+  /** Text from a flag or Spark conf, typed like the default so lists can be given as a,b,c. */
+  private static ConfigValue textValue(Config defaults, String key, String text, String origin) {
+    Object value = text;
+    if (defaults.hasPathOrNull(key) && defaults.getValue(key).valueType() == ConfigValueType.LIST) {
+      value =
+          text.isBlank() ? List.of() : Arrays.stream(text.split(",")).map(String::strip).toList();
+    }
+    return ConfigValueFactory.fromAnyRef(value, origin);
+  }
+
+  private static int distance(String a, String b) {
+    int[] prev = new int[b.length() + 1];
+    int[] cur = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) {
+      prev[j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      cur[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+        cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
+      }
+      int[] t = prev;
+      prev = cur;
+      cur = t;
+    }
+    return prev[b.length()];
+  }
+}
