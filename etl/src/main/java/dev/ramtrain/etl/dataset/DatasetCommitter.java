@@ -8,6 +8,7 @@ import java.io.Serializable;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,7 +39,7 @@ public final class DatasetCommitter implements Serializable {
   public static DatasetCommitter begin(String output, boolean overwrite, Configuration hadoopConf)
       throws IOException {
     Path dir = new Path(output);
-    FileSystem fs = dir.getFileSystem(hadoopConf);
+    FileSystem fs = fileSystem(dir, hadoopConf);
     boolean committed = fs.exists(new Path(dir, DatasetLayout.MANIFEST));
     if (committed && !overwrite) {
       throw new DatasetExistsException(
@@ -77,7 +78,7 @@ public final class DatasetCommitter implements Serializable {
   /** Opens a staging shard for writing; the caller closes the stream. */
   public OutputStream createStagingShard(String split, int shard) throws IOException {
     Path path = stagingShard(split, shard);
-    return path.getFileSystem(conf.get()).create(path, true);
+    return fileSystem(path, conf.get()).create(path, true);
   }
 
   /**
@@ -86,7 +87,7 @@ public final class DatasetCommitter implements Serializable {
    */
   public void commit(Manifest manifest, byte[] rejectsJsonLines) throws IOException {
     Path dir = new Path(output);
-    FileSystem fs = dir.getFileSystem(conf.get());
+    FileSystem fs = fileSystem(dir, conf.get());
     for (var split : manifest.splits().values()) {
       for (Manifest.Shard shard : split.shards()) {
         Path staged = new Path(runDir(), shard.file());
@@ -113,11 +114,20 @@ public final class DatasetCommitter implements Serializable {
   /** Removes this run's staged files; the output is left as it was before the run. */
   public void abort() {
     try {
-      Path runDir = runDir();
-      runDir.getFileSystem(conf.get()).delete(runDir, true);
+      Path staging = new Path(output, DatasetLayout.STAGING);
+      fileSystem(staging, conf.get()).delete(staging, true);
     } catch (IOException e) {
       LOG.warn("could not remove staging files of run {}: {}", runId, e.toString());
     }
+  }
+
+  /**
+   * The filesystem of {@code path}; for local paths the raw one, so no {@code .crc} sidecar files
+   * clutter the dataset (every shard has its CRC32C in the manifest).
+   */
+  static FileSystem fileSystem(Path path, Configuration conf) throws IOException {
+    FileSystem fs = path.getFileSystem(conf);
+    return fs instanceof LocalFileSystem local ? local.getRawFileSystem() : fs;
   }
 
   private Path runDir() {

@@ -4,9 +4,10 @@ import static org.bytedeco.opencv.global.opencv_core.CV_8UC3;
 import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_BGR2GRAY;
 import static org.bytedeco.opencv.global.opencv_imgproc.cvtColor;
 
-import java.awt.Graphics2D;
 import java.awt.image.BufferedImage;
 import java.awt.image.DataBufferByte;
+import java.awt.image.IndexColorModel;
+import java.awt.image.Raster;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import javax.imageio.ImageIO;
@@ -47,19 +48,36 @@ final class ImageIoDecoder implements ImageDecoder {
   }
 
   /**
-   * Copies the pixels into an 8-bit BGR Mat; palette, grey and alpha images are drawn onto black.
+   * Copies the pixels into an 8-bit BGR Mat. Grey rasters are copied as they are (Java2D would
+   * treat them as linear grey and brighten them); everything else goes through sRGB, alpha dropped
+   * as PIL's convert("RGB") does.
    */
   private static Mat toBgr(BufferedImage image) {
-    BufferedImage bgr = image;
-    if (image.getType() != BufferedImage.TYPE_3BYTE_BGR) {
-      bgr = new BufferedImage(image.getWidth(), image.getHeight(), BufferedImage.TYPE_3BYTE_BGR);
-      Graphics2D g = bgr.createGraphics();
-      g.drawImage(image, 0, 0, null);
-      g.dispose();
+    int w = image.getWidth();
+    int h = image.getHeight();
+    byte[] bgr = new byte[w * h * 3];
+    Raster raster = image.getRaster();
+    if (image.getType() == BufferedImage.TYPE_3BYTE_BGR) {
+      bgr = ((DataBufferByte) raster.getDataBuffer()).getData();
+    } else if (raster.getNumBands() == 1 && !(image.getColorModel() instanceof IndexColorModel)) {
+      int shift = raster.getSampleModel().getSampleSize(0) - 8;
+      int[] grey = raster.getSamples(0, 0, w, h, 0, (int[]) null);
+      for (int p = 0; p < grey.length; p++) {
+        byte v = (byte) (shift > 0 ? grey[p] >> shift : grey[p]);
+        bgr[3 * p] = v;
+        bgr[3 * p + 1] = v;
+        bgr[3 * p + 2] = v;
+      }
+    } else {
+      int[] argb = image.getRGB(0, 0, w, h, null, 0, w);
+      for (int p = 0; p < argb.length; p++) {
+        bgr[3 * p] = (byte) argb[p];
+        bgr[3 * p + 1] = (byte) (argb[p] >> 8);
+        bgr[3 * p + 2] = (byte) (argb[p] >> 16);
+      }
     }
-    byte[] pixels = ((DataBufferByte) bgr.getRaster().getDataBuffer()).getData();
-    Mat mat = new Mat(bgr.getHeight(), bgr.getWidth(), CV_8UC3);
-    mat.data().put(pixels, 0, pixels.length);
+    Mat mat = new Mat(h, w, CV_8UC3);
+    mat.data().put(bgr, 0, bgr.length);
     return mat;
   }
 }

@@ -9,8 +9,11 @@ import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -73,20 +76,48 @@ public final class ImageFolderSource implements ImageSource {
     for (int i = 0; i < classes.size(); i++) {
       labels.put(classes.get(i), i);
     }
-    return files(spark)
-        .select("path", "content")
-        .javaRDD()
-        .filter(row -> row.getString(0).startsWith(prefix))
-        .map(row -> toSample(row, prefix, labels))
+    JavaRDD<RawSample> files =
+        files(spark)
+            .select("path", "content")
+            .javaRDD()
+            .filter(row -> row.getString(0).startsWith(prefix))
+            .map(row -> toSample(row.getString(0), (byte[]) row.get(1), prefix, labels));
+    // Spark's file scan skips zero-byte files; list them here so they are rejected and reported.
+    List<RawSample> empty = new ArrayList<>();
+    for (String path : emptyFiles(spark)) {
+      empty.add(toSample(path, new byte[0], prefix, labels));
+    }
+    return files
+        .union(new JavaSparkContext(spark.sparkContext()).parallelize(empty, 1))
         .filter(sample -> sample.label() >= 0);
   }
 
-  private static RawSample toSample(Row row, String prefix, Map<String, Integer> labels) {
-    String key = row.getString(0).substring(prefix.length());
+  private List<String> emptyFiles(SparkSession spark) throws IOException {
+    Path dir = new Path(root);
+    FileSystem fs = dir.getFileSystem(spark.sparkContext().hadoopConfiguration());
+    List<String> empty = new ArrayList<>();
+    RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
+    while (it.hasNext()) {
+      LocatedFileStatus status = it.next();
+      String path = fs.makeQualified(status.getPath()).toString();
+      if (status.getLen() == 0 && path.matches(IMAGE_EXTENSIONS) && !isHidden(path)) {
+        empty.add(path);
+      }
+    }
+    return empty;
+  }
+
+  private static boolean isHidden(String path) {
+    return path.contains("/.") || path.contains("/_");
+  }
+
+  private static RawSample toSample(
+      String path, byte[] content, String prefix, Map<String, Integer> labels) {
+    String key = path.substring(prefix.length());
     int slash = key.indexOf('/');
     Integer label = slash > 0 ? labels.get(key.substring(0, slash)) : null;
-    byte[] content = row.isNullAt(1) ? new byte[0] : (byte[]) row.get(1);
-    return RawSample.encoded(key, content, label == null ? -1 : label, null);
+    return RawSample.encoded(
+        key, content == null ? new byte[0] : content, label == null ? -1 : label, null);
   }
 
   private Dataset<Row> files(SparkSession spark) {

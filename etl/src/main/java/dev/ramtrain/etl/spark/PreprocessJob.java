@@ -221,7 +221,18 @@ public final class PreprocessJob {
     t.put("color", transform.shape().channels() == 1 ? "grayscale" : "rgb");
     t.put("decoder", options.decoder().name().toLowerCase());
     t.put("val-fraction", options.valFraction());
-    t.put("augmentation", transform.augmentation());
+    Augmentation a = transform.augmentation();
+    Map<String, Object> augment = new LinkedHashMap<>();
+    augment.put("copies", a.copies());
+    augment.put("keep-original", a.keepOriginal());
+    augment.put("scale", List.of(a.scaleMin(), a.scaleMax()));
+    augment.put("ratio", List.of(a.ratioMin(), a.ratioMax()));
+    augment.put("flip-probability", a.flipProbability());
+    augment.put("rotation-degrees", a.rotationDegrees());
+    augment.put("brightness", a.brightness());
+    augment.put("contrast", a.contrast());
+    augment.put("saturation", a.saturation());
+    t.put("augment", augment);
     return t;
   }
 

@@ -1,0 +1,71 @@
+package dev.ramtrain.etl.spark;
+
+import dev.ramtrain.etl.TestSpark;
+import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.etl.image.Augmentation;
+import dev.ramtrain.etl.image.ImageDecoder;
+import dev.ramtrain.etl.image.ImageTransform;
+import dev.ramtrain.etl.image.ResizeMode;
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.shard.ShardBatch;
+import dev.ramtrain.etl.shard.ShardReader;
+import dev.ramtrain.etl.source.ImageSource;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/** Helpers shared by the preprocessing tests. */
+final class Preprocessing {
+  private Preprocessing() {}
+
+  static PreprocessOptions options(
+      ImageShape shape,
+      Augmentation aug,
+      PreprocessOptions.Output mode,
+      Path out,
+      double maxRejects) {
+    return new PreprocessOptions(
+        new ImageTransform(shape, ResizeMode.SHORTER_SIDE_CROP, aug),
+        ImageDecoder.Kind.OPENCV,
+        1L << 26,
+        1L << 26,
+        0.25,
+        11,
+        20_000, // small shards, so a tiny dataset still makes several
+        4_000,
+        0,
+        maxRejects,
+        mode,
+        out == null ? null : out.toString(),
+        false);
+  }
+
+  static PreprocessResult run(ImageSource source, PreprocessOptions options) throws IOException {
+    return new PreprocessJob(TestSpark.session(), source, options).run();
+  }
+
+  static Dataset open(Path dir) throws IOException {
+    return Dataset.open(dir.toString(), TestSpark.session().sparkContext().hadoopConfiguration());
+  }
+
+  /** id to (label, pixels) of every row of a split. */
+  static Map<Long, Row> rows(Dataset dataset, String split) throws IOException {
+    Map<Long, Row> rows = new HashMap<>();
+    for (Manifest.Shard shard : dataset.manifest().split(split).shards()) {
+      try (ShardReader reader = dataset.openShard(shard, true)) {
+        for (int b = 0; b < reader.batchCount(); b++) {
+          try (ShardBatch batch = reader.batch(b)) {
+            for (int r = 0; r < batch.rowCount(); r++) {
+              rows.put(batch.id(r), new Row(batch.label(r), batch.image(r)));
+            }
+          }
+        }
+      }
+    }
+    return rows;
+  }
+
+  record Row(int label, byte[] pixels) {}
+}
