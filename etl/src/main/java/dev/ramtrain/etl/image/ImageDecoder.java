@@ -2,7 +2,7 @@ package dev.ramtrain.etl.image;
 
 import org.bytedeco.opencv.opencv_core.Mat;
 
-/** Turns encoded bytes into an 8-bit BGR (3 channels) or grey (1 channel) OpenCV image. */
+/** Turns encoded bytes into an 8-bit RGB (3 channels) or grey (1 channel) OpenCV image. */
 public interface ImageDecoder {
 
   /**

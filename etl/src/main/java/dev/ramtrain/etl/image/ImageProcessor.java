@@ -2,9 +2,7 @@ package dev.ramtrain.etl.image;
 
 import static org.bytedeco.opencv.global.opencv_core.CV_8UC1;
 import static org.bytedeco.opencv.global.opencv_core.CV_8UC3;
-import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_BGR2RGB;
-import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_GRAY2BGR;
-import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_RGB2BGR;
+import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_GRAY2RGB;
 import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_RGB2GRAY;
 import static org.bytedeco.opencv.global.opencv_imgproc.cvtColor;
 
@@ -14,6 +12,7 @@ import dev.ramtrain.etl.source.SampleIds;
 import java.io.IOException;
 import java.io.Serializable;
 import java.util.SplittableRandom;
+import org.bytedeco.opencv.global.opencv_core;
 import org.bytedeco.opencv.opencv_core.Mat;
 
 /**
@@ -68,10 +67,12 @@ public final class ImageProcessor implements Serializable {
     }
   }
 
-  /** Decodes encoded bytes to BGR or grey, at reduced size when the output needs fewer pixels. */
+  /** Decodes encoded bytes to RGB or grey, at reduced size when the output needs fewer pixels. */
   public Mat decode(byte[] bytes) throws RejectedImageException {
     ImageHeader header = ImageHeader.probe(bytes, maxPixels);
     if (decoder == null) {
+      // Spark already runs one task per core; OpenCV's own thread pool would oversubscribe them.
+      opencv_core.setNumThreads(1);
       decoder = decoderKind.create();
     }
     return decoder.decode(bytes, header, shape().channels(), reduceFactor(header));
@@ -115,23 +116,17 @@ public final class ImageProcessor implements Serializable {
     Mat raw = new Mat(s.height(), s.width(), s.channels() == 1 ? CV_8UC1 : CV_8UC3);
     raw.data().put(s.content(), 0, s.content().length);
     int wanted = shape().channels();
-    if (s.channels() == wanted && wanted == 1) {
+    if (s.channels() == wanted) {
       return raw;
     }
     try (raw) {
       Mat out = new Mat();
-      cvtColor(
-          raw,
-          out,
-          wanted == 1 ? COLOR_RGB2GRAY : s.channels() == 1 ? COLOR_GRAY2BGR : COLOR_RGB2BGR);
+      cvtColor(raw, out, wanted == 1 ? COLOR_RGB2GRAY : COLOR_GRAY2RGB);
       return out;
     }
   }
 
   private void emit(int copy, Mat image, Sink sink) throws IOException {
-    if (image.channels() == 3) {
-      cvtColor(image, image, COLOR_BGR2RGB); // shards hold RGB, as torchvision does
-    }
     if (!image.isContinuous()
         || image.cols() != shape().width()
         || image.rows() != shape().height()

@@ -5,8 +5,8 @@ import static org.bytedeco.opencv.global.opencv_core.addWeighted;
 import static org.bytedeco.opencv.global.opencv_core.copyMakeBorder;
 import static org.bytedeco.opencv.global.opencv_core.flip;
 import static org.bytedeco.opencv.global.opencv_core.mean;
-import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_BGR2GRAY;
-import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_GRAY2BGR;
+import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_GRAY2RGB;
+import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_RGB2GRAY;
 import static org.bytedeco.opencv.global.opencv_imgproc.INTER_AREA;
 import static org.bytedeco.opencv.global.opencv_imgproc.INTER_LINEAR;
 import static org.bytedeco.opencv.global.opencv_imgproc.cvtColor;
@@ -108,8 +108,8 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
       double factor = uniform(rng, 1 - a.saturation(), 1 + a.saturation());
       try (Mat grey = new Mat();
           Mat grey3 = new Mat()) {
-        cvtColor(image, grey, COLOR_BGR2GRAY);
-        cvtColor(grey, grey3, COLOR_GRAY2BGR);
+        cvtColor(image, grey, COLOR_RGB2GRAY);
+        cvtColor(grey, grey3, COLOR_GRAY2RGB);
         Mat out = new Mat();
         addWeighted(image, factor, grey3, 1 - factor, 0, out);
         image = replace(image, out);
@@ -168,7 +168,7 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
       }
     }
     try (Mat grey = new Mat()) {
-      cvtColor(image, grey, COLOR_BGR2GRAY);
+      cvtColor(image, grey, COLOR_RGB2GRAY);
       try (Scalar m = mean(grey)) {
         return m.get(0);
       }

@@ -2,6 +2,7 @@ package dev.ramtrain.etl.image;
 
 import static org.bytedeco.opencv.global.opencv_core.CV_8UC1;
 import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_COLOR;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_COLOR_RGB;
 import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_GRAYSCALE;
 import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_IGNORE_ORIENTATION;
 import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_COLOR_2;
@@ -17,8 +18,9 @@ import org.bytedeco.opencv.opencv_core.Mat;
 
 /**
  * Decodes with OpenCV's codecs (libjpeg-turbo, libpng), natives from Maven Central. CMYK/YCCK
- * JPEGs, grey, palette, 16-bit and alpha PNGs all come out as 8-bit BGR or grey. EXIF orientation
- * is ignored, as torchvision's ImageFolder does.
+ * JPEGs, grey, palette, 16-bit and alpha PNGs all come out as 8-bit RGB or grey (libjpeg-turbo
+ * writes RGB directly, so no colour-swap pass follows). EXIF orientation is ignored, as
+ * torchvision's ImageFolder does.
  */
 final class OpenCvDecoder implements ImageDecoder {
   private final ImageDecoder gifDecoder;
@@ -37,7 +39,9 @@ final class OpenCvDecoder implements ImageDecoder {
     Mat image;
     try (BytePointer data = new BytePointer(bytes);
         Mat encoded = new Mat(1, bytes.length, CV_8UC1, data)) {
-      image = imdecode(encoded, flags | IMREAD_IGNORE_ORIENTATION);
+      image =
+          imdecode(
+              encoded, flags | IMREAD_IGNORE_ORIENTATION | (channels == 3 ? IMREAD_COLOR_RGB : 0));
     }
     if (image == null || image.empty()) {
       if (image != null) {

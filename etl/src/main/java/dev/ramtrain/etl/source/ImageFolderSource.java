@@ -3,15 +3,14 @@ package dev.ramtrain.etl.source;
 import static org.apache.spark.sql.functions.col;
 
 import java.io.IOException;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.Dataset;
@@ -25,7 +24,10 @@ import org.apache.spark.sql.SparkSession;
 public final class ImageFolderSource implements ImageSource {
   static final String IMAGE_EXTENSIONS = "(?i).*\\.(jpe?g|png|bmp|gif)$";
 
+  private static final int FILES_PER_READ_TASK = 2000;
+
   private final String root;
+  private transient Listing listing; // one walk per job, on the driver
 
   public ImageFolderSource(String root) {
     this.root = root.endsWith("/") ? root.substring(0, root.length() - 1) : root;
@@ -65,8 +67,8 @@ public final class ImageFolderSource implements ImageSource {
   }
 
   @Override
-  public Map<String, Long> countBySplit(SparkSession spark, double valFraction) {
-    return ImageSource.hashSplitCounts(files(spark).select("path").count(), valFraction);
+  public Map<String, Long> countBySplit(SparkSession spark, double valFraction) throws IOException {
+    return ImageSource.hashSplitCounts(listing(spark).files(), valFraction);
   }
 
   @Override
@@ -76,15 +78,23 @@ public final class ImageFolderSource implements ImageSource {
     for (int i = 0; i < classes.size(); i++) {
       labels.put(classes.get(i), i);
     }
+    Listing listing = listing(spark);
+    JavaRDD<Row> rows = files(spark).select("path", "content").javaRDD();
+    // Spark packs small files as if each cost 4 MB to open (spark.sql.files.openCostInBytes), so a
+    // folder of small images becomes hundreds of tiny read tasks whose scheduling dominates the
+    // read. Merge them (no shuffle) into tasks of about FILES_PER_READ_TASK files.
+    long wanted =
+        Math.max(
+            2L * spark.sparkContext().defaultParallelism(), listing.files() / FILES_PER_READ_TASK);
+    if (wanted < rows.getNumPartitions()) {
+      rows = rows.coalesce((int) wanted);
+    }
     JavaRDD<RawSample> files =
-        files(spark)
-            .select("path", "content")
-            .javaRDD()
-            .filter(row -> row.getString(0).startsWith(prefix))
+        rows.filter(row -> row.getString(0).startsWith(prefix))
             .map(row -> toSample(row.getString(0), (byte[]) row.get(1), prefix, labels));
     // Spark's file scan skips zero-byte files; list them here so they are rejected and reported.
     List<RawSample> empty = new ArrayList<>();
-    for (String path : emptyFiles(spark)) {
+    for (String path : listing.emptyFiles()) {
       empty.add(toSample(path, new byte[0], prefix, labels));
     }
     return files
@@ -92,23 +102,42 @@ public final class ImageFolderSource implements ImageSource {
         .filter(sample -> sample.label() >= 0);
   }
 
-  private List<String> emptyFiles(SparkSession spark) throws IOException {
+  /** Image files under root (hidden ones excluded), and which of them are empty. */
+  private record Listing(long files, List<String> emptyFiles) {}
+
+  /**
+   * Walks root once per job on the driver: the exact input count for shard planning, and the
+   * zero-byte files that Spark's scan would skip silently. A plain listStatus walk, because
+   * listFiles' LocatedFileStatus loads permissions, which the local filesystem does by forking a
+   * process per file.
+   */
+  private Listing listing(SparkSession spark) throws IOException {
+    if (listing != null) {
+      return listing;
+    }
     Path dir = new Path(root);
     FileSystem fs = dir.getFileSystem(spark.sparkContext().hadoopConfiguration());
     List<String> empty = new ArrayList<>();
-    RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
-    while (it.hasNext()) {
-      LocatedFileStatus status = it.next();
-      String path = fs.makeQualified(status.getPath()).toString();
-      if (status.getLen() == 0 && path.matches(IMAGE_EXTENSIONS) && !isHidden(path)) {
-        empty.add(path);
+    long files = 0;
+    ArrayDeque<Path> pending = new ArrayDeque<>(List.of(dir));
+    while (!pending.isEmpty()) {
+      for (FileStatus status : fs.listStatus(pending.pop())) {
+        String name = status.getPath().getName();
+        if (name.startsWith(".") || name.startsWith("_")) {
+          continue;
+        }
+        if (status.isDirectory()) {
+          pending.push(status.getPath());
+        } else if (name.matches(IMAGE_EXTENSIONS)) {
+          files++;
+          if (status.getLen() == 0) {
+            empty.add(fs.makeQualified(status.getPath()).toString());
+          }
+        }
       }
     }
-    return empty;
-  }
-
-  private static boolean isHidden(String path) {
-    return path.contains("/.") || path.contains("/_");
+    listing = new Listing(files, empty);
+    return listing;
   }
 
   private static RawSample toSample(

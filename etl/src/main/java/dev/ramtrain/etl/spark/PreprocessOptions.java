@@ -15,11 +15,15 @@ public record PreprocessOptions(
     long shardTargetBytes,
     long batchTargetBytes,
     int shardsPerSplit,
+    int minShardsPerSplit,
     double maxRejectFraction,
     Output output,
     String outputPath,
     boolean overwrite)
     implements Serializable {
+
+  /** Shards are memory-mapped whole by readers, so they stay well under 2 GiB. */
+  public static final long MAX_SHARD_BYTES = 1L << 30;
 
   /** Offline: commit a dataset directory. Memory: keep shards as cached blocks on executors. */
   public enum Output {
@@ -32,9 +36,12 @@ public record PreprocessOptions(
     require(
         maxRejectFraction >= 0 && maxRejectFraction <= 1,
         "ramtrain.etl.max-reject-fraction must be in [0, 1]");
-    require(shardTargetBytes > 0, "ramtrain.etl.shard-target-bytes must be positive");
+    require(
+        shardTargetBytes > 0 && shardTargetBytes <= MAX_SHARD_BYTES,
+        "ramtrain.etl.shard-target-bytes must be in (0, 1GiB]: shards are memory-mapped whole");
     require(batchTargetBytes > 0, "ramtrain.etl.batch-target-bytes must be positive");
     require(shardsPerSplit >= 0, "ramtrain.etl.shards must be >= 0 (0 = from shard-target-bytes)");
+    require(minShardsPerSplit >= 1, "ramtrain.etl.min-shards must be >= 1");
     require(
         maxPixels > 0 && maxFileBytes > 0,
         "ramtrain.etl.max-pixels and max-file-bytes must be positive");

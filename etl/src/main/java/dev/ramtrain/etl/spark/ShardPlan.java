@@ -26,11 +26,20 @@ record ShardPlan(int trainShards, int valShards, double valFraction, long seed)
     if (inputs == 0) {
       return 0;
     }
+    double bytes = (double) inputs * outputsPerSample * imageBytes;
     if (o.shardsPerSplit() > 0) {
+      if (bytes / o.shardsPerSplit() > PreprocessOptions.MAX_SHARD_BYTES) {
+        throw new PreprocessException(
+            String.format(
+                "ramtrain.etl.shards=%d would make shards of about %.1f GiB; shards must stay under"
+                    + " 1 GiB (they are memory-mapped whole): use more shards, or shards=0",
+                o.shardsPerSplit(), bytes / o.shardsPerSplit() / (1L << 30)));
+      }
       return o.shardsPerSplit();
     }
-    double bytes = (double) inputs * outputsPerSample * imageBytes;
-    return (int) Math.max(1, Math.ceil(bytes / o.shardTargetBytes()));
+    // One task writes one shard: a floor on the count keeps every core decoding on small datasets.
+    long bySize = (long) Math.ceil(bytes / o.shardTargetBytes());
+    return (int) Math.min(inputs, Math.max(bySize, o.minShardsPerSplit()));
   }
 
   int partitions() {

@@ -230,6 +230,7 @@ class PreprocessJobTest {
             options.shardTargetBytes(),
             options.batchTargetBytes(),
             1,
+            1,
             options.maxRejectFraction(),
             options.output(),
             options.outputPath(),
@@ -329,7 +330,8 @@ class PreprocessJobTest {
     }
 
     @Override
-    public Map<String, Long> countBySplit(SparkSession spark, double valFraction) {
+    public Map<String, Long> countBySplit(SparkSession spark, double valFraction)
+        throws IOException {
       return inner.countBySplit(spark, valFraction);
     }
   }

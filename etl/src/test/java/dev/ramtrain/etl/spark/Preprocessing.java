@@ -36,6 +36,7 @@ final class Preprocessing {
         20_000, // small shards, so a tiny dataset still makes several
         4_000,
         0,
+        1,
         maxRejects,
         mode,
         out == null ? null : out.toString(),

@@ -46,6 +46,7 @@ class SourcesTest {
         1 << 20,
         1 << 16,
         0,
+        1,
         0,
         PreprocessOptions.Output.OFFLINE,
         out.toString(),

@@ -81,8 +81,15 @@ public final class PreprocessCommand implements Callable<Integer> {
     var options = EtlSettings.preprocessOptions(config);
     try (SparkSession spark = SparkSessions.open("ramtrain preprocess", common.master())) {
       var source = EtlSettings.source(config, spark.sparkContext().hadoopConfiguration());
+      long start = System.nanoTime();
       PreprocessResult result = new PreprocessJob(spark, source, options).run();
+      double seconds = (System.nanoTime() - start) / 1e9;
       System.out.println(summary(result.manifest(), options.outputPath()));
+      System.out.printf(
+          "preprocessed %,d inputs in %.1f s (%,.0f inputs/s)%n",
+          result.manifest().rejects().inputs(),
+          seconds,
+          result.manifest().rejects().inputs() / seconds);
     }
     return 0;
   }

@@ -65,6 +65,7 @@ public final class EtlSettings {
           c.bytes("ramtrain.etl.shard-target-bytes"),
           c.bytes("ramtrain.etl.batch-target-bytes"),
           c.integer("ramtrain.etl.shards"),
+          c.integer("ramtrain.etl.min-shards"),
           c.number("ramtrain.etl.max-reject-fraction"),
           mode,
           output,

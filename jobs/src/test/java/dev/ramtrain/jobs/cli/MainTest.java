@@ -1,0 +1,132 @@
+package dev.ramtrain.jobs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.jobs.Main;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import javax.imageio.ImageIO;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class MainTest {
+  @TempDir Path tmp;
+
+  /** Runs the CLI, capturing what it prints. */
+  record Run(int status, String out, String err) {}
+
+  static Run run(String... args) {
+    PrintStream out = System.out;
+    PrintStream err = System.err;
+    ByteArrayOutputStream o = new ByteArrayOutputStream();
+    ByteArrayOutputStream e = new ByteArrayOutputStream();
+    try {
+      System.setOut(new PrintStream(o, true, StandardCharsets.UTF_8));
+      System.setErr(new PrintStream(e, true, StandardCharsets.UTF_8));
+      int status = Main.run(args);
+      return new Run(
+          status, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
+    } finally {
+      System.setOut(out);
+      System.setErr(err);
+    }
+  }
+
+  @Test
+  void generatePreprocessInspect() throws Exception {
+    Path images = tmp.resolve("images");
+    Run g =
+        run(
+            "generate",
+            "-o",
+            images.toString(),
+            "--classes",
+            "3",
+            "--images-per-class",
+            "8",
+            "--width",
+            "40",
+            "--height",
+            "40");
+    assertEquals(0, g.status(), g.err());
+    assertTrue(g.out().contains("wrote 24 images"), g.out());
+
+    Path dataset = tmp.resolve("dataset");
+    Run p =
+        run(
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--height",
+            "16",
+            "--width",
+            "16",
+            "--copies",
+            "1",
+            "--set",
+            "ramtrain.etl.val-fraction=0.25");
+    assertEquals(0, p.status(), p.err());
+    assertTrue(p.out().contains("3 classes"), p.out());
+    assertTrue(Files.exists(dataset.resolve("manifest.json")));
+
+    Path sheet = tmp.resolve("sheet.png");
+    Run i =
+        run(
+            "inspect",
+            dataset.toString(),
+            "--samples",
+            "9",
+            "--sheet",
+            sheet.toString(),
+            "--verify-all");
+    assertEquals(0, i.status(), i.err());
+    assertTrue(i.out().contains("16x16x3 uint8 HWC"), i.out());
+    assertTrue(i.out().contains("48 rows, every shard's CRC32C matches"), i.out());
+    assertTrue(i.out().contains("circle"), i.out());
+    var png = ImageIO.read(sheet.toFile());
+    assertTrue(png.getWidth() > 3 * 16 && png.getHeight() > 3 * 16, "a 3x3 grid of upscaled tiles");
+
+    Run again = run("preprocess", "-i", images.toString(), "-o", dataset.toString());
+    assertEquals(Main.EXIT_USAGE, again.status());
+    assertTrue(again.err().contains("already holds a dataset"), again.err());
+  }
+
+  @Test
+  void badSettingExitsWithUsageStatusNamingTheKey() {
+    Run r = run("generate", "-o", tmp.toString(), "--set", "ramtrain.generate.clases=3");
+    assertEquals(Main.EXIT_USAGE, r.status());
+    assertTrue(r.err().contains("unknown configuration key ramtrain.generate.clases"), r.err());
+    assertTrue(r.err().contains("did you mean ramtrain.generate.classes"), r.err());
+    assertTrue(!r.err().contains("\tat "), "no stack trace for a bad setting: " + r.err());
+
+    r = run("generate", "-o", tmp.toString(), "--classes", "12");
+    assertEquals(Main.EXIT_USAGE, r.status());
+    assertTrue(
+        r.err().contains("ramtrain.generate") && r.err().contains("classes must be in [2, 8]"),
+        r.err());
+  }
+
+  @Test
+  void missingDatasetFailsNamingTheManifest() {
+    Run r = run("inspect", tmp.resolve("nothing").toString());
+    assertEquals(Main.EXIT_FAILURE, r.status());
+    assertTrue(r.err().contains("manifest.json is missing"), r.err());
+    assertTrue(r.err().contains("does not exist"), r.err());
+  }
+
+  @Test
+  void everyCommandHasHelp() {
+    for (String command : new String[] {"generate", "preprocess", "inspect", "demo"}) {
+      Run r = run(command, "--help");
+      assertEquals(0, r.status(), command);
+      assertTrue(r.out().contains("Usage: ramtrain " + command), r.out());
+      assertTrue(r.out().contains("--config"), r.out());
+    }
+  }
+}

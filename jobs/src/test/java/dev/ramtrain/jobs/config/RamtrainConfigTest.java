@@ -1,0 +1,197 @@
+package dev.ramtrain.jobs.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.etl.image.ResizeMode;
+import dev.ramtrain.etl.spark.PreprocessOptions;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RamtrainConfigTest {
+  @TempDir Path tmp;
+
+  private Path file(String text) throws Exception {
+    Path f = tmp.resolve("user.conf");
+    Files.writeString(f, text);
+    return f;
+  }
+
+  private static void assertMessage(Exception e, String... parts) {
+    for (String part : parts) {
+      assertTrue(
+          e.getMessage().contains(part), "'" + e.getMessage() + "' should contain '" + part + "'");
+    }
+  }
+
+  @Test
+  void defaultsAreTheDocumentedFile() throws Exception {
+    RamtrainConfig c = RamtrainConfig.load(null, Map.of(), Map.of());
+    String documented =
+        Files.readString(
+            Path.of(System.getProperty("ramtrain.repo.root"), "conf", "ramtrain-defaults.conf"));
+    assertTrue(documented.contains("height = 64"));
+    assertEquals(64, c.integer("ramtrain.etl.height"));
+    assertEquals(64L << 20, c.bytes("ramtrain.etl.shard-target-bytes"));
+    assertEquals(ResizeMode.SHORTER_SIDE_CROP, c.choice("ramtrain.etl.resize", ResizeMode.class));
+  }
+
+  @Test
+  void eachLayerBeatsTheOneBelow() throws Exception {
+    Path user =
+        file("ramtrain.etl { height = 100, width = 101, color = grayscale }\nramtrain.seed = 5");
+    Map<String, String> spark =
+        Map.of(
+            "spark.ramtrain.etl.width",
+            "201",
+            "spark.ramtrain.seed",
+            "6",
+            "spark.executor.memory",
+            "2g");
+    Map<String, String> cli = Map.of("ramtrain.seed", "7");
+    RamtrainConfig c = RamtrainConfig.load(user, spark, cli);
+    assertEquals(100, c.integer("ramtrain.etl.height"), "user file over defaults");
+    assertEquals(201, c.integer("ramtrain.etl.width"), "Spark conf over user file");
+    assertEquals(7, c.longValue("ramtrain.seed"), "command line over Spark conf");
+    assertEquals("grayscale", c.string("ramtrain.etl.color"));
+    assertEquals(0.1, c.number("ramtrain.etl.val-fraction"), "untouched default");
+  }
+
+  @Test
+  void unknownKeyFailsNamingItAndSuggestingTheNearest() throws Exception {
+    var e =
+        assertThrows(
+            ConfigException.class,
+            () -> RamtrainConfig.load(file("ramtrain.etl.heigth = 3"), Map.of(), Map.of()));
+    assertMessage(
+        e,
+        "unknown configuration key ramtrain.etl.heigth",
+        "user.conf",
+        "did you mean ramtrain.etl.height");
+    e =
+        assertThrows(
+            ConfigException.class,
+            () -> RamtrainConfig.load(null, Map.of("spark.ramtrain.etl.colour", "rgb"), Map.of()));
+    assertMessage(
+        e, "ramtrain.etl.colour", "Spark conf spark.ramtrain.etl.colour", "ramtrain.etl.color");
+  }
+
+  @Test
+  void illTypedValueFailsNamingKeyOriginAndDefault() {
+    RamtrainConfig c = RamtrainConfig.load(null, Map.of(), Map.of("ramtrain.etl.height", "tall"));
+    var e = assertThrows(ConfigException.class, () -> c.integer("ramtrain.etl.height"));
+    assertMessage(
+        e, "ramtrain.etl.height", "\"tall\"", "is not a number", "command line", "default: 64");
+  }
+
+  @Test
+  void badChoiceListsTheAllowedValues() {
+    RamtrainConfig c = RamtrainConfig.load(null, Map.of(), Map.of("ramtrain.etl.resize", "squash"));
+    var e = assertThrows(ConfigException.class, () -> EtlSettings.preprocessOptions(withOutput(c)));
+    assertMessage(e, "ramtrain.etl.resize", "squash", "shorter-side-crop, stretch, letterbox");
+  }
+
+  @Test
+  void outOfRangeValuesFailNamingTheKey() {
+    var e =
+        assertThrows(
+            ConfigException.class,
+            () ->
+                EtlSettings.preprocessOptions(
+                    RamtrainConfig.load(
+                        null,
+                        Map.of(),
+                        Map.of("ramtrain.etl.output", "/x", "ramtrain.etl.val-fraction", "1.5"))));
+    assertMessage(e, "ramtrain.etl.val-fraction");
+    e =
+        assertThrows(
+            ConfigException.class,
+            () ->
+                EtlSettings.preprocessOptions(
+                    RamtrainConfig.load(
+                        null,
+                        Map.of(),
+                        Map.of(
+                            "ramtrain.etl.output", "/x", "ramtrain.etl.augment.scale-min", "0"))));
+    assertMessage(e, "ramtrain.etl.augment", "scale-min");
+    e =
+        assertThrows(
+            ConfigException.class,
+            () -> EtlSettings.preprocessOptions(RamtrainConfig.load(null, Map.of(), Map.of())));
+    assertMessage(e, "ramtrain.etl.output", "--output");
+  }
+
+  @Test
+  void listsCanBeGivenCommaSeparated() {
+    RamtrainConfig c =
+        RamtrainConfig.load(
+            null, Map.of("spark.ramtrain.source.class-names", "tee, trouser,bag"), Map.of());
+    assertEquals(List.of("tee", "trouser", "bag"), c.strings("ramtrain.source.class-names"));
+  }
+
+  @Test
+  void missingUserFileIsNamed() {
+    var e =
+        assertThrows(
+            ConfigException.class,
+            () -> RamtrainConfig.load(tmp.resolve("nope.conf"), Map.of(), Map.of()));
+    assertMessage(e, "nope.conf", "does not exist");
+  }
+
+  @Test
+  void settingsBecomeTheJobsOptions() {
+    RamtrainConfig c =
+        RamtrainConfig.load(
+            null,
+            Map.of(),
+            Map.of(
+                "ramtrain.etl.output",
+                "/data/out",
+                "ramtrain.etl.height",
+                "32",
+                "ramtrain.etl.width",
+                "48",
+                "ramtrain.etl.color",
+                "grayscale",
+                "ramtrain.etl.augment.copies",
+                "2",
+                "ramtrain.etl.mode",
+                "memory"));
+    PreprocessOptions o = EtlSettings.preprocessOptions(c);
+    assertEquals(32, o.transform().shape().height());
+    assertEquals(48, o.transform().shape().width());
+    assertEquals(1, o.transform().shape().channels());
+    assertEquals(3, o.transform().augmentation().outputsPerSample());
+    assertEquals(PreprocessOptions.Output.MEMORY, o.output());
+    assertEquals(4L << 20, o.batchTargetBytes());
+  }
+
+  @Test
+  void sparkDefaultsTemplateCarriesThePomsJvmFlags() throws Exception {
+    String flags = System.getProperty("ramtrain.jvm.flags");
+    assertTrue(
+        flags != null && flags.contains("--add-opens=java.base/java.nio=ALL-UNNAMED"),
+        String.valueOf(flags));
+    List<String> lines =
+        Files.readAllLines(
+            Path.of(
+                System.getProperty("ramtrain.repo.root"), "conf", "spark-defaults.conf.template"));
+    for (String key : List.of("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")) {
+      String line = lines.stream().filter(l -> l.startsWith(key)).findFirst().orElseThrow();
+      assertEquals(flags.strip(), line.substring(key.length()).strip(), key);
+    }
+  }
+
+  private static RamtrainConfig withOutput(RamtrainConfig c) {
+    return RamtrainConfig.load(
+        null,
+        Map.of(),
+        Map.of(
+            "ramtrain.etl.output", "/x", "ramtrain.etl.resize", c.string("ramtrain.etl.resize")));
+  }
+}
