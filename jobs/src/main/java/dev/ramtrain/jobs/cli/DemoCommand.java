@@ -1,16 +1,11 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.etl.spark.PreprocessJob;
-import dev.ramtrain.etl.spark.PreprocessResult;
-import dev.ramtrain.jobs.SparkSessions;
-import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import org.apache.spark.sql.SparkSession;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -57,13 +52,7 @@ public final class DemoCommand implements Callable<Integer> {
     }
 
     System.out.println("[2/3] preprocess: Spark decodes, resizes and shards into " + dataset);
-    var options = EtlSettings.preprocessOptions(config);
-    try (SparkSession spark = SparkSessions.open("ramtrain demo", common.master())) {
-      var source = EtlSettings.source(config, spark.sparkContext().hadoopConfiguration());
-      PreprocessResult result = new PreprocessJob(spark, source, options).run();
-      System.out.println(
-          "      " + PreprocessCommand.summary(result.manifest(), dataset.toString()));
-    }
+    System.out.print(PreprocessCommand.run(config, common.master(), "ramtrain demo").indent(6));
 
     System.out.println("[3/3] inspect:");
     System.out.print(InspectCommand.run(config, dataset.toString(), "train").indent(6));

@@ -2,7 +2,6 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.etl.spark.PreprocessJob;
-import dev.ramtrain.etl.spark.PreprocessResult;
 import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
@@ -77,21 +76,24 @@ public final class PreprocessCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    RamtrainConfig config = common.load(flags());
+    System.out.print(run(common.load(flags()), common.master(), "ramtrain preprocess"));
+    return 0;
+  }
+
+  /** Runs the preprocessing job the settings describe; returns the summary shown to the user. */
+  static String run(RamtrainConfig config, String master, String appName)
+      throws java.io.IOException {
     var options = EtlSettings.preprocessOptions(config);
-    try (SparkSession spark = SparkSessions.open("ramtrain preprocess", common.master())) {
+    try (SparkSession spark = SparkSessions.open(appName, master)) {
       var source = EtlSettings.source(config, spark.sparkContext().hadoopConfiguration());
       long start = System.nanoTime();
-      PreprocessResult result = new PreprocessJob(spark, source, options).run();
+      Manifest manifest = new PreprocessJob(spark, source, options).run().manifest();
       double seconds = (System.nanoTime() - start) / 1e9;
-      System.out.println(summary(result.manifest(), options.outputPath()));
-      System.out.printf(
-          "preprocessed %,d inputs in %.1f s (%,.0f inputs/s)%n",
-          result.manifest().rejects().inputs(),
-          seconds,
-          result.manifest().rejects().inputs() / seconds);
+      long inputs = manifest.rejects().inputs();
+      return String.format(
+          "%s%npreprocessed %,d inputs in %.1f s (%,.0f inputs/s)%n",
+          summary(manifest, options.outputPath()), inputs, seconds, inputs / seconds);
     }
-    return 0;
   }
 
   Map<String, String> flags() {

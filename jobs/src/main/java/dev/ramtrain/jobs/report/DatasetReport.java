@@ -7,6 +7,7 @@ import dev.ramtrain.etl.shard.ShardReader;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.TreeMap;
 
 /** A dataset's manifest summary and class histogram as text, and samples drawn from its shards. */
 public final class DatasetReport {
@@ -25,7 +26,7 @@ public final class DatasetReport {
     s.append(String.format("source       %s %s%n", m.source().type(), m.source().path()));
     s.append(String.format("transforms   %s%n", m.transforms()));
     s.append(String.format("seed         %d%n", m.seed()));
-    for (var e : m.splits().entrySet()) {
+    for (var e : new TreeMap<>(m.splits()).entrySet()) {
       Manifest.Split split = e.getValue();
       s.append(
           String.format(

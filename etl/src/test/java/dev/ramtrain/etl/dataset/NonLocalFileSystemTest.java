@@ -1,0 +1,109 @@
+package dev.ramtrain.etl.dataset;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.shard.ShardBatch;
+import dev.ramtrain.etl.shard.ShardFixtures;
+import dev.ramtrain.etl.shard.ShardFormatException;
+import dev.ramtrain.etl.shard.ShardReader;
+import dev.ramtrain.etl.shard.ShardSchema;
+import dev.ramtrain.etl.shard.ShardStats;
+import dev.ramtrain.etl.shard.ShardWriter;
+import java.io.OutputStream;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Commit and read through the Hadoop FileSystem API alone, on a filesystem that is not "file:" (so
+ * no memory mapping): the path HDFS, S3A or GCS datasets take.
+ */
+class NonLocalFileSystemTest {
+  @TempDir Path tmp;
+
+  /** Local files under another scheme: to ramtrain, a remote filesystem. */
+  public static final class OtherFileSystem extends RawLocalFileSystem {
+    @Override
+    public URI getUri() {
+      return URI.create("other:///");
+    }
+
+    @Override
+    public String getScheme() {
+      return "other";
+    }
+  }
+
+  private static Configuration conf() {
+    Configuration conf = new Configuration(false);
+    conf.setClass("fs.other.impl", OtherFileSystem.class, org.apache.hadoop.fs.FileSystem.class);
+    conf.setBoolean("fs.other.impl.disable.cache", true);
+    return conf;
+  }
+
+  @Test
+  void commitAndReadOnAnotherFileSystem() throws Exception {
+    String output = "other://" + tmp.resolve("ds");
+    ShardSchema schema =
+        new ShardSchema(new ImageShape(5, 7, 3), List.of("alpha", "beta", "gamma"));
+    DatasetCommitter committer = DatasetCommitter.begin(output, false, conf());
+    ShardStats stats;
+    try (OutputStream out = committer.createStagingShard(Manifest.TRAIN, 0);
+        ShardWriter writer = new ShardWriter(schema, out, 105 * 4)) {
+      for (int r = 0; r < 11; r++) {
+        writer.append(ShardFixtures.id(r), ShardFixtures.label(r), ShardFixtures.pixels(r, 105));
+      }
+      stats = writer.finish();
+    }
+    assertFalse(
+        Files.exists(tmp.resolve("ds/manifest.json")), "nothing is published before commit");
+    Manifest.Shard shard = Manifest.Shard.of(DatasetLayout.shardFile(Manifest.TRAIN, 0), stats);
+    Manifest manifest =
+        new Manifest(
+            Manifest.FORMAT,
+            Manifest.VERSION,
+            "test",
+            Manifest.Image.of(schema.shape()),
+            schema.classes(),
+            Map.of(
+                Manifest.TRAIN,
+                new Manifest.Split(11, stats.bytes(), stats.classCounts(), List.of(shard))),
+            new Manifest.Source("test", "nowhere", Map.of()),
+            Map.of(),
+            1,
+            new Manifest.Rejects(0, 11, Map.of(), null));
+    committer.commit(manifest, new byte[0]);
+    assertTrue(Files.exists(tmp.resolve("ds/manifest.json")));
+    assertFalse(Files.exists(tmp.resolve("ds/_staging")));
+
+    Dataset dataset = Dataset.open(output, conf());
+    assertEquals(manifest, dataset.manifest());
+    try (ShardReader reader = dataset.openShard(shard, true);
+        ShardBatch batch = reader.batch(1)) {
+      assertTrue(reader.name().startsWith("other:"), reader.name());
+      assertEquals(11, reader.rowCount());
+      assertArrayEquals(ShardFixtures.pixels(5, 105), batch.image(1));
+    }
+
+    // A shard changed after the commit is caught by its checksum, named by its URI.
+    byte[] bytes = Files.readAllBytes(tmp.resolve("ds/train/part-00000.arrow"));
+    bytes[200] ^= 1;
+    Files.write(tmp.resolve("ds/train/part-00000.arrow"), bytes);
+    var e = assertThrows(ShardFormatException.class, () -> dataset.openShard(shard, true));
+    assertTrue(
+        e.getMessage().contains("other:") && e.getMessage().contains("checksum mismatch"),
+        e.getMessage());
+  }
+}
