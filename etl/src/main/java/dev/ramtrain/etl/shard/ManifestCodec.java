@@ -51,14 +51,16 @@ public final class ManifestCodec {
     if (version < 1) {
       throw new ShardFormatException(file, "manifest has no valid formatVersion");
     }
+    for (String field : new String[] {"image", "classes", "splits", "source", "rejects"}) {
+      if (!tree.hasNonNull(field)) {
+        throw new ShardFormatException(file, "manifest is malformed: it has no '" + field + "'");
+      }
+    }
     try {
       Manifest manifest = JSON.treeToValue(tree, Manifest.class);
-      if (manifest.image() == null || manifest.splits() == null) {
-        throw new ShardFormatException(file, "manifest lacks image or splits");
-      }
-      manifest.image().shape();
+      manifest.image().shape(); // checks the dimensions
       return manifest;
-    } catch (JsonProcessingException | IllegalArgumentException | NullPointerException e) {
+    } catch (JsonProcessingException | IllegalArgumentException e) {
       throw new ShardFormatException(file, "manifest is malformed: " + e.getMessage(), e);
     }
   }
