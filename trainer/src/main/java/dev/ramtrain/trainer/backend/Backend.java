@@ -1,0 +1,137 @@
+package dev.ramtrain.trainer.backend;
+
+/**
+ * What the layers, the optimizer and the weight streamer need from a device: memory, streams,
+ * events, asynchronous copies, GEMM and a handful of kernels. Every kernel is enqueued on a stream
+ * and returns at once. Matrices are row-major; sizes are in elements.
+ *
+ * <p>Implementations: {@code cpu} (the reference, also used without a GPU) and {@code cuda}. Both
+ * pass the same conformance suite. Closing a backend with live allocations throws, naming them.
+ */
+public interface Backend extends AutoCloseable {
+
+  String name();
+
+  // ---- memory, streams, events -------------------------------------------------------------
+
+  DeviceBuffer allocate(String label, DType dtype, long count);
+
+  HostBuffer allocateHost(String label, long bytes);
+
+  Stream createStream(String label);
+
+  Event createEvent();
+
+  /** Bytes of device memory allocated now, and the most ever allocated at once. */
+  long allocatedBytes();
+
+  long peakAllocatedBytes();
+
+  // ---- copies (bytes, asynchronous on the stream) -------------------------------------------
+
+  void copy(HostBuffer src, long srcByte, DeviceBuffer dst, long bytes, Stream stream);
+
+  void copy(DeviceBuffer src, HostBuffer dst, long dstByte, long bytes, Stream stream);
+
+  void copy(DeviceBuffer src, DeviceBuffer dst, Stream stream);
+
+  // ---- math (F32 unless stated) --------------------------------------------------------------
+
+  /**
+   * {@code C = alpha * op(A) * op(B) + beta * C}: op(A) is m×k, op(B) is k×n, C is m×n; {@code
+   * lda/ldb/ldc} are the row strides of A, B and C as stored.
+   */
+  void gemm(
+      Stream stream,
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      DeviceBuffer a,
+      int lda,
+      DeviceBuffer b,
+      int ldb,
+      float beta,
+      DeviceBuffer c,
+      int ldc);
+
+  void fill(Stream stream, DeviceBuffer x, float value);
+
+  /** {@code y[r, c] += bias[c]} for a rows×cols matrix. */
+  void addBias(Stream stream, DeviceBuffer y, DeviceBuffer bias, int rows, int cols);
+
+  /** {@code out[c] = beta * out[c] + sum over r of x[r, c]} (the bias gradient). */
+  void sumRows(Stream stream, DeviceBuffer x, DeviceBuffer out, int rows, int cols, float beta);
+
+  /** {@code y = max(x, 0)}. */
+  void relu(Stream stream, DeviceBuffer x, DeviceBuffer y);
+
+  /** {@code dx = x > 0 ? dy : 0}. */
+  void reluBackward(Stream stream, DeviceBuffer x, DeviceBuffer dy, DeviceBuffer dx);
+
+  /** Exact (erf) GELU, as PyTorch's default. */
+  void gelu(Stream stream, DeviceBuffer x, DeviceBuffer y);
+
+  void geluBackward(Stream stream, DeviceBuffer x, DeviceBuffer dy, DeviceBuffer dx);
+
+  /**
+   * Softmax cross-entropy over rows×classes logits with I32 labels and label smoothing ε (targets 1
+   * - ε + ε/classes on the label, ε/classes elsewhere). Writes each row's loss to {@code loss} and
+   * {@code dlogits = (softmax - target) / rows}, the gradient of the mean loss.
+   */
+  void softmaxCrossEntropy(
+      Stream stream,
+      DeviceBuffer logits,
+      DeviceBuffer labels,
+      int rows,
+      int classes,
+      float smoothing,
+      DeviceBuffer loss,
+      DeviceBuffer dlogits);
+
+  /**
+   * uint8 HWC images (n×h×w×c) to F32 NCHW, {@code (x / 255 - mean[ch]) / std[ch]}: the
+   * normalization that happens on the device, so only uint8 crosses the bus.
+   */
+  void normalizeImages(
+      Stream stream,
+      DeviceBuffer u8,
+      int n,
+      int h,
+      int w,
+      int c,
+      float[] mean,
+      float[] std,
+      DeviceBuffer out);
+
+  /** SGD with momentum (PyTorch's form: buf = μ·buf + g; nesterov uses g + μ·buf) and L2 decay. */
+  void sgdStep(
+      Stream stream,
+      DeviceBuffer param,
+      DeviceBuffer grad,
+      DeviceBuffer momentum,
+      float lr,
+      float mu,
+      float weightDecay,
+      boolean nesterov);
+
+  /** AdamW (decoupled weight decay) step {@code step} (1-based), as torch.optim.AdamW. */
+  void adamwStep(
+      Stream stream,
+      DeviceBuffer param,
+      DeviceBuffer grad,
+      DeviceBuffer m,
+      DeviceBuffer v,
+      float lr,
+      float beta1,
+      float beta2,
+      float eps,
+      float weightDecay,
+      int step);
+
+  /** Waits for all streams, then frees the backend; throws if allocations are still live. */
+  @Override
+  void close();
+}

@@ -1,0 +1,393 @@
+package dev.ramtrain.trainer.backend.cpu;
+
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Event;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ForkJoinPool;
+import org.apache.arrow.memory.util.MemoryUtil;
+import org.bytedeco.openblas.global.openblas_nolapack;
+
+/**
+ * The CPU backend: "device" memory is native host memory, streams are single-thread executors, GEMM
+ * is native OpenBLAS and the other kernels are Java loops split across cores. It is the reference
+ * the CUDA backend is checked against, and what runs where there is no GPU.
+ */
+public final class CpuBackend implements Backend {
+  private final CpuMemory device = new CpuMemory();
+  private final CpuMemory host = new CpuMemory();
+  private final List<CpuStream> streams = new ArrayList<>();
+  private final ForkJoinPool pool;
+  private final CpuKernels kernels;
+
+  /** A backend using {@code threads} cores for kernels and GEMM. */
+  public CpuBackend(int threads) {
+    if (threads < 1) {
+      throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+    }
+    this.pool = new ForkJoinPool(threads);
+    this.kernels = new CpuKernels(new Parallel(pool));
+    openblas_nolapack.blas_set_num_threads(threads);
+  }
+
+  @Override
+  public String name() {
+    return "cpu";
+  }
+
+  @Override
+  public DeviceBuffer allocate(String label, DType dtype, long count) {
+    if (count < 0) {
+      throw new IllegalArgumentException(label + ": negative element count " + count);
+    }
+    return new CpuBuffer(
+        label, dtype, count, device.allocate(label, count * dtype.bytes()), 0, true);
+  }
+
+  @Override
+  public HostBuffer allocateHost(String label, long bytes) {
+    return new CpuHostBuffer(label, bytes, host.allocate(label, bytes));
+  }
+
+  @Override
+  public synchronized Stream createStream(String label) {
+    CpuStream stream = new CpuStream(label);
+    streams.add(stream);
+    return stream;
+  }
+
+  @Override
+  public Event createEvent() {
+    return new CpuEvent();
+  }
+
+  @Override
+  public long allocatedBytes() {
+    return device.allocated();
+  }
+
+  @Override
+  public long peakAllocatedBytes() {
+    return device.peak();
+  }
+
+  @Override
+  public void copy(HostBuffer src, long srcByte, DeviceBuffer dst, long bytes, Stream stream) {
+    checkRange(src.label(), srcByte, bytes, src.bytes());
+    checkRange(dst.label(), 0, bytes, dst.bytes());
+    CpuBuffer d = cpu(dst);
+    on(stream).enqueue(() -> MemoryUtil.copyMemory(src.address() + srcByte, d.address(), bytes));
+  }
+
+  @Override
+  public void copy(DeviceBuffer src, HostBuffer dst, long dstByte, long bytes, Stream stream) {
+    checkRange(src.label(), 0, bytes, src.bytes());
+    checkRange(dst.label(), dstByte, bytes, dst.bytes());
+    CpuBuffer s = cpu(src);
+    on(stream).enqueue(() -> MemoryUtil.copyMemory(s.address(), dst.address() + dstByte, bytes));
+  }
+
+  @Override
+  public void copy(DeviceBuffer src, DeviceBuffer dst, Stream stream) {
+    if (src.bytes() != dst.bytes()) {
+      throw new IllegalArgumentException(
+          "copy "
+              + src.label()
+              + " ("
+              + src.bytes()
+              + " bytes) to "
+              + dst.label()
+              + " ("
+              + dst.bytes()
+              + " bytes)");
+    }
+    CpuBuffer s = cpu(src);
+    CpuBuffer d = cpu(dst);
+    on(stream).enqueue(() -> MemoryUtil.copyMemory(s.address(), d.address(), s.bytes()));
+  }
+
+  @Override
+  public void gemm(
+      Stream stream,
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      DeviceBuffer a,
+      int lda,
+      DeviceBuffer b,
+      int ldb,
+      float beta,
+      DeviceBuffer c,
+      int ldc) {
+    checkMatrix(a, transA ? k : m, transA ? m : k, lda);
+    checkMatrix(b, transB ? n : k, transB ? k : n, ldb);
+    checkMatrix(c, m, n, ldc);
+    CpuBuffer ca = cpu(a);
+    CpuBuffer cb = cpu(b);
+    CpuBuffer cc = cpu(c);
+    on(stream)
+        .enqueue(
+            () ->
+                cblas_sgemm(
+                    CblasRowMajor,
+                    transA ? CblasTrans : CblasNoTrans,
+                    transB ? CblasTrans : CblasNoTrans,
+                    m,
+                    n,
+                    k,
+                    alpha,
+                    ca.floatPointer(),
+                    lda,
+                    cb.floatPointer(),
+                    ldb,
+                    beta,
+                    cc.floatPointer(),
+                    ldc));
+  }
+
+  @Override
+  public void fill(Stream stream, DeviceBuffer x, float value) {
+    CpuBuffer cx = cpu(x);
+    on(stream).enqueue(() -> kernels.fill(cx.floats(), value));
+  }
+
+  @Override
+  public void addBias(Stream stream, DeviceBuffer y, DeviceBuffer bias, int rows, int cols) {
+    checkCount(y, (long) rows * cols);
+    checkCount(bias, cols);
+    CpuBuffer cy = cpu(y);
+    CpuBuffer cbias = cpu(bias);
+    on(stream).enqueue(() -> kernels.addBias(cy.floats(), cbias.floats(), rows, cols));
+  }
+
+  @Override
+  public void sumRows(
+      Stream stream, DeviceBuffer x, DeviceBuffer out, int rows, int cols, float beta) {
+    checkCount(x, (long) rows * cols);
+    checkCount(out, cols);
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cout = cpu(out);
+    on(stream).enqueue(() -> kernels.sumRows(cx.floats(), cout.floats(), rows, cols, beta));
+  }
+
+  @Override
+  public void relu(Stream stream, DeviceBuffer x, DeviceBuffer y) {
+    checkCount(y, x.count());
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cy = cpu(y);
+    on(stream).enqueue(() -> kernels.relu(cx.floats(), cy.floats()));
+  }
+
+  @Override
+  public void reluBackward(Stream stream, DeviceBuffer x, DeviceBuffer dy, DeviceBuffer dx) {
+    checkCount(dy, x.count());
+    checkCount(dx, x.count());
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cdy = cpu(dy);
+    CpuBuffer cdx = cpu(dx);
+    on(stream).enqueue(() -> kernels.reluBackward(cx.floats(), cdy.floats(), cdx.floats()));
+  }
+
+  @Override
+  public void gelu(Stream stream, DeviceBuffer x, DeviceBuffer y) {
+    checkCount(y, x.count());
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cy = cpu(y);
+    on(stream).enqueue(() -> kernels.gelu(cx.floats(), cy.floats()));
+  }
+
+  @Override
+  public void geluBackward(Stream stream, DeviceBuffer x, DeviceBuffer dy, DeviceBuffer dx) {
+    checkCount(dy, x.count());
+    checkCount(dx, x.count());
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cdy = cpu(dy);
+    CpuBuffer cdx = cpu(dx);
+    on(stream).enqueue(() -> kernels.geluBackward(cx.floats(), cdy.floats(), cdx.floats()));
+  }
+
+  @Override
+  public void softmaxCrossEntropy(
+      Stream stream,
+      DeviceBuffer logits,
+      DeviceBuffer labels,
+      int rows,
+      int classes,
+      float smoothing,
+      DeviceBuffer loss,
+      DeviceBuffer dlogits) {
+    checkCount(logits, (long) rows * classes);
+    checkCount(labels, rows);
+    checkCount(loss, rows);
+    checkCount(dlogits, (long) rows * classes);
+    CpuBuffer cl = cpu(logits);
+    CpuBuffer cy = cpu(labels);
+    CpuBuffer closs = cpu(loss);
+    CpuBuffer cd = cpu(dlogits);
+    on(stream)
+        .enqueue(
+            () ->
+                kernels.softmaxCrossEntropy(
+                    cl.floats(), cy.ints(), rows, classes, smoothing, closs.floats(), cd.floats()));
+  }
+
+  @Override
+  public void normalizeImages(
+      Stream stream,
+      DeviceBuffer u8,
+      int n,
+      int h,
+      int w,
+      int c,
+      float[] mean,
+      float[] std,
+      DeviceBuffer out) {
+    if (mean.length != c || std.length != c) {
+      throw new IllegalArgumentException("mean and std need " + c + " values, one per channel");
+    }
+    checkCount(u8, (long) n * h * w * c);
+    checkCount(out, (long) n * h * w * c);
+    CpuBuffer cu = cpu(u8);
+    cu.requireType(DType.U8);
+    CpuBuffer co = cpu(out);
+    float[] m = mean.clone();
+    float[] s = std.clone();
+    on(stream)
+        .enqueue(() -> kernels.normalizeImages(cu.byteBuffer(), n, h, w, c, m, s, co.floats()));
+  }
+
+  @Override
+  public void sgdStep(
+      Stream stream,
+      DeviceBuffer param,
+      DeviceBuffer grad,
+      DeviceBuffer momentum,
+      float lr,
+      float mu,
+      float weightDecay,
+      boolean nesterov) {
+    checkCount(grad, param.count());
+    checkCount(momentum, param.count());
+    CpuBuffer p = cpu(param);
+    CpuBuffer g = cpu(grad);
+    CpuBuffer b = cpu(momentum);
+    on(stream)
+        .enqueue(
+            () ->
+                kernels.sgdStep(p.floats(), g.floats(), b.floats(), lr, mu, weightDecay, nesterov));
+  }
+
+  @Override
+  public void adamwStep(
+      Stream stream,
+      DeviceBuffer param,
+      DeviceBuffer grad,
+      DeviceBuffer m,
+      DeviceBuffer v,
+      float lr,
+      float beta1,
+      float beta2,
+      float eps,
+      float weightDecay,
+      int step) {
+    if (step < 1) {
+      throw new IllegalArgumentException("AdamW steps count from 1, got " + step);
+    }
+    checkCount(grad, param.count());
+    checkCount(m, param.count());
+    checkCount(v, param.count());
+    CpuBuffer p = cpu(param);
+    CpuBuffer g = cpu(grad);
+    CpuBuffer cm = cpu(m);
+    CpuBuffer cv = cpu(v);
+    on(stream)
+        .enqueue(
+            () ->
+                kernels.adamwStep(
+                    p.floats(),
+                    g.floats(),
+                    cm.floats(),
+                    cv.floats(),
+                    lr,
+                    beta1,
+                    beta2,
+                    eps,
+                    weightDecay,
+                    step));
+  }
+
+  @Override
+  public synchronized void close() {
+    streams.forEach(CpuStream::close);
+    streams.clear();
+    pool.shutdown();
+    String deviceLeaks = device.leaks();
+    String hostLeaks = host.leaks();
+    if (deviceLeaks != null || hostLeaks != null) {
+      throw new IllegalStateException(
+          "cpu backend closed with memory still allocated: "
+              + (deviceLeaks == null ? "" : "device " + deviceLeaks)
+              + (deviceLeaks != null && hostLeaks != null ? "; " : "")
+              + (hostLeaks == null ? "" : "host " + hostLeaks));
+    }
+  }
+
+  private static CpuStream on(Stream stream) {
+    return (CpuStream) stream;
+  }
+
+  /** The CPU buffer behind {@code buffer}, checked to be open now, in the caller's thread. */
+  private static CpuBuffer cpu(DeviceBuffer buffer) {
+    CpuBuffer b = (CpuBuffer) buffer;
+    b.requireLive();
+    return b;
+  }
+
+  private static void checkCount(DeviceBuffer x, long expected) {
+    if (x.count() != expected) {
+      throw new IllegalArgumentException(
+          x.label() + " has " + x.count() + " elements, expected " + expected);
+    }
+  }
+
+  private static void checkMatrix(DeviceBuffer x, int rows, int cols, int ld) {
+    if (ld < cols) {
+      throw new IllegalArgumentException(
+          x.label() + ": leading dimension " + ld + " < " + cols + " columns");
+    }
+    long needed = rows == 0 ? 0 : (long) (rows - 1) * ld + cols;
+    if (x.count() < needed) {
+      throw new IllegalArgumentException(
+          x.label()
+              + " has "
+              + x.count()
+              + " elements, a "
+              + rows
+              + "x"
+              + cols
+              + " matrix with stride "
+              + ld
+              + " needs "
+              + needed);
+    }
+  }
+
+  private static void checkRange(String label, long offset, long bytes, long size) {
+    if (offset < 0 || bytes < 0 || offset + bytes > size) {
+      throw new IndexOutOfBoundsException(
+          label + ": bytes [" + offset + ", " + (offset + bytes) + ") of " + size);
+    }
+  }
+}

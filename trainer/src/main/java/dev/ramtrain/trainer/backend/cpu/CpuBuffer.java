@@ -1,0 +1,109 @@
+package dev.ramtrain.trainer.backend.cpu;
+
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.FloatPointer;
+
+/** CPU "device" memory: native memory from JavaCPP, freed when the owning buffer closes. */
+final class CpuBuffer implements DeviceBuffer {
+  private final String label;
+  private final DType dtype;
+  private final long count;
+  private final CpuMemory.Allocation allocation; // the owner's; shared by views
+  private final long byteOffset;
+  private final boolean owner;
+
+  CpuBuffer(
+      String label,
+      DType dtype,
+      long count,
+      CpuMemory.Allocation allocation,
+      long byteOffset,
+      boolean owner) {
+    this.label = label;
+    this.dtype = dtype;
+    this.count = count;
+    this.allocation = allocation;
+    this.byteOffset = byteOffset;
+    this.owner = owner;
+  }
+
+  @Override
+  public String label() {
+    return label;
+  }
+
+  @Override
+  public DType dtype() {
+    return dtype;
+  }
+
+  @Override
+  public long count() {
+    return count;
+  }
+
+  @Override
+  public DeviceBuffer view(long offset, long length) {
+    if (offset < 0 || length < 0 || offset + length > count) {
+      throw new IndexOutOfBoundsException(
+          label + ": view [" + offset + ", " + (offset + length) + ") of " + count + " elements");
+    }
+    return new CpuBuffer(
+        label + "[" + offset + ":" + (offset + length) + "]",
+        dtype,
+        length,
+        allocation,
+        byteOffset + offset * dtype.bytes(),
+        false);
+  }
+
+  @Override
+  public void close() {
+    if (owner) {
+      allocation.free();
+    }
+  }
+
+  long address() {
+    return allocation.address() + byteOffset;
+  }
+
+  ByteBuffer byteBuffer() {
+    ByteBuffer whole = allocation.buffer();
+    return whole.slice((int) byteOffset, (int) bytes()).order(ByteOrder.nativeOrder());
+  }
+
+  FloatBuffer floats() {
+    requireType(DType.F32);
+    return byteBuffer().asFloatBuffer();
+  }
+
+  IntBuffer ints() {
+    requireType(DType.I32);
+    return byteBuffer().asIntBuffer();
+  }
+
+  /** A BLAS pointer to the first element. */
+  FloatPointer floatPointer() {
+    requireType(DType.F32);
+    BytePointer memory = allocation.pointer();
+    return new FloatPointer(memory).position(byteOffset / Float.BYTES);
+  }
+
+  void requireLive() {
+    allocation.requireLive(label);
+  }
+
+  void requireType(DType wanted) {
+    if (dtype != wanted) {
+      throw new IllegalArgumentException(label + " is " + dtype + ", expected " + wanted);
+    }
+    allocation.requireLive(label);
+  }
+}

@@ -1,0 +1,253 @@
+package dev.ramtrain.trainer.backend.cpu;
+
+import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+
+/** The CPU backend's kernels: plain loops split across cores; the reference for other backends. */
+final class CpuKernels {
+  private static final double SQRT_HALF = Math.sqrt(0.5);
+  private static final double INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
+  private static final int GRAIN = 1 << 14;
+
+  private final Parallel parallel;
+
+  CpuKernels(Parallel parallel) {
+    this.parallel = parallel;
+  }
+
+  void fill(FloatBuffer x, float value) {
+    parallel.forRange(
+        x.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            x.put(i, value);
+          }
+        });
+  }
+
+  void addBias(FloatBuffer y, FloatBuffer bias, int rows, int cols) {
+    parallel.forRange(
+        rows,
+        Math.max(1, GRAIN / cols),
+        (from, to) -> {
+          for (int r = from; r < to; r++) {
+            int base = r * cols;
+            for (int c = 0; c < cols; c++) {
+              y.put(base + c, y.get(base + c) + bias.get(c));
+            }
+          }
+        });
+  }
+
+  void sumRows(FloatBuffer x, FloatBuffer out, int rows, int cols, float beta) {
+    parallel.forRange(
+        cols,
+        Math.max(1, GRAIN / Math.max(1, rows)),
+        (from, to) -> {
+          for (int c = from; c < to; c++) {
+            double sum = 0;
+            for (int r = 0; r < rows; r++) {
+              sum += x.get(r * cols + c);
+            }
+            out.put(c, (float) (beta == 0 ? sum : beta * out.get(c) + sum));
+          }
+        });
+  }
+
+  void relu(FloatBuffer x, FloatBuffer y) {
+    parallel.forRange(
+        x.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            y.put(i, Math.max(x.get(i), 0f));
+          }
+        });
+  }
+
+  void reluBackward(FloatBuffer x, FloatBuffer dy, FloatBuffer dx) {
+    parallel.forRange(
+        x.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            dx.put(i, x.get(i) > 0 ? dy.get(i) : 0f);
+          }
+        });
+  }
+
+  void gelu(FloatBuffer x, FloatBuffer y) {
+    parallel.forRange(
+        x.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            double v = x.get(i);
+            y.put(i, (float) (0.5 * v * (1 + erf(v * SQRT_HALF))));
+          }
+        });
+  }
+
+  void geluBackward(FloatBuffer x, FloatBuffer dy, FloatBuffer dx) {
+    parallel.forRange(
+        x.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            double v = x.get(i);
+            double cdf = 0.5 * (1 + erf(v * SQRT_HALF));
+            double pdf = INV_SQRT_2PI * Math.exp(-0.5 * v * v);
+            dx.put(i, (float) (dy.get(i) * (cdf + v * pdf)));
+          }
+        });
+  }
+
+  void softmaxCrossEntropy(
+      FloatBuffer logits,
+      IntBuffer labels,
+      int rows,
+      int classes,
+      float smoothing,
+      FloatBuffer loss,
+      FloatBuffer dlogits) {
+    double off = smoothing / classes;
+    double on = 1 - smoothing + off;
+    parallel.forRange(
+        rows,
+        Math.max(1, GRAIN / classes),
+        (from, to) -> {
+          for (int r = from; r < to; r++) {
+            int label = labels.get(r);
+            if (label < 0 || label >= classes) {
+              throw new IllegalArgumentException(
+                  "label " + label + " of row " + r + " outside [0, " + classes + ")");
+            }
+            int base = r * classes;
+            double max = Double.NEGATIVE_INFINITY;
+            for (int c = 0; c < classes; c++) {
+              max = Math.max(max, logits.get(base + c));
+            }
+            double sum = 0;
+            for (int c = 0; c < classes; c++) {
+              sum += Math.exp(logits.get(base + c) - max);
+            }
+            double logSum = max + Math.log(sum);
+            double rowLoss = 0;
+            for (int c = 0; c < classes; c++) {
+              double target = c == label ? on : off;
+              double logp = logits.get(base + c) - logSum;
+              rowLoss -= target * logp;
+              dlogits.put(base + c, (float) ((Math.exp(logp) - target) / rows));
+            }
+            loss.put(r, (float) rowLoss);
+          }
+        });
+  }
+
+  void normalizeImages(
+      ByteBuffer u8, int n, int h, int w, int c, float[] mean, float[] std, FloatBuffer out) {
+    int plane = h * w;
+    parallel.forRange(
+        n * c,
+        1,
+        (from, to) -> {
+          for (int nc = from; nc < to; nc++) {
+            int image = nc / c;
+            int ch = nc % c;
+            float scale = 1f / (255f * std[ch]);
+            float shift = mean[ch] / std[ch];
+            int src = image * plane * c + ch;
+            int dst = nc * plane;
+            for (int p = 0; p < plane; p++) {
+              out.put(dst + p, (u8.get(src + p * c) & 0xFF) * scale - shift);
+            }
+          }
+        });
+  }
+
+  void sgdStep(
+      FloatBuffer param,
+      FloatBuffer grad,
+      FloatBuffer buf,
+      float lr,
+      float mu,
+      float wd,
+      boolean nesterov) {
+    parallel.forRange(
+        param.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            float g = grad.get(i) + wd * param.get(i);
+            if (mu != 0) {
+              float b = mu * buf.get(i) + g;
+              buf.put(i, b);
+              g = nesterov ? g + mu * b : b;
+            }
+            param.put(i, param.get(i) - lr * g);
+          }
+        });
+  }
+
+  void adamwStep(
+      FloatBuffer param,
+      FloatBuffer grad,
+      FloatBuffer m,
+      FloatBuffer v,
+      float lr,
+      float beta1,
+      float beta2,
+      float eps,
+      float wd,
+      int step) {
+    float decay = 1 - lr * wd;
+    float stepSize = (float) (lr / (1 - Math.pow(beta1, step)));
+    float sqrtCorrection = (float) Math.sqrt(1 - Math.pow(beta2, step));
+    parallel.forRange(
+        param.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            float g = grad.get(i);
+            float mi = beta1 * m.get(i) + (1 - beta1) * g;
+            float vi = beta2 * v.get(i) + (1 - beta2) * g * g;
+            m.put(i, mi);
+            v.put(i, vi);
+            float denom = (float) Math.sqrt(vi) / sqrtCorrection + eps;
+            param.put(i, param.get(i) * decay - stepSize * mi / denom);
+          }
+        });
+  }
+
+  /** erf with absolute error below 1.2e-7 (W. H. Press et al., erfc by Chebyshev fit). */
+  static double erf(double x) {
+    double z = Math.abs(x);
+    double t = 1 / (1 + 0.5 * z);
+    double erfc =
+        t
+            * Math.exp(
+                -z * z
+                    - 1.26551223
+                    + t
+                        * (1.00002368
+                            + t
+                                * (0.37409196
+                                    + t
+                                        * (0.09678418
+                                            + t
+                                                * (-0.18628806
+                                                    + t
+                                                        * (0.27886807
+                                                            + t
+                                                                * (-1.13520398
+                                                                    + t
+                                                                        * (1.48851587
+                                                                            + t
+                                                                                * (-0.82215223
+                                                                                    + t
+                                                                                        * 0.17087277)))))))));
+    return x >= 0 ? 1 - erfc : erfc - 1;
+  }
+}

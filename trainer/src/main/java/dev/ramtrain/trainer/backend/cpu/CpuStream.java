@@ -1,0 +1,86 @@
+package dev.ramtrain.trainer.backend.cpu;
+
+import dev.ramtrain.trainer.backend.BackendException;
+import dev.ramtrain.trainer.backend.Event;
+import dev.ramtrain.trainer.backend.Stream;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A stream as a single-thread executor: work runs in enqueue order on its own thread, so work on
+ * two streams overlaps and a missing wait shows up as a wrong result on CPU too. After a failure
+ * the stream skips its remaining work (as a faulted CUDA context does) but still completes markers,
+ * so events and synchronize never hang.
+ */
+final class CpuStream implements Stream {
+  private final String label;
+  private final ExecutorService executor;
+  private volatile Throwable failure;
+
+  CpuStream(String label) {
+    this.label = label;
+    this.executor =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "cpu-stream-" + label);
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  @Override
+  public String label() {
+    return label;
+  }
+
+  /** Enqueues device work. */
+  void enqueue(Runnable work) {
+    executor.execute(
+        () -> {
+          if (failure != null) {
+            return;
+          }
+          try {
+            work.run();
+          } catch (Throwable t) {
+            failure = t;
+          }
+        });
+  }
+
+  /** Enqueues bookkeeping that runs even after a failure (event completion). */
+  void enqueueMarker(Runnable marker) {
+    executor.execute(marker);
+  }
+
+  @Override
+  public void waitFor(Event event) {
+    CompletableFuture<Void> point = ((CpuEvent) event).point(); // the point recorded by now
+    enqueueMarker(point::join);
+  }
+
+  @Override
+  public void synchronize() {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    enqueueMarker(() -> done.complete(null));
+    done.join();
+    Throwable t = failure;
+    if (t != null) {
+      throw new BackendException("work on stream '" + label + "' failed: " + t.getMessage(), t);
+    }
+  }
+
+  @Override
+  public void close() {
+    executor.shutdown();
+    try {
+      if (!executor.awaitTermination(1, TimeUnit.MINUTES)) {
+        throw new BackendException("stream '" + label + "' did not drain within a minute");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

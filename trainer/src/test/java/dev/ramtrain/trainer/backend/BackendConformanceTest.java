@@ -1,0 +1,498 @@
+package dev.ramtrain.trainer.backend;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What every backend must do, checked against straightforward double-precision Java. A backend's
+ * test class extends this and says how to create it; the CUDA backend will pass the same suite.
+ * Every test ends by closing the backend, which fails on any leaked allocation.
+ */
+public abstract class BackendConformanceTest {
+  protected abstract Backend create();
+
+  protected Backend backend;
+  protected Stream stream;
+
+  @BeforeEach
+  void open() {
+    backend = create();
+    stream = backend.createStream("main");
+  }
+
+  @AfterEach
+  void closeChecksLeaks() {
+    backend.close();
+  }
+
+  // ---- helpers: host arrays in and out through pinned buffers -------------------------------
+
+  protected DeviceBuffer upload(String label, float[] values) {
+    DeviceBuffer d = backend.allocate(label, DType.F32, values.length);
+    try (HostBuffer h = backend.allocateHost(label + "-staging", 4L * values.length)) {
+      h.asByteBuffer().asFloatBuffer().put(values);
+      backend.copy(h, 0, d, 4L * values.length, stream);
+      stream.synchronize();
+    }
+    return d;
+  }
+
+  protected DeviceBuffer uploadInts(String label, int[] values) {
+    DeviceBuffer d = backend.allocate(label, DType.I32, values.length);
+    try (HostBuffer h = backend.allocateHost(label + "-staging", 4L * values.length)) {
+      h.asByteBuffer().asIntBuffer().put(values);
+      backend.copy(h, 0, d, 4L * values.length, stream);
+      stream.synchronize();
+    }
+    return d;
+  }
+
+  protected float[] download(DeviceBuffer d) {
+    float[] out = new float[(int) d.count()];
+    try (HostBuffer h = backend.allocateHost(d.label() + "-readback", d.bytes())) {
+      backend.copy(d, h, 0, d.bytes(), stream);
+      stream.synchronize();
+      h.asByteBuffer().asFloatBuffer().get(out);
+    }
+    return out;
+  }
+
+  protected static float[] random(Random rng, int n) {
+    float[] x = new float[n];
+    for (int i = 0; i < n; i++) {
+      x[i] = (float) rng.nextGaussian();
+    }
+    return x;
+  }
+
+  protected static void assertClose(
+      float[] expected, float[] actual, double tolerance, String what) {
+    assertEquals(expected.length, actual.length, what + ": length");
+    for (int i = 0; i < expected.length; i++) {
+      double scale = Math.max(1, Math.abs(expected[i]));
+      assertTrue(
+          Math.abs(expected[i] - actual[i]) <= tolerance * scale,
+          what + "[" + i + "]: expected " + expected[i] + " got " + actual[i]);
+    }
+  }
+
+  // ---- GEMM -----------------------------------------------------------------------------------
+
+  /** C = alpha op(A) op(B) + beta C, in double, on row-major arrays with strides. */
+  static float[] gemmReference(
+      boolean ta,
+      boolean tb,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      float[] a,
+      int lda,
+      float[] b,
+      int ldb,
+      float beta,
+      float[] c,
+      int ldc) {
+    float[] out = c.clone();
+    for (int i = 0; i < m; i++) {
+      for (int j = 0; j < n; j++) {
+        double sum = 0;
+        for (int p = 0; p < k; p++) {
+          double av = ta ? a[p * lda + i] : a[i * lda + p];
+          double bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+          sum += av * bv;
+        }
+        out[i * ldc + j] = (float) (alpha * sum + beta * c[i * ldc + j]);
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void gemmMatchesTheReferenceForEveryTransposeAndOddSizes() {
+    Random rng = new Random(1);
+    int[][] shapes = {{1, 1, 1}, {3, 5, 7}, {17, 13, 31}, {64, 33, 5}, {2, 129, 65}};
+    for (int[] s : shapes) {
+      for (boolean ta : new boolean[] {false, true}) {
+        for (boolean tb : new boolean[] {false, true}) {
+          int m = s[0], n = s[1], k = s[2];
+          int lda = (ta ? m : k) + 2; // padded rows: strides must be honoured
+          int ldb = (tb ? k : n) + 1;
+          int ldc = n + 3;
+          float[] a = random(rng, (ta ? k : m) * lda);
+          float[] b = random(rng, (tb ? n : k) * ldb);
+          float[] c = random(rng, m * ldc);
+          float[] expected = gemmReference(ta, tb, m, n, k, 0.7f, a, lda, b, ldb, -0.3f, c, ldc);
+          try (DeviceBuffer da = upload("a", a);
+              DeviceBuffer db = upload("b", b);
+              DeviceBuffer dc = upload("c", c)) {
+            backend.gemm(stream, ta, tb, m, n, k, 0.7f, da, lda, db, ldb, -0.3f, dc, ldc);
+            assertClose(
+                expected,
+                download(dc),
+                1e-4,
+                "gemm " + m + "x" + n + "x" + k + " ta=" + ta + " tb=" + tb);
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void gemmOnViewsOfOneSlab() {
+    // Parameters live in one slab; layers use views of it.
+    Random rng = new Random(2);
+    float[] slab = random(rng, 100);
+    float[] x = random(rng, 4 * 6);
+    try (DeviceBuffer s = upload("slab", slab);
+        DeviceBuffer dx = upload("x", x);
+        DeviceBuffer y = backend.allocate("y", DType.F32, 4 * 5)) {
+      DeviceBuffer w = s.view(37, 5 * 6); // a 5x6 weight at offset 37
+      backend.gemm(stream, false, true, 4, 5, 6, 1f, dx, 6, w, 6, 0f, y, 5);
+      float[] weight = java.util.Arrays.copyOfRange(slab, 37, 37 + 30);
+      assertClose(
+          gemmReference(false, true, 4, 5, 6, 1f, x, 6, weight, 6, 0f, new float[20], 5),
+          download(y),
+          1e-5,
+          "gemm on a view");
+    }
+  }
+
+  @Test
+  void gemmRejectsBuffersTooSmallForTheShape() {
+    try (DeviceBuffer a = backend.allocate("a", DType.F32, 5);
+        DeviceBuffer b = backend.allocate("b", DType.F32, 6);
+        DeviceBuffer c = backend.allocate("c", DType.F32, 6)) {
+      var e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> backend.gemm(stream, false, false, 2, 3, 3, 1, a, 3, b, 3, 0, c, 3));
+      assertTrue(e.getMessage().contains("a has 5 elements"), e.getMessage());
+    }
+  }
+
+  // ---- elementwise and reductions
+  // ----------------------------------------------------------------
+
+  @Test
+  void biasAddAndColumnSums() {
+    Random rng = new Random(3);
+    int rows = 7, cols = 11;
+    float[] y = random(rng, rows * cols);
+    float[] bias = random(rng, cols);
+    float[] out = random(rng, cols);
+    float[] expectedY = y.clone();
+    float[] expectedSum = new float[cols];
+    for (int c = 0; c < cols; c++) {
+      double s = 0;
+      for (int r = 0; r < rows; r++) {
+        expectedY[r * cols + c] += bias[c];
+        s += y[r * cols + c];
+      }
+      expectedSum[c] = (float) (0.5 * out[c] + s);
+    }
+    try (DeviceBuffer dy = upload("y", y);
+        DeviceBuffer db = upload("bias", bias);
+        DeviceBuffer dout = upload("out", out)) {
+      backend.sumRows(stream, dy, dout, rows, cols, 0.5f);
+      backend.addBias(stream, dy, db, rows, cols);
+      assertClose(expectedSum, download(dout), 1e-5, "sumRows");
+      assertClose(expectedY, download(dy), 1e-6, "addBias");
+    }
+  }
+
+  @Test
+  void reluForwardAndBackward() {
+    float[] x = {-2, -0.5f, 0, 0.5f, 3};
+    float[] dy = {1, 2, 3, 4, 5};
+    try (DeviceBuffer dx = upload("x", x);
+        DeviceBuffer y = backend.allocate("y", DType.F32, 5);
+        DeviceBuffer g = upload("dy", dy);
+        DeviceBuffer gx = backend.allocate("dx", DType.F32, 5)) {
+      backend.relu(stream, dx, y);
+      backend.reluBackward(stream, dx, g, gx);
+      assertArrayEquals(new float[] {0, 0, 0, 0.5f, 3}, download(y));
+      assertArrayEquals(new float[] {0, 0, 0, 4, 5}, download(gx));
+    }
+  }
+
+  @Test
+  void geluMatchesKnownValuesAndItsDerivative() {
+    // GELU(x) = x * Phi(x); values from the normal CDF: Phi(1) = 0.8413447460685429, Phi(0.5) =
+    // 0.6914624612740131.
+    float[] x = {-1, 0, 0.5f, 1, 2.5f};
+    float[] expected = {-0.15865525f, 0, 0.34573123f, 0.84134475f, 2.4844758f};
+    try (DeviceBuffer dx = upload("x", x);
+        DeviceBuffer y = backend.allocate("y", DType.F32, 5)) {
+      backend.gelu(stream, dx, y);
+      assertClose(expected, download(y), 2e-6, "gelu");
+    }
+    float h = 1e-3f;
+    float[] xs = {-1.3f, -0.2f, 0.4f, 1.7f};
+    float[] plus = new float[4];
+    float[] minus = new float[4];
+    for (int i = 0; i < 4; i++) {
+      plus[i] = xs[i] + h;
+      minus[i] = xs[i] - h;
+    }
+    try (DeviceBuffer dx = upload("x", xs);
+        DeviceBuffer dp = upload("xp", plus);
+        DeviceBuffer dm = upload("xm", minus);
+        DeviceBuffer yp = backend.allocate("yp", DType.F32, 4);
+        DeviceBuffer ym = backend.allocate("ym", DType.F32, 4);
+        DeviceBuffer ones = upload("ones", new float[] {1, 1, 1, 1});
+        DeviceBuffer grad = backend.allocate("grad", DType.F32, 4)) {
+      backend.gelu(stream, dp, yp);
+      backend.gelu(stream, dm, ym);
+      backend.geluBackward(stream, dx, ones, grad);
+      float[] up = download(yp);
+      float[] down = download(ym);
+      float[] numeric = new float[4];
+      for (int i = 0; i < 4; i++) {
+        numeric[i] = (up[i] - down[i]) / (2 * h);
+      }
+      assertClose(numeric, download(grad), 2e-3, "gelu'");
+    }
+  }
+
+  // ---- loss -------------------------------------------------------------------------------------
+
+  @Test
+  void softmaxCrossEntropyWithSmoothingAndItsGradient() {
+    Random rng = new Random(4);
+    int rows = 5, classes = 7;
+    float smoothing = 0.1f;
+    float[] logits = random(rng, rows * classes);
+    int[] labels = {0, 6, 3, 3, 1};
+    double[] expectedLoss = new double[rows];
+    for (int r = 0; r < rows; r++) {
+      double max = Double.NEGATIVE_INFINITY;
+      for (int c = 0; c < classes; c++) {
+        max = Math.max(max, logits[r * classes + c]);
+      }
+      double sum = 0;
+      for (int c = 0; c < classes; c++) {
+        sum += Math.exp(logits[r * classes + c] - max);
+      }
+      for (int c = 0; c < classes; c++) {
+        double target = (c == labels[r] ? 1 - smoothing : 0) + smoothing / classes;
+        expectedLoss[r] -= target * (logits[r * classes + c] - max - Math.log(sum));
+      }
+    }
+    try (DeviceBuffer dl = upload("logits", logits);
+        DeviceBuffer dy = uploadInts("labels", labels);
+        DeviceBuffer loss = backend.allocate("loss", DType.F32, rows);
+        DeviceBuffer grad = backend.allocate("dlogits", DType.F32, rows * classes)) {
+      backend.softmaxCrossEntropy(stream, dl, dy, rows, classes, smoothing, loss, grad);
+      float[] got = download(loss);
+      for (int r = 0; r < rows; r++) {
+        assertEquals(expectedLoss[r], got[r], 1e-5, "loss of row " + r);
+      }
+      // d(mean loss)/d logit by central differences of the reference.
+      float[] analytic = download(grad);
+      double h = 1e-3;
+      for (int i = 0; i < rows * classes; i += 3) {
+        float[] p = logits.clone();
+        float[] q = logits.clone();
+        p[i] += (float) h;
+        q[i] -= (float) h;
+        double numeric =
+            (meanLoss(p, labels, rows, classes, smoothing)
+                    - meanLoss(q, labels, rows, classes, smoothing))
+                / (2 * h);
+        assertEquals(numeric, analytic[i], 2e-4, "dlogits[" + i + "]");
+      }
+    }
+  }
+
+  private static double meanLoss(
+      float[] logits, int[] labels, int rows, int classes, float smoothing) {
+    double total = 0;
+    for (int r = 0; r < rows; r++) {
+      double max = Double.NEGATIVE_INFINITY;
+      for (int c = 0; c < classes; c++) {
+        max = Math.max(max, logits[r * classes + c]);
+      }
+      double sum = 0;
+      for (int c = 0; c < classes; c++) {
+        sum += Math.exp(logits[r * classes + c] - max);
+      }
+      for (int c = 0; c < classes; c++) {
+        double target = (c == labels[r] ? 1 - smoothing : 0) + smoothing / classes;
+        total -= target * (logits[r * classes + c] - max - Math.log(sum));
+      }
+    }
+    return total / rows;
+  }
+
+  @Test
+  void aBadLabelFailsAtSynchronizeNamingTheStreamAndRow() {
+    try (DeviceBuffer dl = upload("logits", new float[6]);
+        DeviceBuffer dy = uploadInts("labels", new int[] {1, 7});
+        DeviceBuffer loss = backend.allocate("loss", DType.F32, 2);
+        DeviceBuffer grad = backend.allocate("g", DType.F32, 6)) {
+      backend.softmaxCrossEntropy(stream, dl, dy, 2, 3, 0, loss, grad);
+      var e = assertThrows(BackendException.class, () -> stream.synchronize());
+      assertTrue(
+          e.getMessage().contains("'main'") && e.getMessage().contains("label 7 of row 1"),
+          e.getMessage());
+    }
+  }
+
+  // ---- input normalization
+  // ------------------------------------------------------------------------
+
+  @Test
+  void uint8HwcBecomesNormalizedNchw() {
+    int n = 2, h = 2, w = 3, c = 3;
+    byte[] pixels = new byte[n * h * w * c];
+    for (int i = 0; i < pixels.length; i++) {
+      pixels[i] = (byte) (i * 7);
+    }
+    float[] mean = {0.485f, 0.456f, 0.406f};
+    float[] std = {0.229f, 0.224f, 0.225f};
+    float[] expected = new float[pixels.length];
+    for (int img = 0; img < n; img++) {
+      for (int ch = 0; ch < c; ch++) {
+        for (int p = 0; p < h * w; p++) {
+          int v = pixels[(img * h * w + p) * c + ch] & 0xFF;
+          expected[(img * c + ch) * h * w + p] = (float) ((v / 255.0 - mean[ch]) / std[ch]);
+        }
+      }
+    }
+    try (DeviceBuffer u8 = backend.allocate("u8", DType.U8, pixels.length);
+        DeviceBuffer out = backend.allocate("x", DType.F32, pixels.length);
+        HostBuffer staging = backend.allocateHost("staging", pixels.length)) {
+      staging.asByteBuffer().put(pixels);
+      backend.copy(staging, 0, u8, pixels.length, stream);
+      backend.normalizeImages(stream, u8, n, h, w, c, mean, std, out);
+      assertClose(expected, download(out), 1e-5, "normalize");
+    }
+  }
+
+  // ---- optimizers
+  // ---------------------------------------------------------------------------------
+
+  @Test
+  void sgdWithMomentumNesterovAndDecayByHand() {
+    float lr = 0.1f, mu = 0.9f, wd = 0.01f;
+    float[] p = {1, -2};
+    float[] g1 = {0.5f, 0.25f};
+    float[] g2 = {-1, 2};
+    for (boolean nesterov : new boolean[] {false, true}) {
+      float[] ep = p.clone();
+      float[] buf = new float[2];
+      for (float[] g : new float[][] {g1, g2}) {
+        for (int i = 0; i < 2; i++) {
+          float d = g[i] + wd * ep[i];
+          buf[i] = mu * buf[i] + d;
+          ep[i] -= lr * (nesterov ? d + mu * buf[i] : buf[i]);
+        }
+      }
+      try (DeviceBuffer dp = upload("p", p);
+          DeviceBuffer db = backend.allocate("buf", DType.F32, 2);
+          DeviceBuffer dg1 = upload("g1", g1);
+          DeviceBuffer dg2 = upload("g2", g2)) {
+        backend.sgdStep(stream, dp, dg1, db, lr, mu, wd, nesterov);
+        backend.sgdStep(stream, dp, dg2, db, lr, mu, wd, nesterov);
+        assertClose(ep, download(dp), 1e-6, "sgd nesterov=" + nesterov);
+      }
+    }
+  }
+
+  @Test
+  void adamwTwoStepsByHand() {
+    // torch.optim.AdamW, lr 0.01, betas (0.9, 0.999), eps 1e-8, weight decay 0.1; computed in
+    // double.
+    double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+    double[] p = {0.5, -1.5, 2};
+    double[][] grads = {{0.1, -0.2, 0.3}, {0.05, 0.4, -0.6}};
+    double[] m = new double[3];
+    double[] v = new double[3];
+    for (int t = 1; t <= 2; t++) {
+      for (int i = 0; i < 3; i++) {
+        p[i] *= 1 - lr * wd;
+        m[i] = b1 * m[i] + (1 - b1) * grads[t - 1][i];
+        v[i] = b2 * v[i] + (1 - b2) * grads[t - 1][i] * grads[t - 1][i];
+        double denom = Math.sqrt(v[i]) / Math.sqrt(1 - Math.pow(b2, t)) + eps;
+        p[i] -= lr / (1 - Math.pow(b1, t)) * m[i] / denom;
+      }
+    }
+    try (DeviceBuffer dp = upload("p", new float[] {0.5f, -1.5f, 2});
+        DeviceBuffer dm = backend.allocate("m", DType.F32, 3);
+        DeviceBuffer dv = backend.allocate("v", DType.F32, 3);
+        DeviceBuffer g1 = upload("g1", new float[] {0.1f, -0.2f, 0.3f});
+        DeviceBuffer g2 = upload("g2", new float[] {0.05f, 0.4f, -0.6f})) {
+      backend.adamwStep(stream, dp, g1, dm, dv, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
+      backend.adamwStep(stream, dp, g2, dm, dv, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 2);
+      assertClose(
+          new float[] {(float) p[0], (float) p[1], (float) p[2]}, download(dp), 1e-6, "adamw");
+    }
+  }
+
+  // ---- streams, events, memory
+  // ---------------------------------------------------------------------
+
+  @Test
+  void anEventOrdersWorkAcrossStreams() {
+    // Stream "compute" produces C with a large GEMM; "copy" waits for the event, then reads C back.
+    int n = 256;
+    Random rng = new Random(5);
+    float[] a = random(rng, n * n);
+    float[] expected = gemmReference(false, false, n, n, n, 1, a, n, a, n, 0, new float[n * n], n);
+    Stream compute = backend.createStream("compute");
+    Stream copy = backend.createStream("copy");
+    Event produced = backend.createEvent();
+    try (DeviceBuffer da = upload("a", a);
+        DeviceBuffer c = backend.allocate("c", DType.F32, (long) n * n);
+        HostBuffer out = backend.allocateHost("out", 4L * n * n)) {
+      backend.gemm(compute, false, false, n, n, n, 1, da, n, da, n, 0, c, n);
+      produced.record(compute);
+      copy.waitFor(produced);
+      backend.copy(c, out, 0, c.bytes(), copy);
+      copy.synchronize();
+      assertTrue(produced.isDone());
+      float[] got = new float[n * n];
+      ByteBuffer bytes = out.asByteBuffer();
+      bytes.asFloatBuffer().get(got);
+      assertClose(expected, got, 1e-3, "C read after the event");
+    }
+  }
+
+  @Test
+  void closingWithLiveMemoryNamesWhatLeaked() {
+    Backend other = create();
+    DeviceBuffer kept = other.allocate("conv1.weight", DType.F32, 1000);
+    HostBuffer staging = other.allocateHost("batch-staging", 64);
+    var e = assertThrows(IllegalStateException.class, other::close);
+    assertTrue(
+        e.getMessage().contains("conv1.weight (4000 bytes)")
+            && e.getMessage().contains("batch-staging"),
+        e.getMessage());
+    kept.close();
+    staging.close();
+  }
+
+  @Test
+  void allocationAccountingAndUseAfterClose() {
+    long before = backend.allocatedBytes();
+    DeviceBuffer a = backend.allocate("a", DType.F32, 256);
+    DeviceBuffer b = backend.allocate("b", DType.BF16, 256);
+    assertEquals(before + 1024 + 512, backend.allocatedBytes());
+    a.close();
+    a.close(); // closing twice is harmless
+    b.view(0, 10).close(); // closing a view frees nothing
+    assertEquals(before + 512, backend.allocatedBytes());
+    assertTrue(backend.peakAllocatedBytes() >= before + 1536);
+    b.close();
+    assertThrows(RuntimeException.class, () -> backend.fill(stream, a, 1));
+  }
+}
