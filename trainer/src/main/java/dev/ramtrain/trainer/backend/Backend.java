@@ -131,6 +131,13 @@ public interface Backend extends AutoCloseable {
       float weightDecay,
       int step);
 
+  /**
+   * Writes the L2 norm of {@code grads} to {@code norm[0]} and, when {@code maxNorm > 0} and the
+   * norm exceeds it, scales {@code grads} by {@code maxNorm / (norm + 1e-6)}, as PyTorch's
+   * clip_grad_norm_. Stays on the device: no host round-trip per step.
+   */
+  void clipGradNorm(Stream stream, DeviceBuffer grads, float maxNorm, DeviceBuffer norm);
+
   /** Waits for all streams, then frees the backend; throws if allocations are still live. */
   @Override
   void close();

@@ -438,6 +438,27 @@ public abstract class BackendConformanceTest {
     }
   }
 
+  @Test
+  void gradientNormIsComputedAndClippedOnTheDevice() {
+    float[] g = {3, 4, 0, 0, 12}; // norm 13
+    try (DeviceBuffer dg = upload("grads", g);
+        DeviceBuffer norm = backend.allocate("norm", DType.F32, 1)) {
+      backend.clipGradNorm(stream, dg, 0, norm); // measure only
+      assertEquals(13f, download(norm)[0], 1e-5);
+      assertArrayEquals(g, download(dg));
+      backend.clipGradNorm(stream, dg, 6.5f, norm);
+      assertEquals(13f, download(norm)[0], 1e-5);
+      float coef = 6.5f / (13f + 1e-6f);
+      assertClose(new float[] {3 * coef, 4 * coef, 0, 0, 12 * coef}, download(dg), 1e-6, "clipped");
+      backend.clipGradNorm(stream, dg, 100f, norm); // under the limit: untouched
+      assertClose(
+          new float[] {3 * coef, 4 * coef, 0, 0, 12 * coef},
+          download(dg),
+          1e-6,
+          "not clipped again");
+    }
+  }
+
   // ---- streams, events, memory
   // ---------------------------------------------------------------------
 

@@ -329,6 +329,14 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
+  public void clipGradNorm(Stream stream, DeviceBuffer grads, float maxNorm, DeviceBuffer norm) {
+    checkCount(norm, 1);
+    CpuBuffer g = cpu(grads);
+    CpuBuffer n = cpu(norm);
+    on(stream).enqueue(() -> kernels.clipGradNorm(g.floats(), maxNorm, n.floats()));
+  }
+
+  @Override
   public synchronized void close() {
     streams.forEach(CpuStream::close);
     streams.clear();

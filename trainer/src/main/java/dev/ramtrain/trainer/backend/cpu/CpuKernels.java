@@ -221,6 +221,43 @@ final class CpuKernels {
         });
   }
 
+  void clipGradNorm(FloatBuffer grads, float maxNorm, FloatBuffer norm) {
+    int n = grads.capacity();
+    int chunks = Math.max(1, Math.min(64, n / GRAIN));
+    double[] partial = new double[chunks];
+    int size = (n + chunks - 1) / chunks;
+    parallel.forRange(
+        chunks,
+        1,
+        (from, to) -> {
+          for (int c = from; c < to; c++) {
+            double sum = 0;
+            for (int i = c * size; i < Math.min(n, (c + 1) * size); i++) {
+              double g = grads.get(i);
+              sum += g * g;
+            }
+            partial[c] = sum;
+          }
+        });
+    double total = 0;
+    for (double p : partial) { // fixed chunking and order: the same norm on every run
+      total += p;
+    }
+    float l2 = (float) Math.sqrt(total);
+    norm.put(0, l2);
+    float coef = maxNorm / (l2 + 1e-6f);
+    if (maxNorm > 0 && coef < 1) {
+      parallel.forRange(
+          n,
+          GRAIN,
+          (from, to) -> {
+            for (int i = from; i < to; i++) {
+              grads.put(i, grads.get(i) * coef);
+            }
+          });
+    }
+  }
+
   /** erf with absolute error below 1.2e-7 (W. H. Press et al., erfc by Chebyshev fit). */
   static double erf(double x) {
     double z = Math.abs(x);

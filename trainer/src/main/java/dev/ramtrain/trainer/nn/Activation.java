@@ -1,0 +1,66 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+
+/** An elementwise activation, ReLU or GELU (exact, as PyTorch's default). */
+public final class Activation extends BaseLayer {
+  public enum Kind {
+    RELU,
+    GELU
+  }
+
+  private final Kind kind;
+  private final int size;
+  private DeviceBuffer y;
+  private DeviceBuffer dx;
+  private DeviceBuffer x;
+
+  public Activation(String name, Kind kind, int size) {
+    super(name);
+    this.kind = kind;
+    this.size = size;
+  }
+
+  @Override
+  public int inputSize() {
+    return size;
+  }
+
+  @Override
+  public int outputSize() {
+    return size;
+  }
+
+  @Override
+  protected void bind(Parameters params, int maxBatch) {
+    y = own("out", (long) maxBatch * size);
+    dx = own("dx", (long) maxBatch * size);
+  }
+
+  @Override
+  public DeviceBuffer forward(Stream s, DeviceBuffer input, int batch, boolean training) {
+    x = input;
+    DeviceBuffer yb = y.view(0, (long) batch * size);
+    if (kind == Kind.RELU) {
+      backend.relu(s, input, yb);
+    } else {
+      backend.gelu(s, input, yb);
+    }
+    return yb;
+  }
+
+  @Override
+  public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
+    if (!needInputGrad) {
+      return null;
+    }
+    DeviceBuffer dxb = dx.view(0, (long) batch * size);
+    if (kind == Kind.RELU) {
+      backend.reluBackward(s, x, dy, dxb);
+    } else {
+      backend.geluBackward(s, x, dy, dxb);
+    }
+    return dxb;
+  }
+}

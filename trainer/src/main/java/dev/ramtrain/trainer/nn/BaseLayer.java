@@ -1,0 +1,48 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/** What every layer shares: its name, its backend once bound, and the activation memory it owns. */
+abstract class BaseLayer implements Layer {
+  protected final String name;
+  protected Backend backend;
+  private final List<DeviceBuffer> owned = new ArrayList<>();
+
+  BaseLayer(String name) {
+    this.name = name;
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  @Override
+  public final void bind(Backend backend, Parameters params, int maxBatch) {
+    if (this.backend != null) {
+      throw new IllegalStateException(name + " is already bound");
+    }
+    this.backend = backend;
+    bind(params, maxBatch);
+  }
+
+  /** Takes parameter views and allocates activation memory (with {@link #own}). */
+  protected abstract void bind(Parameters params, int maxBatch);
+
+  /** Allocates activation memory this layer owns until it closes. */
+  protected DeviceBuffer own(String what, long count) {
+    DeviceBuffer b = backend.allocate(name + "." + what, DType.F32, count);
+    owned.add(b);
+    return b;
+  }
+
+  @Override
+  public void close() {
+    owned.forEach(DeviceBuffer::close);
+    owned.clear();
+  }
+}

@@ -1,0 +1,45 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+
+/** Softmax cross-entropy with label smoothing: per-sample losses and dL/dlogits of the mean. */
+public final class CrossEntropyLoss implements AutoCloseable {
+  private final Backend backend;
+  private final int classes;
+  private final float smoothing;
+  private final DeviceBuffer losses;
+  private final DeviceBuffer dlogits;
+
+  public CrossEntropyLoss(Backend backend, int maxBatch, int classes, float smoothing) {
+    if (smoothing < 0 || smoothing >= 1) {
+      throw new IllegalArgumentException("label smoothing must be in [0, 1), got " + smoothing);
+    }
+    this.backend = backend;
+    this.classes = classes;
+    this.smoothing = smoothing;
+    this.losses = backend.allocate("loss", DType.F32, maxBatch);
+    this.dlogits = backend.allocate("dlogits", DType.F32, (long) maxBatch * classes);
+  }
+
+  /** Enqueues the loss of {@code batch} rows; returns dL/dlogits (valid until the next call). */
+  public DeviceBuffer compute(Stream stream, DeviceBuffer logits, DeviceBuffer labels, int batch) {
+    DeviceBuffer g = dlogits.view(0, (long) batch * classes);
+    backend.softmaxCrossEntropy(
+        stream, logits, labels, batch, classes, smoothing, losses.view(0, batch), g);
+    return g;
+  }
+
+  /** Per-sample losses of the last {@link #compute}, on the device. */
+  public DeviceBuffer losses(int batch) {
+    return losses.view(0, batch);
+  }
+
+  @Override
+  public void close() {
+    losses.close();
+    dlogits.close();
+  }
+}

@@ -1,0 +1,38 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import java.util.List;
+
+/**
+ * One layer with an explicit forward and backward (no general autograd). A layer declares its
+ * parameters, then is bound to the model's parameter slab and given activation memory for up to
+ * {@code maxBatch} samples, which it owns and frees on close.
+ */
+public interface Layer extends AutoCloseable {
+  String name();
+
+  /** Elements per sample of the input and of the output. */
+  int inputSize();
+
+  int outputSize();
+
+  default List<ParamSpec> parameters() {
+    return List.of();
+  }
+
+  void bind(Backend backend, Parameters params, int maxBatch);
+
+  /** Computes the output for {@code batch} samples of {@code x}; the layer may keep {@code x}. */
+  DeviceBuffer forward(Stream stream, DeviceBuffer x, int batch, boolean training);
+
+  /**
+   * Given dL/dy for the last forward, adds dL/dθ to the gradient slab and returns dL/dx ({@code
+   * needInputGrad} is false for the first layer, which then may return null).
+   */
+  DeviceBuffer backward(Stream stream, DeviceBuffer dy, int batch, boolean needInputGrad);
+
+  @Override
+  void close();
+}

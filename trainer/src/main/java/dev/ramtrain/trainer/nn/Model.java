@@ -1,0 +1,120 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A stack of layers over one parameter slab: forward runs the layers in order, backward in reverse.
+ * Owns the layers' activation memory and the slab.
+ */
+public final class Model implements AutoCloseable {
+  private final String spec;
+  private final List<Layer> layers;
+  private final Parameters parameters;
+  private final Backend backend;
+  private final int maxBatch;
+
+  private Model(
+      String spec, List<Layer> layers, Parameters parameters, Backend backend, int maxBatch) {
+    this.spec = spec;
+    this.layers = layers;
+    this.parameters = parameters;
+    this.backend = backend;
+    this.maxBatch = maxBatch;
+  }
+
+  /**
+   * Binds {@code layers} to a fresh slab initialized from {@code seed}, for up to maxBatch samples.
+   */
+  public static Model build(
+      String spec, List<Layer> layers, Backend backend, Stream stream, int maxBatch, long seed) {
+    for (int i = 1; i < layers.size(); i++) {
+      Layer prev = layers.get(i - 1);
+      Layer next = layers.get(i);
+      if (prev.outputSize() != next.inputSize()) {
+        throw new IllegalArgumentException(
+            spec
+                + ": "
+                + prev.name()
+                + " gives "
+                + prev.outputSize()
+                + " values per sample but "
+                + next.name()
+                + " takes "
+                + next.inputSize());
+      }
+    }
+    List<ParamSpec> specs = new ArrayList<>();
+    layers.forEach(l -> specs.addAll(l.parameters()));
+    Parameters parameters = Parameters.allocate(backend, specs);
+    List<Layer> bound = new ArrayList<>();
+    try {
+      for (Layer layer : layers) {
+        layer.bind(backend, parameters, maxBatch);
+        bound.add(layer);
+      }
+      parameters.initialize(backend, stream, seed);
+    } catch (RuntimeException e) {
+      bound.forEach(Layer::close);
+      parameters.close();
+      throw e;
+    }
+    return new Model(spec, List.copyOf(layers), parameters, backend, maxBatch);
+  }
+
+  public String spec() {
+    return spec;
+  }
+
+  public List<Layer> layers() {
+    return layers;
+  }
+
+  public Parameters parameters() {
+    return parameters;
+  }
+
+  public int inputSize() {
+    return layers.get(0).inputSize();
+  }
+
+  public int outputSize() {
+    return layers.get(layers.size() - 1).outputSize();
+  }
+
+  public int maxBatch() {
+    return maxBatch;
+  }
+
+  public DeviceBuffer forward(Stream stream, DeviceBuffer x, int batch, boolean training) {
+    if (batch < 1 || batch > maxBatch) {
+      throw new IllegalArgumentException("batch " + batch + " outside [1, " + maxBatch + "]");
+    }
+    DeviceBuffer h = x;
+    for (Layer layer : layers) {
+      h = layer.forward(stream, h, batch, training);
+    }
+    return h;
+  }
+
+  /** Backward from dL/dlogits; gradients accumulate into the slab (zero it each step). */
+  public void backward(Stream stream, DeviceBuffer dlogits, int batch) {
+    DeviceBuffer g = dlogits;
+    for (int i = layers.size() - 1; i >= 0; i--) {
+      g = layers.get(i).backward(stream, g, batch, i > 0);
+    }
+  }
+
+  public void zeroGrad(Stream stream) {
+    backend.fill(stream, parameters.grads(), 0f);
+  }
+
+  @Override
+  public void close() {
+    layers.forEach(Layer::close);
+    parameters.close();
+  }
+}

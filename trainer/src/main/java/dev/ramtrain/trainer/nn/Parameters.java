@@ -1,0 +1,121 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.etl.source.SampleIds;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * All parameters of a model in one contiguous slab, and their gradients in a second slab of the
+ * same layout; each parameter is a view. One slab is what the weight streamer later moves in a few
+ * large copies, and what the optimizer updates in one kernel call.
+ */
+public final class Parameters implements AutoCloseable {
+  /** Where a parameter lives in the slabs. */
+  public record Entry(ParamSpec spec, long offset) {}
+
+  private final Map<String, Entry> entries;
+  private final long count;
+  private final DeviceBuffer values;
+  private final DeviceBuffer grads;
+
+  private Parameters(
+      Map<String, Entry> entries, long count, DeviceBuffer values, DeviceBuffer grads) {
+    this.entries = entries;
+    this.count = count;
+    this.values = values;
+    this.grads = grads;
+  }
+
+  /** Lays out {@code specs} in order and allocates both slabs (zeroed). */
+  public static Parameters allocate(Backend backend, List<ParamSpec> specs) {
+    Map<String, Entry> entries = new LinkedHashMap<>();
+    long offset = 0;
+    for (ParamSpec spec : specs) {
+      if (entries.put(spec.name(), new Entry(spec, offset)) != null) {
+        throw new IllegalArgumentException("two parameters are named " + spec.name());
+      }
+      offset += spec.count();
+    }
+    DeviceBuffer values = backend.allocate("parameters", DType.F32, offset);
+    DeviceBuffer grads = backend.allocate("gradients", DType.F32, offset);
+    return new Parameters(Collections.unmodifiableMap(entries), offset, values, grads);
+  }
+
+  public long count() {
+    return count;
+  }
+
+  public List<Entry> entries() {
+    return new ArrayList<>(entries.values());
+  }
+
+  public DeviceBuffer values() {
+    return values;
+  }
+
+  public DeviceBuffer grads() {
+    return grads;
+  }
+
+  public DeviceBuffer value(String name) {
+    Entry e = entry(name);
+    return values.view(e.offset(), e.spec().count());
+  }
+
+  public DeviceBuffer grad(String name) {
+    Entry e = entry(name);
+    return grads.view(e.offset(), e.spec().count());
+  }
+
+  /**
+   * Fills every parameter as PyTorch initializes it, from a generator seeded by (seed, name), so a
+   * parameter's start does not depend on the others. Blocks until uploaded.
+   */
+  public void initialize(Backend backend, Stream stream, long seed) {
+    try (HostBuffer staging = backend.allocateHost("parameter-init", 4 * count)) {
+      FloatBuffer host = staging.asByteBuffer().asFloatBuffer();
+      for (Entry e : entries.values()) {
+        ParamSpec s = e.spec();
+        SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, s.name().hashCode()));
+        double bound = s.fanIn() > 0 ? Math.sqrt(1.0 / s.fanIn()) : 0;
+        for (long i = 0; i < s.count(); i++) {
+          float v =
+              switch (s.init()) {
+                case KAIMING_UNIFORM, FAN_IN_UNIFORM ->
+                    (float) ((rng.nextDouble() * 2 - 1) * bound);
+                case ONES -> 1f;
+                case ZEROS -> 0f;
+              };
+          host.put((int) (e.offset() + i), v);
+        }
+      }
+      backend.copy(staging, 0, values, 4 * count, stream);
+      stream.synchronize();
+    }
+  }
+
+  private Entry entry(String name) {
+    Entry e = entries.get(name);
+    if (e == null) {
+      throw new IllegalArgumentException(
+          "no parameter " + name + " (have " + entries.keySet() + ")");
+    }
+    return e;
+  }
+
+  @Override
+  public void close() {
+    values.close();
+    grads.close();
+  }
+}

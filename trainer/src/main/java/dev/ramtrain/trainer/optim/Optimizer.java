@@ -1,0 +1,21 @@
+package dev.ramtrain.trainer.optim;
+
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.nn.Parameters;
+import java.util.List;
+
+/** Updates a whole parameter slab from its gradient slab, in one kernel call per step. */
+public interface Optimizer extends AutoCloseable {
+  /** Applies one update with learning rate {@code lr}; the first step is step 1. */
+  void step(Stream stream, Parameters parameters, float lr);
+
+  /** Steps taken so far. */
+  int steps();
+
+  /** The state slabs (momentum; or AdamW's m and v), in a fixed order, for checkpoints. */
+  List<DeviceBuffer> state();
+
+  @Override
+  void close();
+}
