@@ -1,0 +1,258 @@
+package dev.ramtrain.trainer.data;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.shard.ShardBatch;
+import dev.ramtrain.etl.shard.ShardReader;
+import dev.ramtrain.etl.source.SampleIds;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import java.nio.IntBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.arrow.memory.util.MemoryUtil;
+
+/**
+ * Streams batches from memory-mapped shards into pinned staging buffers. Each epoch shuffles all
+ * samples with a generator seeded by (seed, epoch) and gives this rank every worldSize-th of them;
+ * worker threads assemble batches, copying each image once, from the shard into staging, with its
+ * random crop and flip drawn from (seed, epoch, sample id). So what a batch holds never depends on
+ * thread timing, and batches come out in order whatever order the workers finish in.
+ */
+public final class DataLoader implements AutoCloseable {
+  private final ShardSet shards;
+  private final LoaderOptions options;
+  private final ImageShape shape;
+  private final ShardBatch[][] batches; // [shard][record batch], views into the mapped shards
+  private final long[] index; // sample -> shard << 40 | record batch << 20 | row
+  private final ExecutorService workers;
+  private final List<HostBuffer> pixelSlots = new ArrayList<>();
+  private final List<HostBuffer> labelSlots = new ArrayList<>();
+  private final AtomicLong stallNanos = new AtomicLong();
+
+  public DataLoader(Backend backend, ShardSet shards, LoaderOptions options) {
+    this.shards = shards;
+    this.options = options;
+    this.shape = shards.shape();
+    List<ShardReader> readers = shards.readers();
+    this.batches = new ShardBatch[readers.size()][];
+    List<Long> samples = new ArrayList<>();
+    for (int s = 0; s < readers.size(); s++) {
+      ShardReader reader = readers.get(s);
+      batches[s] = new ShardBatch[reader.batchCount()];
+      for (int b = 0; b < reader.batchCount(); b++) {
+        batches[s][b] = reader.batch(b);
+        for (int r = 0; r < batches[s][b].rowCount(); r++) {
+          samples.add((long) s << 40 | (long) b << 20 | r);
+        }
+      }
+    }
+    this.index = samples.stream().mapToLong(Long::longValue).toArray();
+    if (perRank() == 0) {
+      throw new IllegalArgumentException(
+          "no samples for rank " + options.rank() + " of " + options.worldSize());
+    }
+    for (int i = 0; i < options.prefetch(); i++) {
+      pixelSlots.add(
+          backend.allocateHost("loader.pixels." + i, (long) options.batchSize() * shape.bytes()));
+      labelSlots.add(backend.allocateHost("loader.labels." + i, 4L * options.batchSize()));
+    }
+    this.workers =
+        Executors.newFixedThreadPool(
+            options.workers(),
+            r -> {
+              Thread t = new Thread(r, "ramtrain-loader");
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  public ImageShape shape() {
+    return shape;
+  }
+
+  public long samples() {
+    return index.length;
+  }
+
+  /** Samples this rank sees per epoch (remainder rule applied at rank level). */
+  long perRank() {
+    int world = options.worldSize();
+    return options.remainder() == LoaderOptions.Remainder.PAD
+        ? (index.length + world - 1) / world
+        : index.length / world;
+  }
+
+  public int batchesPerEpoch() {
+    long b = options.batchSize();
+    return (int)
+        (options.remainder() == LoaderOptions.Remainder.DROP
+            ? perRank() / b
+            : (perRank() + b - 1) / b);
+  }
+
+  /** Nanoseconds the consumer has waited for batches so far (the data stall). */
+  public long stallNanos() {
+    return stallNanos.get();
+  }
+
+  /** Starts epoch {@code epoch}; close it (or drain it) before starting the next one. */
+  public Epoch epoch(int epoch) {
+    return new Epoch(epoch);
+  }
+
+  /** The batches of one epoch, in order. */
+  public final class Epoch implements AutoCloseable {
+    private final int epoch;
+    private final long[] order; // this rank's samples, in order
+    private final List<CompletableFuture<Batch>> pending = new ArrayList<>();
+    private int next;
+
+    private Epoch(int epoch) {
+      this.epoch = epoch;
+      this.order = rankOrder(epoch);
+      for (int slot = 0; slot < Math.min(options.prefetch(), batchesPerEpoch()); slot++) {
+        pending.add(submit(slot, slot));
+      }
+    }
+
+    /** The next batch, or null at the end of the epoch. */
+    public Batch next() {
+      if (next >= batchesPerEpoch()) {
+        return null;
+      }
+      CompletableFuture<Batch> f = pending.get(next % options.prefetch());
+      long start = System.nanoTime();
+      Batch b = f.join();
+      stallNanos.addAndGet(System.nanoTime() - start);
+      next++;
+      return b;
+    }
+
+    private CompletableFuture<Batch> submit(int batchIndex, int slot) {
+      return CompletableFuture.supplyAsync(() -> assemble(batchIndex, slot), workers);
+    }
+
+    private Batch assemble(int batchIndex, int slot) {
+      int size =
+          (int)
+              Math.min(options.batchSize(), order.length - (long) batchIndex * options.batchSize());
+      HostBuffer pixels = pixelSlots.get(slot);
+      HostBuffer labels = labelSlots.get(slot);
+      IntBuffer labelInts = labels.asByteBuffer().asIntBuffer();
+      long base = pixels.address();
+      for (int j = 0; j < size; j++) {
+        long sample = order[batchIndex * options.batchSize() + j];
+        ShardBatch source = batches[(int) (sample >>> 40)][(int) (sample >>> 20 & 0xFFFFF)];
+        int row = (int) (sample & 0xFFFFF);
+        SplittableRandom rng =
+            new SplittableRandom(SampleIds.mix(options.seed(), epoch, source.id(row)));
+        Augment.copy(
+            source.imageAddress(row),
+            base + (long) j * shape.bytes(),
+            shape,
+            options.cropPadding(),
+            options.flip(),
+            rng);
+        labelInts.put(j, source.label(row));
+      }
+      return new Batch(batchIndex, size, pixels, labels, () -> release(batchIndex, slot));
+    }
+
+    private void release(int batchIndex, int slot) {
+      int following = batchIndex + options.prefetch();
+      if (following < batchesPerEpoch()) {
+        pending.set(slot, submit(following, slot));
+      }
+    }
+
+    @Override
+    public void close() {
+      pending.forEach(CompletableFuture::join); // no worker writes a slot after the epoch ends
+    }
+  }
+
+  /** This rank's samples for an epoch: a seeded shuffle, every worldSize-th, remainder applied. */
+  private long[] rankOrder(int epoch) {
+    long[] all = index.clone();
+    if (options.shuffle()) {
+      SplittableRandom rng = new SplittableRandom(SampleIds.mix(options.seed(), epoch, 0x5E1F));
+      for (int i = all.length - 1; i > 0; i--) {
+        int j = rng.nextInt(i + 1);
+        long t = all[i];
+        all[i] = all[j];
+        all[j] = t;
+      }
+    }
+    long count =
+        options.remainder() == LoaderOptions.Remainder.PAD
+            ? (long) batchesPerEpoch() * options.batchSize()
+            : options.remainder() == LoaderOptions.Remainder.DROP
+                ? (long) batchesPerEpoch() * options.batchSize()
+                : perRank();
+    long[] mine = new long[(int) count];
+    for (int i = 0; i < count; i++) {
+      long position = (long) i * options.worldSize() + options.rank();
+      mine[i] = all[(int) (position % all.length)];
+    }
+    return mine;
+  }
+
+  @Override
+  public void close() {
+    workers.shutdownNow();
+    for (ShardBatch[] perShard : batches) {
+      for (ShardBatch b : perShard) {
+        b.close();
+      }
+    }
+    pixelSlots.forEach(HostBuffer::close);
+    labelSlots.forEach(HostBuffer::close);
+  }
+
+  /** Random crop with zero padding and horizontal flip, fused into the one copy of the pixels. */
+  static final class Augment {
+    private Augment() {}
+
+    static void copy(
+        long src, long dst, ImageShape shape, int padding, boolean flip, SplittableRandom rng) {
+      int h = shape.height();
+      int w = shape.width();
+      int c = shape.channels();
+      int dy = padding > 0 ? rng.nextInt(2 * padding + 1) - padding : 0;
+      int dx = padding > 0 ? rng.nextInt(2 * padding + 1) - padding : 0;
+      boolean mirror = flip && rng.nextBoolean();
+      if (dy == 0 && dx == 0 && !mirror) {
+        MemoryUtil.copyMemory(src, dst, shape.bytes());
+        return;
+      }
+      int rowBytes = w * c;
+      for (int y = 0; y < h; y++) {
+        long out = dst + (long) y * rowBytes;
+        int sy = y + dy;
+        if (sy < 0 || sy >= h) {
+          MemoryUtil.setMemory(out, rowBytes, (byte) 0);
+          continue;
+        }
+        long in = src + (long) sy * rowBytes;
+        for (int x = 0; x < w; x++) {
+          int sx = (mirror ? w - 1 - x : x) + dx;
+          long o = out + (long) x * c;
+          if (sx < 0 || sx >= w) {
+            for (int k = 0; k < c; k++) {
+              MemoryUtil.putByte(o + k, (byte) 0);
+            }
+          } else {
+            for (int k = 0; k < c; k++) {
+              MemoryUtil.putByte(o + k, MemoryUtil.getByte(in + (long) sx * c + k));
+            }
+          }
+        }
+      }
+    }
+  }
+}
