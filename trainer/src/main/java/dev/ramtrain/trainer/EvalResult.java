@@ -1,0 +1,12 @@
+package dev.ramtrain.trainer;
+
+/** Loss, accuracy and confusion matrix ([true][predicted]) over a whole split. */
+public record EvalResult(double loss, double accuracy, long samples, long[][] confusion) {
+  public double classAccuracy(int c) {
+    long total = 0;
+    for (long n : confusion[c]) {
+      total += n;
+    }
+    return total == 0 ? Double.NaN : (double) confusion[c][c] / total;
+  }
+}

@@ -1,0 +1,346 @@
+package dev.ramtrain.trainer;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Event;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.data.Batch;
+import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.nn.CrossEntropyLoss;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.optim.LrSchedule;
+import dev.ramtrain.trainer.optim.Optimizer;
+import java.nio.FloatBuffer;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The training loop. Follow one batch: the loader leaves uint8 images in a pinned staging slot;
+ * {@link #stage} copies them to a device input slot on the copy stream; {@link #step} waits for
+ * that copy on the compute stream, normalizes on the device (uint8 → float NCHW), runs forward, the
+ * loss, backward, gradient clipping and one optimizer call over the whole parameter slab. Two
+ * device input slots let the next batch's copy overlap this batch's compute.
+ */
+public final class Trainer implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Trainer.class);
+  private static final int SLOTS = 2;
+
+  private final Backend backend;
+  private final Model model;
+  private final Optimizer optimizer;
+  private final LrSchedule schedule;
+  private final TrainOptions options;
+  private final MetricsLog metrics;
+  private final ImageShape shape;
+  private final int classes;
+  private final Stream compute;
+  private final Stream copy;
+  private final CrossEntropyLoss loss;
+  private final DeviceBuffer[] pixels = new DeviceBuffer[SLOTS];
+  private final DeviceBuffer[] labels = new DeviceBuffer[SLOTS];
+  private final Event[] copied = new Event[SLOTS];
+  private final Event[] consumed = new Event[SLOTS];
+  private final DeviceBuffer input;
+  private final DeviceBuffer gradNorm;
+  private final HostBuffer readback; // losses and logits of the current batch, for the host
+  private long globalStep;
+  private int skippedSteps;
+
+  public Trainer(
+      Backend backend,
+      Model model,
+      Optimizer optimizer,
+      LrSchedule schedule,
+      TrainOptions options,
+      ImageShape shape,
+      MetricsLog metrics) {
+    if (shape.bytes() != model.inputSize()) {
+      throw new IllegalArgumentException(
+          "model "
+              + model.spec()
+              + " takes "
+              + model.inputSize()
+              + " inputs, images are "
+              + shape
+              + " = "
+              + shape.bytes());
+    }
+    if (options.mean().length != shape.channels()) {
+      throw new IllegalArgumentException(
+          "normalization has "
+              + options.mean().length
+              + " channels, images have "
+              + shape.channels());
+    }
+    this.backend = backend;
+    this.model = model;
+    this.optimizer = optimizer;
+    this.schedule = schedule;
+    this.options = options;
+    this.metrics = metrics;
+    this.shape = shape;
+    this.classes = model.outputSize();
+    int batch = model.maxBatch();
+    this.compute = backend.createStream("compute");
+    this.copy = backend.createStream("copy-in");
+    this.loss = new CrossEntropyLoss(backend, batch, classes, options.labelSmoothing());
+    for (int s = 0; s < SLOTS; s++) {
+      pixels[s] = backend.allocate("input.u8." + s, DType.U8, (long) batch * shape.bytes());
+      labels[s] = backend.allocate("input.labels." + s, DType.I32, batch);
+      copied[s] = backend.createEvent();
+      consumed[s] = backend.createEvent();
+    }
+    this.input = backend.allocate("input.f32", DType.F32, (long) batch * shape.bytes());
+    this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
+    this.readback = backend.allocateHost("readback", 4L * batch * (classes + 2));
+  }
+
+  /** Statistics of one pass over the training batches. */
+  public record EpochStats(
+      double loss, double accuracy, long samples, double seconds, double stallSeconds) {}
+
+  /** Trains {@code epochs} epochs from {@code firstEpoch}, evaluating on {@code val} after each. */
+  public void fit(DataLoader train, DataLoader val, int firstEpoch) {
+    for (int epoch = firstEpoch; epoch < options.epochs(); epoch++) {
+      EpochStats stats = trainEpoch(train, epoch);
+      EvalResult eval = evaluate(val);
+      Map<String, Object> record = new LinkedHashMap<>();
+      record.put("type", "epoch");
+      record.put("epoch", epoch);
+      record.put("train_loss", stats.loss());
+      record.put("train_acc", stats.accuracy());
+      record.put("val_loss", eval.loss());
+      record.put("val_acc", eval.accuracy());
+      record.put("samples_per_s", stats.samples() / stats.seconds());
+      record.put("data_stall_pct", 100 * stats.stallSeconds() / stats.seconds());
+      record.put("skipped_steps", skippedSteps);
+      record.put("peak_device_bytes", backend.peakAllocatedBytes());
+      metrics.write(record);
+      LOG.info(
+          String.format(
+              "epoch %d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %.0f samples/s, data stall %.1f%%",
+              epoch,
+              stats.loss(),
+              stats.accuracy(),
+              eval.loss(),
+              eval.accuracy(),
+              stats.samples() / stats.seconds(),
+              100 * stats.stallSeconds() / stats.seconds()));
+    }
+  }
+
+  public EpochStats trainEpoch(DataLoader train, int epoch) {
+    long start = System.nanoTime();
+    long stallBefore = train.stallNanos();
+    double lossSum = 0;
+    long correct = 0;
+    long samples = 0;
+    try (DataLoader.Epoch batches = train.epoch(epoch)) {
+      Batch next = batches.next();
+      int slot = 0;
+      if (next != null) {
+        stage(next, slot);
+      }
+      while (next != null) {
+        Batch current = next;
+        int currentSlot = slot;
+        next = batches.next();
+        if (next != null) {
+          slot = (slot + 1) % SLOTS;
+          stage(next, slot); // overlaps with the step below
+        }
+        StepResult r = step(current.size(), currentSlot, epoch);
+        lossSum += r.lossSum();
+        correct += r.correct();
+        samples += current.size();
+      }
+    }
+    double seconds = (System.nanoTime() - start) / 1e9;
+    return new EpochStats(
+        lossSum / samples,
+        (double) correct / samples,
+        samples,
+        seconds,
+        (train.stallNanos() - stallBefore) / 1e9);
+  }
+
+  /**
+   * Copies a staged batch to device slot {@code slot}, once the step that used the slot is done.
+   */
+  private void stage(Batch batch, int slot) {
+    copy.waitFor(consumed[slot]);
+    backend.copy(
+        batch.pixels(),
+        0,
+        pixels[slot].view(0, (long) batch.size() * shape.bytes()),
+        (long) batch.size() * shape.bytes(),
+        copy);
+    backend.copy(batch.labels(), 0, labels[slot].view(0, batch.size()), 4L * batch.size(), copy);
+    copied[slot].record(copy);
+    copied[slot].synchronize(); // the staging slot can go back to the loader
+    batch.release();
+  }
+
+  private record StepResult(double lossSum, long correct) {}
+
+  private StepResult step(int n, int slot, int epoch) {
+    long stepStart = System.nanoTime();
+    compute.waitFor(copied[slot]);
+    DeviceBuffer x = input.view(0, (long) n * shape.bytes());
+    DeviceBuffer y = labels[slot].view(0, n);
+    backend.normalizeImages(
+        compute,
+        pixels[slot].view(0, (long) n * shape.bytes()),
+        n,
+        shape.height(),
+        shape.width(),
+        shape.channels(),
+        options.mean(),
+        options.std(),
+        x);
+    model.zeroGrad(compute);
+    DeviceBuffer logits = model.forward(compute, x, n, true);
+    DeviceBuffer dlogits = loss.compute(compute, logits, y, n);
+    consumed[slot].record(compute); // the device input slot is free for the next copy
+    Readback rb = read(logits, y, n);
+    if (!Double.isFinite(rb.lossSum())) {
+      if (options.nanPolicy() == TrainOptions.NanPolicy.STOP) {
+        throw new TrainingDivergedException(
+            String.format(
+                "loss is %s at epoch %d, step %d (learning rate %.3g); stopping (ramtrain.train.nan-policy=stop;"
+                    + " 'skip' skips such steps). No checkpoint is written by this run after step %d.",
+                rb.lossSum(), epoch, globalStep, schedule.lr(globalStep), globalStep - 1));
+      }
+      skippedSteps++;
+      LOG.warn("loss is {} at epoch {} step {}: step skipped", rb.lossSum(), epoch, globalStep);
+      globalStep++;
+      return new StepResult(0, 0);
+    }
+    model.backward(compute, dlogits, n);
+    if (options.clipNorm() > 0) {
+      backend.clipGradNorm(compute, model.parameters().grads(), options.clipNorm(), gradNorm);
+    }
+    float lr = (float) schedule.lr(globalStep);
+    optimizer.step(compute, model.parameters(), lr);
+    if (globalStep % options.logEvery() == 0) {
+      compute.synchronize();
+      Map<String, Object> record = new LinkedHashMap<>();
+      record.put("type", "step");
+      record.put("epoch", epoch);
+      record.put("step", globalStep);
+      record.put("loss", rb.lossSum() / n);
+      record.put("acc", (double) rb.correct() / n);
+      record.put("lr", lr);
+      record.put("step_ms", (System.nanoTime() - stepStart) / 1e6);
+      metrics.write(record);
+    }
+    globalStep++;
+    return new StepResult(rb.lossSum(), rb.correct());
+  }
+
+  private record Readback(double lossSum, long correct, int[] truth, int[] predictions) {}
+
+  /** Brings the batch's losses, logits and labels to the host: loss sum, NaN check, argmax. */
+  private Readback read(DeviceBuffer logits, DeviceBuffer truthLabels, int n) {
+    long logitsAt = 4L * n;
+    long labelsAt = logitsAt + 4L * n * classes;
+    backend.copy(loss.losses(n), readback, 0, 4L * n, compute);
+    backend.copy(logits, readback, logitsAt, 4L * n * classes, compute);
+    backend.copy(truthLabels, readback, labelsAt, 4L * n, compute);
+    compute.synchronize();
+    FloatBuffer f = readback.asByteBuffer().asFloatBuffer();
+    int[] truth = new int[n];
+    readback
+        .asByteBuffer()
+        .position((int) labelsAt)
+        .slice()
+        .order(java.nio.ByteOrder.nativeOrder())
+        .asIntBuffer()
+        .get(truth);
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+      sum += f.get(i);
+    }
+    int[] predictions = new int[n];
+    long correct = 0;
+    for (int i = 0; i < n; i++) {
+      int row = n + i * classes;
+      int best = 0;
+      for (int c = 1; c < classes; c++) {
+        if (f.get(row + c) > f.get(row + best)) {
+          best = c;
+        }
+      }
+      predictions[i] = best;
+      correct += best == truth[i] ? 1 : 0;
+    }
+    return new Readback(sum, correct, truth, predictions);
+  }
+
+  /** Loss, accuracy and confusion matrix over every batch of {@code data}, without training. */
+  public EvalResult evaluate(DataLoader data) {
+    long[][] confusion = new long[classes][classes];
+    double lossSum = 0;
+    long samples = 0;
+    try (DataLoader.Epoch batches = data.epoch(0)) {
+      Batch b;
+      while ((b = batches.next()) != null) {
+        int n = b.size();
+        stage(b, 0);
+        compute.waitFor(copied[0]);
+        DeviceBuffer x = input.view(0, (long) n * shape.bytes());
+        backend.normalizeImages(
+            compute,
+            pixels[0].view(0, (long) n * shape.bytes()),
+            n,
+            shape.height(),
+            shape.width(),
+            shape.channels(),
+            options.mean(),
+            options.std(),
+            x);
+        DeviceBuffer logits = model.forward(compute, x, n, false);
+        loss.compute(compute, logits, labels[0].view(0, n), n);
+        consumed[0].record(compute);
+        Readback rb = read(logits, labels[0].view(0, n), n);
+        lossSum += rb.lossSum();
+        for (int i = 0; i < n; i++) {
+          confusion[rb.truth()[i]][rb.predictions()[i]]++;
+        }
+        samples += n;
+      }
+    }
+    long correct = 0;
+    for (int c = 0; c < classes; c++) {
+      correct += confusion[c][c];
+    }
+    return new EvalResult(lossSum / samples, (double) correct / samples, samples, confusion);
+  }
+
+  public int skippedSteps() {
+    return skippedSteps;
+  }
+
+  public long globalStep() {
+    return globalStep;
+  }
+
+  @Override
+  public void close() {
+    compute.synchronize();
+    copy.synchronize();
+    loss.close();
+    for (int s = 0; s < SLOTS; s++) {
+      pixels[s].close();
+      labels[s].close();
+    }
+    input.close();
+    gradNorm.close();
+    readback.close();
+  }
+}

@@ -1,0 +1,144 @@
+package dev.ramtrain.trainer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.shard.ShardReader;
+import dev.ramtrain.etl.shard.ShardSchema;
+import dev.ramtrain.etl.shard.ShardWriter;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.LrSchedule;
+import dev.ramtrain.trainer.optim.Optimizer;
+import dev.ramtrain.trainer.optim.Sgd;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class TrainerTest {
+  static final ImageShape SHAPE = new ImageShape(8, 8, 1);
+  @TempDir Path tmp;
+
+  /** 8x8 grey images: horizontal stripes, vertical stripes or a checkerboard, with noise. */
+  private ShardSet patterns(String name, int count, long seed) throws Exception {
+    Random rng = new Random(seed);
+    Path file = tmp.resolve(name + ".arrow");
+    try (OutputStream out = Files.newOutputStream(file);
+        ShardWriter w =
+            new ShardWriter(
+                new ShardSchema(SHAPE, List.of("rows", "columns", "checker")), out, 1 << 12)) {
+      for (int i = 0; i < count; i++) {
+        int label = i % 3;
+        byte[] px = new byte[64];
+        for (int y = 0; y < 8; y++) {
+          for (int x = 0; x < 8; x++) {
+            boolean on = label == 0 ? y % 2 == 0 : label == 1 ? x % 2 == 0 : (x + y) % 2 == 0;
+            px[y * 8 + x] =
+                (byte) Math.max(0, Math.min(255, (on ? 190 : 60) + rng.nextGaussian() * 40));
+          }
+        }
+        w.append(seed * 100_000 + i, label, px);
+      }
+      w.finish();
+    }
+    return new ShardSet(
+        SHAPE, List.of("rows", "columns", "checker"), List.of(ShardReader.open(file, null)));
+  }
+
+  private static TrainOptions options(TrainOptions.NanPolicy policy, float clipNorm) {
+    return new TrainOptions(3, 0f, clipNorm, policy, new float[] {0.5f}, new float[] {0.25f}, 5);
+  }
+
+  @Test
+  void learnsAndWritesMetrics() throws Exception {
+    Path metricsFile = tmp.resolve("metrics.jsonl");
+    try (Backend b = new CpuBackend(2);
+        ShardSet train = patterns("train", 300, 1);
+        ShardSet val = patterns("val", 90, 2);
+        DataLoader trainLoader =
+            new DataLoader(
+                b,
+                train,
+                new LoaderOptions(
+                    32, 2, 3, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 0, false));
+        DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
+      var stream = b.createStream("setup");
+      try (Model model =
+              Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
+          Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+          MetricsLog metrics = new MetricsLog(metricsFile);
+          Trainer trainer =
+              new Trainer(
+                  b,
+                  model,
+                  opt,
+                  LrSchedule.constant(3e-3),
+                  options(TrainOptions.NanPolicy.STOP, 1f),
+                  SHAPE,
+                  metrics)) {
+        trainer.fit(trainLoader, valLoader, 0);
+        EvalResult eval = trainer.evaluate(valLoader);
+        assertEquals(90, eval.samples(), "evaluation sees every val sample once");
+        assertTrue(eval.accuracy() > 0.95, "val accuracy " + eval.accuracy());
+        assertEquals(27, trainer.globalStep(), "3 epochs of 9 full batches");
+      }
+    }
+    List<String> lines = Files.readAllLines(metricsFile);
+    assertEquals(3, lines.stream().filter(l -> l.contains("\"type\":\"epoch\"")).count());
+    assertTrue(
+        lines.stream().anyMatch(l -> l.contains("\"type\":\"step\"") && l.contains("\"lr\"")),
+        lines.toString());
+    assertTrue(
+        lines.get(lines.size() - 1).contains("\"data_stall_pct\""), lines.get(lines.size() - 1));
+  }
+
+  @Test
+  void nanLossStopsNamingTheStepOrIsSkipped() throws Exception {
+    try (Backend b = new CpuBackend(1);
+        ShardSet train = patterns("train", 96, 3);
+        DataLoader loader =
+            new DataLoader(
+                b,
+                train,
+                new LoaderOptions(
+                    32, 1, 2, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 0, false))) {
+      var stream = b.createStream("setup");
+      for (TrainOptions.NanPolicy policy : TrainOptions.NanPolicy.values()) {
+        try (Model model =
+                Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
+            Optimizer opt = new Sgd(b, model.parameters().count(), 0f, 0f, false);
+            MetricsLog metrics = new MetricsLog(null);
+            Trainer trainer =
+                new Trainer(
+                    b,
+                    model,
+                    opt,
+                    LrSchedule.constant(1e30),
+                    options(policy, 0f),
+                    SHAPE,
+                    metrics)) {
+          if (policy == TrainOptions.NanPolicy.STOP) {
+            var e =
+                assertThrows(TrainingDivergedException.class, () -> trainer.fit(loader, loader, 0));
+            assertTrue(e.getMessage().contains("at epoch 0, step"), e.getMessage());
+          } else {
+            trainer.trainEpoch(loader, 0);
+            assertTrue(trainer.skippedSteps() > 0, "steps were skipped");
+          }
+        }
+      }
+    }
+  }
+}
