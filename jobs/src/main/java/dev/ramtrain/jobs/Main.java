@@ -7,6 +7,7 @@ import dev.ramtrain.jobs.cli.DemoCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;
 import dev.ramtrain.jobs.cli.InspectCommand;
 import dev.ramtrain.jobs.cli.PreprocessCommand;
+import dev.ramtrain.jobs.cli.TrainCommand;
 import dev.ramtrain.jobs.config.ConfigException;
 import java.io.IOException;
 import org.slf4j.Logger;
@@ -25,6 +26,7 @@ import picocli.CommandLine.Command;
       PreprocessCommand.class,
       InspectCommand.class,
       DemoCommand.class,
+      TrainCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {

@@ -92,6 +92,33 @@ class MainTest {
     var png = ImageIO.read(sheet.toFile());
     assertTrue(png.getWidth() > 3 * 16 && png.getHeight() > 3 * 16, "a 3x3 grid of upscaled tiles");
 
+    Run t =
+        run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            tmp.resolve("run").toString(),
+            "--model",
+            "mlp:768-32-3",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "8",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, t.status(), t.err());
+    assertTrue(t.out().contains("val accuracy"), t.out());
+    assertEquals(
+        2,
+        Files.readAllLines(tmp.resolve("run/metrics.jsonl")).stream()
+            .filter(l -> l.contains("\"type\":\"epoch\""))
+            .count());
+
+    Run bad = run("train", "-d", dataset.toString(), "--model", "mlp:100-3");
+    assertEquals(Main.EXIT_FAILURE, bad.status());
+    assertTrue(bad.err().contains("takes 100 inputs"), bad.err());
+
     Run again = run("preprocess", "-i", images.toString(), "-o", dataset.toString());
     assertEquals(Main.EXIT_USAGE, again.status());
     assertTrue(again.err().contains("already holds a dataset"), again.err());

@@ -1,0 +1,163 @@
+package dev.ramtrain.jobs.config;
+
+import static dev.ramtrain.jobs.config.RamtrainConfig.require;
+
+import dev.ramtrain.trainer.TrainOptions;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.LrSchedule;
+import dev.ramtrain.trainer.optim.Optimizer;
+import dev.ramtrain.trainer.optim.Sgd;
+import java.util.List;
+
+/** Turns {@code ramtrain.train.*} settings into the trainer's objects. */
+public final class TrainSettings {
+  private static final String P = "ramtrain.train.";
+
+  public enum OptimizerKind {
+    ADAMW,
+    SGD
+  }
+
+  public enum Schedule {
+    CONSTANT,
+    STEP,
+    COSINE,
+    ONE_CYCLE
+  }
+
+  public enum BackendKind {
+    CPU
+  }
+
+  private final RamtrainConfig c;
+
+  public TrainSettings(RamtrainConfig c) {
+    this.c = c;
+    require(c.integer(P + "epochs") >= 1, P + "epochs", "must be >= 1");
+    require(c.integer(P + "batch-size") >= 1, P + "batch-size", "must be >= 1");
+    require(c.number(P + "lr") > 0, P + "lr", "must be > 0");
+    require(
+        c.integer(P + "workers") >= 1 && c.integer(P + "prefetch") >= 1,
+        P + "workers/prefetch",
+        "must be >= 1");
+    c.choice(P + "backend", BackendKind.class);
+  }
+
+  public String dataset() {
+    String d = c.string(P + "dataset");
+    require(!d.isBlank(), P + "dataset", "a dataset directory is required (--dataset DIR)");
+    return d;
+  }
+
+  public String output() {
+    return c.string(P + "output");
+  }
+
+  public String model() {
+    return c.string(P + "model");
+  }
+
+  public int threads() {
+    int t = c.integer(P + "threads");
+    require(t >= 0, P + "threads", "must be >= 0 (0 = all cores)");
+    return t == 0 ? Runtime.getRuntime().availableProcessors() : t;
+  }
+
+  public int batchSize() {
+    return c.integer(P + "batch-size");
+  }
+
+  public int epochs() {
+    return c.integer(P + "epochs");
+  }
+
+  public long seed() {
+    return c.longValue("ramtrain.seed");
+  }
+
+  public LoaderOptions trainLoader() {
+    return new LoaderOptions(
+        batchSize(),
+        c.integer(P + "workers"),
+        c.integer(P + "prefetch"),
+        seed(),
+        true,
+        c.choice(P + "remainder", LoaderOptions.Remainder.class),
+        0,
+        1,
+        c.integer(P + "crop-padding"),
+        c.bool(P + "flip"));
+  }
+
+  public LoaderOptions evalLoader() {
+    return LoaderOptions.evaluation(batchSize(), c.integer(P + "workers"));
+  }
+
+  public Optimizer optimizer(Backend backend, long parameters) {
+    float wd = (float) c.number(P + "weight-decay");
+    return switch (c.choice(P + "optimizer", OptimizerKind.class)) {
+      case ADAMW ->
+          new AdamW(
+              backend,
+              parameters,
+              (float) c.number(P + "beta1"),
+              (float) c.number(P + "beta2"),
+              (float) c.number(P + "eps"),
+              wd);
+      case SGD ->
+          new Sgd(
+              backend, parameters, (float) c.number(P + "momentum"), wd, c.bool(P + "nesterov"));
+    };
+  }
+
+  public LrSchedule schedule(int stepsPerEpoch) {
+    double lr = c.number(P + "lr");
+    long total = (long) stepsPerEpoch * epochs();
+    return switch (c.choice(P + "schedule", Schedule.class)) {
+      case CONSTANT -> LrSchedule.constant(lr);
+      case STEP ->
+          LrSchedule.stepDecay(
+              lr, (long) c.integer(P + "step-epochs") * stepsPerEpoch, c.number(P + "step-gamma"));
+      case COSINE ->
+          LrSchedule.cosine(
+              lr,
+              (long) c.integer(P + "warmup-epochs") * stepsPerEpoch,
+              total,
+              c.number(P + "min-lr"));
+      case ONE_CYCLE -> LrSchedule.oneCycle(lr, total, 0.3, 25, 1e4);
+    };
+  }
+
+  /** Training options; {@code measured} fills mean/std when the settings leave them empty. */
+  public TrainOptions options(float[] measuredMean, float[] measuredStd) {
+    List<String> mean = c.strings(P + "mean");
+    List<String> std = c.strings(P + "std");
+    require(mean.size() == std.size(), P + "mean/std", "must have the same number of channels");
+    return new TrainOptions(
+        epochs(),
+        (float) c.number(P + "label-smoothing"),
+        (float) c.number(P + "clip-norm"),
+        c.choice(P + "nan-policy", TrainOptions.NanPolicy.class),
+        mean.isEmpty() ? measuredMean : floats(P + "mean", mean),
+        std.isEmpty() ? measuredStd : floats(P + "std", std),
+        c.integer(P + "log-every"));
+  }
+
+  public boolean normalizationGiven() {
+    return !c.strings(P + "mean").isEmpty();
+  }
+
+  private static float[] floats(String key, List<String> values) {
+    float[] out = new float[values.size()];
+    for (int i = 0; i < out.length; i++) {
+      try {
+        out[i] = Float.parseFloat(values.get(i));
+      } catch (NumberFormatException e) {
+        throw new ConfigException(key + ": '" + values.get(i) + "' is not a number");
+      }
+    }
+    return out;
+  }
+}

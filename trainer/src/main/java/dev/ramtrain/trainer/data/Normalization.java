@@ -1,0 +1,50 @@
+package dev.ramtrain.trainer.data;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.shard.ShardBatch;
+import dev.ramtrain.etl.shard.ShardReader;
+import org.apache.arrow.memory.util.MemoryUtil;
+
+/** Per-channel mean and standard deviation of pixels in [0, 1], measured on a split's shards. */
+public record Normalization(float[] mean, float[] std) {
+
+  /** Measures over the first {@code maxSamples} samples (in shard order: deterministic). */
+  public static Normalization measure(ShardSet shards, int maxSamples) {
+    ImageShape shape = shards.shape();
+    int c = shape.channels();
+    double[] sum = new double[c];
+    double[] squares = new double[c];
+    long pixels = 0;
+    int samples = 0;
+    outer:
+    for (ShardReader reader : shards.readers()) {
+      for (int b = 0; b < reader.batchCount(); b++) {
+        try (ShardBatch batch = reader.batch(b)) {
+          for (int r = 0; r < batch.rowCount(); r++) {
+            if (samples++ >= maxSamples) {
+              break outer;
+            }
+            long address = batch.imageAddress(r);
+            for (int i = 0; i < shape.bytes(); i++) {
+              double v = (MemoryUtil.getByte(address + i) & 0xFF) / 255.0;
+              sum[i % c] += v;
+              squares[i % c] += v * v;
+            }
+            pixels += shape.height() * shape.width();
+          }
+        }
+      }
+    }
+    if (pixels == 0) {
+      throw new IllegalArgumentException("no samples to measure normalization on");
+    }
+    float[] mean = new float[c];
+    float[] std = new float[c];
+    for (int k = 0; k < c; k++) {
+      double m = sum[k] / pixels;
+      mean[k] = (float) m;
+      std[k] = (float) Math.max(1e-3, Math.sqrt(Math.max(0, squares[k] / pixels - m * m)));
+    }
+    return new Normalization(mean, std);
+  }
+}
