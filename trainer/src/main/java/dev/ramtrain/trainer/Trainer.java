@@ -7,13 +7,17 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.Batch;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.FloatBuffer;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -50,6 +54,8 @@ public final class Trainer implements AutoCloseable {
   private final HostBuffer readback; // losses and logits of the current batch, for the host
   private long globalStep;
   private int skippedSteps;
+  private Path checkpointRun; // null: no checkpoints
+  private Map<String, Object> checkpointInfo = Map.of();
 
   public Trainer(
       Backend backend,
@@ -121,6 +127,23 @@ public final class Trainer implements AutoCloseable {
       record.put("skipped_steps", skippedSteps);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
       metrics.write(record);
+      if (checkpointRun != null) {
+        try {
+          Path saved =
+              Checkpoints.save(
+                  checkpointRun,
+                  epoch + 1,
+                  globalStep,
+                  model,
+                  optimizer,
+                  checkpointInfo,
+                  backend,
+                  compute);
+          LOG.info("checkpoint {}", saved);
+        } catch (IOException e) {
+          throw new UncheckedIOException("cannot write a checkpoint under " + checkpointRun, e);
+        }
+      }
       LOG.info(
           String.format(
               "epoch %d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %.0f samples/s, data stall %.1f%%",
@@ -320,6 +343,17 @@ public final class Trainer implements AutoCloseable {
       correct += confusion[c][c];
     }
     return new EvalResult(lossSum / samples, (double) correct / samples, samples, confusion);
+  }
+
+  /** Writes a checkpoint under {@code runDir} after every epoch, with {@code info} in its state. */
+  public void checkpointTo(Path runDir, Map<String, Object> info) {
+    this.checkpointRun = runDir;
+    this.checkpointInfo = Map.copyOf(info);
+  }
+
+  /** Continues a resumed run at {@code step} (the learning-rate schedule's position). */
+  public void resumeAt(long step) {
+    this.globalStep = step;
   }
 
   public int skippedSteps() {

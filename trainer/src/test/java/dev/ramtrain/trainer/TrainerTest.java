@@ -141,4 +141,63 @@ class TrainerTest {
       }
     }
   }
+
+  /**
+   * Trains epochs [first, epochs) with checkpoints in {@code run}; returns the final parameters.
+   */
+  private float[] run(Path run, int first, int epochs, boolean resume) throws Exception {
+    try (Backend b = new CpuBackend(2);
+        ShardSet train = patterns("train", 300, 1);
+        ShardSet val = patterns("val", 60, 2);
+        DataLoader trainLoader =
+            new DataLoader(
+                b,
+                train,
+                new LoaderOptions(32, 2, 3, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 1, true));
+        DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
+      var stream = b.createStream("setup");
+      try (Model model =
+              Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
+          Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+          MetricsLog metrics = new MetricsLog(null);
+          Trainer trainer =
+              new Trainer(
+                  b,
+                  model,
+                  opt,
+                  LrSchedule.cosine(3e-3, 3, 27, 0),
+                  new TrainOptions(
+                      epochs,
+                      0.1f,
+                      1f,
+                      TrainOptions.NanPolicy.STOP,
+                      new float[] {0.5f},
+                      new float[] {0.25f},
+                      5),
+                  SHAPE,
+                  metrics)) {
+        trainer.checkpointTo(
+            run, java.util.Map.of("classes", List.of("rows", "columns", "checker")));
+        if (resume) {
+          var c = dev.ramtrain.trainer.checkpoint.Checkpoints.loadLatest(run);
+          assertEquals(first, c.epochsDone());
+          dev.ramtrain.trainer.checkpoint.Checkpoints.restore(c, model, opt, b, stream);
+          trainer.resumeAt(c.globalStep());
+        }
+        trainer.fit(trainLoader, valLoader, first);
+        return DeviceArrays.read(b, stream, model.parameters().values());
+      }
+    }
+  }
+
+  @Test
+  void aResumedRunEndsBitIdenticalToAnUninterruptedOne() throws Exception {
+    float[] straight = run(tmp.resolve("straight"), 0, 3, false);
+    run(tmp.resolve("interrupted"), 0, 1, false); // stops after epoch 0, checkpoint written
+    assertEquals(
+        "epoch-0001", Files.readString(tmp.resolve("interrupted/checkpoints/latest")).strip());
+    float[] resumed = run(tmp.resolve("interrupted"), 1, 3, true);
+    org.junit.jupiter.api.Assertions.assertArrayEquals(straight, resumed, "weights after resume");
+    assertTrue(Files.exists(tmp.resolve("interrupted/checkpoints/epoch-0003/model.safetensors")));
+  }
 }

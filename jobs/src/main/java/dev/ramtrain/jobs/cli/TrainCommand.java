@@ -9,6 +9,7 @@ import dev.ramtrain.trainer.Trainer;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
@@ -18,6 +19,7 @@ import dev.ramtrain.trainer.optim.Optimizer;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
@@ -65,6 +67,11 @@ public final class TrainCommand implements Callable<Integer> {
   @Option(names = "--seed", description = "Seed (ramtrain.seed).")
   Long seed;
 
+  @Option(
+      names = "--resume",
+      description = "Continue the run in --output from its latest checkpoint.")
+  boolean resume;
+
   @Override
   public Integer call() throws Exception {
     TrainSettings s = new TrainSettings(common.load(flags()));
@@ -75,8 +82,12 @@ public final class TrainCommand implements Callable<Integer> {
         ShardSet valShards = ShardSet.open(ds, Manifest.VAL);
         DataLoader train = new DataLoader(backend, trainShards, s.trainLoader());
         DataLoader val = new DataLoader(backend, valShards, s.evalLoader())) {
+      Path run = Path.of(s.output());
+      Checkpoints.Loaded checkpoint = resume ? Checkpoints.loadLatest(run) : null;
       Normalization measured =
-          s.normalizationGiven() ? null : Normalization.measure(trainShards, 10_000);
+          checkpoint != null
+              ? Normalization.fromState(checkpoint.state())
+              : s.normalizationGiven() ? null : Normalization.measure(trainShards, 10_000);
       var options =
           s.options(
               measured == null ? null : measured.mean(), measured == null ? null : measured.std());
@@ -85,7 +96,8 @@ public final class TrainCommand implements Callable<Integer> {
               Model.build(
                   s.model(), ModelSpec.parse(s.model()), backend, setup, s.batchSize(), s.seed());
           Optimizer opt = s.optimizer(backend, net.parameters().count());
-          MetricsLog metrics = new MetricsLog(Path.of(s.output(), "metrics.jsonl"));
+          MetricsLog metrics =
+              new MetricsLog(run.resolve(resume ? "metrics-resumed.jsonl" : "metrics.jsonl"));
           Trainer trainer =
               new Trainer(
                   backend,
@@ -107,7 +119,23 @@ public final class TrainCommand implements Callable<Integer> {
             s.batchSize(),
             Arrays.toString(options.mean()),
             Arrays.toString(options.std()));
-        trainer.fit(train, val, 0);
+        Map<String, Object> info = new LinkedHashMap<>();
+        info.put("classes", m.classes());
+        info.put("image", List.of(m.image().height(), m.image().width(), m.image().channels()));
+        info.put("mean", options.mean());
+        info.put("std", options.std());
+        info.put("dataset", s.dataset());
+        trainer.checkpointTo(run, info);
+        int firstEpoch = 0;
+        if (checkpoint != null) {
+          Checkpoints.restore(checkpoint, net, opt, backend, setup);
+          trainer.resumeAt(checkpoint.globalStep());
+          firstEpoch = checkpoint.epochsDone();
+          System.out.printf(
+              "resuming from %s after %d epochs, step %d%n",
+              checkpoint.dir(), firstEpoch, checkpoint.globalStep());
+        }
+        trainer.fit(train, val, firstEpoch);
         EvalResult eval = trainer.evaluate(val);
         System.out.printf(
             "val accuracy %.4f, loss %.4f over %,d samples; metrics in %s%n",

@@ -115,6 +115,27 @@ class MainTest {
             .filter(l -> l.contains("\"type\":\"epoch\""))
             .count());
 
+    assertTrue(Files.exists(tmp.resolve("run/checkpoints/epoch-0002/model.safetensors")));
+    Run resumed =
+        run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            tmp.resolve("run").toString(),
+            "--model",
+            "mlp:768-32-3",
+            "--epochs",
+            "3",
+            "--batch-size",
+            "8",
+            "--resume",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, resumed.status(), resumed.err());
+    assertTrue(resumed.out().contains("after 2 epochs"), resumed.out());
+    assertTrue(Files.exists(tmp.resolve("run/checkpoints/epoch-0003/state.json")));
+
     Run bad = run("train", "-d", dataset.toString(), "--model", "mlp:100-3");
     assertEquals(Main.EXIT_FAILURE, bad.status());
     assertTrue(bad.err().contains("takes 100 inputs"), bad.err());

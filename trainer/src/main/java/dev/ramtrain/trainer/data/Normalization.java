@@ -3,10 +3,26 @@ package dev.ramtrain.trainer.data;
 import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.etl.shard.ShardBatch;
 import dev.ramtrain.etl.shard.ShardReader;
+import java.util.List;
+import java.util.Map;
 import org.apache.arrow.memory.util.MemoryUtil;
 
 /** Per-channel mean and standard deviation of pixels in [0, 1], measured on a split's shards. */
 public record Normalization(float[] mean, float[] std) {
+
+  /** The normalization a checkpoint's state recorded (lists "mean" and "std"). */
+  public static Normalization fromState(Map<String, Object> state) {
+    return new Normalization(floats(state.get("mean")), floats(state.get("std")));
+  }
+
+  private static float[] floats(Object list) {
+    List<?> values = (List<?>) list;
+    float[] out = new float[values.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = ((Number) values.get(i)).floatValue();
+    }
+    return out;
+  }
 
   /** Measures over the first {@code maxSamples} samples (in shard order: deterministic). */
   public static Normalization measure(ShardSet shards, int maxSamples) {

@@ -45,6 +45,11 @@ public final class AdamW implements Optimizer {
   }
 
   @Override
+  public void resumeAt(int steps) {
+    this.steps = steps;
+  }
+
+  @Override
   public List<DeviceBuffer> state() {
     return List.of(m, v);
   }

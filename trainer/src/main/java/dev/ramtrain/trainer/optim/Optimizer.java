@@ -13,6 +13,9 @@ public interface Optimizer extends AutoCloseable {
   /** Steps taken so far. */
   int steps();
 
+  /** Continues a resumed run: the next step is {@code steps + 1}. */
+  void resumeAt(int steps);
+
   /** The state slabs (momentum; or AdamW's m and v), in a fixed order, for checkpoints. */
   List<DeviceBuffer> state();
 

@@ -40,6 +40,11 @@ public final class Sgd implements Optimizer {
   }
 
   @Override
+  public void resumeAt(int steps) {
+    this.steps = steps;
+  }
+
+  @Override
   public List<DeviceBuffer> state() {
     return List.of(buffer);
   }

@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.nn;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.trainer.DeviceArrays;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -18,24 +19,6 @@ import org.junit.jupiter.api.Test;
  */
 class GradientCheckTest {
 
-  static float[] read(Backend b, Stream s, DeviceBuffer d) {
-    float[] out = new float[(int) d.count()];
-    try (HostBuffer h = b.allocateHost("read", d.bytes())) {
-      b.copy(d, h, 0, d.bytes(), s);
-      s.synchronize();
-      h.asByteBuffer().asFloatBuffer().get(out);
-    }
-    return out;
-  }
-
-  static void write(Backend b, Stream s, DeviceBuffer d, float[] values) {
-    try (HostBuffer h = b.allocateHost("write", 4L * values.length)) {
-      h.asByteBuffer().asFloatBuffer().put(values);
-      b.copy(h, 0, d, 4L * values.length, s);
-      s.synchronize();
-    }
-  }
-
   static double meanLoss(
       Backend b,
       Stream s,
@@ -47,7 +30,7 @@ class GradientCheckTest {
     DeviceBuffer logits = model.forward(s, x, batch, true);
     loss.compute(s, logits, labels, batch);
     double sum = 0;
-    for (float l : read(b, s, loss.losses(batch))) {
+    for (float l : DeviceArrays.read(b, s, loss.losses(batch))) {
       sum += l;
     }
     return sum / batch;
@@ -69,7 +52,7 @@ class GradientCheckTest {
         for (int i = 0; i < xs.length; i++) {
           xs[i] = (float) rng.nextGaussian();
         }
-        write(b, s, x, xs);
+        DeviceArrays.write(b, s, x, xs);
         try (HostBuffer hl = b.allocateHost("labels", 4L * batch)) {
           for (int i = 0; i < batch; i++) {
             hl.asByteBuffer().asIntBuffer().put(i, rng.nextInt(classes));
@@ -80,17 +63,17 @@ class GradientCheckTest {
         model.zeroGrad(s);
         DeviceBuffer logits = model.forward(s, x, batch, true);
         model.backward(s, loss.compute(s, logits, labels, batch), batch);
-        float[] analytic = read(b, s, model.parameters().grads());
-        float[] theta = read(b, s, model.parameters().values());
+        float[] analytic = DeviceArrays.read(b, s, model.parameters().grads());
+        float[] theta = DeviceArrays.read(b, s, model.parameters().values());
         int worst = -1;
         double worstError = 0;
         for (int i = 0; i < theta.length; i++) {
           float saved = theta[i];
           theta[i] = (float) (saved + h);
-          write(b, s, model.parameters().values(), theta);
+          DeviceArrays.write(b, s, model.parameters().values(), theta);
           double up = meanLoss(b, s, model, loss, x, labels, batch);
           theta[i] = (float) (saved - h);
-          write(b, s, model.parameters().values(), theta);
+          DeviceArrays.write(b, s, model.parameters().values(), theta);
           double down = meanLoss(b, s, model, loss, x, labels, batch);
           theta[i] = saved;
           double numeric = (up - down) / (2 * h);
@@ -102,7 +85,7 @@ class GradientCheckTest {
             worst = i;
           }
         }
-        write(b, s, model.parameters().values(), theta);
+        DeviceArrays.write(b, s, model.parameters().values(), theta);
         assertTrue(
             worstError < tolerance,
             "worst relative gradient error " + worstError + " at parameter " + worst);

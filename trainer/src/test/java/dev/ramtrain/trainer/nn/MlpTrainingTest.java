@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.nn;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.trainer.DeviceArrays;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -69,7 +70,7 @@ class MlpTrainingTest {
           opt.step(s, model.parameters(), (float) lr.lr(step));
           if (step == 0 || step == 239) {
             double mean = 0;
-            for (float l : GradientCheckTest.read(b, s, loss.losses(batch))) {
+            for (float l : DeviceArrays.read(b, s, loss.losses(batch))) {
               mean += l / batch;
             }
             if (step == 0) {
@@ -82,7 +83,7 @@ class MlpTrainingTest {
         int correct = 0;
         for (int start = 0; start < n; start += batch) {
           float[] logits =
-              GradientCheckTest.read(
+              DeviceArrays.read(
                   b,
                   s,
                   model.forward(s, x.view((long) start * in, (long) batch * in), batch, false));
@@ -97,7 +98,7 @@ class MlpTrainingTest {
           }
         }
         return new Result(
-            GradientCheckTest.read(b, s, model.parameters().values()),
+            DeviceArrays.read(b, s, model.parameters().values()),
             first,
             last,
             (double) correct / n);

@@ -1,0 +1,211 @@
+package dev.ramtrain.trainer.checkpoint;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.optim.Optimizer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Checkpoints of a run directory: {@code checkpoints/epoch-NNNN/} holds {@code model.safetensors}
+ * (parameters by their PyTorch-style names, loadable by {@code safetensors.torch.load_file}),
+ * {@code optimizer.safetensors} (its state slabs) and {@code state.json} (epochs done, step,
+ * settings that evaluation and prediction need). A checkpoint is written into a temporary folder,
+ * renamed into place, and only then named by {@code checkpoints/latest}.
+ */
+public final class Checkpoints {
+  private static final ObjectMapper JSON =
+      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  public static final String LATEST = "latest";
+
+  private Checkpoints() {}
+
+  /** What a checkpoint holds, read back. */
+  public record Loaded(
+      Path dir,
+      Map<String, Object> state,
+      Map<String, Safetensors.Tensor> weights,
+      List<float[]> optimizerState) {
+    public int epochsDone() {
+      return ((Number) state.get("epochs_done")).intValue();
+    }
+
+    public long globalStep() {
+      return ((Number) state.get("global_step")).longValue();
+    }
+
+    public int optimizerSteps() {
+      return ((Number) state.get("optimizer_steps")).intValue();
+    }
+  }
+
+  /** Saves after {@code epochsDone} epochs; {@code info} adds settings to state.json. */
+  public static Path save(
+      Path runDir,
+      int epochsDone,
+      long globalStep,
+      Model model,
+      Optimizer optimizer,
+      Map<String, Object> info,
+      Backend backend,
+      Stream stream)
+      throws IOException {
+    Path root = runDir.resolve("checkpoints");
+    Files.createDirectories(root);
+    String name = String.format("epoch-%04d", epochsDone);
+    Path tmp = root.resolve(name + ".tmp");
+    deleteTree(tmp);
+    Files.createDirectories(tmp);
+    Parameters p = model.parameters();
+    float[] values = download(backend, stream, p.values());
+    List<Safetensors.Tensor> weights = new ArrayList<>();
+    for (Parameters.Entry e : p.entries()) {
+      int offset = (int) e.offset();
+      float[] part = java.util.Arrays.copyOfRange(values, offset, offset + (int) e.spec().count());
+      long[] shape = java.util.Arrays.stream(e.spec().shape()).asLongStream().toArray();
+      weights.add(new Safetensors.Tensor(e.spec().name(), shape, part));
+    }
+    Safetensors.write(
+        tmp.resolve("model.safetensors"),
+        weights,
+        Map.of("format", "pt", "ramtrain.model", model.spec()));
+    List<Safetensors.Tensor> state = new ArrayList<>();
+    List<DeviceBuffer> slabs = optimizer.state();
+    for (int i = 0; i < slabs.size(); i++) {
+      float[] slab = download(backend, stream, slabs.get(i));
+      state.add(new Safetensors.Tensor("state." + i, new long[] {slab.length}, slab));
+    }
+    Safetensors.write(tmp.resolve("optimizer.safetensors"), state, Map.of());
+    Map<String, Object> json = new LinkedHashMap<>(info);
+    json.put("epochs_done", epochsDone);
+    json.put("global_step", globalStep);
+    json.put("optimizer_steps", optimizer.steps());
+    json.put("model", model.spec());
+    Files.write(tmp.resolve("state.json"), JSON.writeValueAsBytes(json));
+    Path dir = root.resolve(name);
+    deleteTree(dir);
+    Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+    Path latestTmp = root.resolve(LATEST + ".tmp");
+    Files.writeString(latestTmp, name);
+    Files.move(
+        latestTmp,
+        root.resolve(LATEST),
+        StandardCopyOption.ATOMIC_MOVE,
+        StandardCopyOption.REPLACE_EXISTING);
+    return dir;
+  }
+
+  /** The checkpoint {@code checkpoints/latest} of a run directory names. */
+  public static Loaded loadLatest(Path runDir) throws IOException {
+    Path root = runDir.resolve("checkpoints");
+    String name;
+    try {
+      name = Files.readString(root.resolve(LATEST)).strip();
+    } catch (NoSuchFileException e) {
+      throw new IOException(
+          runDir + " has no checkpoint to resume from (no checkpoints/latest)", e);
+    }
+    return load(root.resolve(name));
+  }
+
+  public static Loaded load(Path dir) throws IOException {
+    Map<String, Object> state;
+    try {
+      state =
+          JSON.readValue(Files.readAllBytes(dir.resolve("state.json")), new TypeReference<>() {});
+    } catch (NoSuchFileException e) {
+      throw new IOException(dir + " is not a checkpoint (no state.json)", e);
+    }
+    Map<String, Safetensors.Tensor> weights =
+        Safetensors.read(dir.resolve("model.safetensors"), new HashMap<>());
+    List<float[]> optimizer = new ArrayList<>();
+    Safetensors.read(dir.resolve("optimizer.safetensors"), new HashMap<>())
+        .values()
+        .forEach(t -> optimizer.add(t.values()));
+    return new Loaded(dir, state, weights, optimizer);
+  }
+
+  /** Puts a checkpoint's weights (and optimizer state, if given) back onto the device. */
+  public static void restore(
+      Loaded c, Model model, Optimizer optimizer, Backend backend, Stream stream) {
+    if (!model.spec().equals(c.state().get("model"))) {
+      throw new IllegalArgumentException(
+          c.dir() + " was saved from model " + c.state().get("model") + ", not " + model.spec());
+    }
+    Parameters p = model.parameters();
+    float[] values = new float[(int) p.count()];
+    for (Parameters.Entry e : p.entries()) {
+      Safetensors.Tensor t = c.weights().get(e.spec().name());
+      if (t == null || t.values().length != e.spec().count()) {
+        throw new IllegalArgumentException(
+            c.dir() + ": parameter " + e.spec().name() + " is missing or has the wrong size");
+      }
+      System.arraycopy(t.values(), 0, values, (int) e.offset(), t.values().length);
+    }
+    upload(backend, stream, p.values(), values);
+    if (optimizer != null) {
+      List<DeviceBuffer> slabs = optimizer.state();
+      if (slabs.size() != c.optimizerState().size()) {
+        throw new IllegalArgumentException(
+            c.dir()
+                + ": optimizer state has "
+                + c.optimizerState().size()
+                + " slabs, this optimizer "
+                + slabs.size());
+      }
+      for (int i = 0; i < slabs.size(); i++) {
+        upload(backend, stream, slabs.get(i), c.optimizerState().get(i));
+      }
+      optimizer.resumeAt(c.optimizerSteps());
+    }
+  }
+
+  private static float[] download(Backend backend, Stream stream, DeviceBuffer d) {
+    float[] out = new float[(int) d.count()];
+    try (HostBuffer h = backend.allocateHost("checkpoint", d.bytes())) {
+      backend.copy(d, h, 0, d.bytes(), stream);
+      stream.synchronize();
+      h.asByteBuffer().asFloatBuffer().get(out);
+    }
+    return out;
+  }
+
+  private static void upload(Backend backend, Stream stream, DeviceBuffer d, float[] values) {
+    if (values.length != d.count()) {
+      throw new IllegalArgumentException(
+          d.label() + " has " + d.count() + " values, the checkpoint " + values.length);
+    }
+    try (HostBuffer h = backend.allocateHost("checkpoint", d.bytes())) {
+      h.asByteBuffer().asFloatBuffer().put(values);
+      backend.copy(h, 0, d, d.bytes(), stream);
+      stream.synchronize();
+    }
+  }
+
+  private static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (java.util.stream.Stream<Path> walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
+  }
+}

@@ -1,0 +1,80 @@
+package dev.ramtrain.trainer.checkpoint;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SafetensorsTest {
+  @TempDir Path tmp;
+
+  @Test
+  void readsAFileBuiltByHandFromTheFormatSpec() throws Exception {
+    // u64 little-endian header size N, N bytes of JSON, then the tensors' bytes, as the spec says.
+    String header =
+        "{\"weight\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+            + "\"bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,24]},\"__metadata__\":{\"format\":\"pt\"}}";
+    byte[] json = header.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer b = ByteBuffer.allocate(8 + json.length + 24).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(json.length).put(json);
+    for (float v : new float[] {1.5f, -2f, 0.25f, 8f, 3f, -1f}) {
+      b.putFloat(v);
+    }
+    Path file = tmp.resolve("spec.safetensors");
+    Files.write(file, b.array());
+    Map<String, String> meta = new HashMap<>();
+    var tensors = Safetensors.read(file, meta);
+    assertArrayEquals(new float[] {1.5f, -2f, 0.25f, 8f}, tensors.get("weight").values());
+    assertArrayEquals(new long[] {2, 2}, tensors.get("weight").shape());
+    assertArrayEquals(new float[] {3f, -1f}, tensors.get("bias").values());
+    assertEquals("pt", meta.get("format"));
+  }
+
+  @Test
+  void roundTripWithAlignedHeader() throws Exception {
+    Path file = tmp.resolve("rt.safetensors");
+    var a = new Safetensors.Tensor("fc1.weight", new long[] {3, 2}, new float[] {1, 2, 3, 4, 5, 6});
+    var c = new Safetensors.Tensor("fc1.bias", new long[] {3}, new float[] {-1, 0, 1});
+    Safetensors.write(file, List.of(a, c), Map.of("ramtrain.model", "mlp:2-3"));
+    byte[] bytes = Files.readAllBytes(file);
+    long headerLength = ByteBuffer.wrap(bytes, 0, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
+    assertEquals(0, headerLength % 8, "data starts 8-byte aligned");
+    assertEquals(8 + headerLength + 36, bytes.length);
+    Map<String, String> meta = new HashMap<>();
+    var back = Safetensors.read(file, meta);
+    assertEquals(List.of("fc1.weight", "fc1.bias"), List.copyOf(back.keySet()));
+    assertArrayEquals(a.values(), back.get("fc1.weight").values());
+    assertEquals("mlp:2-3", meta.get("ramtrain.model"));
+  }
+
+  @Test
+  void truncatedOrForeignFilesAreNamed() throws Exception {
+    Path file = tmp.resolve("cut.safetensors");
+    Safetensors.write(
+        file,
+        List.of(new Safetensors.Tensor("w", new long[] {4}, new float[] {1, 2, 3, 4})),
+        Map.of());
+    byte[] bytes = Files.readAllBytes(file);
+    Files.write(file, Arrays.copyOf(bytes, bytes.length - 4));
+    var e = assertThrows(IOException.class, () -> Safetensors.read(file, new HashMap<>()));
+    assertTrue(
+        e.getMessage().contains("cut.safetensors") && e.getMessage().contains("truncated"),
+        e.getMessage());
+    Files.writeString(file, "not a safetensors file at all, just text");
+    e = assertThrows(IOException.class, () -> Safetensors.read(file, new HashMap<>()));
+    assertTrue(e.getMessage().contains("cut.safetensors"), e.getMessage());
+  }
+}
