@@ -94,7 +94,12 @@ public final class TrainCommand implements Callable<Integer> {
       Stream setup = backend.createStream("setup");
       try (Model net =
               Model.build(
-                  s.model(), ModelSpec.parse(s.model()), backend, setup, s.batchSize(), s.seed());
+                  s.model(),
+                  ModelSpec.parse(s.model(), m.image().shape()),
+                  backend,
+                  setup,
+                  s.batchSize(),
+                  s.seed());
           Optimizer opt = s.optimizer(backend, net.parameters().count());
           MetricsLog metrics =
               new MetricsLog(run.resolve(resume ? "metrics-resumed.jsonl" : "metrics.jsonl"));

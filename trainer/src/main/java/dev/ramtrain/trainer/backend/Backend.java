@@ -132,6 +132,70 @@ public interface Backend extends AutoCloseable {
       int step);
 
   /**
+   * Batched im2col for a kh×kw convolution of NCHW input: row {@code (n, oh, ow)} of {@code cols}
+   * holds the patch under output position (oh, ow) of image n, columns ordered {@code (c, ky, kx)}
+   * (PyTorch's weight layout); zero padding {@code pad}.
+   */
+  void im2col(
+      Stream stream,
+      DeviceBuffer x,
+      int n,
+      int c,
+      int h,
+      int w,
+      int kh,
+      int kw,
+      int stride,
+      int pad,
+      DeviceBuffer cols);
+
+  /** The adjoint of {@link #im2col}: sums the columns back into {@code dx} (overwritten). */
+  void col2im(
+      Stream stream,
+      DeviceBuffer cols,
+      int n,
+      int c,
+      int h,
+      int w,
+      int kh,
+      int kw,
+      int stride,
+      int pad,
+      DeviceBuffer dx);
+
+  /** For each of {@code batches} matrices: {@code out[b][j][i] = in[b][i][j]} (rows×cols in). */
+  void transpose(Stream stream, DeviceBuffer in, int batches, int rows, int cols, DeviceBuffer out);
+
+  /**
+   * k×k max pooling of NCHW input (no padding); {@code argmax} (I32) records each winner's index in
+   * its plane.
+   */
+  void maxPool(
+      Stream stream,
+      DeviceBuffer x,
+      int n,
+      int c,
+      int h,
+      int w,
+      int k,
+      int stride,
+      DeviceBuffer y,
+      DeviceBuffer argmax);
+
+  /** Routes {@code dy} to the winners recorded by {@link #maxPool}; {@code dx} is overwritten. */
+  void maxPoolBackward(
+      Stream stream,
+      DeviceBuffer dy,
+      DeviceBuffer argmax,
+      int n,
+      int c,
+      int h,
+      int w,
+      int oh,
+      int ow,
+      DeviceBuffer dx);
+
+  /**
    * Writes the L2 norm of {@code grads} to {@code norm[0]} and, when {@code maxNorm > 0} and the
    * norm exceeds it, scales {@code grads} by {@code maxNorm / (norm + 1e-6)}, as PyTorch's
    * clip_grad_norm_. Stays on the device: no host round-trip per step.

@@ -35,7 +35,11 @@ abstract class BaseLayer implements Layer {
 
   /** Allocates activation memory this layer owns until it closes. */
   protected DeviceBuffer own(String what, long count) {
-    DeviceBuffer b = backend.allocate(name + "." + what, DType.F32, count);
+    return own(what, DType.F32, count);
+  }
+
+  protected DeviceBuffer own(String what, DType dtype, long count) {
+    DeviceBuffer b = backend.allocate(name + "." + what, dtype, count);
     owned.add(b);
     return b;
   }

@@ -459,6 +459,86 @@ public abstract class BackendConformanceTest {
     }
   }
 
+  // ---- convolution and pooling ------------------------------------------------------------------
+
+  @Test
+  void im2colReadsEveryPatchWithZeroPaddingAndCol2imIsItsAdjoint() {
+    Random rng = new Random(6);
+    int n = 2, c = 3, h = 5, w = 4, k = 3, stride = 2, pad = 1;
+    int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+    int width = c * k * k;
+    float[] x = random(rng, n * c * h * w);
+    float[] expected = new float[n * oh * ow * width];
+    for (int img = 0; img < n; img++) {
+      for (int oy = 0; oy < oh; oy++) {
+        for (int ox = 0; ox < ow; ox++) {
+          for (int ch = 0; ch < c; ch++) {
+            for (int ky = 0; ky < k; ky++) {
+              for (int kx = 0; kx < k; kx++) {
+                int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+                float v =
+                    iy < 0 || iy >= h || ix < 0 || ix >= w
+                        ? 0
+                        : x[((img * c + ch) * h + iy) * w + ix];
+                expected[((img * oh + oy) * ow + ox) * width + (ch * k + ky) * k + kx] = v;
+              }
+            }
+          }
+        }
+      }
+    }
+    float[] y = random(rng, expected.length);
+    try (DeviceBuffer dx = upload("x", x);
+        DeviceBuffer cols = backend.allocate("cols", DType.F32, expected.length);
+        DeviceBuffer dy = upload("y", y);
+        DeviceBuffer back = backend.allocate("back", DType.F32, x.length)) {
+      backend.im2col(stream, dx, n, c, h, w, k, k, stride, pad, cols);
+      float[] got = download(cols);
+      assertArrayEquals(expected, got);
+      backend.col2im(stream, dy, n, c, h, w, k, k, stride, pad, back);
+      float[] adj = download(back);
+      double lhs = 0, rhs = 0; // <im2col(x), y> == <x, col2im(y)>
+      for (int i = 0; i < got.length; i++) {
+        lhs += (double) got[i] * y[i];
+      }
+      for (int i = 0; i < x.length; i++) {
+        rhs += (double) x[i] * adj[i];
+      }
+      assertEquals(lhs, rhs, 1e-4 * Math.max(1, Math.abs(lhs)));
+    }
+  }
+
+  @Test
+  void batchedTranspose() {
+    float[] in = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; // 2 batches of 2x3
+    try (DeviceBuffer a = upload("in", in);
+        DeviceBuffer b = backend.allocate("out", DType.F32, 12)) {
+      backend.transpose(stream, a, 2, 2, 3, b);
+      assertArrayEquals(new float[] {1, 4, 2, 5, 3, 6, 7, 10, 8, 11, 9, 12}, download(b));
+    }
+  }
+
+  @Test
+  void maxPoolPicksWinnersAndRoutesGradientsToThem() {
+    // One 4x4 plane, 2x2 windows.
+    float[] x = {1, 5, 2, 0, 3, 4, 8, 1, 0, 0, 9, 9, 7, 0, 1, 2};
+    try (DeviceBuffer dx = upload("x", x);
+        DeviceBuffer y = backend.allocate("y", DType.F32, 4);
+        DeviceBuffer arg = backend.allocate("argmax", DType.I32, 4);
+        DeviceBuffer dy = upload("dy", new float[] {10, 20, 30, 40});
+        DeviceBuffer g = backend.allocate("dx", DType.F32, 16)) {
+      backend.maxPool(stream, dx, 1, 1, 4, 4, 2, 2, y, arg);
+      assertArrayEquals(new float[] {5, 8, 7, 9}, download(y));
+      backend.maxPoolBackward(stream, dy, arg, 1, 1, 4, 4, 2, 2, g);
+      float[] expected = new float[16];
+      expected[1] = 10;
+      expected[6] = 20;
+      expected[12] = 30;
+      expected[10] = 40; // ties go to the first maximum, as the reference scan order
+      assertArrayEquals(expected, download(g));
+    }
+  }
+
   // ---- streams, events, memory
   // ---------------------------------------------------------------------
 

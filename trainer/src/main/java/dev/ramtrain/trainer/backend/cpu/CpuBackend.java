@@ -329,6 +329,126 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
+  public void im2col(
+      Stream stream,
+      DeviceBuffer x,
+      int n,
+      int c,
+      int h,
+      int w,
+      int kh,
+      int kw,
+      int stride,
+      int pad,
+      DeviceBuffer cols) {
+    int oh = convOut(h, kh, stride, pad);
+    int ow = convOut(w, kw, stride, pad);
+    checkCount(x, (long) n * c * h * w);
+    checkCount(cols, (long) n * oh * ow * c * kh * kw);
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cc = cpu(cols);
+    on(stream)
+        .enqueue(() -> kernels.im2col(cx.floats(), n, c, h, w, kh, kw, stride, pad, cc.floats()));
+  }
+
+  @Override
+  public void col2im(
+      Stream stream,
+      DeviceBuffer cols,
+      int n,
+      int c,
+      int h,
+      int w,
+      int kh,
+      int kw,
+      int stride,
+      int pad,
+      DeviceBuffer dx) {
+    int oh = convOut(h, kh, stride, pad);
+    int ow = convOut(w, kw, stride, pad);
+    checkCount(cols, (long) n * oh * ow * c * kh * kw);
+    checkCount(dx, (long) n * c * h * w);
+    CpuBuffer cc = cpu(cols);
+    CpuBuffer cd = cpu(dx);
+    on(stream)
+        .enqueue(() -> kernels.col2im(cc.floats(), n, c, h, w, kh, kw, stride, pad, cd.floats()));
+  }
+
+  @Override
+  public void transpose(
+      Stream stream, DeviceBuffer in, int batches, int rows, int cols, DeviceBuffer out) {
+    checkCount(in, (long) batches * rows * cols);
+    checkCount(out, (long) batches * rows * cols);
+    CpuBuffer ci = cpu(in);
+    CpuBuffer co = cpu(out);
+    on(stream).enqueue(() -> kernels.transpose(ci.floats(), batches, rows, cols, co.floats()));
+  }
+
+  @Override
+  public void maxPool(
+      Stream stream,
+      DeviceBuffer x,
+      int n,
+      int c,
+      int h,
+      int w,
+      int k,
+      int stride,
+      DeviceBuffer y,
+      DeviceBuffer argmax) {
+    int oh = convOut(h, k, stride, 0);
+    int ow = convOut(w, k, stride, 0);
+    checkCount(x, (long) n * c * h * w);
+    checkCount(y, (long) n * c * oh * ow);
+    checkCount(argmax, (long) n * c * oh * ow);
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cy = cpu(y);
+    CpuBuffer ca = cpu(argmax);
+    ca.requireType(DType.I32);
+    on(stream)
+        .enqueue(() -> kernels.maxPool(cx.floats(), n, c, h, w, k, stride, cy.floats(), ca.ints()));
+  }
+
+  @Override
+  public void maxPoolBackward(
+      Stream stream,
+      DeviceBuffer dy,
+      DeviceBuffer argmax,
+      int n,
+      int c,
+      int h,
+      int w,
+      int oh,
+      int ow,
+      DeviceBuffer dx) {
+    checkCount(dy, (long) n * c * oh * ow);
+    checkCount(argmax, (long) n * c * oh * ow);
+    checkCount(dx, (long) n * c * h * w);
+    CpuBuffer cdy = cpu(dy);
+    CpuBuffer ca = cpu(argmax);
+    CpuBuffer cdx = cpu(dx);
+    on(stream)
+        .enqueue(
+            () ->
+                kernels.maxPoolBackward(cdy.floats(), ca.ints(), n, c, h, w, oh, ow, cdx.floats()));
+  }
+
+  private static int convOut(int size, int k, int stride, int pad) {
+    if (stride < 1 || k < 1 || size + 2 * pad < k) {
+      throw new IllegalArgumentException(
+          "a "
+              + k
+              + "-wide window with stride "
+              + stride
+              + " and padding "
+              + pad
+              + " does not fit "
+              + size);
+    }
+    return (size + 2 * pad - k) / stride + 1;
+  }
+
+  @Override
   public void clipGradNorm(Stream stream, DeviceBuffer grads, float maxNorm, DeviceBuffer norm) {
     checkCount(norm, 1);
     CpuBuffer g = cpu(grads);

@@ -221,6 +221,176 @@ final class CpuKernels {
         });
   }
 
+  void im2col(
+      FloatBuffer x,
+      int n,
+      int c,
+      int h,
+      int w,
+      int kh,
+      int kw,
+      int stride,
+      int pad,
+      FloatBuffer cols) {
+    int oh = (h + 2 * pad - kh) / stride + 1;
+    int ow = (w + 2 * pad - kw) / stride + 1;
+    int width = c * kh * kw;
+    parallel.forRange(
+        n * oh,
+        1,
+        (from, to) -> {
+          for (int nr = from; nr < to; nr++) {
+            int img = nr / oh;
+            int oy = nr % oh;
+            for (int ox = 0; ox < ow; ox++) {
+              int row = (nr * ow + ox) * width;
+              for (int ch = 0; ch < c; ch++) {
+                int plane = (img * c + ch) * h;
+                for (int ky = 0; ky < kh; ky++) {
+                  int iy = oy * stride - pad + ky;
+                  for (int kx = 0; kx < kw; kx++) {
+                    int ix = ox * stride - pad + kx;
+                    float v =
+                        iy < 0 || iy >= h || ix < 0 || ix >= w ? 0f : x.get((plane + iy) * w + ix);
+                    cols.put(row + (ch * kh + ky) * kw + kx, v);
+                  }
+                }
+              }
+            }
+          }
+        });
+  }
+
+  void col2im(
+      FloatBuffer cols,
+      int n,
+      int c,
+      int h,
+      int w,
+      int kh,
+      int kw,
+      int stride,
+      int pad,
+      FloatBuffer dx) {
+    int oh = (h + 2 * pad - kh) / stride + 1;
+    int ow = (w + 2 * pad - kw) / stride + 1;
+    int width = c * kh * kw;
+    parallel.forRange(
+        n * c,
+        1,
+        (from, to) -> { // one (image, channel) plane per index: no write races
+          for (int nc = from; nc < to; nc++) {
+            int img = nc / c;
+            int ch = nc % c;
+            int plane = nc * h * w;
+            for (int i = 0; i < h * w; i++) {
+              dx.put(plane + i, 0f);
+            }
+            for (int oy = 0; oy < oh; oy++) {
+              for (int ox = 0; ox < ow; ox++) {
+                int row = ((img * oh + oy) * ow + ox) * width;
+                for (int ky = 0; ky < kh; ky++) {
+                  int iy = oy * stride - pad + ky;
+                  if (iy < 0 || iy >= h) {
+                    continue;
+                  }
+                  for (int kx = 0; kx < kw; kx++) {
+                    int ix = ox * stride - pad + kx;
+                    if (ix >= 0 && ix < w) {
+                      int at = plane + iy * w + ix;
+                      dx.put(at, dx.get(at) + cols.get(row + (ch * kh + ky) * kw + kx));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        });
+  }
+
+  void transpose(FloatBuffer in, int batches, int rows, int cols, FloatBuffer out) {
+    parallel.forRange(
+        batches * rows,
+        Math.max(1, GRAIN / Math.max(1, cols)),
+        (from, to) -> {
+          for (int br = from; br < to; br++) {
+            int b = br / rows;
+            int r = br % rows;
+            int src = br * cols;
+            int dst = b * rows * cols + r;
+            for (int j = 0; j < cols; j++) {
+              out.put(dst + j * rows, in.get(src + j));
+            }
+          }
+        });
+  }
+
+  void maxPool(
+      FloatBuffer x,
+      int n,
+      int c,
+      int h,
+      int w,
+      int k,
+      int stride,
+      FloatBuffer y,
+      IntBuffer argmax) {
+    int oh = (h - k) / stride + 1;
+    int ow = (w - k) / stride + 1;
+    parallel.forRange(
+        n * c,
+        1,
+        (from, to) -> {
+          for (int nc = from; nc < to; nc++) {
+            int in = nc * h * w;
+            int out = nc * oh * ow;
+            for (int oy = 0; oy < oh; oy++) {
+              for (int ox = 0; ox < ow; ox++) {
+                int best = (oy * stride) * w + ox * stride;
+                for (int ky = 0; ky < k; ky++) {
+                  for (int kx = 0; kx < k; kx++) {
+                    int at = (oy * stride + ky) * w + ox * stride + kx;
+                    if (x.get(in + at) > x.get(in + best)) {
+                      best = at;
+                    }
+                  }
+                }
+                y.put(out + oy * ow + ox, x.get(in + best));
+                argmax.put(out + oy * ow + ox, best);
+              }
+            }
+          }
+        });
+  }
+
+  void maxPoolBackward(
+      FloatBuffer dy,
+      IntBuffer argmax,
+      int n,
+      int c,
+      int h,
+      int w,
+      int oh,
+      int ow,
+      FloatBuffer dx) {
+    parallel.forRange(
+        n * c,
+        1,
+        (from, to) -> {
+          for (int nc = from; nc < to; nc++) {
+            int in = nc * h * w;
+            for (int i = 0; i < h * w; i++) {
+              dx.put(in + i, 0f);
+            }
+            int out = nc * oh * ow;
+            for (int i = 0; i < oh * ow; i++) {
+              int at = in + argmax.get(out + i);
+              dx.put(at, dx.get(at) + dy.get(out + i));
+            }
+          }
+        });
+  }
+
   void clipGradNorm(FloatBuffer grads, float maxNorm, FloatBuffer norm) {
     int n = grads.capacity();
     int chunks = Math.max(1, Math.min(64, n / GRAIN));

@@ -1,0 +1,78 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+
+/** k×k max pooling of NCHW activations (no padding), as nn.MaxPool2d(k, stride). */
+public final class MaxPool2d extends BaseLayer {
+  private final int c;
+  private final int h;
+  private final int w;
+  private final int k;
+  private final int stride;
+  private final int oh;
+  private final int ow;
+  private DeviceBuffer y;
+  private DeviceBuffer argmax;
+  private DeviceBuffer dx;
+
+  public MaxPool2d(String name, int c, int h, int w, int k, int stride) {
+    super(name);
+    if (k < 1 || stride < 1 || h < k || w < k) {
+      throw new IllegalArgumentException(
+          name + ": a " + k + "x" + k + " pool does not fit " + h + "x" + w);
+    }
+    this.c = c;
+    this.h = h;
+    this.w = w;
+    this.k = k;
+    this.stride = stride;
+    this.oh = (h - k) / stride + 1;
+    this.ow = (w - k) / stride + 1;
+  }
+
+  public int outputHeight() {
+    return oh;
+  }
+
+  public int outputWidth() {
+    return ow;
+  }
+
+  @Override
+  public int inputSize() {
+    return c * h * w;
+  }
+
+  @Override
+  public int outputSize() {
+    return c * oh * ow;
+  }
+
+  @Override
+  protected void bind(Parameters params, int maxBatch) {
+    y = own("out", (long) maxBatch * outputSize());
+    argmax = own("argmax", DType.I32, (long) maxBatch * outputSize());
+    dx = own("dx", (long) maxBatch * inputSize());
+  }
+
+  @Override
+  public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
+    DeviceBuffer yb = y.view(0, (long) batch * outputSize());
+    backend.maxPool(
+        s, x, batch, c, h, w, k, stride, yb, argmax.view(0, (long) batch * outputSize()));
+    return yb;
+  }
+
+  @Override
+  public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
+    if (!needInputGrad) {
+      return null;
+    }
+    DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
+    backend.maxPoolBackward(
+        s, dy, argmax.view(0, (long) batch * outputSize()), batch, c, h, w, oh, ow, dxb);
+    return dxb;
+  }
+}
