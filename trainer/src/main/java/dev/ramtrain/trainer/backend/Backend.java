@@ -132,9 +132,10 @@ public interface Backend extends AutoCloseable {
       int step);
 
   /**
-   * Batched im2col for a kh×kw convolution of NCHW input: row {@code (n, oh, ow)} of {@code cols}
-   * holds the patch under output position (oh, ow) of image n, columns ordered {@code (c, ky, kx)}
-   * (PyTorch's weight layout); zero padding {@code pad}.
+   * im2col for a kh×kw convolution of NCHW input, image by image: image i's block of {@code cols}
+   * is a [c·kh·kw, oh·ow] matrix whose row {@code (ch, ky, kx)} holds, for every output position,
+   * the input value under that kernel tap (zero in the padding). PyTorch's weight layout [out, c,
+   * kh, kw] times this block gives the image's NCHW output directly.
    */
   void im2col(
       Stream stream,
@@ -163,8 +164,11 @@ public interface Backend extends AutoCloseable {
       int pad,
       DeviceBuffer dx);
 
-  /** For each of {@code batches} matrices: {@code out[b][j][i] = in[b][i][j]} (rows×cols in). */
-  void transpose(Stream stream, DeviceBuffer in, int batches, int rows, int cols, DeviceBuffer out);
+  /** {@code y[i, ch, p] += bias[ch]} for NCHW activations (n images, c channels, hw positions). */
+  void addChannelBias(Stream stream, DeviceBuffer y, DeviceBuffer bias, int n, int c, int hw);
+
+  /** {@code out[ch] += sum over i, p of dy[i, ch, p]} (the convolution's bias gradient). */
+  void sumChannels(Stream stream, DeviceBuffer dy, DeviceBuffer out, int n, int c, int hw);
 
   /**
    * k×k max pooling of NCHW input (no padding); {@code argmax} (I32) records each winner's index in

@@ -6,8 +6,9 @@ import java.util.List;
 
 /**
  * 2-D convolution on NCHW activations, weight [out, in, k, k] as PyTorch's nn.Conv2d. Forward is
- * one batched im2col and one GEMM giving channels-last rows, the bias, then a transpose to NCHW;
- * backward runs the same path in reverse (col2im for the input gradient).
+ * im2col (per image, a [in·k·k, oh·ow] block) and one GEMM per image that writes the NCHW output
+ * directly, then the bias; backward runs the same GEMMs transposed and col2im for the input
+ * gradient.
  */
 public final class Conv2d extends BaseLayer {
   private final int in;
@@ -25,7 +26,6 @@ public final class Conv2d extends BaseLayer {
   private DeviceBuffer weightGrad;
   private DeviceBuffer biasGrad;
   private DeviceBuffer cols;
-  private DeviceBuffer rows; // channels-last output, then its gradient
   private DeviceBuffer y;
   private DeviceBuffer dcols;
   private DeviceBuffer dx;
@@ -96,7 +96,6 @@ public final class Conv2d extends BaseLayer {
     biasGrad = params.grad(name + ".bias");
     long positions = (long) maxBatch * oh * ow;
     cols = own("cols", positions * patch);
-    rows = own("rows", positions * out);
     y = own("out", positions * out);
     dcols = own("dcols", positions * patch);
     dx = own("dx", (long) maxBatch * inputSize());
@@ -104,33 +103,81 @@ public final class Conv2d extends BaseLayer {
 
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
-    int positions = batch * oh * ow;
-    DeviceBuffer c = cols.view(0, (long) positions * patch);
-    DeviceBuffer r = rows.view(0, (long) positions * out);
-    DeviceBuffer yb = y.view(0, (long) positions * out);
-    backend.im2col(s, x, batch, in, h, w, k, k, stride, pad, c);
-    backend.gemm(s, false, true, positions, out, patch, 1f, c, patch, weight, patch, 0f, r, out);
-    backend.addBias(s, r, bias, positions, out);
-    backend.transpose(s, r, batch, oh * ow, out, yb); // [n, hw, out] -> [n, out, hw]
+    int hw = oh * ow;
+    backend.im2col(
+        s, x, batch, in, h, w, k, k, stride, pad, cols.view(0, (long) batch * patch * hw));
+    for (int i = 0; i < batch; i++) { // y_i [out, hw] = W [out, patch] · cols_i [patch, hw]
+      backend.gemm(
+          s,
+          false,
+          false,
+          out,
+          hw,
+          patch,
+          1f,
+          weight,
+          patch,
+          block(cols, i, patch),
+          hw,
+          0f,
+          block(y, i, out),
+          hw);
+    }
+    DeviceBuffer yb = y.view(0, (long) batch * out * hw);
+    backend.addChannelBias(s, yb, bias, batch, out, hw);
     return yb;
   }
 
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
-    int positions = batch * oh * ow;
-    DeviceBuffer dr = rows.view(0, (long) positions * out);
-    DeviceBuffer c = cols.view(0, (long) positions * patch);
-    backend.transpose(s, dy, batch, out, oh * ow, dr); // [n, out, hw] -> [n, hw, out]
-    backend.gemm(
-        s, true, false, out, patch, positions, 1f, dr, out, c, patch, 1f, weightGrad, patch);
-    backend.sumRows(s, dr, biasGrad, positions, out, 1f);
+    int hw = oh * ow;
+    for (int i = 0; i < batch; i++) { // dW += dy_i [out, hw] · cols_iᵀ
+      backend.gemm(
+          s,
+          false,
+          true,
+          out,
+          patch,
+          hw,
+          1f,
+          block(dy, i, out),
+          hw,
+          block(cols, i, patch),
+          hw,
+          1f,
+          weightGrad,
+          patch);
+    }
+    backend.sumChannels(s, dy, biasGrad, batch, out, hw);
     if (!needInputGrad) {
       return null;
     }
-    DeviceBuffer dc = dcols.view(0, (long) positions * patch);
+    for (int i = 0; i < batch; i++) { // dcols_i = Wᵀ · dy_i
+      backend.gemm(
+          s,
+          true,
+          false,
+          patch,
+          hw,
+          out,
+          1f,
+          weight,
+          patch,
+          block(dy, i, out),
+          hw,
+          0f,
+          block(dcols, i, patch),
+          hw);
+    }
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
-    backend.gemm(s, false, false, positions, patch, out, 1f, dr, out, weight, patch, 0f, dc, patch);
-    backend.col2im(s, dc, batch, in, h, w, k, k, stride, pad, dxb);
+    backend.col2im(
+        s, dcols.view(0, (long) batch * patch * hw), batch, in, h, w, k, k, stride, pad, dxb);
     return dxb;
+  }
+
+  /** Image i's [rows, oh·ow] block of a per-image buffer. */
+  private DeviceBuffer block(DeviceBuffer buffer, int i, int rows) {
+    long size = (long) rows * oh * ow;
+    return buffer.view(i * size, size);
   }
 }

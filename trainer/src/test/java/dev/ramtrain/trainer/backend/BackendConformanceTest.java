@@ -480,7 +480,9 @@ public abstract class BackendConformanceTest {
                     iy < 0 || iy >= h || ix < 0 || ix >= w
                         ? 0
                         : x[((img * c + ch) * h + iy) * w + ix];
-                expected[((img * oh + oy) * ow + ox) * width + (ch * k + ky) * k + kx] = v;
+                expected[
+                        img * width * oh * ow + ((ch * k + ky) * k + kx) * oh * ow + oy * ow + ox] =
+                    v;
               }
             }
           }
@@ -509,12 +511,16 @@ public abstract class BackendConformanceTest {
   }
 
   @Test
-  void batchedTranspose() {
-    float[] in = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; // 2 batches of 2x3
-    try (DeviceBuffer a = upload("in", in);
-        DeviceBuffer b = backend.allocate("out", DType.F32, 12)) {
-      backend.transpose(stream, a, 2, 2, 3, b);
-      assertArrayEquals(new float[] {1, 4, 2, 5, 3, 6, 7, 10, 8, 11, 9, 12}, download(b));
+  void channelBiasAndChannelSums() {
+    float[] y = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; // 2 images, 2 channels, 3 positions
+    try (DeviceBuffer dy = upload("y", y);
+        DeviceBuffer b = upload("bias", new float[] {10, 20});
+        DeviceBuffer sums = upload("sums", new float[] {1, 1})) {
+      backend.sumChannels(stream, dy, sums, 2, 2, 3);
+      backend.addChannelBias(stream, dy, b, 2, 2, 3);
+      assertArrayEquals(
+          new float[] {1 + 1 + 2 + 3 + 7 + 8 + 9, 1 + 4 + 5 + 6 + 10 + 11 + 12}, download(sums));
+      assertArrayEquals(new float[] {11, 12, 13, 24, 25, 26, 17, 18, 19, 30, 31, 32}, download(dy));
     }
   }
 

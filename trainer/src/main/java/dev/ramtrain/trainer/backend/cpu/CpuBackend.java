@@ -375,13 +375,22 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
-  public void transpose(
-      Stream stream, DeviceBuffer in, int batches, int rows, int cols, DeviceBuffer out) {
-    checkCount(in, (long) batches * rows * cols);
-    checkCount(out, (long) batches * rows * cols);
-    CpuBuffer ci = cpu(in);
+  public void addChannelBias(
+      Stream stream, DeviceBuffer y, DeviceBuffer bias, int n, int c, int hw) {
+    checkCount(y, (long) n * c * hw);
+    checkCount(bias, c);
+    CpuBuffer cy = cpu(y);
+    CpuBuffer cb = cpu(bias);
+    on(stream).enqueue(() -> kernels.addChannelBias(cy.floats(), cb.floats(), n, c, hw));
+  }
+
+  @Override
+  public void sumChannels(Stream stream, DeviceBuffer dy, DeviceBuffer out, int n, int c, int hw) {
+    checkCount(dy, (long) n * c * hw);
+    checkCount(out, c);
+    CpuBuffer cd = cpu(dy);
     CpuBuffer co = cpu(out);
-    on(stream).enqueue(() -> kernels.transpose(ci.floats(), batches, rows, cols, co.floats()));
+    on(stream).enqueue(() -> kernels.sumChannels(cd.floats(), co.floats(), n, c, hw));
   }
 
   @Override

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.backend.cpu;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
+import java.util.Arrays;
 
 /** The CPU backend's kernels: plain loops split across cores; the reference for other backends. */
 final class CpuKernels {
@@ -61,9 +62,12 @@ final class CpuKernels {
         x.capacity(),
         GRAIN,
         (from, to) -> {
-          for (int i = from; i < to; i++) {
-            y.put(i, Math.max(x.get(i), 0f));
+          float[] a = new float[to - from];
+          x.get(from, a);
+          for (int i = 0; i < a.length; i++) {
+            a[i] = Math.max(a[i], 0f);
           }
+          y.put(from, a);
         });
   }
 
@@ -72,9 +76,14 @@ final class CpuKernels {
         x.capacity(),
         GRAIN,
         (from, to) -> {
-          for (int i = from; i < to; i++) {
-            dx.put(i, x.get(i) > 0 ? dy.get(i) : 0f);
+          float[] a = new float[to - from];
+          float[] g = new float[to - from];
+          x.get(from, a);
+          dy.get(from, g);
+          for (int i = 0; i < a.length; i++) {
+            g[i] = a[i] > 0 ? g[i] : 0f;
           }
+          dx.put(from, g);
         });
   }
 
@@ -221,6 +230,10 @@ final class CpuKernels {
         });
   }
 
+  // The convolution and pooling kernels work plane by plane on heap arrays: one bulk copy in and
+  // one out per (image, channel) plane, and plain array loops in between (per-element buffer
+  // access costs several times more).
+
   void im2col(
       FloatBuffer x,
       int n,
@@ -234,27 +247,28 @@ final class CpuKernels {
       FloatBuffer cols) {
     int oh = (h + 2 * pad - kh) / stride + 1;
     int ow = (w + 2 * pad - kw) / stride + 1;
-    int width = c * kh * kw;
+    int block = c * kh * kw * oh * ow;
     parallel.forRange(
-        n * oh,
+        n * c,
         1,
         (from, to) -> {
-          for (int nr = from; nr < to; nr++) {
-            int img = nr / oh;
-            int oy = nr % oh;
-            for (int ox = 0; ox < ow; ox++) {
-              int row = (nr * ow + ox) * width;
-              for (int ch = 0; ch < c; ch++) {
-                int plane = (img * c + ch) * h;
-                for (int ky = 0; ky < kh; ky++) {
+          float[] plane = new float[h * w];
+          float[] row = new float[oh * ow];
+          for (int nc = from; nc < to; nc++) {
+            int img = nc / c;
+            int ch = nc % c;
+            x.get(nc * h * w, plane);
+            for (int ky = 0; ky < kh; ky++) {
+              for (int kx = 0; kx < kw; kx++) {
+                for (int oy = 0; oy < oh; oy++) {
                   int iy = oy * stride - pad + ky;
-                  for (int kx = 0; kx < kw; kx++) {
+                  for (int ox = 0; ox < ow; ox++) {
                     int ix = ox * stride - pad + kx;
-                    float v =
-                        iy < 0 || iy >= h || ix < 0 || ix >= w ? 0f : x.get((plane + iy) * w + ix);
-                    cols.put(row + (ch * kh + ky) * kw + kx, v);
+                    row[oy * ow + ox] =
+                        iy < 0 || iy >= h || ix < 0 || ix >= w ? 0f : plane[iy * w + ix];
                   }
                 }
+                cols.put(img * block + ((ch * kh + ky) * kw + kx) * oh * ow, row);
               }
             }
           }
@@ -274,53 +288,71 @@ final class CpuKernels {
       FloatBuffer dx) {
     int oh = (h + 2 * pad - kh) / stride + 1;
     int ow = (w + 2 * pad - kw) / stride + 1;
-    int width = c * kh * kw;
+    int block = c * kh * kw * oh * ow;
     parallel.forRange(
         n * c,
         1,
         (from, to) -> { // one (image, channel) plane per index: no write races
+          float[] plane = new float[h * w];
+          float[] row = new float[oh * ow];
           for (int nc = from; nc < to; nc++) {
             int img = nc / c;
             int ch = nc % c;
-            int plane = nc * h * w;
-            for (int i = 0; i < h * w; i++) {
-              dx.put(plane + i, 0f);
-            }
-            for (int oy = 0; oy < oh; oy++) {
-              for (int ox = 0; ox < ow; ox++) {
-                int row = ((img * oh + oy) * ow + ox) * width;
-                for (int ky = 0; ky < kh; ky++) {
+            Arrays.fill(plane, 0f);
+            for (int ky = 0; ky < kh; ky++) {
+              for (int kx = 0; kx < kw; kx++) {
+                cols.get(img * block + ((ch * kh + ky) * kw + kx) * oh * ow, row);
+                for (int oy = 0; oy < oh; oy++) {
                   int iy = oy * stride - pad + ky;
                   if (iy < 0 || iy >= h) {
                     continue;
                   }
-                  for (int kx = 0; kx < kw; kx++) {
+                  for (int ox = 0; ox < ow; ox++) {
                     int ix = ox * stride - pad + kx;
                     if (ix >= 0 && ix < w) {
-                      int at = plane + iy * w + ix;
-                      dx.put(at, dx.get(at) + cols.get(row + (ch * kh + ky) * kw + kx));
+                      plane[iy * w + ix] += row[oy * ow + ox];
                     }
                   }
                 }
               }
             }
+            dx.put(nc * h * w, plane);
           }
         });
   }
 
-  void transpose(FloatBuffer in, int batches, int rows, int cols, FloatBuffer out) {
+  void addChannelBias(FloatBuffer y, FloatBuffer bias, int n, int c, int hw) {
     parallel.forRange(
-        batches * rows,
-        Math.max(1, GRAIN / Math.max(1, cols)),
+        n * c,
+        Math.max(1, GRAIN / hw),
         (from, to) -> {
-          for (int br = from; br < to; br++) {
-            int b = br / rows;
-            int r = br % rows;
-            int src = br * cols;
-            int dst = b * rows * cols + r;
-            for (int j = 0; j < cols; j++) {
-              out.put(dst + j * rows, in.get(src + j));
+          float[] plane = new float[hw];
+          for (int nc = from; nc < to; nc++) {
+            float b = bias.get(nc % c);
+            y.get(nc * hw, plane);
+            for (int p = 0; p < hw; p++) {
+              plane[p] += b;
             }
+            y.put(nc * hw, plane);
+          }
+        });
+  }
+
+  void sumChannels(FloatBuffer dy, FloatBuffer out, int n, int c, int hw) {
+    parallel.forRange(
+        c,
+        1,
+        (from, to) -> {
+          float[] plane = new float[hw];
+          for (int ch = from; ch < to; ch++) {
+            double sum = 0;
+            for (int img = 0; img < n; img++) {
+              dy.get((img * c + ch) * hw, plane);
+              for (float v : plane) {
+                sum += v;
+              }
+            }
+            out.put(ch, out.get(ch) + (float) sum);
           }
         });
   }
@@ -341,24 +373,28 @@ final class CpuKernels {
         n * c,
         1,
         (from, to) -> {
+          float[] plane = new float[h * w];
+          float[] best = new float[oh * ow];
+          int[] where = new int[oh * ow];
           for (int nc = from; nc < to; nc++) {
-            int in = nc * h * w;
-            int out = nc * oh * ow;
+            x.get(nc * h * w, plane);
             for (int oy = 0; oy < oh; oy++) {
               for (int ox = 0; ox < ow; ox++) {
-                int best = (oy * stride) * w + ox * stride;
+                int at = oy * stride * w + ox * stride;
                 for (int ky = 0; ky < k; ky++) {
                   for (int kx = 0; kx < k; kx++) {
-                    int at = (oy * stride + ky) * w + ox * stride + kx;
-                    if (x.get(in + at) > x.get(in + best)) {
-                      best = at;
+                    int i = (oy * stride + ky) * w + ox * stride + kx;
+                    if (plane[i] > plane[at]) {
+                      at = i;
                     }
                   }
                 }
-                y.put(out + oy * ow + ox, x.get(in + best));
-                argmax.put(out + oy * ow + ox, best);
+                best[oy * ow + ox] = plane[at];
+                where[oy * ow + ox] = at;
               }
             }
+            y.put(nc * oh * ow, best);
+            argmax.put(nc * oh * ow, where);
           }
         });
   }
@@ -377,16 +413,17 @@ final class CpuKernels {
         n * c,
         1,
         (from, to) -> {
+          float[] plane = new float[h * w];
+          float[] grad = new float[oh * ow];
+          int[] where = new int[oh * ow];
           for (int nc = from; nc < to; nc++) {
-            int in = nc * h * w;
-            for (int i = 0; i < h * w; i++) {
-              dx.put(in + i, 0f);
+            Arrays.fill(plane, 0f);
+            dy.get(nc * oh * ow, grad);
+            argmax.get(nc * oh * ow, where);
+            for (int i = 0; i < grad.length; i++) {
+              plane[where[i]] += grad[i];
             }
-            int out = nc * oh * ow;
-            for (int i = 0; i < oh * ow; i++) {
-              int at = in + argmax.get(out + i);
-              dx.put(at, dx.get(at) + dy.get(out + i));
-            }
+            dx.put(nc * h * w, plane);
           }
         });
   }
