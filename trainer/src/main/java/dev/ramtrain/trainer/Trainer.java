@@ -213,19 +213,8 @@ public final class Trainer implements AutoCloseable {
 
   private StepResult step(int n, int slot, int epoch) {
     long stepStart = System.nanoTime();
-    compute.waitFor(copied[slot]);
-    DeviceBuffer x = input.view(0, (long) n * shape.bytes());
+    DeviceBuffer x = normalizedInput(slot, n);
     DeviceBuffer y = labels[slot].view(0, n);
-    backend.normalizeImages(
-        compute,
-        pixels[slot].view(0, (long) n * shape.bytes()),
-        n,
-        shape.height(),
-        shape.width(),
-        shape.channels(),
-        options.mean(),
-        options.std(),
-        x);
     model.zeroGrad(compute);
     DeviceBuffer logits = model.forward(compute, x, n, true);
     DeviceBuffer dlogits = loss.compute(compute, logits, y, n);
@@ -264,6 +253,23 @@ public final class Trainer implements AutoCloseable {
     }
     globalStep++;
     return new StepResult(rb.lossSum(), rb.correct());
+  }
+
+  /** Once slot {@code slot}'s copy has landed: its n uint8 images as normalized float NCHW. */
+  private DeviceBuffer normalizedInput(int slot, int n) {
+    compute.waitFor(copied[slot]);
+    DeviceBuffer x = input.view(0, (long) n * shape.bytes());
+    backend.normalizeImages(
+        compute,
+        pixels[slot].view(0, (long) n * shape.bytes()),
+        n,
+        shape.height(),
+        shape.width(),
+        shape.channels(),
+        options.mean(),
+        options.std(),
+        x);
+    return x;
   }
 
   private record Readback(double lossSum, long correct, int[] truth, int[] predictions) {}
@@ -315,18 +321,7 @@ public final class Trainer implements AutoCloseable {
       while ((b = batches.next()) != null) {
         int n = b.size();
         stage(b, 0);
-        compute.waitFor(copied[0]);
-        DeviceBuffer x = input.view(0, (long) n * shape.bytes());
-        backend.normalizeImages(
-            compute,
-            pixels[0].view(0, (long) n * shape.bytes()),
-            n,
-            shape.height(),
-            shape.width(),
-            shape.channels(),
-            options.mean(),
-            options.std(),
-            x);
+        DeviceBuffer x = normalizedInput(0, n);
         DeviceBuffer logits = model.forward(compute, x, n, false);
         loss.compute(compute, logits, labels[0].view(0, n), n);
         consumed[0].record(compute);
