@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
@@ -82,7 +83,7 @@ public final class ShardReader implements AutoCloseable {
         throw new ShardFormatException(name, "shard is larger than 2 GiB (" + size + " bytes)");
       }
       mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, size);
-    } catch (java.nio.file.NoSuchFileException e) {
+    } catch (NoSuchFileException e) {
       throw new ShardFormatException(name, "shard file is missing", e);
     }
     return open(name, mapped, expectedCrc32c);

@@ -1,7 +1,9 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.source.SyntheticImages;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -62,7 +64,7 @@ public final class GenerateCommand implements Callable<Integer> {
     return f;
   }
 
-  static int run(RamtrainConfig config) throws java.io.IOException {
+  static int run(RamtrainConfig config) throws IOException {
     String out = config.string("ramtrain.generate.output");
     RamtrainConfig.require(
         !out.isBlank(),
@@ -79,7 +81,7 @@ public final class GenerateCommand implements Callable<Integer> {
               config.number("ramtrain.generate.jpeg-fraction"),
               config.longValue("ramtrain.seed"));
     } catch (IllegalArgumentException e) {
-      throw new dev.ramtrain.jobs.config.ConfigException("ramtrain.generate: " + e.getMessage());
+      throw new ConfigException("ramtrain.generate: " + e.getMessage());
     }
     return images.writeTo(Path.of(out));
   }

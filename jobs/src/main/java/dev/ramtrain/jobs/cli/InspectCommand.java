@@ -5,6 +5,7 @@ import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.ContactSheet;
 import dev.ramtrain.jobs.report.DatasetReport;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -62,8 +63,7 @@ public final class InspectCommand implements Callable<Integer> {
   }
 
   /** Summarizes {@code location}, writes its sheet, and returns the text shown to the user. */
-  static String run(RamtrainConfig config, String location, String split)
-      throws java.io.IOException {
+  static String run(RamtrainConfig config, String location, String split) throws IOException {
     Dataset ds = Dataset.open(location, new Configuration());
     StringBuilder out = new StringBuilder(DatasetReport.summary(ds));
     if (config.bool("ramtrain.inspect.verify-all")) {

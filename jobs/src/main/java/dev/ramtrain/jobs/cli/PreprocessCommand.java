@@ -5,6 +5,7 @@ import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -81,8 +82,7 @@ public final class PreprocessCommand implements Callable<Integer> {
   }
 
   /** Runs the preprocessing job the settings describe; returns the summary shown to the user. */
-  static String run(RamtrainConfig config, String master, String appName)
-      throws java.io.IOException {
+  static String run(RamtrainConfig config, String master, String appName) throws IOException {
     var options = EtlSettings.preprocessOptions(config);
     try (SparkSession spark = SparkSessions.open(appName, master)) {
       var source = EtlSettings.source(config, spark.sparkContext().hadoopConfiguration());
