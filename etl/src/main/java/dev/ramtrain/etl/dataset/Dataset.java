@@ -61,6 +61,21 @@ public final class Dataset {
    */
   public ShardReader openShard(Manifest.Shard shard, boolean verify) throws IOException {
     Path path = new Path(new Path(location), shard.file());
+    long size;
+    try {
+      size = fs.getFileStatus(path).getLen();
+    } catch (FileNotFoundException e) {
+      throw new ShardFormatException(
+          path.toString(), "shard file listed in the manifest is missing", e);
+    }
+    if (size != shard.bytes()) {
+      throw new ShardFormatException(
+          path.toString(),
+          (size < shard.bytes() ? "truncated shard: " : "shard changed size: ")
+              + size
+              + " bytes, the manifest says "
+              + shard.bytes());
+    }
     Long crc = verify ? shard.crc32cValue() : null;
     ShardReader reader;
     if ("file".equals(fs.getUri().getScheme())) {

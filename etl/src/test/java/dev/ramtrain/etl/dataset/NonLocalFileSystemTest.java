@@ -97,6 +97,17 @@ class NonLocalFileSystemTest {
       assertArrayEquals(ShardFixtures.pixels(5, 105), batch.image(1));
     }
 
+    // A shard cut short after the commit is named, with both sizes.
+    Path shardFile = tmp.resolve("ds/train/part-00000.arrow");
+    byte[] whole = Files.readAllBytes(shardFile);
+    Files.write(shardFile, java.util.Arrays.copyOf(whole, whole.length - 10));
+    var cut = assertThrows(ShardFormatException.class, () -> dataset.openShard(shard, false));
+    assertTrue(
+        cut.getMessage().contains("truncated shard")
+            && cut.getMessage().contains("the manifest says " + whole.length),
+        cut.getMessage());
+    Files.write(shardFile, whole);
+
     // A shard changed after the commit is caught by its checksum, named by its URI.
     byte[] bytes = Files.readAllBytes(tmp.resolve("ds/train/part-00000.arrow"));
     bytes[200] ^= 1;
