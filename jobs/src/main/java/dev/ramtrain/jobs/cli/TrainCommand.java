@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.MetricsLog;
 import dev.ramtrain.trainer.Trainer;
@@ -142,9 +143,15 @@ public final class TrainCommand implements Callable<Integer> {
         }
         trainer.fit(train, val, firstEpoch);
         EvalResult eval = trainer.evaluate(val);
+        Path report =
+            TrainingReport.write(
+                run,
+                List.of(run.resolve("metrics.jsonl"), run.resolve("metrics-resumed.jsonl")),
+                eval,
+                m.classes());
         System.out.printf(
-            "val accuracy %.4f, loss %.4f over %,d samples; metrics in %s%n",
-            eval.accuracy(), eval.loss(), eval.samples(), Path.of(s.output(), "metrics.jsonl"));
+            "val accuracy %.4f, loss %.4f over %,d samples; report %s%n",
+            eval.accuracy(), eval.loss(), eval.samples(), report);
       }
     }
     return 0;

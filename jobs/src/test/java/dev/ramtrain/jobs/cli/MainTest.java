@@ -116,6 +116,11 @@ class MainTest {
             .count());
 
     assertTrue(Files.exists(tmp.resolve("run/checkpoints/epoch-0002/model.safetensors")));
+    String html = Files.readString(tmp.resolve("run/report/index.html"));
+    assertTrue(html.contains("confusion.png") && html.contains("circle"), html);
+    var confusion = ImageIO.read(tmp.resolve("run/report/confusion.png").toFile());
+    assertTrue(confusion.getWidth() > 100, "a drawn confusion matrix");
+    assertTrue(ImageIO.read(tmp.resolve("run/report/loss.png").toFile()).getHeight() == 400);
     Run resumed =
         run(
             "train",
