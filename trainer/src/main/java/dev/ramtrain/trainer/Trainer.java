@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer;
 
+import dev.ramtrain.etl.progress.ProgressLine;
 import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
@@ -18,6 +19,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.FloatBuffer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -52,6 +54,7 @@ public final class Trainer implements AutoCloseable {
   private final DeviceBuffer input;
   private final DeviceBuffer gradNorm;
   private final HostBuffer readback; // losses and logits of the current batch, for the host
+  private final ProgressLine progress = new ProgressLine();
   private long globalStep;
   private int skippedSteps;
   private Path checkpointRun; // null: no checkpoints
@@ -144,7 +147,7 @@ public final class Trainer implements AutoCloseable {
           throw new UncheckedIOException("cannot write a checkpoint under " + checkpointRun, e);
         }
       }
-      LOG.info(
+      progress.finish(
           String.format(
               "epoch %d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %.0f samples/s, data stall %.1f%%",
               epoch,
@@ -181,6 +184,15 @@ public final class Trainer implements AutoCloseable {
         lossSum += r.lossSum();
         correct += r.correct();
         samples += current.size();
+        progress.update(
+            progressText(
+                epoch,
+                current.index() + 1,
+                train.batchesPerEpoch(),
+                lossSum / samples,
+                (double) correct / samples,
+                samples,
+                start));
       }
     }
     double seconds = (System.nanoTime() - start) / 1e9;
@@ -190,6 +202,24 @@ public final class Trainer implements AutoCloseable {
         samples,
         seconds,
         (train.stallNanos() - stallBefore) / 1e9);
+  }
+
+  private String progressText(
+      int epoch, int batch, int batches, double loss, double accuracy, long samples, long start) {
+    double seconds = Math.max(1e-3, (System.nanoTime() - start) / 1e9);
+    double perBatch = seconds / batch;
+    long remaining =
+        (long) (perBatch * ((long) (options.epochs() - epoch - 1) * batches + batches - batch));
+    return String.format(
+        "epoch %d/%d  step %d/%d  loss %.4f  acc %.4f  %,.0f samples/s  ETA %s",
+        epoch + 1,
+        options.epochs(),
+        batch,
+        batches,
+        loss,
+        accuracy,
+        samples / seconds,
+        ProgressLine.format(Duration.ofSeconds(remaining)));
   }
 
   /**

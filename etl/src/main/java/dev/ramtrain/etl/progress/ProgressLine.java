@@ -1,0 +1,45 @@
+package dev.ramtrain.etl.progress;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One updating console line for long work: redrawn in place (at most twice a second) on a terminal,
+ * logged every 10 seconds otherwise (logs and CI output stay readable).
+ */
+public final class ProgressLine {
+  private static final Logger LOG = LoggerFactory.getLogger(ProgressLine.class);
+  private final boolean terminal = System.console() != null;
+  private final PrintStream out = System.err;
+  private long lastDraw;
+  private long lastLog = System.nanoTime();
+
+  /** Shows {@code text}, unless the previous update was too recent. */
+  public synchronized void update(String text) {
+    long now = System.nanoTime();
+    if (terminal && now - lastDraw > 500_000_000L) {
+      out.print("\r" + text + "   ");
+      out.flush();
+      lastDraw = now;
+    } else if (!terminal && now - lastLog > 10_000_000_000L) {
+      LOG.info(text);
+      lastLog = now;
+    }
+  }
+
+  /** Shows the final state and ends the line. */
+  public synchronized void finish(String text) {
+    if (terminal) {
+      out.println("\r" + text + "   ");
+    } else {
+      LOG.info(text);
+    }
+  }
+
+  /** h:mm:ss */
+  public static String format(Duration d) {
+    return String.format("%d:%02d:%02d", d.toHours(), d.toMinutesPart(), d.toSecondsPart());
+  }
+}
