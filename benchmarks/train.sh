@@ -30,5 +30,5 @@ for round in $(seq "$ROUNDS"); do
   echo "## round $round: ramtrain" | tee -a "$OUT"
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$ROOT/bin/ramtrain" train -d "$DATA" -o "/tmp/ramtrain-bench-run" \
     --model "$SPEC" --epochs "$EPOCHS" --batch-size "$BATCH" --seed "$round" --set ramtrain.train.threads=2 2>&1 \
-    | grep -E "INFO  Trainer|val accuracy" | tee -a "$OUT"
+    | grep -E "epoch [0-9]+: train|val accuracy" | tee -a "$OUT"
 done

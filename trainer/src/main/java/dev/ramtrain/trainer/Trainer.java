@@ -175,10 +175,11 @@ public final class Trainer implements AutoCloseable {
       while (next != null) {
         Batch current = next;
         int currentSlot = slot;
+        releaseWhenCopied(current, currentSlot); // its copy ran during the previous step
         next = batches.next();
         if (next != null) {
           slot = (slot + 1) % SLOTS;
-          stage(next, slot); // overlaps with the step below
+          stage(next, slot); // the copy stream copies it while the step below computes
         }
         StepResult r = step(current.size(), currentSlot, epoch);
         lossSum += r.lossSum();
@@ -235,7 +236,11 @@ public final class Trainer implements AutoCloseable {
         copy);
     backend.copy(batch.labels(), 0, labels[slot].view(0, batch.size()), 4L * batch.size(), copy);
     copied[slot].record(copy);
-    copied[slot].synchronize(); // the staging slot can go back to the loader
+  }
+
+  /** Hands a batch's staging slot back to the loader once its copy to the device has run. */
+  private void releaseWhenCopied(Batch batch, int slot) {
+    copied[slot].synchronize();
     batch.release();
   }
 
@@ -351,6 +356,7 @@ public final class Trainer implements AutoCloseable {
       while ((b = batches.next()) != null) {
         int n = b.size();
         stage(b, 0);
+        releaseWhenCopied(b, 0);
         DeviceBuffer x = normalizedInput(0, n);
         DeviceBuffer logits = model.forward(compute, x, n, false);
         loss.compute(compute, logits, labels[0].view(0, n), n);
