@@ -14,7 +14,8 @@ ROUNDS="${3:-2}"
 DATA=/tmp/ramtrain-fmnist
 case "$MODEL" in
   mlp) SPEC="mlp:784-1024-1024-10"; BATCH=256 ;;
-  *) echo "model $MODEL: only mlp is implemented so far" >&2; exit 2 ;;
+  cnn) SPEC="cnn:c32-p-c64-p-f128-10"; BATCH=128 ;;
+  *) echo "model $MODEL: mlp or cnn" >&2; exit 2 ;;
 esac
 mkdir -p "$ROOT/benchmarks/out"
 OUT="$ROOT/benchmarks/out/train-$MODEL.txt"
