@@ -4,6 +4,7 @@ import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.shard.ShardFormatException;
 import dev.ramtrain.etl.spark.PreprocessException;
 import dev.ramtrain.jobs.cli.DemoCommand;
+import dev.ramtrain.jobs.cli.EvaluateCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;
 import dev.ramtrain.jobs.cli.InspectCommand;
 import dev.ramtrain.jobs.cli.PreprocessCommand;
@@ -27,6 +28,7 @@ import picocli.CommandLine.Command;
       InspectCommand.class,
       DemoCommand.class,
       TrainCommand.class,
+      EvaluateCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {

@@ -5,8 +5,6 @@ import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
-import dev.ramtrain.trainer.backend.Event;
-import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.Batch;
@@ -17,7 +15,6 @@ import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.FloatBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -34,7 +31,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class Trainer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Trainer.class);
-  private static final int SLOTS = 2;
 
   private final Backend backend;
   private final Model model;
@@ -45,15 +41,9 @@ public final class Trainer implements AutoCloseable {
   private final ImageShape shape;
   private final int classes;
   private final Stream compute;
-  private final Stream copy;
   private final CrossEntropyLoss loss;
-  private final DeviceBuffer[] pixels = new DeviceBuffer[SLOTS];
-  private final DeviceBuffer[] labels = new DeviceBuffer[SLOTS];
-  private final Event[] copied = new Event[SLOTS];
-  private final Event[] consumed = new Event[SLOTS];
-  private final DeviceBuffer input;
   private final DeviceBuffer gradNorm;
-  private final HostBuffer readback; // losses and logits of the current batch, for the host
+  private final DeviceInputs inputs;
   private final ProgressLine progress = new ProgressLine();
   private long globalStep;
   private int skippedSteps;
@@ -96,17 +86,10 @@ public final class Trainer implements AutoCloseable {
     this.classes = model.outputSize();
     int batch = model.maxBatch();
     this.compute = backend.createStream("compute");
-    this.copy = backend.createStream("copy-in");
     this.loss = new CrossEntropyLoss(backend, batch, classes, options.labelSmoothing());
-    for (int s = 0; s < SLOTS; s++) {
-      pixels[s] = backend.allocate("input.u8." + s, DType.U8, (long) batch * shape.bytes());
-      labels[s] = backend.allocate("input.labels." + s, DType.I32, batch);
-      copied[s] = backend.createEvent();
-      consumed[s] = backend.createEvent();
-    }
-    this.input = backend.allocate("input.f32", DType.F32, (long) batch * shape.bytes());
+    this.inputs =
+        new DeviceInputs(backend, compute, shape, batch, classes, options.mean(), options.std());
     this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
-    this.readback = backend.allocateHost("readback", 4L * batch * (classes + 2));
   }
 
   /** Statistics of one pass over the training batches. */
@@ -170,16 +153,16 @@ public final class Trainer implements AutoCloseable {
       Batch next = batches.next();
       int slot = 0;
       if (next != null) {
-        stage(next, slot);
+        inputs.stage(next, slot);
       }
       while (next != null) {
         Batch current = next;
         int currentSlot = slot;
-        releaseWhenCopied(current, currentSlot); // its copy ran during the previous step
+        inputs.releaseWhenCopied(current, currentSlot); // its copy ran during the previous step
         next = batches.next();
         if (next != null) {
-          slot = (slot + 1) % SLOTS;
-          stage(next, slot); // the copy stream copies it while the step below computes
+          slot = (slot + 1) % DeviceInputs.SLOTS;
+          inputs.stage(next, slot); // the copy stream copies it while the step below computes
         }
         StepResult r = step(current.size(), currentSlot, epoch);
         lossSum += r.lossSum();
@@ -223,38 +206,17 @@ public final class Trainer implements AutoCloseable {
         ProgressLine.format(Duration.ofSeconds(remaining)));
   }
 
-  /**
-   * Copies a staged batch to device slot {@code slot}, once the step that used the slot is done.
-   */
-  private void stage(Batch batch, int slot) {
-    copy.waitFor(consumed[slot]);
-    backend.copy(
-        batch.pixels(),
-        0,
-        pixels[slot].view(0, (long) batch.size() * shape.bytes()),
-        (long) batch.size() * shape.bytes(),
-        copy);
-    backend.copy(batch.labels(), 0, labels[slot].view(0, batch.size()), 4L * batch.size(), copy);
-    copied[slot].record(copy);
-  }
-
-  /** Hands a batch's staging slot back to the loader once its copy to the device has run. */
-  private void releaseWhenCopied(Batch batch, int slot) {
-    copied[slot].synchronize();
-    batch.release();
-  }
-
   private record StepResult(double lossSum, long correct) {}
 
   private StepResult step(int n, int slot, int epoch) {
     long stepStart = System.nanoTime();
-    DeviceBuffer x = normalizedInput(slot, n);
-    DeviceBuffer y = labels[slot].view(0, n);
+    DeviceBuffer x = inputs.normalized(slot, n);
+    DeviceBuffer y = inputs.labels(slot, n);
     model.zeroGrad(compute);
     DeviceBuffer logits = model.forward(compute, x, n, true);
     DeviceBuffer dlogits = loss.compute(compute, logits, y, n);
-    consumed[slot].record(compute); // the device input slot is free for the next copy
-    Readback rb = read(logits, y, n);
+    inputs.consumed(slot); // the device input slot is free for the next copy
+    DeviceInputs.Readback rb = inputs.read(loss.losses(n), logits, y, n);
     if (!Double.isFinite(rb.lossSum())) {
       if (options.nanPolicy() == TrainOptions.NanPolicy.STOP) {
         throw new TrainingDivergedException(
@@ -290,90 +252,9 @@ public final class Trainer implements AutoCloseable {
     return new StepResult(rb.lossSum(), rb.correct());
   }
 
-  /** Once slot {@code slot}'s copy has landed: its n uint8 images as normalized float NCHW. */
-  private DeviceBuffer normalizedInput(int slot, int n) {
-    compute.waitFor(copied[slot]);
-    DeviceBuffer x = input.view(0, (long) n * shape.bytes());
-    backend.normalizeImages(
-        compute,
-        pixels[slot].view(0, (long) n * shape.bytes()),
-        n,
-        shape.height(),
-        shape.width(),
-        shape.channels(),
-        options.mean(),
-        options.std(),
-        x);
-    return x;
-  }
-
-  private record Readback(double lossSum, long correct, int[] truth, int[] predictions) {}
-
-  /** Brings the batch's losses, logits and labels to the host: loss sum, NaN check, argmax. */
-  private Readback read(DeviceBuffer logits, DeviceBuffer truthLabels, int n) {
-    long logitsAt = 4L * n;
-    long labelsAt = logitsAt + 4L * n * classes;
-    backend.copy(loss.losses(n), readback, 0, 4L * n, compute);
-    backend.copy(logits, readback, logitsAt, 4L * n * classes, compute);
-    backend.copy(truthLabels, readback, labelsAt, 4L * n, compute);
-    compute.synchronize();
-    FloatBuffer f = readback.asByteBuffer().asFloatBuffer();
-    int[] truth = new int[n];
-    readback
-        .asByteBuffer()
-        .position((int) labelsAt)
-        .slice()
-        .order(java.nio.ByteOrder.nativeOrder())
-        .asIntBuffer()
-        .get(truth);
-    double sum = 0;
-    for (int i = 0; i < n; i++) {
-      sum += f.get(i);
-    }
-    int[] predictions = new int[n];
-    long correct = 0;
-    for (int i = 0; i < n; i++) {
-      int row = n + i * classes;
-      int best = 0;
-      for (int c = 1; c < classes; c++) {
-        if (f.get(row + c) > f.get(row + best)) {
-          best = c;
-        }
-      }
-      predictions[i] = best;
-      correct += best == truth[i] ? 1 : 0;
-    }
-    return new Readback(sum, correct, truth, predictions);
-  }
-
   /** Loss, accuracy and confusion matrix over every batch of {@code data}, without training. */
   public EvalResult evaluate(DataLoader data) {
-    long[][] confusion = new long[classes][classes];
-    double lossSum = 0;
-    long samples = 0;
-    try (DataLoader.Epoch batches = data.epoch(0)) {
-      Batch b;
-      while ((b = batches.next()) != null) {
-        int n = b.size();
-        stage(b, 0);
-        releaseWhenCopied(b, 0);
-        DeviceBuffer x = normalizedInput(0, n);
-        DeviceBuffer logits = model.forward(compute, x, n, false);
-        loss.compute(compute, logits, labels[0].view(0, n), n);
-        consumed[0].record(compute);
-        Readback rb = read(logits, labels[0].view(0, n), n);
-        lossSum += rb.lossSum();
-        for (int i = 0; i < n; i++) {
-          confusion[rb.truth()[i]][rb.predictions()[i]]++;
-        }
-        samples += n;
-      }
-    }
-    long correct = 0;
-    for (int c = 0; c < classes; c++) {
-      correct += confusion[c][c];
-    }
-    return new EvalResult(lossSum / samples, (double) correct / samples, samples, confusion);
+    return Evaluator.evaluate(model, loss, inputs, data);
   }
 
   /** Writes a checkpoint under {@code runDir} after every epoch, with {@code info} in its state. */
@@ -398,14 +279,8 @@ public final class Trainer implements AutoCloseable {
   @Override
   public void close() {
     compute.synchronize();
-    copy.synchronize();
+    inputs.close();
     loss.close();
-    for (int s = 0; s < SLOTS; s++) {
-      pixels[s].close();
-      labels[s].close();
-    }
-    input.close();
     gradNorm.close();
-    readback.close();
   }
 }

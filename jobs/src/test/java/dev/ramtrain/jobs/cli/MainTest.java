@@ -141,6 +141,25 @@ class MainTest {
     assertTrue(resumed.out().contains("after 2 epochs"), resumed.out());
     assertTrue(Files.exists(tmp.resolve("run/checkpoints/epoch-0003/state.json")));
 
+    // Evaluating the last checkpoint on val reproduces the training run's final val accuracy.
+    String trained = resumed.out().replaceAll("(?s).*val accuracy ([0-9.]+).*", "$1");
+    Run eval =
+        run(
+            "evaluate",
+            "-c",
+            tmp.resolve("run").toString(),
+            "-d",
+            dataset.toString(),
+            "--confusion",
+            tmp.resolve("confusion.png").toString(),
+            "--set",
+            "ramtrain.train.batch-size=8",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, eval.status(), eval.err());
+    assertTrue(eval.out().contains("accuracy " + trained), trained + " vs " + eval.out());
+    assertTrue(Files.exists(tmp.resolve("confusion.png")));
+
     Run bad = run("train", "-d", dataset.toString(), "--model", "mlp:100-3");
     assertEquals(Main.EXIT_FAILURE, bad.status());
     assertTrue(bad.err().contains("takes 100 inputs"), bad.err());
@@ -175,7 +194,8 @@ class MainTest {
 
   @Test
   void everyCommandHasHelp() {
-    for (String command : new String[] {"generate", "preprocess", "inspect", "demo"}) {
+    for (String command :
+        new String[] {"generate", "preprocess", "inspect", "demo", "train", "evaluate"}) {
       Run r = run(command, "--help");
       assertEquals(0, r.status(), command);
       assertTrue(r.out().contains("Usage: ramtrain " + command), r.out());

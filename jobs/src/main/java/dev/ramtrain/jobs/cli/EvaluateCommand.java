@@ -1,0 +1,150 @@
+package dev.ramtrain.jobs.cli;
+
+import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.report.Charts;
+import dev.ramtrain.trainer.DeviceInputs;
+import dev.ramtrain.trainer.EvalResult;
+import dev.ramtrain.trainer.Evaluator;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.data.Normalization;
+import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.nn.CrossEntropyLoss;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.apache.hadoop.conf.Configuration;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "evaluate",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Evaluate a checkpoint on a dataset split: accuracy, loss, per-class accuracy and a confusion",
+      "matrix PNG. The model, image shape and normalization come from the checkpoint."
+    })
+public final class EvaluateCommand implements Callable<Integer> {
+  @Mixin CommonOptions common;
+
+  @Option(
+      names = {"-c", "--checkpoint"},
+      required = true,
+      paramLabel = "DIR",
+      description = "A checkpoint folder, or a run directory (its latest checkpoint).")
+  Path checkpoint;
+
+  @Option(
+      names = {"-d", "--dataset"},
+      paramLabel = "DIR",
+      description = "Dataset directory (ramtrain.train.dataset).")
+  String dataset;
+
+  @Option(
+      names = "--split",
+      defaultValue = "val",
+      description = "Split to evaluate (default ${DEFAULT-VALUE}).")
+  String split;
+
+  @Option(
+      names = "--confusion",
+      paramLabel = "PNG",
+      defaultValue = "confusion.png",
+      description = "Where to draw the confusion matrix (default ${DEFAULT-VALUE}).")
+  Path confusionPng;
+
+  @Override
+  public Integer call() throws Exception {
+    Map<String, String> flags = new LinkedHashMap<>();
+    flags.put("ramtrain.train.dataset", dataset);
+    TrainSettings s = new TrainSettings(common.load(flags));
+    Checkpoints.Loaded c =
+        Files.exists(checkpoint.resolve("state.json"))
+            ? Checkpoints.load(checkpoint)
+            : Checkpoints.loadLatest(checkpoint);
+    Dataset ds = Dataset.open(s.dataset(), new Configuration());
+    Manifest m = ds.manifest();
+    ImageShape shape = shapeOf(c);
+    if (!shape.equals(m.image().shape())) {
+      throw new IOException(
+          c.dir()
+              + " was trained on "
+              + shape
+              + " images; "
+              + s.dataset()
+              + " holds "
+              + m.image().shape());
+    }
+    if (!m.classes().equals(c.state().get("classes"))) {
+      throw new IOException(
+          c.dir()
+              + " was trained on classes "
+              + c.state().get("classes")
+              + "; "
+              + s.dataset()
+              + " has "
+              + m.classes());
+    }
+    String spec = (String) c.state().get("model");
+    Normalization norm = Normalization.fromState(c.state());
+    try (Backend backend = new CpuBackend(s.threads());
+        ShardSet shards = ShardSet.open(ds, split);
+        DataLoader loader = new DataLoader(backend, shards, s.evalLoader())) {
+      Stream stream = backend.createStream("evaluate");
+      try (Model model =
+              Model.build(spec, ModelSpec.parse(spec, shape), backend, stream, s.batchSize(), 0);
+          CrossEntropyLoss loss =
+              new CrossEntropyLoss(backend, s.batchSize(), m.classes().size(), 0f);
+          DeviceInputs inputs =
+              new DeviceInputs(
+                  backend,
+                  stream,
+                  shape,
+                  s.batchSize(),
+                  m.classes().size(),
+                  norm.mean(),
+                  norm.std())) {
+        Checkpoints.restore(c, model, null, backend, stream);
+        EvalResult eval = Evaluator.evaluate(model, loss, inputs, loader);
+        System.out.printf(
+            "%s on %s/%s: accuracy %.4f, loss %.4f over %,d samples%n",
+            c.dir(), s.dataset(), split, eval.accuracy(), eval.loss(), eval.samples());
+        for (int k = 0; k < m.classes().size(); k++) {
+          System.out.printf("  %-20s %.4f%n", m.classes().get(k), eval.classAccuracy(k));
+        }
+        Path parent = confusionPng.toAbsolutePath().getParent();
+        if (parent != null) {
+          Files.createDirectories(parent);
+        }
+        Charts.confusion(
+            confusionPng,
+            String.format("Confusion matrix, %s (accuracy %.4f)", split, eval.accuracy()),
+            m.classes(),
+            eval.confusion());
+        System.out.println("confusion matrix " + confusionPng.toAbsolutePath());
+      }
+    }
+    return 0;
+  }
+
+  private static ImageShape shapeOf(Checkpoints.Loaded c) {
+    List<?> dims = (List<?>) c.state().get("image");
+    return new ImageShape(
+        ((Number) dims.get(0)).intValue(),
+        ((Number) dims.get(1)).intValue(),
+        ((Number) dims.get(2)).intValue());
+  }
+}

@@ -1,0 +1,161 @@
+package dev.ramtrain.trainer;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Event;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.data.Batch;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+
+/**
+ * The device side of input batches: two slots of uint8 images and labels, filled from pinned
+ * staging on a copy stream while the compute stream works on the other slot, normalized on the
+ * device, and the host readback of a batch's losses, logits and labels.
+ */
+public final class DeviceInputs implements AutoCloseable {
+  public static final int SLOTS = 2;
+
+  private final Backend backend;
+  private final Stream compute;
+  private final Stream copy;
+  private final ImageShape shape;
+  private final int classes;
+  private final float[] mean;
+  private final float[] std;
+  private final DeviceBuffer[] pixels = new DeviceBuffer[SLOTS];
+  private final DeviceBuffer[] labels = new DeviceBuffer[SLOTS];
+  private final Event[] copied = new Event[SLOTS];
+  private final Event[] consumed = new Event[SLOTS];
+  private final DeviceBuffer input;
+  private final HostBuffer readback;
+
+  public DeviceInputs(
+      Backend backend,
+      Stream compute,
+      ImageShape shape,
+      int maxBatch,
+      int classes,
+      float[] mean,
+      float[] std) {
+    if (mean.length != shape.channels() || std.length != shape.channels()) {
+      throw new IllegalArgumentException(
+          "normalization has " + mean.length + " channels, images have " + shape.channels());
+    }
+    this.backend = backend;
+    this.compute = compute;
+    this.copy = backend.createStream("copy-in");
+    this.shape = shape;
+    this.classes = classes;
+    this.mean = mean.clone();
+    this.std = std.clone();
+    for (int s = 0; s < SLOTS; s++) {
+      pixels[s] = backend.allocate("input.u8." + s, DType.U8, (long) maxBatch * shape.bytes());
+      labels[s] = backend.allocate("input.labels." + s, DType.I32, maxBatch);
+      copied[s] = backend.createEvent();
+      consumed[s] = backend.createEvent();
+    }
+    this.input = backend.allocate("input.f32", DType.F32, (long) maxBatch * shape.bytes());
+    this.readback = backend.allocateHost("readback", 4L * maxBatch * (classes + 2));
+  }
+
+  /** Enqueues the copy of a staged batch into device slot {@code slot}, after its last use. */
+  public void stage(Batch batch, int slot) {
+    long bytes = (long) batch.size() * shape.bytes();
+    copy.waitFor(consumed[slot]);
+    backend.copy(batch.pixels(), 0, pixels[slot].view(0, bytes), bytes, copy);
+    backend.copy(batch.labels(), 0, labels[slot].view(0, batch.size()), 4L * batch.size(), copy);
+    copied[slot].record(copy);
+  }
+
+  /** Hands a batch's staging slot back to the loader once its copy to the device has run. */
+  public void releaseWhenCopied(Batch batch, int slot) {
+    copied[slot].synchronize();
+    batch.release();
+  }
+
+  /** Once slot {@code slot}'s copy has landed: its n uint8 images as normalized float NCHW. */
+  public DeviceBuffer normalized(int slot, int n) {
+    compute.waitFor(copied[slot]);
+    DeviceBuffer x = input.view(0, (long) n * shape.bytes());
+    backend.normalizeImages(
+        compute,
+        pixels[slot].view(0, (long) n * shape.bytes()),
+        n,
+        shape.height(),
+        shape.width(),
+        shape.channels(),
+        mean,
+        std,
+        x);
+    return x;
+  }
+
+  /** The stream the inputs are normalized on, where the model runs. */
+  public Stream computeStream() {
+    return compute;
+  }
+
+  public DeviceBuffer labels(int slot, int n) {
+    return labels[slot].view(0, n);
+  }
+
+  /** Marks slot {@code slot} free for the next copy once the compute stream has used it. */
+  public void consumed(int slot) {
+    consumed[slot].record(compute);
+  }
+
+  /** A batch's loss sum and predictions, on the host. */
+  public record Readback(double lossSum, long correct, int[] truth, int[] predictions) {}
+
+  /** Brings losses, logits and labels to the host (a synchronization point): sum, argmax, hits. */
+  public Readback read(DeviceBuffer losses, DeviceBuffer logits, DeviceBuffer truthLabels, int n) {
+    long logitsAt = 4L * n;
+    long labelsAt = logitsAt + 4L * n * classes;
+    backend.copy(losses, readback, 0, 4L * n, compute);
+    backend.copy(logits, readback, logitsAt, 4L * n * classes, compute);
+    backend.copy(truthLabels, readback, labelsAt, 4L * n, compute);
+    compute.synchronize();
+    FloatBuffer f = readback.asByteBuffer().asFloatBuffer();
+    int[] truth = new int[n];
+    readback
+        .asByteBuffer()
+        .position((int) labelsAt)
+        .slice()
+        .order(ByteOrder.nativeOrder())
+        .asIntBuffer()
+        .get(truth);
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+      sum += f.get(i);
+    }
+    int[] predictions = new int[n];
+    long correct = 0;
+    for (int i = 0; i < n; i++) {
+      int row = n + i * classes;
+      int best = 0;
+      for (int c = 1; c < classes; c++) {
+        if (f.get(row + c) > f.get(row + best)) {
+          best = c;
+        }
+      }
+      predictions[i] = best;
+      correct += best == truth[i] ? 1 : 0;
+    }
+    return new Readback(sum, correct, truth, predictions);
+  }
+
+  @Override
+  public void close() {
+    copy.synchronize();
+    for (int s = 0; s < SLOTS; s++) {
+      pixels[s].close();
+      labels[s].close();
+    }
+    input.close();
+    readback.close();
+  }
+}
