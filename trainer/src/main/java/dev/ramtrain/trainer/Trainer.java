@@ -38,8 +38,6 @@ public final class Trainer implements AutoCloseable {
   private final LrSchedule schedule;
   private final TrainOptions options;
   private final MetricsLog metrics;
-  private final ImageShape shape;
-  private final int classes;
   private final Stream compute;
   private final CrossEntropyLoss loss;
   private final DeviceBuffer gradNorm;
@@ -69,26 +67,19 @@ public final class Trainer implements AutoCloseable {
               + " = "
               + shape.bytes());
     }
-    if (options.mean().length != shape.channels()) {
-      throw new IllegalArgumentException(
-          "normalization has "
-              + options.mean().length
-              + " channels, images have "
-              + shape.channels());
-    }
     this.backend = backend;
     this.model = model;
     this.optimizer = optimizer;
     this.schedule = schedule;
     this.options = options;
     this.metrics = metrics;
-    this.shape = shape;
-    this.classes = model.outputSize();
+    int classes = model.outputSize();
     int batch = model.maxBatch();
     this.compute = backend.createStream("compute");
-    this.loss = new CrossEntropyLoss(backend, batch, classes, options.labelSmoothing());
+    // First: it checks the normalization against the images before any memory is allocated.
     this.inputs =
         new DeviceInputs(backend, compute, shape, batch, classes, options.mean(), options.std());
+    this.loss = new CrossEntropyLoss(backend, batch, classes, options.labelSmoothing());
     this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
   }
 
@@ -168,15 +159,14 @@ public final class Trainer implements AutoCloseable {
         lossSum += r.lossSum();
         correct += r.correct();
         samples += current.size();
+        double meanLoss = lossSum / samples;
+        double accuracy = (double) correct / samples;
+        long seen = samples;
+        int batchNumber = current.index() + 1;
         progress.update(
-            progressText(
-                epoch,
-                current.index() + 1,
-                train.batchesPerEpoch(),
-                lossSum / samples,
-                (double) correct / samples,
-                samples,
-                start));
+            () ->
+                progressText(
+                    epoch, batchNumber, train.batchesPerEpoch(), meanLoss, accuracy, seen, start));
       }
     }
     double seconds = (System.nanoTime() - start) / 1e9;

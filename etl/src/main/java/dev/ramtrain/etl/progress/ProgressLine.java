@@ -2,6 +2,7 @@ package dev.ramtrain.etl.progress;
 
 import java.io.PrintStream;
 import java.time.Duration;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,15 +17,15 @@ public final class ProgressLine {
   private long lastDraw;
   private long lastLog = System.nanoTime();
 
-  /** Shows {@code text}, unless the previous update was too recent. */
-  public synchronized void update(String text) {
+  /** Shows the text, unless the previous update was too recent (then it is not even built). */
+  public synchronized void update(Supplier<String> text) {
     long now = System.nanoTime();
     if (terminal && now - lastDraw > 500_000_000L) {
-      out.print("\r" + text + "   ");
+      out.print("\r" + text.get() + "   ");
       out.flush();
       lastDraw = now;
     } else if (!terminal && now - lastLog > 10_000_000_000L) {
-      LOG.info(text);
+      LOG.info(text.get());
       lastLog = now;
     }
   }

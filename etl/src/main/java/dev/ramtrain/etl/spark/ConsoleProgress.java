@@ -41,7 +41,7 @@ final class ConsoleProgress implements AutoCloseable {
       } catch (InterruptedException e) {
         return;
       }
-      line.update(text());
+      line.update(this::text);
     }
   }
 

@@ -188,12 +188,11 @@ public final class DataLoader implements AutoCloseable {
         all[j] = t;
       }
     }
+    // Full batches for DROP and PAD (PAD wraps around the order); KEEP ends with a short batch.
     long count =
-        options.remainder() == LoaderOptions.Remainder.PAD
-            ? (long) batchesPerEpoch() * options.batchSize()
-            : options.remainder() == LoaderOptions.Remainder.DROP
-                ? (long) batchesPerEpoch() * options.batchSize()
-                : perRank();
+        options.remainder() == LoaderOptions.Remainder.KEEP
+            ? perRank()
+            : (long) batchesPerEpoch() * options.batchSize();
     long[] mine = new long[(int) count];
     for (int i = 0; i < count; i++) {
       long position = (long) i * options.worldSize() + options.rank();
