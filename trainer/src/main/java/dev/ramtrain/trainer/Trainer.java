@@ -203,6 +203,7 @@ public final class Trainer implements AutoCloseable {
     DeviceBuffer x = inputs.normalized(slot, n);
     DeviceBuffer y = inputs.labels(slot, n);
     model.zeroGrad(compute);
+    model.beginStep(globalStep);
     DeviceBuffer logits = model.forward(compute, x, n, true);
     DeviceBuffer dlogits = loss.compute(compute, logits, y, n);
     inputs.consumed(slot); // the device input slot is free for the next copy

@@ -142,8 +142,12 @@ class TrainerTest {
     }
   }
 
+  /** Batch norm (running statistics are checkpointed) and dropout (masks drawn per step). */
+  private static final String RESUMED_MODEL = "cnn:cb4-p-d0.25-f16-3";
+
   /**
-   * Trains epochs [first, epochs) with checkpoints in {@code run}; returns the final parameters.
+   * Trains epochs [first, epochs) with checkpoints in {@code run}; returns the final parameters
+   * followed by the final buffers.
    */
   private float[] run(Path run, int first, int epochs, boolean resume) throws Exception {
     try (Backend b = new CpuBackend(2);
@@ -157,7 +161,7 @@ class TrainerTest {
         DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
       var stream = b.createStream("setup");
       try (Model model =
-              Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
+              Model.build(RESUMED_MODEL, ModelSpec.parse(RESUMED_MODEL, SHAPE), b, stream, 32, 1);
           Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
           MetricsLog metrics = new MetricsLog(null);
           Trainer trainer =
@@ -185,7 +189,11 @@ class TrainerTest {
           trainer.resumeAt(c.globalStep());
         }
         trainer.fit(trainLoader, valLoader, first);
-        return DeviceArrays.read(b, stream, model.parameters().values());
+        float[] values = DeviceArrays.read(b, stream, model.parameters().values());
+        float[] buffers = DeviceArrays.read(b, stream, model.parameters().buffers());
+        float[] both = java.util.Arrays.copyOf(values, values.length + buffers.length);
+        System.arraycopy(buffers, 0, both, values.length, buffers.length);
+        return both;
       }
     }
   }
@@ -197,7 +205,8 @@ class TrainerTest {
     assertEquals(
         "epoch-0001", Files.readString(tmp.resolve("interrupted/checkpoints/latest")).strip());
     float[] resumed = run(tmp.resolve("interrupted"), 1, 3, true);
-    org.junit.jupiter.api.Assertions.assertArrayEquals(straight, resumed, "weights after resume");
+    org.junit.jupiter.api.Assertions.assertArrayEquals(
+        straight, resumed, "weights and running statistics after resume");
     assertTrue(Files.exists(tmp.resolve("interrupted/checkpoints/epoch-0003/model.safetensors")));
   }
 }

@@ -206,6 +206,74 @@ public interface Backend extends AutoCloseable {
    */
   void clipGradNorm(Stream stream, DeviceBuffer grads, float maxNorm, DeviceBuffer norm);
 
+  /** {@code out = a + b} elementwise ({@code out} may be {@code a} or {@code b}): residual sums. */
+  void add(Stream stream, DeviceBuffer a, DeviceBuffer b, DeviceBuffer out);
+
+  /** {@code out = a * b} elementwise ({@code out} may be {@code a} or {@code b}). */
+  void multiply(Stream stream, DeviceBuffer a, DeviceBuffer b, DeviceBuffer out);
+
+  /**
+   * Fills {@code mask} for inverted dropout with drop probability {@code p}: element i is 0 when
+   * {@link CounterRng#uniform CounterRng.uniform(seed, i)} {@code < p}, else {@code 1 / (1 - p)}.
+   * Counter-based, so every backend draws the same mask for the same seed, whatever its threading.
+   */
+  void dropoutMask(Stream stream, float p, long seed, DeviceBuffer mask);
+
+  /**
+   * Batch normalization in training mode over NCHW input ({@code n} images, {@code c} channels,
+   * {@code hw} positions), as nn.BatchNorm2d: normalizes each channel with its batch mean and
+   * biased variance, then {@code y = gamma * xhat + beta}; saves the mean and {@code 1 / sqrt(var +
+   * eps)} per channel for the backward pass and moves the running statistics by {@code momentum}
+   * (the running variance is the unbiased one).
+   */
+  void batchNormTrain(
+      Stream stream,
+      DeviceBuffer x,
+      int n,
+      int c,
+      int hw,
+      DeviceBuffer gamma,
+      DeviceBuffer beta,
+      float eps,
+      float momentum,
+      DeviceBuffer runningMean,
+      DeviceBuffer runningVar,
+      DeviceBuffer y,
+      DeviceBuffer savedMean,
+      DeviceBuffer savedInvStd);
+
+  /** Batch normalization in evaluation mode: the running statistics instead of the batch's. */
+  void batchNormInference(
+      Stream stream,
+      DeviceBuffer x,
+      int n,
+      int c,
+      int hw,
+      DeviceBuffer gamma,
+      DeviceBuffer beta,
+      float eps,
+      DeviceBuffer runningMean,
+      DeviceBuffer runningVar,
+      DeviceBuffer y);
+
+  /**
+   * The backward pass of {@link #batchNormTrain}: adds dL/dgamma and dL/dbeta to {@code dgamma} and
+   * {@code dbeta}, and writes dL/dx (through the batch statistics) to {@code dx}.
+   */
+  void batchNormBackward(
+      Stream stream,
+      DeviceBuffer x,
+      DeviceBuffer dy,
+      int n,
+      int c,
+      int hw,
+      DeviceBuffer gamma,
+      DeviceBuffer savedMean,
+      DeviceBuffer savedInvStd,
+      DeviceBuffer dgamma,
+      DeviceBuffer dbeta,
+      DeviceBuffer dx);
+
   /** Waits for all streams, then frees the backend; throws if allocations are still live. */
   @Override
   void close();

@@ -16,6 +16,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -73,14 +74,9 @@ public final class Checkpoints {
     deleteTree(tmp);
     Files.createDirectories(tmp);
     Parameters p = model.parameters();
-    float[] values = download(backend, stream, p.values());
     List<Safetensors.Tensor> weights = new ArrayList<>();
-    for (Parameters.Entry e : p.entries()) {
-      int offset = (int) e.offset();
-      float[] part = java.util.Arrays.copyOfRange(values, offset, offset + (int) e.spec().count());
-      long[] shape = java.util.Arrays.stream(e.spec().shape()).asLongStream().toArray();
-      weights.add(new Safetensors.Tensor(e.spec().name(), shape, part));
-    }
+    split(p.entries(), download(backend, stream, p.values()), weights);
+    split(p.bufferEntries(), download(backend, stream, p.buffers()), weights);
     Safetensors.write(
         tmp.resolve("model.safetensors"),
         weights,
@@ -149,16 +145,8 @@ public final class Checkpoints {
           c.dir() + " was saved from model " + c.state().get("model") + ", not " + model.spec());
     }
     Parameters p = model.parameters();
-    float[] values = new float[(int) p.count()];
-    for (Parameters.Entry e : p.entries()) {
-      Safetensors.Tensor t = c.weights().get(e.spec().name());
-      if (t == null || t.values().length != e.spec().count()) {
-        throw new IllegalArgumentException(
-            c.dir() + ": parameter " + e.spec().name() + " is missing or has the wrong size");
-      }
-      System.arraycopy(t.values(), 0, values, (int) e.offset(), t.values().length);
-    }
-    upload(backend, stream, p.values(), values);
+    upload(backend, stream, p.values(), gather(c, p.entries(), p.values().count()));
+    upload(backend, stream, p.buffers(), gather(c, p.bufferEntries(), p.buffers().count()));
     if (optimizer != null) {
       List<DeviceBuffer> slabs = optimizer.state();
       if (slabs.size() != c.optimizerState().size()) {
@@ -174,6 +162,31 @@ public final class Checkpoints {
       }
       optimizer.resumeAt(c.optimizerSteps());
     }
+  }
+
+  /** Cuts a slab into one named tensor per entry. */
+  private static void split(
+      List<Parameters.Entry> entries, float[] slab, List<Safetensors.Tensor> into) {
+    for (Parameters.Entry e : entries) {
+      int offset = (int) e.offset();
+      float[] part = Arrays.copyOfRange(slab, offset, offset + (int) e.spec().count());
+      long[] shape = Arrays.stream(e.spec().shape()).asLongStream().toArray();
+      into.add(new Safetensors.Tensor(e.spec().name(), shape, part));
+    }
+  }
+
+  /** Assembles a slab from a checkpoint's named tensors. */
+  private static float[] gather(Loaded c, List<Parameters.Entry> entries, long count) {
+    float[] slab = new float[(int) count];
+    for (Parameters.Entry e : entries) {
+      Safetensors.Tensor t = c.weights().get(e.spec().name());
+      if (t == null || t.values().length != e.spec().count()) {
+        throw new IllegalArgumentException(
+            c.dir() + ": tensor " + e.spec().name() + " is missing or has the wrong size");
+      }
+      System.arraycopy(t.values(), 0, slab, (int) e.offset(), t.values().length);
+    }
+    return slab;
   }
 
   private static float[] download(Backend backend, Stream stream, DeviceBuffer d) {

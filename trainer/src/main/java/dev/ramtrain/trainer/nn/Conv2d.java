@@ -21,6 +21,7 @@ public final class Conv2d extends BaseLayer {
   private final int oh;
   private final int ow;
   private final int patch; // in * k * k
+  private final boolean hasBias;
   private DeviceBuffer weight;
   private DeviceBuffer bias;
   private DeviceBuffer weightGrad;
@@ -31,6 +32,12 @@ public final class Conv2d extends BaseLayer {
   private DeviceBuffer dx;
 
   public Conv2d(String name, int in, int h, int w, int out, int k, int stride, int pad) {
+    this(name, in, h, w, out, k, stride, pad, true);
+  }
+
+  /** {@code bias} false for a convolution followed by batch norm, as ResNets have it. */
+  public Conv2d(
+      String name, int in, int h, int w, int out, int k, int stride, int pad, boolean bias) {
     super(name);
     if (in < 1 || out < 1 || k < 1 || stride < 1 || pad < 0 || h + 2 * pad < k || w + 2 * pad < k) {
       throw new IllegalArgumentException(
@@ -60,6 +67,7 @@ public final class Conv2d extends BaseLayer {
     this.oh = (h + 2 * pad - k) / stride + 1;
     this.ow = (w + 2 * pad - k) / stride + 1;
     this.patch = in * k * k;
+    this.hasBias = bias;
   }
 
   public int outputHeight() {
@@ -82,18 +90,25 @@ public final class Conv2d extends BaseLayer {
 
   @Override
   public List<ParamSpec> parameters() {
-    return List.of(
+    ParamSpec weightSpec =
         new ParamSpec(
-            name + ".weight", new int[] {out, in, k, k}, ParamSpec.Init.KAIMING_UNIFORM, patch),
+            name + ".weight", new int[] {out, in, k, k}, ParamSpec.Init.KAIMING_UNIFORM, patch);
+    if (!hasBias) {
+      return List.of(weightSpec);
+    }
+    return List.of(
+        weightSpec,
         new ParamSpec(name + ".bias", new int[] {out}, ParamSpec.Init.FAN_IN_UNIFORM, patch));
   }
 
   @Override
   protected void bind(Parameters params, int maxBatch) {
     weight = params.value(name + ".weight");
-    bias = params.value(name + ".bias");
     weightGrad = params.grad(name + ".weight");
-    biasGrad = params.grad(name + ".bias");
+    if (hasBias) {
+      bias = params.value(name + ".bias");
+      biasGrad = params.grad(name + ".bias");
+    }
     long positions = (long) maxBatch * oh * ow;
     cols = own("cols", positions * patch);
     y = own("out", positions * out);
@@ -124,7 +139,9 @@ public final class Conv2d extends BaseLayer {
           hw);
     }
     DeviceBuffer yb = y.view(0, (long) batch * out * hw);
-    backend.addChannelBias(s, yb, bias, batch, out, hw);
+    if (hasBias) {
+      backend.addChannelBias(s, yb, bias, batch, out, hw);
+    }
     return yb;
   }
 
@@ -148,7 +165,9 @@ public final class Conv2d extends BaseLayer {
           weightGrad,
           patch);
     }
-    backend.sumChannels(s, dy, biasGrad, batch, out, hw);
+    if (hasBias) {
+      backend.sumChannels(s, dy, biasGrad, batch, out, hw);
+    }
     if (!needInputGrad) {
       return null;
     }

@@ -22,7 +22,18 @@ public interface Layer extends AutoCloseable {
     return List.of();
   }
 
+  /** State saved with the model but not trained (PyTorch's buffers, e.g. running statistics). */
+  default List<ParamSpec> buffers() {
+    return List.of();
+  }
+
   void bind(Backend backend, Parameters params, int maxBatch);
+
+  /**
+   * Called before each training forward with a seed drawn from (model seed, step), for layers whose
+   * training forward draws random numbers (dropout): a resumed run draws the same numbers.
+   */
+  default void beginStep(long stepSeed) {}
 
   /** Computes the output for {@code batch} samples of {@code x}; the layer may keep {@code x}. */
   DeviceBuffer forward(Stream stream, DeviceBuffer x, int batch, boolean training);

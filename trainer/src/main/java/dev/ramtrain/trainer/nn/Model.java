@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.etl.source.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -16,14 +17,21 @@ public final class Model implements AutoCloseable {
   private final Parameters parameters;
   private final Backend backend;
   private final int maxBatch;
+  private final long seed;
 
   private Model(
-      String spec, List<Layer> layers, Parameters parameters, Backend backend, int maxBatch) {
+      String spec,
+      List<Layer> layers,
+      Parameters parameters,
+      Backend backend,
+      int maxBatch,
+      long seed) {
     this.spec = spec;
     this.layers = layers;
     this.parameters = parameters;
     this.backend = backend;
     this.maxBatch = maxBatch;
+    this.seed = seed;
   }
 
   /**
@@ -48,8 +56,12 @@ public final class Model implements AutoCloseable {
       }
     }
     List<ParamSpec> specs = new ArrayList<>();
-    layers.forEach(l -> specs.addAll(l.parameters()));
-    Parameters parameters = Parameters.allocate(backend, specs);
+    List<ParamSpec> buffers = new ArrayList<>();
+    for (Layer layer : layers) {
+      specs.addAll(layer.parameters());
+      buffers.addAll(layer.buffers());
+    }
+    Parameters parameters = Parameters.allocate(backend, specs, buffers);
     List<Layer> bound = new ArrayList<>();
     try {
       for (Layer layer : layers) {
@@ -62,7 +74,7 @@ public final class Model implements AutoCloseable {
       parameters.close();
       throw e;
     }
-    return new Model(spec, List.copyOf(layers), parameters, backend, maxBatch);
+    return new Model(spec, List.copyOf(layers), parameters, backend, maxBatch, seed);
   }
 
   public String spec() {
@@ -98,6 +110,12 @@ public final class Model implements AutoCloseable {
       h = layer.forward(stream, h, batch, training);
     }
     return h;
+  }
+
+  /** Tells the layers which training step the next forward belongs to (seeds dropout). */
+  public void beginStep(long step) {
+    long stepSeed = SampleIds.mix(seed, step);
+    layers.forEach(l -> l.beginStep(stepSeed));
   }
 
   /** Backward from dL/dlogits; gradients accumulate into the slab (zero it each step). */

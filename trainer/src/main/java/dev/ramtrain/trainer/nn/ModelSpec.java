@@ -4,8 +4,15 @@ import dev.ramtrain.etl.shard.ImageShape;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Models from a short spec string ({@code ramtrain.train.model}). */
+/**
+ * Models from a short spec string ({@code ramtrain.train.model}). Activations are flat per sample
+ * (NCHW is already the flattened layout), so no Flatten layer is needed between convolutions and
+ * Linear layers.
+ */
 public final class ModelSpec {
+  private static final String KNOWN =
+      "mlp:IN-HIDDEN-...-OUT, cnn:c32-p-c64-p-f128-CLASSES, resnet:DEPTH[-WIDTH]-CLASSES";
+
   private ModelSpec() {}
 
   /** {@code mlp:784-1024-1024-10}: Linear layers with ReLU between them. */
@@ -14,30 +21,38 @@ public final class ModelSpec {
   }
 
   /**
-   * Parses a spec for inputs of {@code shape} (channels, height, width; needed by {@code cnn}):
+   * Parses a spec for inputs of {@code shape} (channels, height, width; needed by {@code cnn} and
+   * {@code resnet}):
    *
    * <ul>
    *   <li>{@code mlp:IN-H1-...-OUT}: Linear layers with ReLU between them.
    *   <li>{@code cnn:c32-p-c64-p-f128-10}: {@code cN} a 3×3 convolution (padding 1) with ReLU,
-   *       {@code p} 2×2 max pooling, {@code fN} a Linear layer with ReLU, the last number the
-   *       classes. {@code cnn:c32-p-c64-p-f128-10} is the CNN of the PyTorch anchor.
+   *       {@code cbN} the same with batch norm before the ReLU (and no conv bias), {@code p} 2×2
+   *       max pooling, {@code g} global average pooling, {@code d0.5} dropout, {@code fN} a Linear
+   *       layer with ReLU, the last number the classes. {@code cnn:c32-p-c64-p-f128-10} is the CNN
+   *       of the PyTorch anchor.
+   *   <li>{@code resnet:20-10}: the CIFAR ResNet of He et al. (depth 6n+2: a 3×3 stem, three stages
+   *       of n basic blocks at widths 16, 32, 64, strides 1, 2, 2, global average pooling, a Linear
+   *       classifier); {@code resnet:8-32-10} sets the first stage's width. Shortcuts that change
+   *       shape are 1×1 convolutions with batch norm (torchvision's "option B"). Parameter names
+   *       follow torchvision's ResNet ({@code layer1.0.conv1.weight}, {@code fc.bias}).
    * </ul>
    */
   public static List<Layer> parse(String spec, ImageShape shape) {
     String[] kindAndArgs = spec.split(":", 2);
-    if (kindAndArgs.length == 2 && kindAndArgs[0].equals("mlp")) {
+    String kind = kindAndArgs[0];
+    if (kindAndArgs.length == 2 && kind.equals("mlp")) {
       return mlp(spec, kindAndArgs[1]);
     }
-    if (kindAndArgs.length == 2 && kindAndArgs[0].equals("cnn")) {
+    if (kindAndArgs.length == 2 && (kind.equals("cnn") || kind.equals("resnet"))) {
       if (shape == null) {
-        throw new IllegalArgumentException(spec + ": a CNN needs the input image shape");
+        throw new IllegalArgumentException(spec + ": a " + kind + " needs the input image shape");
       }
-      return cnn(spec, kindAndArgs[1], shape);
+      return kind.equals("cnn")
+          ? cnn(spec, kindAndArgs[1], shape)
+          : resnet(spec, kindAndArgs[1], shape);
     }
-    throw new IllegalArgumentException(
-        "unknown model spec '"
-            + spec
-            + "'; known: mlp:IN-HIDDEN-...-OUT, cnn:c32-p-c64-p-f128-CLASSES");
+    throw new IllegalArgumentException("unknown model spec '" + spec + "'; known: " + KNOWN);
   }
 
   private static List<Layer> cnn(String spec, String body, ImageShape shape) {
@@ -50,23 +65,34 @@ public final class ModelSpec {
     int convs = 0;
     int pools = 0;
     int fcs = 0;
+    int dropouts = 0;
     for (int i = 0; i < tokens.length; i++) {
       String t = tokens[i].strip();
       boolean last = i == tokens.length - 1;
-      if (t.startsWith("c") && flat < 0) {
-        int out = number(spec, t.substring(1));
-        Conv2d conv = new Conv2d("conv" + ++convs, c, h, w, out, 3, 1, 1);
+      if (t.matches("cb?\\d+") && flat < 0) {
+        boolean norm = t.startsWith("cb");
+        int out = number(spec, t.substring(norm ? 2 : 1));
+        String name = "conv" + ++convs;
+        Conv2d conv = new Conv2d(name, c, h, w, out, 3, 1, 1, !norm);
         layers.add(conv);
-        layers.add(
-            new Activation("conv" + convs + ".relu", Activation.Kind.RELU, conv.outputSize()));
-        c = out;
         h = conv.outputHeight();
         w = conv.outputWidth();
+        c = out;
+        if (norm) {
+          layers.add(new BatchNorm2d("bn" + convs, c, h, w));
+        }
+        layers.add(new Activation(name + ".relu", Activation.Kind.RELU, conv.outputSize()));
       } else if (t.equals("p") && flat < 0) {
         MaxPool2d pool = new MaxPool2d("pool" + ++pools, c, h, w, 2, 2);
         layers.add(pool);
         h = pool.outputHeight();
         w = pool.outputWidth();
+      } else if (t.equals("g") && flat < 0) {
+        layers.add(new GlobalAvgPool("avgpool", c, h, w));
+        flat = c;
+      } else if (t.matches("d0?\\.\\d+") && !last) {
+        int size = flat < 0 ? c * h * w : flat;
+        layers.add(new Dropout("dropout" + ++dropouts, size, Float.parseFloat(t.substring(1))));
       } else if (t.startsWith("f") || last) {
         int in = flat < 0 ? c * h * w : flat;
         int out = number(spec, t.startsWith("f") ? t.substring(1) : t);
@@ -77,15 +103,73 @@ public final class ModelSpec {
         flat = out;
       } else {
         throw new IllegalArgumentException(
-            spec + ": '" + t + "' is not cN, p or fN (convolutions and pooling come before fN)");
+            spec
+                + ": '"
+                + t
+                + "' is not cN, cbN, p, g, dP or fN (convolutions and pooling come before g and fN)");
       }
     }
     return layers;
   }
 
+  private static List<Layer> resnet(String spec, String body, ImageShape shape) {
+    String[] parts = body.split("-");
+    if (parts.length < 2 || parts.length > 3) {
+      throw new IllegalArgumentException(spec + ": expected resnet:DEPTH[-WIDTH]-CLASSES");
+    }
+    int depth = number(spec, parts[0]);
+    int width = parts.length == 3 ? number(spec, parts[1]) : 16;
+    int classes = number(spec, parts[parts.length - 1]);
+    if (depth < 8 || (depth - 2) % 6 != 0) {
+      throw new IllegalArgumentException(
+          spec + ": ResNet depth must be 6n+2 with n >= 1 (8, 14, 20, 32, 44, 56, 110)");
+    }
+    int blocks = (depth - 2) / 6;
+    List<Layer> layers = new ArrayList<>();
+    Conv2d stem =
+        new Conv2d("conv1", shape.channels(), shape.height(), shape.width(), width, 3, 1, 1, false);
+    int c = width;
+    int h = stem.outputHeight();
+    int w = stem.outputWidth();
+    layers.add(stem);
+    layers.add(new BatchNorm2d("bn1", c, h, w));
+    layers.add(new Activation("relu", Activation.Kind.RELU, stem.outputSize()));
+    for (int stage = 1; stage <= 3; stage++) {
+      int out = width << (stage - 1);
+      for (int b = 0; b < blocks; b++) {
+        int stride = stage > 1 && b == 0 ? 2 : 1;
+        String name = "layer" + stage + "." + b;
+        Conv2d conv1 = new Conv2d(name + ".conv1", c, h, w, out, 3, stride, 1, false);
+        int oh = conv1.outputHeight();
+        int ow = conv1.outputWidth();
+        List<Layer> main =
+            List.of(
+                conv1,
+                new BatchNorm2d(name + ".bn1", out, oh, ow),
+                new Activation(name + ".relu1", Activation.Kind.RELU, conv1.outputSize()),
+                new Conv2d(name + ".conv2", out, oh, ow, out, 3, 1, 1, false),
+                new BatchNorm2d(name + ".bn2", out, oh, ow));
+        List<Layer> shortcut = List.of();
+        if (stride != 1 || out != c) {
+          shortcut =
+              List.of(
+                  new Conv2d(name + ".downsample.0", c, h, w, out, 1, stride, 0, false),
+                  new BatchNorm2d(name + ".downsample.1", out, oh, ow));
+        }
+        layers.add(new ResidualBlock(name, main, shortcut));
+        c = out;
+        h = oh;
+        w = ow;
+      }
+    }
+    layers.add(new GlobalAvgPool("avgpool", c, h, w));
+    layers.add(new Linear("fc", c, classes));
+    return layers;
+  }
+
   private static int number(String spec, String text) {
     try {
-      int v = Integer.parseInt(text);
+      int v = Integer.parseInt(text.strip());
       if (v < 1) {
         throw new NumberFormatException();
       }

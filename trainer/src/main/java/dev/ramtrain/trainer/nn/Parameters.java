@@ -17,7 +17,9 @@ import java.util.SplittableRandom;
 /**
  * All parameters of a model in one contiguous slab, and their gradients in a second slab of the
  * same layout; each parameter is a view. One slab is what the weight streamer later moves in a few
- * large copies, and what the optimizer updates in one kernel call.
+ * large copies, and what the optimizer updates in one kernel call. State that is saved with the
+ * model but not trained (batch normalization's running statistics, PyTorch's "buffers") lives in a
+ * third slab the optimizer never sees.
  */
 public final class Parameters implements AutoCloseable {
   /** Where a parameter lives in the slabs. */
@@ -27,28 +29,60 @@ public final class Parameters implements AutoCloseable {
   private final long count;
   private final DeviceBuffer values;
   private final DeviceBuffer grads;
+  private final Map<String, Entry> bufferEntries;
+  private final DeviceBuffer buffers;
 
   private Parameters(
-      Map<String, Entry> entries, long count, DeviceBuffer values, DeviceBuffer grads) {
+      Map<String, Entry> entries,
+      long count,
+      DeviceBuffer values,
+      DeviceBuffer grads,
+      Map<String, Entry> bufferEntries,
+      DeviceBuffer buffers) {
     this.entries = entries;
     this.count = count;
     this.values = values;
     this.grads = grads;
+    this.bufferEntries = bufferEntries;
+    this.buffers = buffers;
   }
 
-  /** Lays out {@code specs} in order and allocates both slabs (zeroed). */
-  public static Parameters allocate(Backend backend, List<ParamSpec> specs) {
-    Map<String, Entry> entries = new LinkedHashMap<>();
+  /** Lays out trainable {@code specs} and untrained {@code bufferSpecs} in order (zeroed). */
+  public static Parameters allocate(
+      Backend backend, List<ParamSpec> specs, List<ParamSpec> bufferSpecs) {
+    Map<String, Entry> entries = layout(specs, new LinkedHashMap<>());
+    Map<String, Entry> bufferEntries = layout(bufferSpecs, new LinkedHashMap<>(entries));
+    bufferEntries.keySet().removeAll(entries.keySet());
+    long count = end(entries);
+    DeviceBuffer values = backend.allocate("parameters", DType.F32, count);
+    DeviceBuffer grads = backend.allocate("gradients", DType.F32, count);
+    DeviceBuffer buffers = backend.allocate("buffers", DType.F32, end(bufferEntries));
+    return new Parameters(
+        Collections.unmodifiableMap(entries),
+        count,
+        values,
+        grads,
+        Collections.unmodifiableMap(bufferEntries),
+        buffers);
+  }
+
+  /** Adds {@code specs} one after another from offset 0; names must be unique in {@code into}. */
+  private static Map<String, Entry> layout(List<ParamSpec> specs, Map<String, Entry> into) {
+    Map<String, Entry> fresh = new LinkedHashMap<>();
     long offset = 0;
     for (ParamSpec spec : specs) {
-      if (entries.put(spec.name(), new Entry(spec, offset)) != null) {
-        throw new IllegalArgumentException("two parameters are named " + spec.name());
+      if (into.containsKey(spec.name())
+          || fresh.put(spec.name(), new Entry(spec, offset)) != null) {
+        throw new IllegalArgumentException("two parameters or buffers are named " + spec.name());
       }
       offset += spec.count();
     }
-    DeviceBuffer values = backend.allocate("parameters", DType.F32, offset);
-    DeviceBuffer grads = backend.allocate("gradients", DType.F32, offset);
-    return new Parameters(Collections.unmodifiableMap(entries), offset, values, grads);
+    into.putAll(fresh);
+    return into;
+  }
+
+  private static long end(Map<String, Entry> entries) {
+    return entries.values().stream().mapToLong(e -> e.offset() + e.spec().count()).max().orElse(0);
   }
 
   public long count() {
@@ -57,6 +91,24 @@ public final class Parameters implements AutoCloseable {
 
   public List<Entry> entries() {
     return new ArrayList<>(entries.values());
+  }
+
+  /** The untrained state (running statistics), saved and restored with the weights. */
+  public List<Entry> bufferEntries() {
+    return new ArrayList<>(bufferEntries.values());
+  }
+
+  public DeviceBuffer buffers() {
+    return buffers;
+  }
+
+  public DeviceBuffer buffer(String name) {
+    Entry e = bufferEntries.get(name);
+    if (e == null) {
+      throw new IllegalArgumentException(
+          "no buffer " + name + " (have " + bufferEntries.keySet() + ")");
+    }
+    return buffers.view(e.offset(), e.spec().count());
   }
 
   public DeviceBuffer values() {
@@ -82,6 +134,13 @@ public final class Parameters implements AutoCloseable {
    * parameter's start does not depend on the others. Blocks until uploaded.
    */
   public void initialize(Backend backend, Stream stream, long seed) {
+    fill(backend, stream, seed, entries, values);
+    fill(backend, stream, seed, bufferEntries, buffers);
+  }
+
+  private static void fill(
+      Backend backend, Stream stream, long seed, Map<String, Entry> entries, DeviceBuffer slab) {
+    long count = slab.count();
     try (HostBuffer staging = backend.allocateHost("parameter-init", 4 * count)) {
       FloatBuffer host = staging.asByteBuffer().asFloatBuffer();
       for (Entry e : entries.values()) {
@@ -99,7 +158,7 @@ public final class Parameters implements AutoCloseable {
           host.put((int) (e.offset() + i), v);
         }
       }
-      backend.copy(staging, 0, values, 4 * count, stream);
+      backend.copy(staging, 0, slab, 4 * count, stream);
       stream.synchronize();
     }
   }
@@ -117,5 +176,6 @@ public final class Parameters implements AutoCloseable {
   public void close() {
     values.close();
     grads.close();
+    buffers.close();
   }
 }

@@ -545,6 +545,186 @@ public abstract class BackendConformanceTest {
     }
   }
 
+  @Test
+  void addAndMultiplyElementwiseInPlace() {
+    Random rng = new Random(11);
+    float[] a = random(rng, 40_001);
+    float[] b = random(rng, 40_001);
+    float[] sum = new float[a.length];
+    float[] product = new float[a.length];
+    for (int i = 0; i < a.length; i++) {
+      sum[i] = a[i] + b[i];
+      product[i] = sum[i] * b[i];
+    }
+    try (DeviceBuffer da = upload("a", a);
+        DeviceBuffer db = upload("b", b)) {
+      backend.add(stream, da, db, da);
+      assertArrayEquals(sum, download(da));
+      backend.multiply(stream, da, db, da);
+      assertArrayEquals(product, download(da));
+    }
+  }
+
+  @Test
+  void dropoutMaskIsTheCounterRngsAndKeepsAboutOneMinusP() {
+    int n = 50_003;
+    float p = 0.3f;
+    try (DeviceBuffer mask = backend.allocate("mask", DType.F32, n)) {
+      backend.dropoutMask(stream, p, 42, mask);
+      float[] m = download(mask);
+      int kept = 0;
+      for (int i = 0; i < n; i++) {
+        float expected = CounterRng.uniform(42, i) < p ? 0f : 1 / (1 - p);
+        assertEquals(expected, m[i], "mask[" + i + "]");
+        kept += m[i] != 0 ? 1 : 0;
+      }
+      assertEquals(1 - p, (double) kept / n, 0.01);
+      backend.dropoutMask(stream, p, 43, mask);
+      float[] other = download(mask);
+      assertTrue(!java.util.Arrays.equals(m, other), "another seed draws another mask");
+      assertThrows(IllegalArgumentException.class, () -> backend.dropoutMask(stream, 1f, 1, mask));
+    }
+  }
+
+  /** Batch normalization of NCHW x by the batch statistics, in double. */
+  private static double[][] batchNormReference(float[] x, int n, int c, int hw) {
+    double[] mean = new double[c];
+    double[] var = new double[c];
+    for (int ch = 0; ch < c; ch++) {
+      for (int i = 0; i < n; i++) {
+        for (int p = 0; p < hw; p++) {
+          mean[ch] += x[(i * c + ch) * hw + p];
+        }
+      }
+      mean[ch] /= n * hw;
+      for (int i = 0; i < n; i++) {
+        for (int p = 0; p < hw; p++) {
+          double d = x[(i * c + ch) * hw + p] - mean[ch];
+          var[ch] += d * d;
+        }
+      }
+      var[ch] /= n * hw;
+    }
+    return new double[][] {mean, var};
+  }
+
+  @Test
+  void batchNormTrainingNormalizesByBatchStatisticsAndMovesRunningOnes() {
+    int n = 3;
+    int c = 5;
+    int hw = 7;
+    Random rng = new Random(12);
+    float[] x = random(rng, n * c * hw);
+    for (int i = 0; i < x.length; i++) {
+      x[i] = x[i] * 3 + 2; // a mean and scale far from the identity
+    }
+    float[] gamma = random(rng, c);
+    float[] beta = random(rng, c);
+    float[] runMean = random(rng, c);
+    float[] runVar = {1, 2, 3, 4, 5};
+    double[][] stats = batchNormReference(x, n, c, hw);
+    float eps = 1e-5f;
+    float momentum = 0.1f;
+    float[] expectedY = new float[x.length];
+    float[] expectedMean = new float[c];
+    float[] expectedVar = new float[c];
+    for (int ch = 0; ch < c; ch++) {
+      double invStd = 1 / Math.sqrt(stats[1][ch] + eps);
+      for (int i = 0; i < n; i++) {
+        for (int p = 0; p < hw; p++) {
+          int at = (i * c + ch) * hw + p;
+          expectedY[at] = (float) ((x[at] - stats[0][ch]) * invStd * gamma[ch] + beta[ch]);
+        }
+      }
+      int m = n * hw;
+      expectedMean[ch] = (float) (0.9 * runMean[ch] + 0.1 * stats[0][ch]);
+      expectedVar[ch] = (float) (0.9 * runVar[ch] + 0.1 * stats[1][ch] * m / (m - 1));
+    }
+    try (DeviceBuffer dx = upload("x", x);
+        DeviceBuffer dg = upload("gamma", gamma);
+        DeviceBuffer db = upload("beta", beta);
+        DeviceBuffer rm = upload("running-mean", runMean);
+        DeviceBuffer rv = upload("running-var", runVar);
+        DeviceBuffer y = backend.allocate("y", DType.F32, x.length);
+        DeviceBuffer sm = backend.allocate("saved-mean", DType.F32, c);
+        DeviceBuffer si = backend.allocate("saved-inv-std", DType.F32, c)) {
+      backend.batchNormTrain(stream, dx, n, c, hw, dg, db, eps, momentum, rm, rv, y, sm, si);
+      assertClose(expectedY, download(y), 1e-5, "y");
+      assertClose(expectedMean, download(rm), 1e-5, "running mean");
+      assertClose(expectedVar, download(rv), 1e-5, "running var");
+      float[] saved = download(sm);
+      for (int ch = 0; ch < c; ch++) {
+        assertEquals(stats[0][ch], saved[ch], 1e-5);
+      }
+      // Evaluation mode with the running statistics.
+      backend.batchNormInference(stream, dx, n, c, hw, dg, db, eps, rm, rv, y);
+      float[] eval = download(y);
+      for (int at = 0; at < x.length; at++) {
+        int ch = (at / hw) % c;
+        double want =
+            (x[at] - expectedMean[ch]) / Math.sqrt(expectedVar[ch] + eps) * gamma[ch] + beta[ch];
+        assertEquals(want, eval[at], 1e-4 * Math.max(1, Math.abs(want)), "eval y[" + at + "]");
+      }
+    }
+  }
+
+  @Test
+  void batchNormBackwardMatchesTheClosedForm() {
+    int n = 4;
+    int c = 3;
+    int hw = 5;
+    Random rng = new Random(13);
+    float[] x = random(rng, n * c * hw);
+    float[] dyv = random(rng, n * c * hw);
+    float[] gamma = random(rng, c);
+    float eps = 1e-5f;
+    double[][] stats = batchNormReference(x, n, c, hw);
+    int m = n * hw;
+    float[] expectedDx = new float[x.length];
+    float[] expectedDgamma = {1, 1, 1}; // accumulated onto
+    float[] expectedDbeta = {2, 2, 2};
+    for (int ch = 0; ch < c; ch++) {
+      double invStd = 1 / Math.sqrt(stats[1][ch] + eps);
+      double sumDy = 0;
+      double sumDyXhat = 0;
+      for (int i = 0; i < n; i++) {
+        for (int p = 0; p < hw; p++) {
+          int at = (i * c + ch) * hw + p;
+          sumDy += dyv[at];
+          sumDyXhat += dyv[at] * (x[at] - stats[0][ch]) * invStd;
+        }
+      }
+      expectedDgamma[ch] += (float) sumDyXhat;
+      expectedDbeta[ch] += (float) sumDy;
+      for (int i = 0; i < n; i++) {
+        for (int p = 0; p < hw; p++) {
+          int at = (i * c + ch) * hw + p;
+          double xhat = (x[at] - stats[0][ch]) * invStd;
+          expectedDx[at] =
+              (float) (gamma[ch] * invStd / m * (m * dyv[at] - sumDy - xhat * sumDyXhat));
+        }
+      }
+    }
+    try (DeviceBuffer dx = upload("x", x);
+        DeviceBuffer dy = upload("dy", dyv);
+        DeviceBuffer dg = upload("gamma", gamma);
+        DeviceBuffer db = upload("beta", new float[c]);
+        DeviceBuffer rm = upload("running-mean", new float[c]);
+        DeviceBuffer rv = upload("running-var", new float[] {1, 1, 1});
+        DeviceBuffer y = backend.allocate("y", DType.F32, x.length);
+        DeviceBuffer sm = backend.allocate("saved-mean", DType.F32, c);
+        DeviceBuffer si = backend.allocate("saved-inv-std", DType.F32, c);
+        DeviceBuffer gGamma = upload("dgamma", new float[] {1, 1, 1});
+        DeviceBuffer gBeta = upload("dbeta", new float[] {2, 2, 2});
+        DeviceBuffer gx = backend.allocate("dx", DType.F32, x.length)) {
+      backend.batchNormTrain(stream, dx, n, c, hw, dg, db, eps, 0.1f, rm, rv, y, sm, si);
+      backend.batchNormBackward(stream, dx, dy, n, c, hw, dg, sm, si, gGamma, gBeta, gx);
+      assertClose(expectedDx, download(gx), 1e-4, "dx");
+      assertClose(expectedDgamma, download(gGamma), 1e-4, "dgamma");
+      assertClose(expectedDbeta, download(gBeta), 1e-4, "dbeta");
+    }
+  }
+
   // ---- streams, events, memory
   // ---------------------------------------------------------------------
 

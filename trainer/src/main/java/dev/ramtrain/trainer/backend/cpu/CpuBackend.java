@@ -466,6 +466,169 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
+  public void add(Stream stream, DeviceBuffer a, DeviceBuffer b, DeviceBuffer out) {
+    checkCount(a, out.count());
+    checkCount(b, out.count());
+    CpuBuffer ca = cpu(a);
+    CpuBuffer cb = cpu(b);
+    CpuBuffer co = cpu(out);
+    on(stream).enqueue(() -> kernels.add(ca.floats(), cb.floats(), co.floats()));
+  }
+
+  @Override
+  public void multiply(Stream stream, DeviceBuffer a, DeviceBuffer b, DeviceBuffer out) {
+    checkCount(a, out.count());
+    checkCount(b, out.count());
+    CpuBuffer ca = cpu(a);
+    CpuBuffer cb = cpu(b);
+    CpuBuffer co = cpu(out);
+    on(stream).enqueue(() -> kernels.multiply(ca.floats(), cb.floats(), co.floats()));
+  }
+
+  @Override
+  public void dropoutMask(Stream stream, float p, long seed, DeviceBuffer mask) {
+    if (!(p >= 0 && p < 1)) {
+      throw new IllegalArgumentException("dropout probability must be in [0, 1), got " + p);
+    }
+    CpuBuffer cm = cpu(mask);
+    on(stream).enqueue(() -> kernels.dropoutMask(p, seed, cm.floats()));
+  }
+
+  @Override
+  public void batchNormTrain(
+      Stream stream,
+      DeviceBuffer x,
+      int n,
+      int c,
+      int hw,
+      DeviceBuffer gamma,
+      DeviceBuffer beta,
+      float eps,
+      float momentum,
+      DeviceBuffer runningMean,
+      DeviceBuffer runningVar,
+      DeviceBuffer y,
+      DeviceBuffer savedMean,
+      DeviceBuffer savedInvStd) {
+    checkCount(x, (long) n * c * hw);
+    checkCount(y, (long) n * c * hw);
+    for (DeviceBuffer perChannel :
+        List.of(gamma, beta, runningMean, runningVar, savedMean, savedInvStd)) {
+      checkCount(perChannel, c);
+    }
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cg = cpu(gamma);
+    CpuBuffer cb = cpu(beta);
+    CpuBuffer rm = cpu(runningMean);
+    CpuBuffer rv = cpu(runningVar);
+    CpuBuffer cy = cpu(y);
+    CpuBuffer sm = cpu(savedMean);
+    CpuBuffer si = cpu(savedInvStd);
+    on(stream)
+        .enqueue(
+            () ->
+                kernels.batchNormTrain(
+                    cx.floats(),
+                    n,
+                    c,
+                    hw,
+                    cg.floats(),
+                    cb.floats(),
+                    eps,
+                    momentum,
+                    rm.floats(),
+                    rv.floats(),
+                    cy.floats(),
+                    sm.floats(),
+                    si.floats()));
+  }
+
+  @Override
+  public void batchNormInference(
+      Stream stream,
+      DeviceBuffer x,
+      int n,
+      int c,
+      int hw,
+      DeviceBuffer gamma,
+      DeviceBuffer beta,
+      float eps,
+      DeviceBuffer runningMean,
+      DeviceBuffer runningVar,
+      DeviceBuffer y) {
+    checkCount(x, (long) n * c * hw);
+    checkCount(y, (long) n * c * hw);
+    for (DeviceBuffer perChannel : List.of(gamma, beta, runningMean, runningVar)) {
+      checkCount(perChannel, c);
+    }
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cg = cpu(gamma);
+    CpuBuffer cb = cpu(beta);
+    CpuBuffer rm = cpu(runningMean);
+    CpuBuffer rv = cpu(runningVar);
+    CpuBuffer cy = cpu(y);
+    on(stream)
+        .enqueue(
+            () ->
+                kernels.batchNormInference(
+                    cx.floats(),
+                    n,
+                    c,
+                    hw,
+                    cg.floats(),
+                    cb.floats(),
+                    eps,
+                    rm.floats(),
+                    rv.floats(),
+                    cy.floats()));
+  }
+
+  @Override
+  public void batchNormBackward(
+      Stream stream,
+      DeviceBuffer x,
+      DeviceBuffer dy,
+      int n,
+      int c,
+      int hw,
+      DeviceBuffer gamma,
+      DeviceBuffer savedMean,
+      DeviceBuffer savedInvStd,
+      DeviceBuffer dgamma,
+      DeviceBuffer dbeta,
+      DeviceBuffer dx) {
+    checkCount(x, (long) n * c * hw);
+    checkCount(dy, (long) n * c * hw);
+    checkCount(dx, (long) n * c * hw);
+    for (DeviceBuffer perChannel : List.of(gamma, savedMean, savedInvStd, dgamma, dbeta)) {
+      checkCount(perChannel, c);
+    }
+    CpuBuffer cx = cpu(x);
+    CpuBuffer cdy = cpu(dy);
+    CpuBuffer cg = cpu(gamma);
+    CpuBuffer sm = cpu(savedMean);
+    CpuBuffer si = cpu(savedInvStd);
+    CpuBuffer dg = cpu(dgamma);
+    CpuBuffer db = cpu(dbeta);
+    CpuBuffer cdx = cpu(dx);
+    on(stream)
+        .enqueue(
+            () ->
+                kernels.batchNormBackward(
+                    cx.floats(),
+                    cdy.floats(),
+                    n,
+                    c,
+                    hw,
+                    cg.floats(),
+                    sm.floats(),
+                    si.floats(),
+                    dg.floats(),
+                    db.floats(),
+                    cdx.floats()));
+  }
+
+  @Override
   public synchronized void close() {
     streams.forEach(CpuStream::close);
     streams.clear();

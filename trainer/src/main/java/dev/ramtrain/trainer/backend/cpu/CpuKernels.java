@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import dev.ramtrain.trainer.backend.CounterRng;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -493,5 +494,187 @@ final class CpuKernels {
                                                                                     + t
                                                                                         * 0.17087277)))))))));
     return x >= 0 ? 1 - erfc : erfc - 1;
+  }
+
+  void add(FloatBuffer a, FloatBuffer b, FloatBuffer out) {
+    elementwise(a, b, out, (x, y) -> x + y);
+  }
+
+  void multiply(FloatBuffer a, FloatBuffer b, FloatBuffer out) {
+    elementwise(a, b, out, (x, y) -> x * y);
+  }
+
+  private interface FloatOp {
+    float apply(float x, float y);
+  }
+
+  private void elementwise(FloatBuffer a, FloatBuffer b, FloatBuffer out, FloatOp op) {
+    parallel.forRange(
+        out.capacity(),
+        GRAIN,
+        (from, to) -> {
+          float[] x = new float[to - from];
+          float[] y = new float[to - from];
+          a.get(from, x);
+          b.get(from, y);
+          for (int i = 0; i < x.length; i++) {
+            x[i] = op.apply(x[i], y[i]);
+          }
+          out.put(from, x);
+        });
+  }
+
+  void dropoutMask(float p, long seed, FloatBuffer mask) {
+    float keep = 1 / (1 - p);
+    parallel.forRange(
+        mask.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            mask.put(i, CounterRng.uniform(seed, i) < p ? 0f : keep);
+          }
+        });
+  }
+
+  // Batch normalization works channel by channel (one task per channel), plane by plane within.
+
+  void batchNormTrain(
+      FloatBuffer x,
+      int n,
+      int c,
+      int hw,
+      FloatBuffer gamma,
+      FloatBuffer beta,
+      float eps,
+      float momentum,
+      FloatBuffer runningMean,
+      FloatBuffer runningVar,
+      FloatBuffer y,
+      FloatBuffer savedMean,
+      FloatBuffer savedInvStd) {
+    long count = (long) n * hw;
+    parallel.forRange(
+        c,
+        1,
+        (from, to) -> {
+          float[] plane = new float[hw];
+          for (int ch = from; ch < to; ch++) {
+            double sum = 0;
+            for (int img = 0; img < n; img++) {
+              x.get((img * c + ch) * hw, plane);
+              for (float v : plane) {
+                sum += v;
+              }
+            }
+            double mean = sum / count;
+            double squares = 0;
+            for (int img = 0; img < n; img++) {
+              x.get((img * c + ch) * hw, plane);
+              for (float v : plane) {
+                squares += (v - mean) * (v - mean);
+              }
+            }
+            double var = squares / count;
+            double invStd = 1 / Math.sqrt(var + eps);
+            float scale = (float) (gamma.get(ch) * invStd);
+            float shift = (float) (beta.get(ch) - mean * gamma.get(ch) * invStd);
+            for (int img = 0; img < n; img++) {
+              int at = (img * c + ch) * hw;
+              x.get(at, plane);
+              for (int p = 0; p < hw; p++) {
+                plane[p] = plane[p] * scale + shift;
+              }
+              y.put(at, plane);
+            }
+            savedMean.put(ch, (float) mean);
+            savedInvStd.put(ch, (float) invStd);
+            double unbiased = count > 1 ? squares / (count - 1) : var;
+            runningMean.put(ch, (float) ((1 - momentum) * runningMean.get(ch) + momentum * mean));
+            runningVar.put(ch, (float) ((1 - momentum) * runningVar.get(ch) + momentum * unbiased));
+          }
+        });
+  }
+
+  void batchNormInference(
+      FloatBuffer x,
+      int n,
+      int c,
+      int hw,
+      FloatBuffer gamma,
+      FloatBuffer beta,
+      float eps,
+      FloatBuffer runningMean,
+      FloatBuffer runningVar,
+      FloatBuffer y) {
+    parallel.forRange(
+        n * c,
+        Math.max(1, GRAIN / hw),
+        (from, to) -> {
+          float[] plane = new float[hw];
+          for (int nc = from; nc < to; nc++) {
+            int ch = nc % c;
+            double invStd = 1 / Math.sqrt(runningVar.get(ch) + eps);
+            float scale = (float) (gamma.get(ch) * invStd);
+            float shift = (float) (beta.get(ch) - runningMean.get(ch) * gamma.get(ch) * invStd);
+            x.get(nc * hw, plane);
+            for (int p = 0; p < hw; p++) {
+              plane[p] = plane[p] * scale + shift;
+            }
+            y.put(nc * hw, plane);
+          }
+        });
+  }
+
+  void batchNormBackward(
+      FloatBuffer x,
+      FloatBuffer dy,
+      int n,
+      int c,
+      int hw,
+      FloatBuffer gamma,
+      FloatBuffer savedMean,
+      FloatBuffer savedInvStd,
+      FloatBuffer dgamma,
+      FloatBuffer dbeta,
+      FloatBuffer dx) {
+    long count = (long) n * hw;
+    parallel.forRange(
+        c,
+        1,
+        (from, to) -> {
+          float[] plane = new float[hw];
+          float[] grad = new float[hw];
+          for (int ch = from; ch < to; ch++) {
+            float mean = savedMean.get(ch);
+            float invStd = savedInvStd.get(ch);
+            double sumDy = 0;
+            double sumDyXhat = 0;
+            for (int img = 0; img < n; img++) {
+              int at = (img * c + ch) * hw;
+              x.get(at, plane);
+              dy.get(at, grad);
+              for (int p = 0; p < hw; p++) {
+                sumDy += grad[p];
+                sumDyXhat += grad[p] * (plane[p] - mean) * invStd;
+              }
+            }
+            // dx = gamma * invStd * (dy - mean(dy) - xhat * mean(dy * xhat))
+            float k = gamma.get(ch) * invStd;
+            float meanDy = (float) (sumDy / count);
+            float meanDyXhat = (float) (sumDyXhat / count);
+            for (int img = 0; img < n; img++) {
+              int at = (img * c + ch) * hw;
+              x.get(at, plane);
+              dy.get(at, grad);
+              for (int p = 0; p < hw; p++) {
+                float xhat = (plane[p] - mean) * invStd;
+                grad[p] = k * (grad[p] - meanDy - xhat * meanDyXhat);
+              }
+              dx.put(at, grad);
+            }
+            dgamma.put(ch, dgamma.get(ch) + (float) sumDyXhat);
+            dbeta.put(ch, dbeta.get(ch) + (float) sumDy);
+          }
+        });
   }
 }

@@ -1,0 +1,115 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import java.util.List;
+
+/**
+ * Batch normalization of NCHW activations, as nn.BatchNorm2d(c, eps=1e-5, momentum=0.1): batch
+ * statistics in training (moving the running ones), running statistics in evaluation. Weight and
+ * bias are trained; running mean and variance are buffers, saved with the weights.
+ */
+public final class BatchNorm2d extends BaseLayer {
+  private static final float EPS = 1e-5f;
+  private static final float MOMENTUM = 0.1f;
+
+  private final int c;
+  private final int hw;
+  private DeviceBuffer gamma;
+  private DeviceBuffer beta;
+  private DeviceBuffer gammaGrad;
+  private DeviceBuffer betaGrad;
+  private DeviceBuffer runningMean;
+  private DeviceBuffer runningVar;
+  private DeviceBuffer savedMean;
+  private DeviceBuffer savedInvStd;
+  private DeviceBuffer y;
+  private DeviceBuffer dx;
+  private DeviceBuffer x; // the last training forward's input, for backward
+
+  public BatchNorm2d(String name, int c, int h, int w) {
+    super(name);
+    if (c < 1 || h < 1 || w < 1) {
+      throw new IllegalArgumentException(name + ": bad shape " + c + "x" + h + "x" + w);
+    }
+    this.c = c;
+    this.hw = h * w;
+  }
+
+  @Override
+  public int inputSize() {
+    return c * hw;
+  }
+
+  @Override
+  public int outputSize() {
+    return c * hw;
+  }
+
+  @Override
+  public List<ParamSpec> parameters() {
+    return List.of(
+        new ParamSpec(name + ".weight", new int[] {c}, ParamSpec.Init.ONES, 0),
+        new ParamSpec(name + ".bias", new int[] {c}, ParamSpec.Init.ZEROS, 0));
+  }
+
+  @Override
+  public List<ParamSpec> buffers() {
+    return List.of(
+        new ParamSpec(name + ".running_mean", new int[] {c}, ParamSpec.Init.ZEROS, 0),
+        new ParamSpec(name + ".running_var", new int[] {c}, ParamSpec.Init.ONES, 0));
+  }
+
+  @Override
+  protected void bind(Parameters params, int maxBatch) {
+    gamma = params.value(name + ".weight");
+    beta = params.value(name + ".bias");
+    gammaGrad = params.grad(name + ".weight");
+    betaGrad = params.grad(name + ".bias");
+    runningMean = params.buffer(name + ".running_mean");
+    runningVar = params.buffer(name + ".running_var");
+    savedMean = own("saved-mean", c);
+    savedInvStd = own("saved-inv-std", c);
+    y = own("out", (long) maxBatch * outputSize());
+    dx = own("dx", (long) maxBatch * inputSize());
+  }
+
+  @Override
+  public DeviceBuffer forward(Stream s, DeviceBuffer input, int batch, boolean training) {
+    DeviceBuffer yb = y.view(0, (long) batch * outputSize());
+    if (training) {
+      x = input;
+      backend.batchNormTrain(
+          s,
+          input,
+          batch,
+          c,
+          hw,
+          gamma,
+          beta,
+          EPS,
+          MOMENTUM,
+          runningMean,
+          runningVar,
+          yb,
+          savedMean,
+          savedInvStd);
+    } else {
+      x = null;
+      backend.batchNormInference(
+          s, input, batch, c, hw, gamma, beta, EPS, runningMean, runningVar, yb);
+    }
+    return yb;
+  }
+
+  @Override
+  public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
+    if (x == null) {
+      throw new IllegalStateException(name + ": backward without a training forward");
+    }
+    DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
+    backend.batchNormBackward(
+        s, x, dy, batch, c, hw, gamma, savedMean, savedInvStd, gammaGrad, betaGrad, dxb);
+    return needInputGrad ? dxb : null;
+  }
+}

@@ -1,0 +1,78 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.etl.source.SampleIds;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+
+/**
+ * Inverted dropout, as nn.Dropout(p): in training each value is zeroed with probability p and the
+ * rest scaled by 1/(1-p); in evaluation it passes the input through. The mask is drawn from (step
+ * seed, layer name, element), so a run and its resumed continuation drop the same values.
+ */
+public final class Dropout extends BaseLayer {
+  private final int size;
+  private final float p;
+  private long stepSeed;
+  private DeviceBuffer mask;
+  private DeviceBuffer y;
+  private DeviceBuffer dx;
+
+  public Dropout(String name, int size, float p) {
+    super(name);
+    if (!(p >= 0 && p < 1)) {
+      throw new IllegalArgumentException(
+          name + ": dropout probability must be in [0, 1), got " + p);
+    }
+    this.size = size;
+    this.p = p;
+  }
+
+  @Override
+  public int inputSize() {
+    return size;
+  }
+
+  @Override
+  public int outputSize() {
+    return size;
+  }
+
+  @Override
+  protected void bind(Parameters params, int maxBatch) {
+    mask = own("mask", (long) maxBatch * size);
+    y = own("out", (long) maxBatch * size);
+    dx = own("dx", (long) maxBatch * size);
+  }
+
+  @Override
+  public void beginStep(long seed) {
+    this.stepSeed = SampleIds.mix(seed, name.hashCode());
+  }
+
+  @Override
+  public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
+    if (!training || p == 0) {
+      return x;
+    }
+    long n = (long) batch * size;
+    DeviceBuffer m = mask.view(0, n);
+    DeviceBuffer yb = y.view(0, n);
+    backend.dropoutMask(s, p, stepSeed, m);
+    backend.multiply(s, x, m, yb);
+    return yb;
+  }
+
+  @Override
+  public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
+    if (!needInputGrad) {
+      return null;
+    }
+    if (p == 0) {
+      return dy;
+    }
+    long n = (long) batch * size;
+    DeviceBuffer dxb = dx.view(0, n);
+    backend.multiply(s, dy, mask.view(0, n), dxb);
+    return dxb;
+  }
+}

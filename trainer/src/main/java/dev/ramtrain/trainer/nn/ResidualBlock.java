@@ -1,0 +1,135 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * {@code relu(main(x) + shortcut(x))}: the residual add of a ResNet basic block. The shortcut is
+ * the identity when empty, else a projection (1×1 convolution and batch norm). Backward sends the
+ * same gradient down both branches and adds their input gradients.
+ */
+public final class ResidualBlock extends BaseLayer {
+  private final List<Layer> main;
+  private final List<Layer> shortcut;
+  private final Activation relu;
+  private DeviceBuffer sum;
+  private DeviceBuffer dx;
+
+  public ResidualBlock(String name, List<Layer> main, List<Layer> shortcut) {
+    super(name);
+    this.main = List.copyOf(main);
+    this.shortcut = List.copyOf(shortcut);
+    int in = main.get(0).inputSize();
+    int out = main.get(main.size() - 1).outputSize();
+    int shortcutOut = shortcut.isEmpty() ? in : shortcut.get(shortcut.size() - 1).outputSize();
+    int shortcutIn = shortcut.isEmpty() ? in : shortcut.get(0).inputSize();
+    if (shortcutOut != out || shortcutIn != in) {
+      throw new IllegalArgumentException(
+          name
+              + ": the main branch maps "
+              + in
+              + " to "
+              + out
+              + " values per sample, the shortcut "
+              + shortcutIn
+              + " to "
+              + shortcutOut);
+    }
+    this.relu = new Activation(name + ".relu", Activation.Kind.RELU, out);
+  }
+
+  @Override
+  public int inputSize() {
+    return main.get(0).inputSize();
+  }
+
+  @Override
+  public int outputSize() {
+    return relu.outputSize();
+  }
+
+  @Override
+  public List<ParamSpec> parameters() {
+    List<ParamSpec> all = new ArrayList<>();
+    children().forEach(l -> all.addAll(l.parameters()));
+    return all;
+  }
+
+  @Override
+  public List<ParamSpec> buffers() {
+    List<ParamSpec> all = new ArrayList<>();
+    children().forEach(l -> all.addAll(l.buffers()));
+    return all;
+  }
+
+  private List<Layer> children() {
+    List<Layer> all = new ArrayList<>(main);
+    all.addAll(shortcut);
+    all.add(relu);
+    return all;
+  }
+
+  @Override
+  protected void bind(Parameters params, int maxBatch) {
+    Backend b = backend;
+    for (Layer child : children()) {
+      child.bind(b, params, maxBatch);
+    }
+    sum = own("sum", (long) maxBatch * outputSize());
+    dx = own("dx", (long) maxBatch * inputSize());
+  }
+
+  @Override
+  public void beginStep(long stepSeed) {
+    children().forEach(l -> l.beginStep(stepSeed));
+  }
+
+  @Override
+  public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
+    DeviceBuffer h = run(main, s, x, batch, training);
+    DeviceBuffer skip = run(shortcut, s, x, batch, training);
+    DeviceBuffer total = sum.view(0, (long) batch * outputSize());
+    backend.add(s, h, skip, total);
+    return relu.forward(s, total, batch, training);
+  }
+
+  private static DeviceBuffer run(
+      List<Layer> layers, Stream s, DeviceBuffer x, int batch, boolean training) {
+    DeviceBuffer h = x;
+    for (Layer layer : layers) {
+      h = layer.forward(s, h, batch, training);
+    }
+    return h;
+  }
+
+  @Override
+  public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
+    DeviceBuffer g = relu.backward(s, dy, batch, true);
+    DeviceBuffer dMain = back(main, s, g, batch, needInputGrad);
+    DeviceBuffer dSkip = shortcut.isEmpty() ? g : back(shortcut, s, g, batch, needInputGrad);
+    if (!needInputGrad) {
+      return null;
+    }
+    DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
+    backend.add(s, dMain, dSkip, dxb);
+    return dxb;
+  }
+
+  private static DeviceBuffer back(
+      List<Layer> layers, Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
+    DeviceBuffer g = dy;
+    for (int i = layers.size() - 1; i >= 0; i--) {
+      g = layers.get(i).backward(s, g, batch, i > 0 || needInputGrad);
+    }
+    return g;
+  }
+
+  @Override
+  public void close() {
+    children().forEach(Layer::close);
+    super.close();
+  }
+}
