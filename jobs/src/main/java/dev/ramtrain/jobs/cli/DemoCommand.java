@@ -1,11 +1,23 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.spark.InMemoryShards;
+import dev.ramtrain.etl.spark.PreprocessJob;
+import dev.ramtrain.jobs.SparkSessions;
+import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.train.BarrierTraining;
+import dev.ramtrain.jobs.train.TrainingRun;
+import dev.ramtrain.trainer.EvalResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import org.apache.spark.sql.SparkSession;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -14,10 +26,15 @@ import picocli.CommandLine.Option;
     name = "demo",
     mixinStandardHelpOptions = true,
     description = {
-      "The whole pipeline on a generated dataset with embedded Spark: generate shapes images,",
-      "preprocess them into Arrow shards, and inspect the result (summary and contact sheet)."
+      "The whole pipeline in one Spark application on a generated dataset: generate shapes images,",
+      "preprocess them into in-memory Arrow shards, train a CNN in a Spark barrier stage of one",
+      "task, and write the report (curves and confusion matrix). Any setting can be changed with",
+      "--set, e.g. --set ramtrain.train.epochs=3."
     })
 public final class DemoCommand implements Callable<Integer> {
+  /** The demo's CNN without its class count, which comes from the generated dataset. */
+  static final String MODEL = "cnn:cb32-p-cb64-p-cb128-p-f128";
+
   @Mixin CommonOptions common;
 
   @Option(
@@ -28,51 +45,99 @@ public final class DemoCommand implements Callable<Integer> {
 
   @Option(
       names = "--images-per-class",
-      description = "Generated images per class (ramtrain.generate.images-per-class).")
-  Integer perClass;
+      description = "Generated images per class (default ${DEFAULT-VALUE}).")
+  int perClass = 1000;
+
+  @Option(names = "--size", description = "Images are SIZE x SIZE (default ${DEFAULT-VALUE}).")
+  int size = 32;
+
+  @Option(names = "--epochs", description = "Training epochs (default ${DEFAULT-VALUE}).")
+  int epochs = 6;
 
   @Option(
-      names = "--size",
-      description = "Output images are SIZE x SIZE (ramtrain.etl.height/width).")
-  Integer size;
+      names = "--model",
+      description = "Model spec (default " + MODEL + "-<classes>).",
+      paramLabel = "SPEC")
+  String model;
 
   @Override
   public Integer call() throws Exception {
-    RamtrainConfig base = common.load(flags(null));
+    RamtrainConfig base = common.load(flags(null, null));
     Path work = Path.of(base.string("ramtrain.demo.workdir")).toAbsolutePath();
-    RamtrainConfig config = common.load(flags(work));
+    RamtrainConfig config = common.load(flags(work, null));
     Path images = work.resolve("images");
-    Path dataset = work.resolve("dataset");
+    Path run = work.resolve("run");
 
-    System.out.println("[1/3] generate: shapes images under " + images);
+    System.out.println("[1/4] generate: shapes images under " + images);
     if (Files.isDirectory(images)) {
       System.out.println("      (already there; delete it to regenerate)");
     } else {
       GenerateCommand.run(config);
     }
+    try (SparkSession spark = SparkSessions.open("ramtrain demo", common.master())) {
+      System.out.println(
+          "[2/4] preprocess: Spark decodes, resizes and shards into executor memory");
+      var source = EtlSettings.source(config, spark.sparkContext().hadoopConfiguration());
+      var options = EtlSettings.preprocessOptions(config);
+      try (InMemoryShards shards = new PreprocessJob(spark, source, options).run().inMemory()) {
+        Manifest manifest = shards.manifest();
+        System.out.println(
+            PreprocessCommand.summary(manifest, "(in memory)").indent(6).stripTrailing());
 
-    System.out.println("[2/3] preprocess: Spark decodes, resizes and shards into " + dataset);
-    System.out.print(PreprocessCommand.run(config, common.master(), "ramtrain demo").indent(6));
+        System.out.println("[3/4] train: one trainer task in a Spark barrier stage, run " + run);
+        deleteTree(run); // the demo's own run directory: a re-run starts fresh
+        RamtrainConfig trainConfig =
+            common.load(
+                flags(work, model != null ? model : MODEL + "-" + manifest.classes().size()));
+        EvalResult eval = BarrierTraining.run(trainConfig, shards);
 
-    System.out.println("[3/3] inspect:");
-    System.out.print(InspectCommand.run(config, dataset.toString(), "train").indent(6));
+        System.out.println("[4/4] report:");
+        Path report = TrainingRun.report(new TrainSettings(trainConfig), eval, manifest.classes());
+        StringBuilder perClassText = new StringBuilder();
+        List<String> classes = manifest.classes();
+        for (int c = 0; c < classes.size(); c++) {
+          perClassText.append(String.format("%s %.3f  ", classes.get(c), eval.classAccuracy(c)));
+        }
+        System.out.printf(
+            "      val accuracy %.4f over %,d samples (per class: %s)%n      report %s%n",
+            eval.accuracy(), eval.samples(), perClassText.toString().strip(), report);
+      }
+    }
     return 0;
   }
 
-  private Map<String, String> flags(Path work) {
+  private Map<String, String> flags(Path work, String modelSpec) {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.demo.workdir", workdir);
-    f.put("ramtrain.generate.images-per-class", CommonOptions.text(perClass));
-    f.put("ramtrain.etl.height", CommonOptions.text(size));
-    f.put("ramtrain.etl.width", CommonOptions.text(size));
+    f.put("ramtrain.generate.images-per-class", String.valueOf(perClass));
+    f.put("ramtrain.generate.width", String.valueOf(Math.max(size, 64)));
+    f.put("ramtrain.generate.height", String.valueOf(Math.max(size, 64)));
+    f.put("ramtrain.etl.height", String.valueOf(size));
+    f.put("ramtrain.etl.width", String.valueOf(size));
+    f.put("ramtrain.etl.mode", "memory");
+    f.put("ramtrain.train.epochs", String.valueOf(epochs));
+    f.put("ramtrain.train.batch-size", "64");
+    f.put("ramtrain.train.lr", "0.01");
+    f.put("ramtrain.train.schedule", "one-cycle");
+    f.put("ramtrain.train.crop-padding", "2");
+    f.put("ramtrain.train.model", modelSpec);
     if (work != null) {
       f.put("ramtrain.generate.output", work.resolve("images").toString());
       f.put("ramtrain.source.path", work.resolve("images").toString());
       f.put("ramtrain.source.type", "image-folder");
-      f.put("ramtrain.etl.output", work.resolve("dataset").toString());
-      f.put("ramtrain.etl.overwrite", "true");
-      f.put("ramtrain.inspect.sheet", work.resolve("samples.png").toString());
+      f.put("ramtrain.train.output", work.resolve("run").toString());
     }
     return f;
+  }
+
+  private static void deleteTree(Path dir) throws java.io.IOException {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (var walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
   }
 }

@@ -3,24 +3,11 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.jobs.config.TrainSettings;
-import dev.ramtrain.jobs.report.TrainingReport;
+import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
-import dev.ramtrain.trainer.MetricsLog;
-import dev.ramtrain.trainer.Trainer;
-import dev.ramtrain.trainer.backend.Backend;
-import dev.ramtrain.trainer.backend.Stream;
-import dev.ramtrain.trainer.backend.cpu.CpuBackend;
-import dev.ramtrain.trainer.checkpoint.Checkpoints;
-import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
-import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelSpec;
-import dev.ramtrain.trainer.optim.Optimizer;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
@@ -77,82 +64,13 @@ public final class TrainCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     TrainSettings s = new TrainSettings(common.load(flags()));
     Dataset ds = Dataset.open(s.dataset(), new Configuration());
-    Manifest m = ds.manifest();
-    try (Backend backend = new CpuBackend(s.threads());
-        ShardSet trainShards = ShardSet.open(ds, Manifest.TRAIN);
-        ShardSet valShards = ShardSet.open(ds, Manifest.VAL);
-        DataLoader train = new DataLoader(backend, trainShards, s.trainLoader());
-        DataLoader val = new DataLoader(backend, valShards, s.evalLoader())) {
-      Path run = Path.of(s.output());
-      Checkpoints.Loaded checkpoint = resume ? Checkpoints.loadLatest(run) : null;
-      Normalization measured =
-          checkpoint != null
-              ? Normalization.fromState(checkpoint.state())
-              : s.normalizationGiven() ? null : Normalization.measure(trainShards, 10_000);
-      var options =
-          s.options(
-              measured == null ? null : measured.mean(), measured == null ? null : measured.std());
-      Stream setup = backend.createStream("setup");
-      try (Model net =
-              Model.build(
-                  s.model(),
-                  ModelSpec.parse(s.model(), m.image().shape()),
-                  backend,
-                  setup,
-                  s.batchSize(),
-                  s.seed());
-          Optimizer opt = s.optimizer(backend, net.parameters().count());
-          MetricsLog metrics =
-              new MetricsLog(run.resolve(resume ? "metrics-resumed.jsonl" : "metrics.jsonl"));
-          Trainer trainer =
-              new Trainer(
-                  backend,
-                  net,
-                  opt,
-                  s.schedule(train.batchesPerEpoch()),
-                  options,
-                  m.image().shape(),
-                  metrics)) {
-        System.out.printf(
-            "training %s (%,d parameters) on %s: %,d train / %,d val samples, %d classes, %d batches of %d per epoch; normalization mean %s std %s%n",
-            s.model(),
-            net.parameters().count(),
-            s.dataset(),
-            train.samples(),
-            val.samples(),
-            m.classes().size(),
-            train.batchesPerEpoch(),
-            s.batchSize(),
-            Arrays.toString(options.mean()),
-            Arrays.toString(options.std()));
-        Map<String, Object> info = new LinkedHashMap<>();
-        info.put("classes", m.classes());
-        info.put("image", List.of(m.image().height(), m.image().width(), m.image().channels()));
-        info.put("mean", options.mean());
-        info.put("std", options.std());
-        info.put("dataset", s.dataset());
-        trainer.checkpointTo(run, info);
-        int firstEpoch = 0;
-        if (checkpoint != null) {
-          Checkpoints.restore(checkpoint, net, opt, backend, setup);
-          trainer.resumeAt(checkpoint.globalStep());
-          firstEpoch = checkpoint.epochsDone();
-          System.out.printf(
-              "resuming from %s after %d epochs, step %d%n",
-              checkpoint.dir(), firstEpoch, checkpoint.globalStep());
-        }
-        trainer.fit(train, val, firstEpoch);
-        EvalResult eval = trainer.evaluate(val);
-        Path report =
-            TrainingReport.write(
-                run,
-                List.of(run.resolve("metrics.jsonl"), run.resolve("metrics-resumed.jsonl")),
-                eval,
-                m.classes());
-        System.out.printf(
-            "val accuracy %.4f, loss %.4f over %,d samples; report %s%n",
-            eval.accuracy(), eval.loss(), eval.samples(), report);
-      }
+    try (ShardSet train = ShardSet.open(ds, Manifest.TRAIN);
+        ShardSet val = ShardSet.open(ds, Manifest.VAL)) {
+      EvalResult eval = TrainingRun.run(s, train, val, s.dataset(), resume);
+      Path report = TrainingRun.report(s, eval, train.classes());
+      System.out.printf(
+          "val accuracy %.4f, loss %.4f over %,d samples; report %s%n",
+          eval.accuracy(), eval.loss(), eval.samples(), report);
     }
     return 0;
   }

@@ -84,6 +84,16 @@ public final class RamtrainConfig {
     return config;
   }
 
+  /** The merged settings as HOCON text: how they travel to a Spark task. */
+  public String render() {
+    return config.root().render(com.typesafe.config.ConfigRenderOptions.concise());
+  }
+
+  /** Settings {@link #render rendered} on the driver, read back in a task. */
+  public static RamtrainConfig fromRendered(String text) {
+    return new RamtrainConfig(defaults(), ConfigFactory.parseString(text).resolve());
+  }
+
   public String string(String key) {
     return get(key, ConfigValueType.STRING, () -> config.getString(key));
   }

@@ -3,8 +3,6 @@ package dev.ramtrain.jobs.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ramtrain.etl.dataset.Dataset;
-import dev.ramtrain.etl.shard.Manifest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -13,7 +11,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.apache.hadoop.conf.Configuration;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -40,34 +39,40 @@ class LauncherIT {
   @Test
   void demoRunsEndToEnd() throws Exception {
     Path work = tmp.resolve("demo");
-    Result r =
-        launch(
-            Map.of(),
-            "demo",
-            "--workdir",
-            work.toString(),
-            "--images-per-class",
-            "12",
-            "--size",
-            "24");
+    String[] demo = {
+      "demo",
+      "--workdir",
+      work.toString(),
+      "--images-per-class",
+      "20",
+      "--size",
+      "24",
+      "--epochs",
+      "2",
+      "--set",
+      "ramtrain.train.batch-size=16"
+    };
+    Result r = launch(Map.of(), demo);
     assertEquals(0, r.status(), r.output());
-    assertTrue(r.output().contains("[3/3] inspect"), r.output());
-    Manifest m = Dataset.open(work.resolve("dataset").toString(), new Configuration()).manifest();
+    assertTrue(r.output().contains("[4/4] report"), r.output());
+    assertTrue(r.output().contains("in a Spark barrier stage"), r.output());
+    assertTrue(r.output().contains("in-memory shards (stage"), r.output());
+    Matcher accuracy =
+        Pattern.compile("val accuracy (\\d\\.\\d+) over (\\d+) samples").matcher(r.output());
+    assertTrue(accuracy.find(), r.output());
+    assertTrue(Integer.parseInt(accuracy.group(2)) > 0, "the val split was evaluated");
+    assertTrue(Files.size(work.resolve("run/report/loss.png")) > 1000);
+    assertTrue(Files.exists(work.resolve("run/report/index.html")));
+    assertEquals("epoch-0002", Files.readString(work.resolve("run/checkpoints/latest")).strip());
     assertEquals(
-        72, m.split(Manifest.TRAIN).rows() + m.split(Manifest.VAL).rows(), "6 classes x 12");
-    assertEquals(24, m.image().height());
-    assertTrue(Files.size(work.resolve("samples.png")) > 1000);
+        2,
+        Files.readAllLines(work.resolve("run/metrics.jsonl")).stream()
+            .filter(l -> l.contains("\"type\":\"epoch\""))
+            .count());
+    assertTrue(
+        !Files.exists(work.resolve("dataset")), "in-memory shards: no dataset directory written");
 
-    Result again =
-        launch(
-            Map.of(),
-            "demo",
-            "--workdir",
-            work.toString(),
-            "--images-per-class",
-            "12",
-            "--size",
-            "24");
+    Result again = launch(Map.of(), demo);
     assertEquals(0, again.status(), "the demo can be re-run in place: " + again.output());
   }
 

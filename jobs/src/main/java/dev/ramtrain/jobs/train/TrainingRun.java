@@ -1,0 +1,121 @@
+package dev.ramtrain.jobs.train;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.report.TrainingReport;
+import dev.ramtrain.trainer.EvalResult;
+import dev.ramtrain.trainer.MetricsLog;
+import dev.ramtrain.trainer.Trainer;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.data.Normalization;
+import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.optim.Optimizer;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One training run over opened shards, wherever they come from (a dataset directory for {@code
+ * train}, cached in-memory shards in the Spark task of {@code demo}): builds the backend, loaders,
+ * model and optimizer the settings describe, resumes if asked, trains with a checkpoint per epoch
+ * and evaluates on the val split. The loop itself is {@link Trainer}.
+ */
+public final class TrainingRun {
+  private TrainingRun() {}
+
+  /**
+   * Trains on {@code train}, evaluating on {@code val}, writing metrics and checkpoints under the
+   * settings' run directory; {@code source} names the data in the checkpoints.
+   */
+  public static EvalResult run(
+      TrainSettings s, ShardSet train, ShardSet val, String source, boolean resume)
+      throws IOException {
+    ImageShape shape = train.shape();
+    List<String> classes = train.classes();
+    Path run = Path.of(s.output());
+    try (Backend backend = new CpuBackend(s.threads());
+        DataLoader trainLoader = new DataLoader(backend, train, s.trainLoader());
+        DataLoader valLoader = new DataLoader(backend, val, s.evalLoader())) {
+      Checkpoints.Loaded checkpoint = resume ? Checkpoints.loadLatest(run) : null;
+      Normalization measured =
+          checkpoint != null
+              ? Normalization.fromState(checkpoint.state())
+              : s.normalizationGiven() ? null : Normalization.measure(train, 10_000);
+      var options =
+          s.options(
+              measured == null ? null : measured.mean(), measured == null ? null : measured.std());
+      Stream setup = backend.createStream("setup");
+      try (Model net =
+              Model.build(
+                  s.model(),
+                  ModelSpec.parse(s.model(), shape),
+                  backend,
+                  setup,
+                  s.batchSize(),
+                  s.seed());
+          Optimizer opt = s.optimizer(backend, net.parameters().count());
+          MetricsLog metrics =
+              new MetricsLog(run.resolve(resume ? "metrics-resumed.jsonl" : "metrics.jsonl"));
+          Trainer trainer =
+              new Trainer(
+                  backend,
+                  net,
+                  opt,
+                  s.schedule(trainLoader.batchesPerEpoch()),
+                  options,
+                  shape,
+                  metrics)) {
+        System.out.printf(
+            "training %s (%,d parameters) on %s: %,d train / %,d val samples, %d classes, %d batches of %d per epoch; normalization mean %s std %s%n",
+            s.model(),
+            net.parameters().count(),
+            source,
+            trainLoader.samples(),
+            valLoader.samples(),
+            classes.size(),
+            trainLoader.batchesPerEpoch(),
+            s.batchSize(),
+            Arrays.toString(options.mean()),
+            Arrays.toString(options.std()));
+        Map<String, Object> info = new LinkedHashMap<>();
+        info.put("classes", classes);
+        info.put("image", List.of(shape.height(), shape.width(), shape.channels()));
+        info.put("mean", options.mean());
+        info.put("std", options.std());
+        info.put("dataset", source);
+        trainer.checkpointTo(run, info);
+        int firstEpoch = 0;
+        if (checkpoint != null) {
+          Checkpoints.restore(checkpoint, net, opt, backend, setup);
+          trainer.resumeAt(checkpoint.globalStep());
+          firstEpoch = checkpoint.epochsDone();
+          System.out.printf(
+              "resuming from %s after %d epochs, step %d%n",
+              checkpoint.dir(), firstEpoch, checkpoint.globalStep());
+        }
+        trainer.fit(trainLoader, valLoader, firstEpoch);
+        return trainer.evaluate(valLoader);
+      }
+    }
+  }
+
+  /** Writes the run's report from its metrics files and final evaluation; returns index.html. */
+  public static Path report(TrainSettings s, EvalResult eval, List<String> classes)
+      throws IOException {
+    Path run = Path.of(s.output());
+    return TrainingReport.write(
+        run,
+        List.of(run.resolve("metrics.jsonl"), run.resolve("metrics-resumed.jsonl")),
+        eval,
+        classes);
+  }
+}
