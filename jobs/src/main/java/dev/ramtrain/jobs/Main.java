@@ -7,6 +7,7 @@ import dev.ramtrain.jobs.cli.DemoCommand;
 import dev.ramtrain.jobs.cli.EvaluateCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;
 import dev.ramtrain.jobs.cli.InspectCommand;
+import dev.ramtrain.jobs.cli.PredictCommand;
 import dev.ramtrain.jobs.cli.PreprocessCommand;
 import dev.ramtrain.jobs.cli.TrainCommand;
 import dev.ramtrain.jobs.config.ConfigException;
@@ -29,6 +30,7 @@ import picocli.CommandLine.Command;
       DemoCommand.class,
       TrainCommand.class,
       EvaluateCommand.class,
+      PredictCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {

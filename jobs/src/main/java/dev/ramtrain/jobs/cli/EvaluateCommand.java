@@ -5,6 +5,7 @@ import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.Charts;
+import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.DeviceInputs;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.Evaluator;
@@ -22,7 +23,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
@@ -71,13 +71,11 @@ public final class EvaluateCommand implements Callable<Integer> {
     Map<String, String> flags = new LinkedHashMap<>();
     flags.put("ramtrain.train.dataset", dataset);
     TrainSettings s = new TrainSettings(common.load(flags));
-    Checkpoints.Loaded c =
-        Files.exists(checkpoint.resolve("state.json"))
-            ? Checkpoints.load(checkpoint)
-            : Checkpoints.loadLatest(checkpoint);
+    TrainedCheckpoint trained = TrainedCheckpoint.open(checkpoint);
+    Checkpoints.Loaded c = trained.loaded();
     Dataset ds = Dataset.open(s.dataset(), new Configuration());
     Manifest m = ds.manifest();
-    ImageShape shape = shapeOf(c);
+    ImageShape shape = trained.shape();
     if (!shape.equals(m.image().shape())) {
       throw new IOException(
           c.dir()
@@ -88,18 +86,18 @@ public final class EvaluateCommand implements Callable<Integer> {
               + " holds "
               + m.image().shape());
     }
-    if (!m.classes().equals(c.state().get("classes"))) {
+    if (!m.classes().equals(trained.classes())) {
       throw new IOException(
           c.dir()
               + " was trained on classes "
-              + c.state().get("classes")
+              + trained.classes()
               + "; "
               + s.dataset()
               + " has "
               + m.classes());
     }
-    String spec = (String) c.state().get("model");
-    Normalization norm = Normalization.fromState(c.state());
+    String spec = trained.model();
+    Normalization norm = trained.normalization();
     try (Backend backend = new CpuBackend(s.threads());
         ShardSet shards = ShardSet.open(ds, split);
         DataLoader loader = new DataLoader(backend, shards, s.evalLoader())) {
@@ -138,13 +136,5 @@ public final class EvaluateCommand implements Callable<Integer> {
       }
     }
     return 0;
-  }
-
-  private static ImageShape shapeOf(Checkpoints.Loaded c) {
-    List<?> dims = (List<?>) c.state().get("image");
-    return new ImageShape(
-        ((Number) dims.get(0)).intValue(),
-        ((Number) dims.get(1)).intValue(),
-        ((Number) dims.get(2)).intValue());
   }
 }

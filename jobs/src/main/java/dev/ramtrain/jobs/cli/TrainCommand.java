@@ -66,7 +66,7 @@ public final class TrainCommand implements Callable<Integer> {
     Dataset ds = Dataset.open(s.dataset(), new Configuration());
     try (ShardSet train = ShardSet.open(ds, Manifest.TRAIN);
         ShardSet val = ShardSet.open(ds, Manifest.VAL)) {
-      EvalResult eval = TrainingRun.run(s, train, val, s.dataset(), resume);
+      EvalResult eval = TrainingRun.run(s, ds.manifest(), train, val, s.dataset(), resume);
       Path report = TrainingRun.report(s, eval, train.classes());
       System.out.printf(
           "val accuracy %.4f, loss %.4f over %,d samples; report %s%n",

@@ -69,7 +69,7 @@ public final class BarrierTraining
         ShardSet val = open(blocks, Manifest.VAL)) {
       String source =
           "in-memory shards (stage " + task.stageId() + ", task " + task.partitionId() + ")";
-      EvalResult eval = TrainingRun.run(s, train, val, source, false);
+      EvalResult eval = TrainingRun.run(s, manifest, train, val, source, false);
       return CollectionConverters.asScala(List.of(eval).iterator());
     } catch (IOException e) {
       throw new UncheckedIOException(e);

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.EvalResult;
@@ -34,10 +35,16 @@ public final class TrainingRun {
 
   /**
    * Trains on {@code train}, evaluating on {@code val}, writing metrics and checkpoints under the
-   * settings' run directory; {@code source} names the data in the checkpoints.
+   * settings' run directory; {@code source} names the data in the checkpoints, which also record
+   * the manifest's resize mode and decoder so that prediction prepares images the same way.
    */
   public static EvalResult run(
-      TrainSettings s, ShardSet train, ShardSet val, String source, boolean resume)
+      TrainSettings s,
+      Manifest manifest,
+      ShardSet train,
+      ShardSet val,
+      String source,
+      boolean resume)
       throws IOException {
     ImageShape shape = train.shape();
     List<String> classes = train.classes();
@@ -92,6 +99,8 @@ public final class TrainingRun {
         info.put("mean", options.mean());
         info.put("std", options.std());
         info.put("dataset", source);
+        info.put("resize", manifest.transforms().get("resize"));
+        info.put("decoder", manifest.transforms().get("decoder"));
         trainer.checkpointTo(run, info);
         int firstEpoch = 0;
         if (checkpoint != null) {

@@ -9,6 +9,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import javax.imageio.ImageIO;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -169,6 +170,127 @@ class MainTest {
     assertTrue(again.err().contains("already holds a dataset"), again.err());
   }
 
+  /** Correct predictions an {@code evaluate} output reports: accuracy times samples. */
+  private static long correct(String evaluateOutput) {
+    var m =
+        java.util.regex.Pattern.compile("accuracy ([0-9.]+), loss [0-9.]+ over ([0-9,]+) samples")
+            .matcher(evaluateOutput);
+    assertTrue(m.find(), evaluateOutput);
+    return Math.round(Double.parseDouble(m.group(1)) * Long.parseLong(m.group(2).replace(",", "")));
+  }
+
+  @Test
+  void predictOnTheRawFilesAgreesWithEvaluateOnTheirShards() throws Exception {
+    // No train/serve skew: predict decodes and resizes the raw images itself, evaluate reads the
+    // shards preprocessing made of the same images; both must classify them identically.
+    Path images = tmp.resolve("images");
+    assertEquals(
+        0,
+        run(
+                "generate",
+                "-o",
+                images.toString(),
+                "--classes",
+                "3",
+                "--images-per-class",
+                "12",
+                "--width",
+                "48", // not square: crop, stretch and letterbox give different pixels
+                "--height",
+                "32")
+            .status());
+    Path dataset = tmp.resolve("dataset");
+    Run p =
+        run(
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--height",
+            "20",
+            "--width",
+            "20",
+            "--resize",
+            "letterbox",
+            "--set",
+            "ramtrain.etl.val-fraction=0.3");
+    assertEquals(0, p.status(), p.err());
+    Path runDir = tmp.resolve("run");
+    Run t =
+        run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            runDir.toString(),
+            "--model",
+            "cnn:cb4-p-d0.2-f16-3",
+            "--epochs",
+            "3",
+            "--batch-size",
+            "6",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, t.status(), t.err());
+    long expected = 0;
+    for (String split : new String[] {"train", "val"}) {
+      Run e =
+          run(
+              "evaluate",
+              "-c",
+              runDir.toString(),
+              "-d",
+              dataset.toString(),
+              "--split",
+              split,
+              "--confusion",
+              tmp.resolve(split + ".png").toString(),
+              "--set",
+              "ramtrain.train.batch-size=5");
+      assertEquals(0, e.status(), e.err());
+      expected += correct(e.out());
+    }
+    Path csv = tmp.resolve("predictions.csv");
+    Run pr = run("predict", "-c", runDir.toString(), "-o", csv.toString(), images.toString());
+    assertEquals(0, pr.status(), pr.err());
+    List<String> lines = Files.readAllLines(csv);
+    assertEquals("path,prediction,probability,circle,square,triangle,error", lines.get(0));
+    assertEquals(1 + 36, lines.size(), "a row per image");
+    long right = 0;
+    for (String line : lines.subList(1, lines.size())) {
+      String[] f = line.split(",", -1);
+      Path file = Path.of(f[0]);
+      right += file.getParent().getFileName().toString().equals(f[1]) ? 1 : 0;
+      double sum = 0;
+      for (int c = 3; c < 6; c++) {
+        sum += Double.parseDouble(f[c]);
+      }
+      assertEquals(1.0, sum, 1e-5, "probabilities sum to one: " + line);
+      assertEquals("", f[6], line);
+    }
+    assertEquals(expected, right, "predict and evaluate classify the same images alike");
+
+    // A corrupt file gets an error row; the others are still classified; the exit is non-zero.
+    Path broken = images.resolve("circle/broken.jpg");
+    Files.write(broken, new byte[] {(byte) 0xFF, (byte) 0xD8, (byte) 0xFF, 1, 2, 3});
+    Run partial =
+        run(
+            "predict",
+            "-c",
+            runDir.toString(),
+            "-o",
+            csv.toString(),
+            broken.toString(),
+            images.resolve("square").toString());
+    assertEquals(Main.EXIT_FAILURE, partial.status(), partial.err());
+    assertTrue(partial.err().contains("1 of 13 images could not be read"), partial.err());
+    lines = Files.readAllLines(csv);
+    assertEquals(1 + 13, lines.size());
+    assertTrue(lines.get(1).startsWith(broken + ",,,"), lines.get(1));
+    assertTrue(lines.get(1).split(",", -1)[6].length() > 3, "the error is named: " + lines.get(1));
+  }
+
   @Test
   void badSettingExitsWithUsageStatusNamingTheKey() {
     Run r = run("generate", "-o", tmp.toString(), "--set", "ramtrain.generate.clases=3");
@@ -195,7 +317,9 @@ class MainTest {
   @Test
   void everyCommandHasHelp() {
     for (String command :
-        new String[] {"generate", "preprocess", "inspect", "demo", "train", "evaluate"}) {
+        new String[] {
+          "generate", "preprocess", "inspect", "demo", "train", "evaluate", "predict"
+        }) {
       Run r = run(command, "--help");
       assertEquals(0, r.status(), command);
       assertTrue(r.out().contains("Usage: ramtrain " + command), r.out());
