@@ -57,6 +57,32 @@ public interface Backend extends AutoCloseable {
       DeviceBuffer c,
       int ldc);
 
+  /**
+   * {@code count} GEMMs as {@link #gemm}, the i-th on A, B and C offset by {@code i * stride}
+   * elements (as cublasSgemmStridedBatched): a stride of 0 shares that matrix across the batch.
+   * With {@code strideC == 0} the products are summed into the one C: {@code C = beta * C + alpha *
+   * Σ op(A_i) op(B_i)} (a convolution's weight gradient over the images of a batch).
+   */
+  void gemmStridedBatched(
+      Stream stream,
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      DeviceBuffer a,
+      int lda,
+      long strideA,
+      DeviceBuffer b,
+      int ldb,
+      long strideB,
+      float beta,
+      DeviceBuffer c,
+      int ldc,
+      long strideC,
+      int count);
+
   void fill(Stream stream, DeviceBuffer x, float value);
 
   /** {@code y[r, c] += bias[c]} for a rows×cols matrix. */

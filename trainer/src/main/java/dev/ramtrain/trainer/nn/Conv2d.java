@@ -6,9 +6,9 @@ import java.util.List;
 
 /**
  * 2-D convolution on NCHW activations, weight [out, in, k, k] as PyTorch's nn.Conv2d. Forward is
- * im2col (per image, a [in·k·k, oh·ow] block) and one GEMM per image that writes the NCHW output
- * directly, then the bias; backward runs the same GEMMs transposed and col2im for the input
- * gradient.
+ * im2col (per image, a [in·k·k, oh·ow] block) and a strided batch of per-image GEMMs writing the
+ * NCHW output directly, then the bias; backward runs the same GEMMs transposed and col2im for the
+ * input gradient.
  */
 public final class Conv2d extends BaseLayer {
   private final int in;
@@ -121,23 +121,26 @@ public final class Conv2d extends BaseLayer {
     int hw = oh * ow;
     backend.im2col(
         s, x, batch, in, h, w, k, k, stride, pad, cols.view(0, (long) batch * patch * hw));
-    for (int i = 0; i < batch; i++) { // y_i [out, hw] = W [out, patch] · cols_i [patch, hw]
-      backend.gemm(
-          s,
-          false,
-          false,
-          out,
-          hw,
-          patch,
-          1f,
-          weight,
-          patch,
-          block(cols, i, patch),
-          hw,
-          0f,
-          block(y, i, out),
-          hw);
-    }
+    // y_i [out, hw] = W [out, patch] · cols_i [patch, hw] for every image i
+    backend.gemmStridedBatched(
+        s,
+        false,
+        false,
+        out,
+        hw,
+        patch,
+        1f,
+        weight,
+        patch,
+        0,
+        cols,
+        hw,
+        (long) patch * hw,
+        0f,
+        y,
+        hw,
+        (long) out * hw,
+        batch);
     DeviceBuffer yb = y.view(0, (long) batch * out * hw);
     if (hasBias) {
       backend.addChannelBias(s, yb, bias, batch, out, hw);
@@ -148,55 +151,55 @@ public final class Conv2d extends BaseLayer {
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
     int hw = oh * ow;
-    for (int i = 0; i < batch; i++) { // dW += dy_i [out, hw] · cols_iᵀ
-      backend.gemm(
-          s,
-          false,
-          true,
-          out,
-          patch,
-          hw,
-          1f,
-          block(dy, i, out),
-          hw,
-          block(cols, i, patch),
-          hw,
-          1f,
-          weightGrad,
-          patch);
-    }
+    // dW += Σ_i dy_i [out, hw] · cols_iᵀ
+    backend.gemmStridedBatched(
+        s,
+        false,
+        true,
+        out,
+        patch,
+        hw,
+        1f,
+        dy,
+        hw,
+        (long) out * hw,
+        cols,
+        hw,
+        (long) patch * hw,
+        1f,
+        weightGrad,
+        patch,
+        0,
+        batch);
     if (hasBias) {
       backend.sumChannels(s, dy, biasGrad, batch, out, hw);
     }
     if (!needInputGrad) {
       return null;
     }
-    for (int i = 0; i < batch; i++) { // dcols_i = Wᵀ · dy_i
-      backend.gemm(
-          s,
-          true,
-          false,
-          patch,
-          hw,
-          out,
-          1f,
-          weight,
-          patch,
-          block(dy, i, out),
-          hw,
-          0f,
-          block(dcols, i, patch),
-          hw);
-    }
+    // dcols_i = Wᵀ · dy_i for every image i
+    backend.gemmStridedBatched(
+        s,
+        true,
+        false,
+        patch,
+        hw,
+        out,
+        1f,
+        weight,
+        patch,
+        0,
+        dy,
+        hw,
+        (long) out * hw,
+        0f,
+        dcols,
+        hw,
+        (long) patch * hw,
+        batch);
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
     backend.col2im(
         s, dcols.view(0, (long) batch * patch * hw), batch, in, h, w, k, k, stride, pad, dxb);
     return dxb;
-  }
-
-  /** Image i's [rows, oh·ow] block of a per-image buffer. */
-  private DeviceBuffer block(DeviceBuffer buffer, int i, int rows) {
-    long size = (long) rows * oh * ow;
-    return buffer.view(i * size, size);
   }
 }

@@ -81,7 +81,17 @@ public final class ModelSpec {
         if (norm) {
           layers.add(new BatchNorm2d("bn" + convs, c, h, w));
         }
-        layers.add(new Activation(name + ".relu", Activation.Kind.RELU, conv.outputSize()));
+        if (i + 1 < tokens.length && tokens[i + 1].strip().equals("p")) {
+          // ReLU commutes with max pooling (the max of ReLUs is the ReLU of the max, and the
+          // gradient reaches the same winner), so pooling first runs the ReLU on a quarter of the
+          // values: the same model, less memory traffic.
+          MaxPool2d pool = new MaxPool2d("pool" + ++pools, c, h, w, 2, 2);
+          layers.add(pool);
+          h = pool.outputHeight();
+          w = pool.outputWidth();
+          i++;
+        }
+        layers.add(new Activation(name + ".relu", Activation.Kind.RELU, c * h * w));
       } else if (t.equals("p") && flat < 0) {
         MaxPool2d pool = new MaxPool2d("pool" + ++pools, c, h, w, 2, 2);
         layers.add(pool);

@@ -147,6 +147,84 @@ public abstract class BackendConformanceTest {
   }
 
   @Test
+  void stridedBatchedGemmPerItemAndSummedIntoOneC() {
+    Random rng = new Random(21);
+    int m = 5;
+    int n = 7;
+    int k = 3;
+    int count = 4;
+    float[] a = random(rng, m * k); // shared: stride 0
+    float[] b = random(rng, count * n * k); // each item n x k, used transposed
+    float[] c = random(rng, count * m * n);
+    float[] expected = c.clone();
+    float[] summed = random(rng, m * n);
+    float[] expectedSum = new float[m * n];
+    for (int i = 0; i < m * n; i++) {
+      expectedSum[i] = 0.5f * summed[i];
+    }
+    for (int item = 0; item < count; item++) {
+      float[] bi = java.util.Arrays.copyOfRange(b, item * n * k, (item + 1) * n * k);
+      float[] ci = java.util.Arrays.copyOfRange(c, item * m * n, (item + 1) * m * n);
+      float[] product = gemmReference(false, true, m, n, k, 2f, a, k, bi, k, 0.25f, ci, n);
+      System.arraycopy(product, 0, expected, item * m * n, m * n);
+      float[] plain = gemmReference(false, true, m, n, k, 2f, a, k, bi, k, 0f, new float[m * n], n);
+      for (int i = 0; i < m * n; i++) {
+        expectedSum[i] += plain[i];
+      }
+    }
+    try (DeviceBuffer da = upload("a", a);
+        DeviceBuffer db = upload("b", b);
+        DeviceBuffer dc = upload("c", c);
+        DeviceBuffer ds = upload("sum", summed)) {
+      backend.gemmStridedBatched(
+          stream,
+          false,
+          true,
+          m,
+          n,
+          k,
+          2f,
+          da,
+          k,
+          0,
+          db,
+          k,
+          (long) n * k,
+          0.25f,
+          dc,
+          n,
+          (long) m * n,
+          count);
+      assertClose(expected, download(dc), 1e-5, "per-item products");
+      backend.gemmStridedBatched(
+          stream, false, true, m, n, k, 2f, da, k, 0, db, k, (long) n * k, 0.5f, ds, n, 0, count);
+      assertClose(expectedSum, download(ds), 1e-5, "products summed into one C");
+      assertThrows(
+          IllegalArgumentException.class,
+          () ->
+              backend.gemmStridedBatched(
+                  stream,
+                  false,
+                  true,
+                  m,
+                  n,
+                  k,
+                  1f,
+                  da,
+                  k,
+                  0,
+                  db,
+                  k,
+                  (long) n * k,
+                  0f,
+                  dc,
+                  n,
+                  (long) m * n,
+                  count + 1));
+    }
+  }
+
+  @Test
   void gemmOnViewsOfOneSlab() {
     // Parameters live in one slab; layers use views of it.
     Random rng = new Random(2);

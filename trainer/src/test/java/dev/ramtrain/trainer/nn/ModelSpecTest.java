@@ -55,8 +55,8 @@ class ModelSpecTest {
         List.of(
             "conv1",
             "bn1",
+            "pool1", // ReLU after pooling: the same function on a quarter of the values
             "conv1.relu",
-            "pool1",
             "conv2",
             "bn2",
             "conv2.relu",

@@ -158,6 +158,55 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
+  public void gemmStridedBatched(
+      Stream stream,
+      boolean transA,
+      boolean transB,
+      int m,
+      int n,
+      int k,
+      float alpha,
+      DeviceBuffer a,
+      int lda,
+      long strideA,
+      DeviceBuffer b,
+      int ldb,
+      long strideB,
+      float beta,
+      DeviceBuffer c,
+      int ldc,
+      long strideC,
+      int count) {
+    if (count < 1 || strideA < 0 || strideB < 0 || strideC < 0) {
+      throw new IllegalArgumentException(
+          "batched GEMM: count " + count + ", strides " + strideA + "/" + strideB + "/" + strideC);
+    }
+    checkBatch(a, transA ? k : m, transA ? m : k, lda, strideA, count);
+    checkBatch(b, transB ? n : k, transB ? k : n, ldb, strideB, count);
+    checkBatch(c, m, n, ldc, strideC, count);
+    CpuBuffer ca = cpu(a);
+    CpuBuffer cb = cpu(b);
+    CpuBuffer cc = cpu(c);
+    BatchedGemm g =
+        new BatchedGemm(
+            transA ? CblasTrans : CblasNoTrans,
+            transB ? CblasTrans : CblasNoTrans,
+            m,
+            n,
+            k,
+            alpha,
+            lda,
+            strideA,
+            ldb,
+            strideB,
+            beta,
+            ldc,
+            strideC,
+            count);
+    on(stream).enqueue(() -> g.run(ca.floatPointer(), cb.floatPointer(), cc.floatPointer()));
+  }
+
+  @Override
   public void fill(Stream stream, DeviceBuffer x, float value) {
     CpuBuffer cx = cpu(x);
     on(stream).enqueue(() -> kernels.fill(cx.floats(), value));
@@ -680,6 +729,28 @@ public final class CpuBackend implements Backend {
               + " matrix with stride "
               + ld
               + " needs "
+              + needed);
+    }
+  }
+
+  private static void checkBatch(
+      DeviceBuffer x, int rows, int cols, int ld, long stride, int count) {
+    checkMatrix(x, rows, cols, ld);
+    long needed = (count - 1) * stride + (rows == 0 ? 0 : (long) (rows - 1) * ld + cols);
+    if (x.count() < needed) {
+      throw new IllegalArgumentException(
+          x.label()
+              + " has "
+              + x.count()
+              + " elements, "
+              + count
+              + " matrices "
+              + rows
+              + "x"
+              + cols
+              + " with stride "
+              + stride
+              + " need "
               + needed);
     }
   }

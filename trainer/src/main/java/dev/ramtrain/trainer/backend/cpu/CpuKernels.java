@@ -66,7 +66,7 @@ final class CpuKernels {
           float[] a = new float[to - from];
           x.get(from, a);
           for (int i = 0; i < a.length; i++) {
-            a[i] = Math.max(a[i], 0f);
+            a[i] = a[i] > 0f ? a[i] : 0f;
           }
           y.put(from, a);
         });
