@@ -39,7 +39,8 @@ public interface Backend extends AutoCloseable {
 
   /**
    * {@code C = alpha * op(A) * op(B) + beta * C}: op(A) is m×k, op(B) is k×n, C is m×n; {@code
-   * lda/ldb/ldc} are the row strides of A, B and C as stored.
+   * lda/ldb/ldc} are the row strides of A, B and C as stored. C is F32; A and B may each be F32 or
+   * BF16 (bf16 storage, fp32 accumulation: what streamed bf16 weights multiply with).
    */
   void gemm(
       Stream stream,
@@ -58,7 +59,7 @@ public interface Backend extends AutoCloseable {
       int ldc);
 
   /**
-   * {@code count} GEMMs as {@link #gemm}, the i-th on A, B and C offset by {@code i * stride}
+   * {@code count} F32 GEMMs as {@link #gemm}, the i-th on A, B and C offset by {@code i * stride}
    * elements (as cublasSgemmStridedBatched): a stride of 0 shares that matrix across the batch.
    * With {@code strideC == 0} the products are summed into the one C: {@code C = beta * C + alpha *
    * Σ op(A_i) op(B_i)} (a convolution's weight gradient over the images of a batch).
@@ -84,6 +85,12 @@ public interface Backend extends AutoCloseable {
       int count);
 
   void fill(Stream stream, DeviceBuffer x, float value);
+
+  /**
+   * Converts between F32 and BF16 buffers of the same length ({@link Bf16}: round to nearest even
+   * one way, exact the other).
+   */
+  void convert(Stream stream, DeviceBuffer src, DeviceBuffer dst);
 
   /** {@code y[r, c] += bias[c]} for a rows×cols matrix. */
   void addBias(Stream stream, DeviceBuffer y, DeviceBuffer bias, int rows, int cols);

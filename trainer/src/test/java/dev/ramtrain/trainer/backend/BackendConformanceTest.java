@@ -225,6 +225,66 @@ public abstract class BackendConformanceTest {
   }
 
   @Test
+  void bf16RoundsToNearestEvenAndWidensExactly() {
+    // Golden bit patterns: 1 + 2^-8 is half-way between two bf16 values and rounds to the even
+    // one (down); 1 + 3 * 2^-8 is half-way and rounds up to even; pi's dropped bits are below half.
+    float[] values = {1f, 1.00390625f, 1.01171875f, (float) Math.PI, -2.5f, 1e-40f, Float.NaN};
+    short[] expected = {0x3F80, 0x3F80, 0x3F82, 0x4049, (short) 0xC020, 0x0001, 0};
+    for (int i = 0; i < values.length - 1; i++) {
+      assertEquals(expected[i], Bf16.fromFloat(values[i]), "bf16 of " + values[i]);
+    }
+    assertTrue(Float.isNaN(Bf16.toFloat(Bf16.fromFloat(Float.NaN))), "NaN stays NaN");
+    Random rng = new Random(31);
+    float[] x = random(rng, 40_001);
+    try (DeviceBuffer f = upload("f32", x);
+        DeviceBuffer h = backend.allocate("bf16", DType.BF16, x.length);
+        DeviceBuffer back = backend.allocate("back", DType.F32, x.length)) {
+      backend.convert(stream, f, h);
+      backend.convert(stream, h, back);
+      float[] widened = download(back);
+      for (int i = 0; i < x.length; i++) {
+        assertEquals(Bf16.toFloat(Bf16.fromFloat(x[i])), widened[i], "element " + i);
+        assertEquals(x[i], widened[i], Math.abs(x[i]) / 256, "within bf16's half ulp");
+      }
+      assertThrows(IllegalArgumentException.class, () -> backend.convert(stream, f, back));
+    }
+  }
+
+  @Test
+  void gemmWithBf16OperandsAccumulatesInFp32() {
+    Random rng = new Random(32);
+    int m = 9;
+    int n = 11;
+    int k = 300; // long enough that bf16 accumulation would be visibly worse than fp32
+    float[] a = random(rng, m * k);
+    float[] b = random(rng, k * n);
+    float[] ra = new float[a.length];
+    float[] rb = new float[b.length];
+    for (int i = 0; i < a.length; i++) {
+      ra[i] = Bf16.toFloat(Bf16.fromFloat(a[i]));
+    }
+    for (int i = 0; i < b.length; i++) {
+      rb[i] = Bf16.toFloat(Bf16.fromFloat(b[i]));
+    }
+    float[] expected =
+        gemmReference(false, false, m, n, k, 1f, ra, k, rb, n, 0f, new float[m * n], n);
+    try (DeviceBuffer fa = upload("a", a);
+        DeviceBuffer fb = upload("b", b);
+        DeviceBuffer ha = backend.allocate("a-bf16", DType.BF16, a.length);
+        DeviceBuffer hb = backend.allocate("b-bf16", DType.BF16, b.length);
+        DeviceBuffer c = backend.allocate("c", DType.F32, m * n)) {
+      backend.convert(stream, fa, ha);
+      backend.convert(stream, fb, hb);
+      backend.gemm(stream, false, false, m, n, k, 1f, ha, k, hb, n, 0f, c, n);
+      assertClose(expected, download(c), 1e-5, "bf16 x bf16");
+      backend.gemm(stream, false, false, m, n, k, 1f, ha, k, fb, n, 0f, c, n);
+      float[] mixed =
+          gemmReference(false, false, m, n, k, 1f, ra, k, b, n, 0f, new float[m * n], n);
+      assertClose(mixed, download(c), 1e-5, "bf16 x f32");
+    }
+  }
+
+  @Test
   void gemmOnViewsOfOneSlab() {
     // Parameters live in one slab; layers use views of it.
     Random rng = new Random(2);

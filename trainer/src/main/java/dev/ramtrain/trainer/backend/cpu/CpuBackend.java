@@ -11,10 +11,12 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ForkJoinPool;
 import org.apache.arrow.memory.util.MemoryUtil;
+import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.openblas.global.openblas_nolapack;
 
 /**
@@ -137,9 +139,14 @@ public final class CpuBackend implements Backend {
     CpuBuffer ca = cpu(a);
     CpuBuffer cb = cpu(b);
     CpuBuffer cc = cpu(c);
+    cc.requireType(DType.F32);
     on(stream)
         .enqueue(
-            () ->
+            () -> {
+              // bf16 operands are widened exactly to fp32 scratch, then multiplied in fp32: the
+              // result equals an fp32-accumulating bf16 GEMM up to summation order.
+              try (FloatPointer wideA = widened(ca);
+                  FloatPointer wideB = widened(cb)) {
                 cblas_sgemm(
                     CblasRowMajor,
                     transA ? CblasTrans : CblasNoTrans,
@@ -148,13 +155,49 @@ public final class CpuBackend implements Backend {
                     n,
                     k,
                     alpha,
-                    ca.floatPointer(),
+                    wideA != null ? wideA : ca.floatPointer(),
                     lda,
-                    cb.floatPointer(),
+                    wideB != null ? wideB : cb.floatPointer(),
                     ldb,
                     beta,
                     cc.floatPointer(),
-                    ldc));
+                    ldc);
+              }
+            });
+  }
+
+  /** An fp32 copy of a BF16 buffer (the caller closes it), or null for an F32 buffer. */
+  private FloatPointer widened(CpuBuffer x) {
+    if (x.dtype() != DType.BF16) {
+      return null;
+    }
+    FloatPointer wide = new FloatPointer(Math.max(1, x.count()));
+    kernels.fromBf16(
+        x.shorts(), wide.asByteBuffer().order(ByteOrder.nativeOrder()).asFloatBuffer());
+    return wide;
+  }
+
+  @Override
+  public void convert(Stream stream, DeviceBuffer src, DeviceBuffer dst) {
+    checkCount(dst, src.count());
+    CpuBuffer s = cpu(src);
+    CpuBuffer d = cpu(dst);
+    if (src.dtype() == DType.F32 && dst.dtype() == DType.BF16) {
+      on(stream).enqueue(() -> kernels.toBf16(s.floats(), d.shorts()));
+    } else if (src.dtype() == DType.BF16 && dst.dtype() == DType.F32) {
+      on(stream).enqueue(() -> kernels.fromBf16(s.shorts(), d.floats()));
+    } else {
+      throw new IllegalArgumentException(
+          "convert "
+              + src.label()
+              + " ("
+              + src.dtype()
+              + ") to "
+              + dst.label()
+              + " ("
+              + dst.dtype()
+              + "): only F32 <-> BF16");
+    }
   }
 
   @Override

@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
+import java.nio.ShortBuffer;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
 
@@ -82,6 +83,11 @@ final class CpuBuffer implements DeviceBuffer {
   FloatBuffer floats() {
     requireType(DType.F32);
     return byteBuffer().asFloatBuffer();
+  }
+
+  ShortBuffer shorts() {
+    requireType(DType.BF16);
+    return byteBuffer().asShortBuffer();
   }
 
   IntBuffer ints() {

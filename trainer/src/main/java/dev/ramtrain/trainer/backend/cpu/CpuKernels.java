@@ -1,9 +1,11 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.CounterRng;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
+import java.nio.ShortBuffer;
 import java.util.Arrays;
 
 /** The CPU backend's kernels: plain loops split across cores; the reference for other backends. */
@@ -674,6 +676,28 @@ final class CpuKernels {
             }
             dgamma.put(ch, dgamma.get(ch) + (float) sumDyXhat);
             dbeta.put(ch, dbeta.get(ch) + (float) sumDy);
+          }
+        });
+  }
+
+  void toBf16(FloatBuffer src, ShortBuffer dst) {
+    parallel.forRange(
+        src.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            dst.put(i, Bf16.fromFloat(src.get(i)));
+          }
+        });
+  }
+
+  void fromBf16(ShortBuffer src, FloatBuffer dst) {
+    parallel.forRange(
+        src.capacity(),
+        GRAIN,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            dst.put(i, Bf16.toFloat(src.get(i)));
           }
         });
   }
