@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training throughput and accuracy side by side with ../shared/anchors/pytorch_fmnist.py
 # (interleaved A B A B, same environment for both).
-# Needs: apt-get install python3-torch python3-numpy dataset-fashion-mnist libopenblas0-pthread
+# Needs: apt-get install python3-torch python3-numpy dataset-fashion-mnist libopenblas0-pthread time
 #   (without libopenblas0-pthread Debian's torch runs on netlib's reference BLAS, ~7 GFLOP/s here).
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset for both sides, as ../shared/anchors/README.md does.
 # Usage: benchmarks/train.sh [model=mlp] [epochs=1] [rounds=2]
@@ -19,6 +19,8 @@ case "$MODEL" in
 esac
 mkdir -p "$ROOT/benchmarks/out"
 OUT="$ROOT/benchmarks/out/train-$MODEL.txt"
+RSS="$(mktemp)" # peak resident set size of each run, from GNU time (KiB)
+trap 'rm -f "$RSS"' EXIT
 mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dspotless.check.skip=true package
 [ -f "$DATA/manifest.json" ] || "$ROOT/bin/ramtrain" preprocess -i /usr/share/datasets/fashion-mnist -o "$DATA" \
   --height 28 --width 28 --color grayscale --resize stretch \
@@ -26,10 +28,12 @@ mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dspotless.check.skip=true package
 echo "# $(date -u +%FT%TZ) $(nproc) cores; model $MODEL, $EPOCHS epoch(s), batch $BATCH, AdamW lr 1e-3 wd 0.01, 2 threads" | tee "$OUT"
 for round in $(seq "$ROUNDS"); do
   echo "## round $round: pytorch" | tee -a "$OUT"
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 "$ANCHORS/pytorch_fmnist.py" --model "$MODEL" \
+  /usr/bin/time -f "%M" -o "$RSS" env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 "$ANCHORS/pytorch_fmnist.py" --model "$MODEL" \
     --epochs "$EPOCHS" --batch-size "$BATCH" --threads 2 --seed "$round" 2>/dev/null | tail -n 1 | tee -a "$OUT"
+  echo "peak RSS $(( $(tail -n 1 "$RSS") / 1024 )) MiB" | tee -a "$OUT"
   echo "## round $round: ramtrain" | tee -a "$OUT"
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$ROOT/bin/ramtrain" train -d "$DATA" -o "/tmp/ramtrain-bench-run" \
+  /usr/bin/time -f "%M" -o "$RSS" env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$ROOT/bin/ramtrain" train -d "$DATA" -o "/tmp/ramtrain-bench-run" \
     --model "$SPEC" --epochs "$EPOCHS" --batch-size "$BATCH" --seed "$round" --set ramtrain.train.threads=2 2>&1 \
     | grep -E "epoch [0-9]+: train|val accuracy" | tee -a "$OUT"
+  echo "peak RSS $(( $(tail -n 1 "$RSS") / 1024 )) MiB" | tee -a "$OUT"
 done

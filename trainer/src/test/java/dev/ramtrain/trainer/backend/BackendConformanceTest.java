@@ -601,8 +601,21 @@ public abstract class BackendConformanceTest {
 
   @Test
   void im2colReadsEveryPatchWithZeroPaddingAndCol2imIsItsAdjoint() {
+    // {n, c, h, w, k, stride, pad}: odd sizes, strides 1 to 3, padding wider than the stride.
+    int[][] shapes = {
+      {2, 3, 5, 4, 3, 2, 1},
+      {1, 2, 6, 7, 3, 1, 1},
+      {2, 1, 4, 4, 1, 1, 0},
+      {1, 2, 9, 8, 5, 3, 2},
+      {1, 1, 3, 5, 3, 1, 2}
+    };
+    for (int[] shape : shapes) {
+      checkIm2col(shape[0], shape[1], shape[2], shape[3], shape[4], shape[5], shape[6]);
+    }
+  }
+
+  private void checkIm2col(int n, int c, int h, int w, int k, int stride, int pad) {
     Random rng = new Random(6);
-    int n = 2, c = 3, h = 5, w = 4, k = 3, stride = 2, pad = 1;
     int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
     int width = c * k * k;
     float[] x = random(rng, n * c * h * w);

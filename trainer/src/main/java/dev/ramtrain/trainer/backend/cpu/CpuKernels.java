@@ -13,6 +13,9 @@ final class CpuKernels {
   private static final double SQRT_HALF = Math.sqrt(0.5);
   private static final double INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
   private static final int GRAIN = 1 << 14;
+  // Elementwise kernels copy through heap blocks of this size: small enough to stay in L1/L2 and
+  // far from G1's humongous-object size (a whole chunk per array was megabytes per call).
+  private static final int BLOCK = 1 << 12;
 
   private final Parallel parallel;
 
@@ -65,12 +68,15 @@ final class CpuKernels {
         x.capacity(),
         GRAIN,
         (from, to) -> {
-          float[] a = new float[to - from];
-          x.get(from, a);
-          for (int i = 0; i < a.length; i++) {
-            a[i] = a[i] > 0f ? a[i] : 0f;
+          float[] a = new float[BLOCK];
+          for (int start = from; start < to; start += BLOCK) {
+            int len = Math.min(BLOCK, to - start);
+            x.get(start, a, 0, len);
+            for (int i = 0; i < len; i++) {
+              a[i] = a[i] > 0f ? a[i] : 0f;
+            }
+            y.put(start, a, 0, len);
           }
-          y.put(from, a);
         });
   }
 
@@ -79,14 +85,17 @@ final class CpuKernels {
         x.capacity(),
         GRAIN,
         (from, to) -> {
-          float[] a = new float[to - from];
-          float[] g = new float[to - from];
-          x.get(from, a);
-          dy.get(from, g);
-          for (int i = 0; i < a.length; i++) {
-            g[i] = a[i] > 0 ? g[i] : 0f;
+          float[] a = new float[BLOCK];
+          float[] g = new float[BLOCK];
+          for (int start = from; start < to; start += BLOCK) {
+            int len = Math.min(BLOCK, to - start);
+            x.get(start, a, 0, len);
+            dy.get(start, g, 0, len);
+            for (int i = 0; i < len; i++) {
+              g[i] = a[i] > 0 ? g[i] : 0f;
+            }
+            dx.put(start, g, 0, len);
           }
-          dx.put(from, g);
         });
   }
 
@@ -263,12 +272,25 @@ final class CpuKernels {
             x.get(nc * h * w, plane);
             for (int ky = 0; ky < kh; ky++) {
               for (int kx = 0; kx < kw; kx++) {
+                // Output columns whose input column ix = ox*stride - pad + kx lies in the plane.
+                int oxFirst = firstInside(pad - kx, stride);
+                int oxEnd = Math.min(ow, endInside(w + pad - kx, stride));
                 for (int oy = 0; oy < oh; oy++) {
                   int iy = oy * stride - pad + ky;
-                  for (int ox = 0; ox < ow; ox++) {
-                    int ix = ox * stride - pad + kx;
-                    row[oy * ow + ox] =
-                        iy < 0 || iy >= h || ix < 0 || ix >= w ? 0f : plane[iy * w + ix];
+                  int at = oy * ow;
+                  if (iy < 0 || iy >= h || oxFirst >= oxEnd) {
+                    Arrays.fill(row, at, at + ow, 0f);
+                    continue;
+                  }
+                  Arrays.fill(row, at, at + oxFirst, 0f);
+                  Arrays.fill(row, at + Math.max(oxFirst, oxEnd), at + ow, 0f);
+                  int src = iy * w + oxFirst * stride - pad + kx;
+                  if (stride == 1) {
+                    System.arraycopy(plane, src, row, at + oxFirst, oxEnd - oxFirst);
+                  } else {
+                    for (int ox = oxFirst; ox < oxEnd; ox++, src += stride) {
+                      row[at + ox] = plane[src];
+                    }
                   }
                 }
                 cols.put(img * block + ((ch * kh + ky) * kw + kx) * oh * ow, row);
@@ -305,16 +327,17 @@ final class CpuKernels {
             for (int ky = 0; ky < kh; ky++) {
               for (int kx = 0; kx < kw; kx++) {
                 cols.get(img * block + ((ch * kh + ky) * kw + kx) * oh * ow, row);
+                int oxFirst = firstInside(pad - kx, stride);
+                int oxEnd = Math.min(ow, endInside(w + pad - kx, stride));
                 for (int oy = 0; oy < oh; oy++) {
                   int iy = oy * stride - pad + ky;
                   if (iy < 0 || iy >= h) {
                     continue;
                   }
-                  for (int ox = 0; ox < ow; ox++) {
-                    int ix = ox * stride - pad + kx;
-                    if (ix >= 0 && ix < w) {
-                      plane[iy * w + ix] += row[oy * ow + ox];
-                    }
+                  int dst = iy * w + oxFirst * stride - pad + kx;
+                  for (int ox = oxFirst, at = oy * ow + oxFirst; ox < oxEnd; ox++, at++) {
+                    plane[dst] += row[at];
+                    dst += stride;
                   }
                 }
               }
@@ -322,6 +345,16 @@ final class CpuKernels {
             dx.put(nc * h * w, plane);
           }
         });
+  }
+
+  /** The first output index o with o * stride >= lowest (o >= 0). */
+  private static int firstInside(int lowest, int stride) {
+    return lowest <= 0 ? 0 : (lowest + stride - 1) / stride;
+  }
+
+  /** One past the last output index o with o * stride < limit. */
+  private static int endInside(int limit, int stride) {
+    return limit <= 0 ? 0 : (limit + stride - 1) / stride;
   }
 
   void addChannelBias(FloatBuffer y, FloatBuffer bias, int n, int c, int hw) {
@@ -381,6 +414,12 @@ final class CpuKernels {
           int[] where = new int[oh * ow];
           for (int nc = from; nc < to; nc++) {
             x.get(nc * h * w, plane);
+            if (k == 2 && stride == 2) {
+              pool2x2(plane, w, oh, ow, best, where);
+              y.put(nc * oh * ow, best);
+              argmax.put(nc * oh * ow, where);
+              continue;
+            }
             for (int oy = 0; oy < oh; oy++) {
               for (int ox = 0; ox < ow; ox++) {
                 int at = oy * stride * w + ox * stride;
@@ -400,6 +439,33 @@ final class CpuKernels {
             argmax.put(nc * oh * ow, where);
           }
         });
+  }
+
+  /** The common 2×2, stride-2 window without the general loops (same scan order and ties). */
+  private static void pool2x2(float[] plane, int w, int oh, int ow, float[] best, int[] where) {
+    for (int oy = 0; oy < oh; oy++) {
+      int top = 2 * oy * w;
+      int out = oy * ow;
+      for (int ox = 0; ox < ow; ox++) {
+        int i = top + 2 * ox;
+        int at = i;
+        float v = plane[i];
+        if (plane[i + 1] > v) {
+          at = i + 1;
+          v = plane[i + 1];
+        }
+        if (plane[i + w] > v) {
+          at = i + w;
+          v = plane[i + w];
+        }
+        if (plane[i + w + 1] > v) {
+          at = i + w + 1;
+          v = plane[i + w + 1];
+        }
+        best[out + ox] = v;
+        where[out + ox] = at;
+      }
+    }
   }
 
   void maxPoolBackward(
@@ -515,14 +581,17 @@ final class CpuKernels {
         out.capacity(),
         GRAIN,
         (from, to) -> {
-          float[] x = new float[to - from];
-          float[] y = new float[to - from];
-          a.get(from, x);
-          b.get(from, y);
-          for (int i = 0; i < x.length; i++) {
-            x[i] = op.apply(x[i], y[i]);
+          float[] x = new float[BLOCK];
+          float[] y = new float[BLOCK];
+          for (int start = from; start < to; start += BLOCK) {
+            int len = Math.min(BLOCK, to - start);
+            a.get(start, x, 0, len);
+            b.get(start, y, 0, len);
+            for (int i = 0; i < len; i++) {
+              x[i] = op.apply(x[i], y[i]);
+            }
+            out.put(start, x, 0, len);
           }
-          out.put(from, x);
         });
   }
 
