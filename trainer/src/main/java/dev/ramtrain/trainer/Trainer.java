@@ -150,12 +150,14 @@ public final class Trainer implements AutoCloseable {
         Batch current = next;
         int currentSlot = slot;
         inputs.releaseWhenCopied(current, currentSlot); // its copy ran during the previous step
+        long stallBeforeNext = train.stallNanos();
         next = batches.next();
+        long stallNanos = train.stallNanos() - stallBeforeNext;
         if (next != null) {
           slot = (slot + 1) % DeviceInputs.SLOTS;
           inputs.stage(next, slot); // the copy stream copies it while the step below computes
         }
-        StepResult r = step(current.size(), currentSlot, epoch);
+        StepResult r = step(current.size(), currentSlot, epoch, stallNanos);
         lossSum += r.lossSum();
         correct += r.correct();
         samples += current.size();
@@ -198,7 +200,7 @@ public final class Trainer implements AutoCloseable {
 
   private record StepResult(double lossSum, long correct) {}
 
-  private StepResult step(int n, int slot, int epoch) {
+  private StepResult step(int n, int slot, int epoch, long stallNanos) {
     long stepStart = System.nanoTime();
     DeviceBuffer x = inputs.normalized(slot, n);
     DeviceBuffer y = inputs.labels(slot, n);
@@ -236,7 +238,11 @@ public final class Trainer implements AutoCloseable {
       record.put("loss", rb.lossSum() / n);
       record.put("acc", (double) rb.correct() / n);
       record.put("lr", lr);
-      record.put("step_ms", (System.nanoTime() - stepStart) / 1e6);
+      double stepSeconds = (System.nanoTime() - stepStart) / 1e9;
+      record.put("step_ms", stepSeconds * 1e3);
+      record.put("samples_per_s", n / stepSeconds);
+      record.put("data_stall_ms", stallNanos / 1e6);
+      record.put("peak_device_bytes", backend.peakAllocatedBytes());
       metrics.write(record);
     }
     globalStep++;

@@ -98,7 +98,14 @@ class TrainerTest {
     List<String> lines = Files.readAllLines(metricsFile);
     assertEquals(3, lines.stream().filter(l -> l.contains("\"type\":\"epoch\"")).count());
     assertTrue(
-        lines.stream().anyMatch(l -> l.contains("\"type\":\"step\"") && l.contains("\"lr\"")),
+        lines.stream()
+            .anyMatch(
+                l ->
+                    l.contains("\"type\":\"step\"")
+                        && l.contains("\"lr\"")
+                        && l.contains("\"data_stall_ms\"")
+                        && l.contains("\"samples_per_s\"")
+                        && l.contains("\"peak_device_bytes\"")),
         lines.toString());
     assertTrue(
         lines.get(lines.size() - 1).contains("\"data_stall_pct\""), lines.get(lines.size() - 1));
