@@ -40,12 +40,7 @@ import picocli.CommandLine.Option;
 public final class EvaluateCommand implements Callable<Integer> {
   @Mixin CommonOptions common;
 
-  @Option(
-      names = {"-c", "--checkpoint"},
-      required = true,
-      paramLabel = "DIR",
-      description = "A checkpoint folder, or a run directory (its latest checkpoint).")
-  Path checkpoint;
+  @Mixin CheckpointOption checkpoint;
 
   @Option(
       names = {"-d", "--dataset"},
@@ -71,7 +66,7 @@ public final class EvaluateCommand implements Callable<Integer> {
     Map<String, String> flags = new LinkedHashMap<>();
     flags.put("ramtrain.train.dataset", dataset);
     TrainSettings s = new TrainSettings(common.load(flags));
-    TrainedCheckpoint trained = TrainedCheckpoint.open(checkpoint);
+    TrainedCheckpoint trained = checkpoint.open();
     Checkpoints.Loaded c = trained.loaded();
     Dataset ds = Dataset.open(s.dataset(), new Configuration());
     Manifest m = ds.manifest();

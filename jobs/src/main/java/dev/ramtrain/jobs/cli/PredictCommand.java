@@ -49,12 +49,7 @@ public final class PredictCommand implements Callable<Integer> {
 
   @Mixin CommonOptions common;
 
-  @Option(
-      names = {"-c", "--checkpoint"},
-      required = true,
-      paramLabel = "DIR",
-      description = "A checkpoint folder, or a run directory (its latest checkpoint).")
-  Path checkpoint;
+  @Mixin CheckpointOption checkpoint;
 
   @Option(
       names = {"-o", "--output"},
@@ -81,7 +76,7 @@ public final class PredictCommand implements Callable<Integer> {
     }
     RamtrainConfig config = common.load(Map.of());
     TrainSettings settings = new TrainSettings(config);
-    TrainedCheckpoint trained = TrainedCheckpoint.open(checkpoint);
+    TrainedCheckpoint trained = checkpoint.open();
     List<Path> files = imageFiles(inputs);
     ImageProcessor processor =
         new ImageProcessor(

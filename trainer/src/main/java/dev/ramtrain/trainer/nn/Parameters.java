@@ -50,9 +50,8 @@ public final class Parameters implements AutoCloseable {
   /** Lays out trainable {@code specs} and untrained {@code bufferSpecs} in order (zeroed). */
   public static Parameters allocate(
       Backend backend, List<ParamSpec> specs, List<ParamSpec> bufferSpecs) {
-    Map<String, Entry> entries = layout(specs, new LinkedHashMap<>());
-    Map<String, Entry> bufferEntries = layout(bufferSpecs, new LinkedHashMap<>(entries));
-    bufferEntries.keySet().removeAll(entries.keySet());
+    Map<String, Entry> entries = layout(specs, Map.of());
+    Map<String, Entry> bufferEntries = layout(bufferSpecs, entries);
     long count = end(entries);
     DeviceBuffer values = backend.allocate("parameters", DType.F32, count);
     DeviceBuffer grads = backend.allocate("gradients", DType.F32, count);
@@ -66,19 +65,18 @@ public final class Parameters implements AutoCloseable {
         buffers);
   }
 
-  /** Adds {@code specs} one after another from offset 0; names must be unique in {@code into}. */
-  private static Map<String, Entry> layout(List<ParamSpec> specs, Map<String, Entry> into) {
-    Map<String, Entry> fresh = new LinkedHashMap<>();
+  /** Lays {@code specs} out one after another from offset 0; no name may repeat one in taken. */
+  private static Map<String, Entry> layout(List<ParamSpec> specs, Map<String, Entry> taken) {
+    Map<String, Entry> entries = new LinkedHashMap<>();
     long offset = 0;
     for (ParamSpec spec : specs) {
-      if (into.containsKey(spec.name())
-          || fresh.put(spec.name(), new Entry(spec, offset)) != null) {
+      if (taken.containsKey(spec.name())
+          || entries.put(spec.name(), new Entry(spec, offset)) != null) {
         throw new IllegalArgumentException("two parameters or buffers are named " + spec.name());
       }
       offset += spec.count();
     }
-    into.putAll(fresh);
-    return into;
+    return entries;
   }
 
   private static long end(Map<String, Entry> entries) {
