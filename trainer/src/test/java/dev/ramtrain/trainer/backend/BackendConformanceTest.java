@@ -348,6 +348,36 @@ public abstract class BackendConformanceTest {
   }
 
   @Test
+  void reluOnRandomValuesAndSignedZeros() {
+    Random rng = new Random(52);
+    float[] x = random(rng, 30_001);
+    x[0] = 0f;
+    x[1] = -0f;
+    x[2] = Float.MIN_VALUE;
+    x[3] = -Float.MIN_VALUE;
+    float[] dyv = random(rng, x.length);
+    float[] expectedY = new float[x.length];
+    float[] expectedDx = new float[x.length];
+    for (int i = 0; i < x.length; i++) {
+      expectedY[i] = x[i] > 0 ? x[i] : 0f;
+      expectedDx[i] = x[i] > 0 ? dyv[i] : 0f;
+    }
+    try (DeviceBuffer dx = upload("x", x);
+        DeviceBuffer dy = upload("dy", dyv);
+        DeviceBuffer y = backend.allocate("y", DType.F32, x.length);
+        DeviceBuffer g = backend.allocate("dx", DType.F32, x.length)) {
+      backend.relu(stream, dx, y);
+      backend.reluBackward(stream, dx, dy, g);
+      float[] gotY = download(y);
+      float[] gotDx = download(g);
+      for (int i = 0; i < x.length; i++) {
+        assertEquals(expectedY[i], gotY[i], 0f, "relu(" + x[i] + ")");
+        assertEquals(expectedDx[i], gotDx[i], 0f, "relu'(" + x[i] + ")");
+      }
+    }
+  }
+
+  @Test
   void reluForwardAndBackward() {
     float[] x = {-2, -0.5f, 0, 0.5f, 3};
     float[] dy = {1, 2, 3, 4, 5};
@@ -672,6 +702,57 @@ public abstract class BackendConformanceTest {
       assertArrayEquals(
           new float[] {1 + 1 + 2 + 3 + 7 + 8 + 9, 1 + 4 + 5 + 6 + 10 + 11 + 12}, download(sums));
       assertArrayEquals(new float[] {11, 12, 13, 24, 25, 26, 17, 18, 19, 30, 31, 32}, download(dy));
+    }
+  }
+
+  @Test
+  void maxPoolMatchesTheReferenceOnRandomPlanes() {
+    // {n, c, h, w, k, stride}: the 2x2/2 fast path (odd sizes drop the last row and column) and
+    // the general loop.
+    int[][] shapes = {{3, 4, 9, 7, 2, 2}, {2, 3, 8, 8, 2, 2}, {2, 2, 7, 9, 3, 2}};
+    Random rng = new Random(51);
+    for (int[] s : shapes) {
+      int n = s[0], c = s[1], h = s[2], w = s[3], k = s[4], stride = s[5];
+      int oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+      float[] x = random(rng, n * c * h * w);
+      for (int i = 0; i < x.length; i += 7) {
+        x[i] = x[i + 1 < x.length ? i + 1 : i]; // some ties
+      }
+      float[] expected = new float[n * c * oh * ow];
+      int[] winner = new int[expected.length];
+      for (int plane = 0; plane < n * c; plane++) {
+        for (int oy = 0; oy < oh; oy++) {
+          for (int ox = 0; ox < ow; ox++) {
+            int at = -1;
+            for (int ky = 0; ky < k; ky++) {
+              for (int kx = 0; kx < k; kx++) {
+                int i = (oy * stride + ky) * w + ox * stride + kx;
+                if (at < 0 || x[plane * h * w + i] > x[plane * h * w + at]) {
+                  at = i;
+                }
+              }
+            }
+            expected[(plane * oh + oy) * ow + ox] = x[plane * h * w + at];
+            winner[(plane * oh + oy) * ow + ox] = at;
+          }
+        }
+      }
+      float[] dy = random(rng, expected.length);
+      float[] expectedDx = new float[x.length];
+      for (int o = 0; o < expected.length; o++) {
+        expectedDx[(o / (oh * ow)) * h * w + winner[o]] += dy[o];
+      }
+      try (DeviceBuffer dx = upload("x", x);
+          DeviceBuffer y = backend.allocate("y", DType.F32, expected.length);
+          DeviceBuffer arg = backend.allocate("argmax", DType.I32, expected.length);
+          DeviceBuffer g = upload("dy", dy);
+          DeviceBuffer back = backend.allocate("dx", DType.F32, x.length)) {
+        backend.maxPool(stream, dx, n, c, h, w, k, stride, y, arg);
+        assertArrayEquals(expected, download(y), java.util.Arrays.toString(s));
+        backend.maxPoolBackward(stream, g, arg, n, c, h, w, oh, ow, back);
+        assertClose(
+            expectedDx, download(back), 1e-6, "pool gradient " + java.util.Arrays.toString(s));
+      }
     }
   }
 

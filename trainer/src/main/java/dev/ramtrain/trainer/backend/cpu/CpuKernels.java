@@ -73,7 +73,7 @@ final class CpuKernels {
             int len = Math.min(BLOCK, to - start);
             x.get(start, a, 0, len);
             for (int i = 0; i < len; i++) {
-              a[i] = a[i] > 0f ? a[i] : 0f;
+              a[i] = Math.max(a[i], 0f); // an intrinsic, no branch: signs of real data are random
             }
             y.put(start, a, 0, len);
           }
@@ -92,7 +92,11 @@ final class CpuKernels {
             x.get(start, a, 0, len);
             dy.get(start, g, 0, len);
             for (int i = 0; i < len; i++) {
-              g[i] = a[i] > 0 ? g[i] : 0f;
+              // Branch-free x > 0 test (a mispredicted branch per element cost ~10x): the sign bit
+              // or an all-zero pattern turns the mask off.
+              int bits = Float.floatToRawIntBits(a[i]);
+              int keep = ~(((bits - 1) | bits) >> 31);
+              g[i] = Float.intBitsToFloat(Float.floatToRawIntBits(g[i]) & keep);
             }
             dx.put(start, g, 0, len);
           }
@@ -335,9 +339,15 @@ final class CpuKernels {
                     continue;
                   }
                   int dst = iy * w + oxFirst * stride - pad + kx;
-                  for (int ox = oxFirst, at = oy * ow + oxFirst; ox < oxEnd; ox++, at++) {
-                    plane[dst] += row[at];
-                    dst += stride;
+                  int at = oy * ow + oxFirst;
+                  if (stride == 1) { // contiguous on both sides: a loop the JIT vectorizes
+                    for (int o = 0; o < oxEnd - oxFirst; o++) {
+                      plane[dst + o] += row[at + o];
+                    }
+                  } else {
+                    for (int ox = oxFirst; ox < oxEnd; ox++, at++, dst += stride) {
+                      plane[dst] += row[at];
+                    }
                   }
                 }
               }
@@ -380,13 +390,18 @@ final class CpuKernels {
         1,
         (from, to) -> {
           float[] plane = new float[hw];
+          float[] lanes = new float[hw]; // per-position partial sums: a vectorizable add per plane
           for (int ch = from; ch < to; ch++) {
-            double sum = 0;
+            Arrays.fill(lanes, 0f);
             for (int img = 0; img < n; img++) {
               dy.get((img * c + ch) * hw, plane);
-              for (float v : plane) {
-                sum += v;
+              for (int p = 0; p < hw; p++) {
+                lanes[p] += plane[p];
               }
+            }
+            double sum = 0;
+            for (float v : lanes) {
+              sum += v;
             }
             out.put(ch, out.get(ch) + (float) sum);
           }
@@ -441,27 +456,29 @@ final class CpuKernels {
         });
   }
 
-  /** The common 2×2, stride-2 window without the general loops (same scan order and ties). */
+  /**
+   * The common 2×2, stride-2 window, branch-free: on real activations the winner is random, and a
+   * mispredicted branch per comparison made this 5× slower. The scan order and first-wins ties are
+   * the general loop's; the sign of {@code best - candidate} decides ({@code -0} vs {@code +0} may
+   * pick either, both equal).
+   */
   private static void pool2x2(float[] plane, int w, int oh, int ow, float[] best, int[] where) {
     for (int oy = 0; oy < oh; oy++) {
       int top = 2 * oy * w;
       int out = oy * ow;
       for (int ox = 0; ox < ow; ox++) {
         int i = top + 2 * ox;
-        int at = i;
         float v = plane[i];
-        if (plane[i + 1] > v) {
-          at = i + 1;
-          v = plane[i + 1];
-        }
-        if (plane[i + w] > v) {
-          at = i + w;
-          v = plane[i + w];
-        }
-        if (plane[i + w + 1] > v) {
-          at = i + w + 1;
-          v = plane[i + w + 1];
-        }
+        int at = i;
+        float b = plane[i + 1];
+        at += (Float.floatToRawIntBits(v - b) >>> 31) * (i + 1 - at); // moves when b > v
+        v = Math.max(v, b);
+        float c = plane[i + w];
+        at += (Float.floatToRawIntBits(v - c) >>> 31) * (i + w - at);
+        v = Math.max(v, c);
+        float d = plane[i + w + 1];
+        at += (Float.floatToRawIntBits(v - d) >>> 31) * (i + w + 1 - at);
+        v = Math.max(v, d);
         best[out + ox] = v;
         where[out + ox] = at;
       }
