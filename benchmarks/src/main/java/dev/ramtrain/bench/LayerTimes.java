@@ -4,6 +4,7 @@ import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.nn.Layer;
@@ -32,8 +33,10 @@ public final class LayerTimes {
       try (Model model = Model.build(spec, layers, backend, s, batch, 1);
           DeviceBuffer x = backend.allocate("x", DType.F32, (long) batch * model.inputSize());
           DeviceBuffer dy = backend.allocate("dy", DType.F32, (long) batch * model.outputSize())) {
-        backend.fill(s, x, 0.5f);
-        backend.fill(s, dy, 0.01f);
+        // Random data: constant inputs make every data-dependent branch predictable and hide
+        // what real activations cost (ReLU and max pooling were 5-50x slower on real data).
+        gaussian(backend, s, x, 7);
+        gaussian(backend, s, dy, 8);
         long[] forward = new long[layers.size()];
         long[] backward = new long[layers.size()];
         for (int it = -2; it < iterations; it++) { // two warm-up passes
@@ -75,6 +78,18 @@ public final class LayerTimes {
             "total          %8.2f ms per step = %,.0f samples/s%n",
             total / 1e6 / iterations, batch / (total / 1e9 / iterations));
       }
+    }
+  }
+
+  private static void gaussian(Backend backend, Stream s, DeviceBuffer d, long seed) {
+    java.util.SplittableRandom rng = new java.util.SplittableRandom(seed);
+    try (HostBuffer h = backend.allocateHost("random", d.bytes())) {
+      java.nio.FloatBuffer f = h.asByteBuffer().asFloatBuffer();
+      for (int i = 0; i < d.count(); i++) {
+        f.put(i, (float) (rng.nextDouble() * 2 - 1));
+      }
+      backend.copy(h, 0, d, d.bytes(), s);
+      s.synchronize();
     }
   }
 }

@@ -286,8 +286,12 @@ final class CpuKernels {
                     Arrays.fill(row, at, at + ow, 0f);
                     continue;
                   }
-                  Arrays.fill(row, at, at + oxFirst, 0f);
-                  Arrays.fill(row, at + Math.max(oxFirst, oxEnd), at + ow, 0f);
+                  for (int o = 0; o < oxFirst; o++) { // the padding: a column or two
+                    row[at + o] = 0f;
+                  }
+                  for (int o = oxEnd; o < ow; o++) {
+                    row[at + o] = 0f;
+                  }
                   int src = iy * w + oxFirst * stride - pad + kx;
                   if (stride == 1) {
                     System.arraycopy(plane, src, row, at + oxFirst, oxEnd - oxFirst);
