@@ -7,6 +7,7 @@ import dev.ramtrain.jobs.cli.DemoCommand;
 import dev.ramtrain.jobs.cli.EvaluateCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;
 import dev.ramtrain.jobs.cli.InspectCommand;
+import dev.ramtrain.jobs.cli.PlanCommand;
 import dev.ramtrain.jobs.cli.PredictCommand;
 import dev.ramtrain.jobs.cli.PreprocessCommand;
 import dev.ramtrain.jobs.cli.TrainCommand;
@@ -31,6 +32,7 @@ import picocli.CommandLine.Command;
       TrainCommand.class,
       EvaluateCommand.class,
       PredictCommand.class,
+      PlanCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {

@@ -203,6 +203,9 @@ public final class RamtrainConfig {
       if (!key.startsWith(ROOT + ".")) {
         continue; // other libraries' keys in a shared file are not ours to judge
       }
+      if (key.startsWith(ROOT + ".devices.")) {
+        continue; // users add device profiles; DeviceProfiles checks each one it reads
+      }
       if (!known.contains(key)) {
         String nearest =
             known.stream().min(Comparator.comparingInt(k -> distance(k, key))).orElse("");

@@ -292,6 +292,46 @@ class MainTest {
   }
 
   @Test
+  void planPrintsThePlacementAndRefusesABudgetTooSmall() {
+    Run resident =
+        run("plan", "--model", "mlp:784-1024-10", "--batch-size", "64", "--device", "t4");
+    assertEquals(0, resident.status(), resident.err());
+    assertTrue(resident.out().contains("placement      resident"), resident.out());
+
+    // 4 x 4M-parameter layers: 128 MiB of weights and grads, 256 MiB with AdamW. 100 MiB keeps
+    // one layer resident (32 MiB) and streams three through 2 weight + 2 gradient slots (64 MiB).
+    Run offloaded =
+        run(
+            "plan",
+            "--model",
+            "mlp:2048-2048-2048-2048-2048",
+            "--batch-size",
+            "32",
+            "--device",
+            "t4",
+            "--budget",
+            "100MiB");
+    assertEquals(0, offloaded.status(), offloaded.err());
+    assertTrue(offloaded.out().contains("placement      offloaded"), offloaded.out());
+    assertTrue(offloaded.out().contains("streamed       3 layers"), offloaded.out());
+    assertTrue(offloaded.out().contains("resident       1 layers"), offloaded.out());
+
+    Run measured = run("plan", "--model", "cnn:c8-p-10", "--image", "16x16x1");
+    assertEquals(0, measured.status(), measured.err());
+    assertTrue(measured.out().contains("measured (cpu backend)"), measured.out());
+
+    Run tooSmall =
+        run("plan", "--model", "mlp:2048-2048-2048", "--device", "t4", "--budget", "10MiB");
+    assertEquals(Main.EXIT_FAILURE, tooSmall.status());
+    assertTrue(tooSmall.err().contains("layer fc"), tooSmall.err());
+
+    Run unknown = run("plan", "--model", "mlp:4-2", "--device", "tpu");
+    assertEquals(Main.EXIT_USAGE, unknown.status());
+    assertTrue(unknown.err().contains("no device profile 'tpu'"), unknown.err());
+    assertTrue(unknown.err().contains("h100-80gb"), unknown.err());
+  }
+
+  @Test
   void badSettingExitsWithUsageStatusNamingTheKey() {
     Run r = run("generate", "-o", tmp.toString(), "--set", "ramtrain.generate.clases=3");
     assertEquals(Main.EXIT_USAGE, r.status());

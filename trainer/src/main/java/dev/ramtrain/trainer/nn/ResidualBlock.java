@@ -65,7 +65,8 @@ public final class ResidualBlock extends BaseLayer {
     return all;
   }
 
-  private List<Layer> children() {
+  /** The main branch, the shortcut's layers and the closing ReLU, in that order. */
+  public List<Layer> children() {
     List<Layer> all = new ArrayList<>(main);
     all.addAll(shortcut);
     all.add(relu);

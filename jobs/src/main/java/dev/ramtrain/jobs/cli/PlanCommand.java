@@ -1,0 +1,115 @@
+package dev.ramtrain.jobs.cli;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.config.DeviceProfiles;
+import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.LayerCost;
+import dev.ramtrain.trainer.offload.PlacementPlan;
+import java.lang.management.ManagementFactory;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "plan",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Plan a model's placement for a device memory budget: resident or offloaded (optimizer on the",
+      "host, layers resident or streamed), device and pinned host memory, bytes copied per step,",
+      "predicted step time resident vs streamed, and the batch from which copies hide behind",
+      "compute. Layer memory is measured by binding each layer on the CPU backend."
+    })
+public final class PlanCommand implements Callable<Integer> {
+  @Mixin CommonOptions common;
+
+  @Option(names = "--model", description = "Model spec (ramtrain.train.model).")
+  String model;
+
+  @Option(names = "--batch-size", description = "Batch size (ramtrain.train.batch-size).")
+  Integer batchSize;
+
+  @Option(
+      names = "--image",
+      paramLabel = "HxWxC",
+      defaultValue = "32x32x3",
+      description = "Input images, for cnn and resnet specs (default ${DEFAULT-VALUE}).")
+  String image;
+
+  @Option(
+      names = "--device",
+      description = "A profile under ramtrain.devices, or measured (ramtrain.plan.device).")
+  String device;
+
+  @Option(
+      names = "--budget",
+      description = "Device memory budget, e.g. 6GiB (ramtrain.plan.budget).")
+  String budget;
+
+  @Option(names = "--prefetch-depth", description = "Weight slots (ramtrain.plan.prefetch-depth).")
+  Integer prefetchDepth;
+
+  @Option(
+      names = "--bf16-weights",
+      description = "bf16 device weights (ramtrain.plan.bf16-weights).")
+  Boolean bf16;
+
+  @Override
+  public Integer call() {
+    Map<String, String> f = new LinkedHashMap<>();
+    f.put("ramtrain.train.model", model);
+    f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
+    f.put("ramtrain.plan.device", device);
+    f.put("ramtrain.plan.budget", budget);
+    f.put("ramtrain.plan.prefetch-depth", CommonOptions.text(prefetchDepth));
+    f.put("ramtrain.plan.bf16-weights", CommonOptions.text(bf16));
+    RamtrainConfig c = common.load(f);
+    String spec = c.string("ramtrain.train.model");
+    int batch = c.integer("ramtrain.train.batch-size");
+    ImageShape shape = shape(image);
+    try (Backend backend = new CpuBackend(Runtime.getRuntime().availableProcessors())) {
+      String deviceName = c.string("ramtrain.plan.device");
+      DeviceProfile profile =
+          deviceName.equals("measured")
+              ? DeviceProfile.measure(backend, "measured (cpu backend)", hostMemory())
+              : DeviceProfiles.named(c, deviceName);
+      long given = c.bytes("ramtrain.plan.budget");
+      long budgetBytes =
+          given > 0 ? given : profile.memoryBytes() - c.bytes("ramtrain.plan.margin");
+      List<LayerCost> costs = LayerCost.measure(() -> ModelSpec.parse(spec, shape), backend);
+      PlacementPlan plan =
+          PlacementPlan.plan(
+              costs,
+              batch,
+              budgetBytes,
+              c.integer("ramtrain.plan.prefetch-depth"),
+              c.bool("ramtrain.plan.bf16-weights"),
+              profile);
+      System.out.print(plan.render(spec, profile, budgetBytes));
+    }
+    return 0;
+  }
+
+  private static ImageShape shape(String text) {
+    String[] p = text.toLowerCase().split("x");
+    try {
+      return new ImageShape(Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]));
+    } catch (RuntimeException e) {
+      throw new ConfigException(
+          "--image " + text + ": expected HEIGHTxWIDTHxCHANNELS, e.g. 32x32x3");
+    }
+  }
+
+  private static long hostMemory() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+        .getTotalMemorySize();
+  }
+}

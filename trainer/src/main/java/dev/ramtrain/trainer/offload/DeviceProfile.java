@@ -1,0 +1,53 @@
+package dev.ramtrain.trainer.offload;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+
+/**
+ * What the plan needs to know of a device: its memory, the host-to-device bandwidth from pinned
+ * memory, and the FLOP rate training reaches on it (fp32 GEMM rate, or bf16 where weights are
+ * bf16).
+ */
+public record DeviceProfile(
+    String name, long memoryBytes, double copyBytesPerSecond, double flopsPerSecond) {
+  public DeviceProfile {
+    if (memoryBytes <= 0 || copyBytesPerSecond <= 0 || flopsPerSecond <= 0) {
+      throw new IllegalArgumentException(
+          "device profile " + name + ": memory, bandwidth and FLOP rate must be positive");
+    }
+  }
+
+  /**
+   * A profile of {@code backend} as it runs here: the best of three timed 64 MiB host-to-device
+   * copies from pinned memory and three 1024³ fp32 GEMMs; {@code memoryBytes} is given (the CPU
+   * backend's "device" memory is the host's).
+   */
+  public static DeviceProfile measure(Backend backend, String name, long memoryBytes) {
+    int n = 1024;
+    long bytes = 64L << 20;
+    Stream s = backend.createStream("profile");
+    try (HostBuffer host = backend.allocateHost("profile.host", bytes);
+        DeviceBuffer device = backend.allocate("profile.device", DType.U8, bytes);
+        DeviceBuffer a = backend.allocate("profile.a", DType.F32, (long) n * n);
+        DeviceBuffer c = backend.allocate("profile.c", DType.F32, (long) n * n)) {
+      backend.fill(s, a, 0.5f);
+      double copy = Double.MAX_VALUE;
+      double gemm = Double.MAX_VALUE;
+      for (int round = 0; round < 3; round++) {
+        long t0 = System.nanoTime();
+        backend.copy(host, 0, device, bytes, s);
+        s.synchronize();
+        long t1 = System.nanoTime();
+        backend.gemm(s, false, false, n, n, n, 1f, a, n, a, n, 0f, c, n);
+        s.synchronize();
+        long t2 = System.nanoTime();
+        copy = Math.min(copy, (t1 - t0) / 1e9);
+        gemm = Math.min(gemm, (t2 - t1) / 1e9);
+      }
+      return new DeviceProfile(name, memoryBytes, bytes / copy, 2.0 * n * n * n / gemm);
+    }
+  }
+}

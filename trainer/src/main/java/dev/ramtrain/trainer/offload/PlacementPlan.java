@@ -1,0 +1,247 @@
+package dev.ramtrain.trainer.offload;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * Where a model's layers live for a device memory budget, and what that costs. If parameters,
+ * gradients, AdamW's two moments and the activations all fit, everything stays resident (the
+ * engine's plain mode). Otherwise master weights, gradients and optimizer state move to pinned host
+ * memory and the device keeps: the largest layers that still fit (weights and gradients), a ring of
+ * {@code prefetchDepth} weight slots for the streamed ones, two gradient slots for their
+ * device-to-host copies, and the activations (only block inputs with activation checkpointing, when
+ * the full activations do not fit).
+ *
+ * <p>Predictions: compute time is FLOPs over the profile's rate; each streamed layer's weights
+ * cross twice a step (forward, and again in reverse for backward) and its gradients once back. A
+ * streamed step takes the longer of compute and copies plus the first copy, which nothing hides.
+ */
+public record PlacementPlan(
+    Mode mode,
+    int batch,
+    int prefetchDepth,
+    boolean bf16Weights,
+    boolean activationCheckpointing,
+    List<String> resident,
+    List<String> streamed,
+    long deviceBytes,
+    long hostPinnedBytes,
+    long copiedBytesPerStep,
+    double computeSeconds,
+    double copySeconds,
+    double residentStepSeconds,
+    double streamedStepSeconds,
+    int minBatchToHideCopies) {
+
+  /**
+   * RESIDENT: weights, gradients and optimizer state on the device. OFFLOADED: masters, gradients
+   * and optimizer state in pinned host memory, the optimizer step on the host, weights resident or
+   * streamed layer by layer (possibly none streamed: optimizer offload alone).
+   */
+  public enum Mode {
+    RESIDENT,
+    OFFLOADED
+  }
+
+  /** Bytes of AdamW state per parameter: two fp32 moments. */
+  static final int OPTIMIZER_BYTES_PER_PARAMETER = 8;
+
+  /**
+   * Plans {@code layers} at {@code batch} for {@code budgetBytes} of device memory; throws when
+   * even one layer does not fit, naming it and what it needs.
+   */
+  public static PlacementPlan plan(
+      List<LayerCost> layers,
+      int batch,
+      long budgetBytes,
+      int prefetchDepth,
+      boolean bf16Weights,
+      DeviceProfile profile) {
+    if (batch < 1 || prefetchDepth < 1 || budgetBytes <= 0) {
+      throw new IllegalArgumentException(
+          "batch, prefetch depth and budget must be positive: "
+              + batch
+              + ", "
+              + prefetchDepth
+              + ", "
+              + budgetBytes);
+    }
+    long params = layers.stream().mapToLong(LayerCost::parameters).sum();
+    long activations = layers.stream().mapToLong(l -> l.activationBytes(batch)).sum();
+    long flops = layers.stream().mapToLong(LayerCost::flopsPerSample).sum() * batch;
+    double compute = flops / profile.flopsPerSecond();
+    long residentBytes = params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER) + activations;
+    List<String> names = layers.stream().map(LayerCost::name).toList();
+    if (residentBytes <= budgetBytes) {
+      return new PlacementPlan(
+          Mode.RESIDENT,
+          batch,
+          0,
+          false,
+          false,
+          names,
+          List.of(),
+          residentBytes,
+          0,
+          0,
+          compute,
+          0,
+          compute,
+          compute,
+          1);
+    }
+    long deviceWeightBytesPerParam = bf16Weights ? 2 : 4;
+    boolean checkpointing = false;
+    long activationsOnDevice = activations;
+    // Streaming everything must fit at least: one layer's slots plus the activations.
+    long floor = streamingFloor(layers, prefetchDepth, deviceWeightBytesPerParam) + activations;
+    if (floor > budgetBytes) {
+      checkpointing = true;
+      activationsOnDevice = checkpointedActivations(layers, batch);
+      floor =
+          streamingFloor(layers, prefetchDepth, deviceWeightBytesPerParam) + activationsOnDevice;
+    }
+    if (floor > budgetBytes) {
+      LayerCost largest =
+          layers.stream().max(Comparator.comparingLong(LayerCost::parameters)).orElseThrow();
+      throw new IllegalArgumentException(
+          String.format(
+              "a device budget of %,d bytes cannot train this model even streaming every layer:"
+                  + " layer %s alone needs %,d bytes of weight slots and gradient staging, and the"
+                  + " activations at batch %d need %,d bytes%s",
+              budgetBytes,
+              largest.name(),
+              streamingFloor(List.of(largest), prefetchDepth, deviceWeightBytesPerParam),
+              batch,
+              activationsOnDevice,
+              checkpointing ? " with activation checkpointing" : ""));
+    }
+    // Keep the largest layers resident while the rest still fit: the most bytes never cross the
+    // bus.
+    List<LayerCost> bySize = new ArrayList<>(layers);
+    bySize.sort(Comparator.comparingLong(LayerCost::parameters).reversed());
+    List<LayerCost> streamed = new ArrayList<>(layers);
+    streamed.removeIf(l -> l.parameters() == 0);
+    long residentWeights = 0;
+    for (LayerCost candidate : bySize) {
+      List<LayerCost> rest = new ArrayList<>(streamed);
+      rest.remove(candidate);
+      long need =
+          residentWeights
+              + 8 * candidate.parameters()
+              + streamingFloor(rest, prefetchDepth, deviceWeightBytesPerParam)
+              + activationsOnDevice;
+      if (need <= budgetBytes) {
+        streamed = rest;
+        residentWeights += 8 * candidate.parameters();
+      }
+    }
+    long device =
+        residentWeights
+            + streamingFloor(streamed, prefetchDepth, deviceWeightBytesPerParam)
+            + activationsOnDevice;
+    long streamedParams = streamed.stream().mapToLong(LayerCost::parameters).sum();
+    long copied = streamedParams * (2 * deviceWeightBytesPerParam + 4);
+    double copy = copied / profile.copyBytesPerSecond();
+    long firstCopy =
+        streamed.isEmpty() ? 0 : streamed.get(0).parameters() * deviceWeightBytesPerParam;
+    double recompute = checkpointing ? compute / 3 : 0; // one more forward pass
+    double streamedStep =
+        Math.max(compute + recompute, copy) + firstCopy / profile.copyBytesPerSecond();
+    double computePerSample = (compute + recompute) / batch;
+    int minBatch = computePerSample == 0 ? 1 : (int) Math.ceil(copy / computePerSample);
+    long hostPinned =
+        params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER)
+            + (bf16Weights ? 2 * streamedParams : 0); // bf16 copies of the streamed weights
+    List<String> residentNames = new ArrayList<>();
+    for (LayerCost l : layers) {
+      if (l.parameters() > 0 && !streamed.contains(l)) {
+        residentNames.add(l.name()); // layers without weights have nothing to place
+      }
+    }
+    return new PlacementPlan(
+        Mode.OFFLOADED,
+        batch,
+        prefetchDepth,
+        bf16Weights,
+        checkpointing,
+        List.copyOf(residentNames),
+        streamed.stream().map(LayerCost::name).toList(),
+        device,
+        hostPinned,
+        copied,
+        compute + recompute,
+        copy,
+        compute,
+        streamedStep,
+        Math.max(1, minBatch));
+  }
+
+  /**
+   * Device bytes streaming {@code layers} needs besides activations: a ring of {@code depth} slots
+   * sized for the largest of them, and two fp32 gradient slots for the device-to-host returns.
+   */
+  static long streamingFloor(List<LayerCost> layers, int depth, long weightBytesPerParam) {
+    long largest = layers.stream().mapToLong(LayerCost::parameters).max().orElse(0);
+    return largest * (depth * weightBytesPerParam + 2 * 4);
+  }
+
+  /**
+   * Activation bytes with checkpointing: every layer's output kept (the next layer's input, from
+   * which backward recomputes), plus the largest layer's full activations, recomputed one layer at
+   * a time.
+   */
+  static long checkpointedActivations(List<LayerCost> layers, int batch) {
+    long largest = layers.stream().mapToLong(l -> l.activationBytes(batch)).max().orElse(0);
+    long outputs = layers.stream().mapToLong(l -> l.outputBytesPerSample() * batch).sum();
+    return Math.min(
+        outputs + largest, layers.stream().mapToLong(l -> l.activationBytes(batch)).sum());
+  }
+
+  /** The plan as the lines the {@code plan} command prints. */
+  public String render(String model, DeviceProfile profile, long budgetBytes) {
+    StringBuilder out = new StringBuilder();
+    out.append(
+        String.format(
+            "model %s, batch %d, device %s (budget %s of %s, %.1f GB/s, %.1f TFLOP/s)%n",
+            model,
+            batch,
+            profile.name(),
+            bytes(budgetBytes),
+            bytes(profile.memoryBytes()),
+            profile.copyBytesPerSecond() / 1e9,
+            profile.flopsPerSecond() / 1e12));
+    out.append(String.format("placement      %s%n", mode.name().toLowerCase()));
+    if (mode == Mode.OFFLOADED) {
+      out.append(
+          String.format(
+              "resident       %d layers %s%nstreamed       %d layers %s%n",
+              resident.size(), resident, streamed.size(), streamed));
+      out.append(
+          String.format(
+              "prefetch       %d slots, device weights %s, activation checkpointing %s%n",
+              prefetchDepth,
+              bf16Weights ? "bf16" : "fp32",
+              activationCheckpointing ? "on" : "off"));
+    }
+    out.append(String.format("device memory  %s%n", bytes(deviceBytes)));
+    out.append(String.format("host pinned    %s%n", bytes(hostPinnedBytes)));
+    out.append(String.format("copied / step  %s%n", bytes(copiedBytesPerStep)));
+    out.append(
+        String.format(
+            "step time      resident %.2f ms, streamed %.2f ms (compute %.2f ms, copies %.2f ms)%n",
+            residentStepSeconds * 1e3,
+            streamedStepSeconds * 1e3,
+            computeSeconds * 1e3,
+            copySeconds * 1e3));
+    out.append(String.format("copies hide behind compute from batch %d%n", minBatchToHideCopies));
+    return out.toString();
+  }
+
+  static String bytes(long b) {
+    return b >= 1L << 30
+        ? String.format("%.2f GiB", b / (double) (1L << 30))
+        : String.format("%.1f MiB", b / (double) (1L << 20));
+  }
+}

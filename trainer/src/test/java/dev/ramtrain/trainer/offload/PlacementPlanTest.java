@@ -1,0 +1,127 @@
+package dev.ramtrain.trainer.offload;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.Optimizer;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class PlacementPlanTest {
+  private static final DeviceProfile DEVICE = new DeviceProfile("test", 1L << 30, 10e9, 1e12);
+
+  @Test
+  void measuredLayerCostsAddUpToWhatTheBackendAllocatesForTheModel() {
+    String spec = "resnet:8-4-3";
+    ImageShape shape = new ImageShape(12, 12, 3);
+    int batch = 5;
+    List<LayerCost> costs;
+    try (Backend b = new CpuBackend(1)) {
+      costs = LayerCost.measure(() -> ModelSpec.parse(spec, shape), b);
+      assertEquals(0, b.allocatedBytes(), "measuring frees what it allocates");
+    }
+    PlacementPlan plan = PlacementPlan.plan(costs, batch, 1L << 30, 2, false, DEVICE);
+    assertEquals(PlacementPlan.Mode.RESIDENT, plan.mode());
+    try (Backend b = new CpuBackend(1)) {
+      var s = b.createStream("s");
+      try (Model model = Model.build(spec, ModelSpec.parse(spec, shape), b, s, batch, 1);
+          Optimizer adamw = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f)) {
+        assertEquals(
+            b.allocatedBytes(),
+            plan.deviceBytes(),
+            "the plan's device memory is the model's and AdamW's actual allocation");
+        assertEquals(
+            model.parameters().count(), costs.stream().mapToLong(LayerCost::parameters).sum());
+      }
+    }
+  }
+
+  /** Three layers of 1, 4 and 2 M parameters, 1 MiB of activations per sample each. */
+  private static List<LayerCost> threeLayers() {
+    return List.of(
+        new LayerCost("a", 1 << 20, 0, 1 << 20, 1 << 16, 6L << 20),
+        new LayerCost("b", 4 << 20, 0, 1 << 20, 1 << 16, 24L << 20),
+        new LayerCost("c", 2 << 20, 0, 1 << 20, 1 << 16, 12L << 20));
+  }
+
+  /** Ten layers of 1M parameters, 1 MiB of activations per sample and 6 MFLOP per sample each. */
+  private static List<LayerCost> tenLayers() {
+    List<LayerCost> layers = new java.util.ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      layers.add(new LayerCost("l" + i, 1 << 20, 0, 1 << 20, 1 << 16, 6L << 20));
+    }
+    return layers;
+  }
+
+  @Test
+  void partialOffloadKeepsWhatFitsResidentAndStreamsTheRest() {
+    int batch = 4;
+    long activations = 10L * 4 * (1 << 20); // 40 MiB
+    // All resident with AdamW on the device: 10M × 16 bytes + 40 MiB = 200 MiB. Budget 100 MiB:
+    // k resident layers (8 bytes per parameter: weights and gradients), a ring of 2 fp32 weight
+    // slots and 2 gradient slots for the streamed ones (16 MiB), the activations:
+    // 8k + 16 + 40 <= 100 -> k = 5.
+    long budget = 100L << 20;
+    PlacementPlan plan = PlacementPlan.plan(tenLayers(), batch, budget, 2, false, DEVICE);
+    assertEquals(PlacementPlan.Mode.OFFLOADED, plan.mode());
+    assertEquals(List.of("l0", "l1", "l2", "l3", "l4"), plan.resident());
+    assertEquals(List.of("l5", "l6", "l7", "l8", "l9"), plan.streamed());
+    assertEquals((40L << 20) + (16L << 20) + activations, plan.deviceBytes());
+    // Streamed weights cross twice (fp32) and their gradients once: 12 bytes per parameter.
+    assertEquals(5L * 12 * (1 << 20), plan.copiedBytesPerStep());
+    assertEquals(10L * (1 << 20) * 16, plan.hostPinnedBytes(), "masters, grads, AdamW moments");
+    double compute = 60.0 * (1 << 20) * batch / 1e12;
+    assertEquals(compute, plan.computeSeconds(), 1e-12);
+    assertEquals(60.0 * (1 << 20) / 10e9, plan.copySeconds(), 1e-12);
+    assertEquals(
+        Math.max(compute, plan.copySeconds()) + 4.0 * (1 << 20) / 10e9,
+        plan.streamedStepSeconds(),
+        1e-12,
+        "the longer of compute and copies, plus the first layer's copy");
+    int minBatch = plan.minBatchToHideCopies();
+    assertTrue(60.0 * (1 << 20) * minBatch / 1e12 >= plan.copySeconds());
+    assertTrue(60.0 * (1 << 20) * (minBatch - 1) / 1e12 < plan.copySeconds());
+
+    PlacementPlan bf16 = PlacementPlan.plan(tenLayers(), batch, budget, 2, true, DEVICE);
+    // bf16 slots are half the size (12 MiB): one more layer stays resident, 4 stream, and each
+    // streamed parameter moves 2 + 2 + 4 bytes.
+    assertEquals(4, bf16.streamed().size(), bf16.streamed().toString());
+    assertEquals(4L * 8 * (1 << 20), bf16.copiedBytesPerStep());
+
+    PlacementPlan roomy = PlacementPlan.plan(tenLayers(), batch, 150L << 20, 2, false, DEVICE);
+    assertEquals(PlacementPlan.Mode.OFFLOADED, roomy.mode(), "AdamW's moments do not fit");
+    assertEquals(List.of(), roomy.streamed(), "optimizer offload alone: every weight resident");
+    assertEquals(0, roomy.copiedBytesPerStep());
+  }
+
+  @Test
+  void tooSmallABudgetNamesTheLayerAndTheBytesItNeeds() {
+    var e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> PlacementPlan.plan(threeLayers(), 4, 20L << 20, 2, false, DEVICE));
+    assertTrue(e.getMessage().contains("layer b"), e.getMessage());
+    assertTrue(e.getMessage().contains("67,108,864 bytes"), e.getMessage()); // 4M × 16
+  }
+
+  @Test
+  void activationCheckpointingWhenTheActivationsAloneDoNotFit() {
+    // 64 MiB of activations per sample per layer at batch 1: only outputs plus one layer fit.
+    List<LayerCost> layers =
+        List.of(
+            new LayerCost("a", 1 << 10, 0, 64 << 20, 1 << 20, 1 << 20),
+            new LayerCost("b", 1 << 10, 0, 64 << 20, 1 << 20, 1 << 20),
+            new LayerCost("c", 1 << 10, 0, 64 << 20, 1 << 20, 1 << 20));
+    PlacementPlan plan = PlacementPlan.plan(layers, 1, 100L << 20, 2, false, DEVICE);
+    assertTrue(plan.activationCheckpointing());
+    assertTrue(plan.deviceBytes() <= 100L << 20, "fits: " + plan.deviceBytes());
+    assertTrue(plan.computeSeconds() > 3L * (1 << 20) / 1e12, "recomputation is counted");
+  }
+}
