@@ -21,6 +21,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -115,6 +116,10 @@ public final class PredictCommand implements Callable<Integer> {
           failed += predict(chunk, processor, predictor, trained.classes(), csv);
         }
       }
+    }
+    if (output != null) { // the whole CSV is written: publish it under its name in one step
+      Files.move(
+          partial(), output, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     }
     if (failed > 0) {
       throw new IOException(
@@ -222,7 +227,13 @@ public final class PredictCommand implements Callable<Integer> {
     if (parent != null) {
       Files.createDirectories(parent);
     }
-    return new PrintWriter(Files.newBufferedWriter(output, StandardCharsets.UTF_8));
+    // Written beside the target and renamed when complete: a run that dies midway leaves no
+    // truncated CSV under the name a consumer reads.
+    return new PrintWriter(Files.newBufferedWriter(partial(), StandardCharsets.UTF_8));
+  }
+
+  private Path partial() {
+    return output.resolveSibling(output.getFileName() + ".partial");
   }
 
   /** A CSV field, quoted when it holds a comma, quote or line break (RFC 4180). */

@@ -257,6 +257,7 @@ class MainTest {
     List<String> lines = Files.readAllLines(csv);
     assertEquals("path,prediction,probability,circle,square,triangle,error", lines.get(0));
     assertEquals(1 + 36, lines.size(), "a row per image");
+    assertTrue(!Files.exists(tmp.resolve("predictions.csv.partial")), "published by rename");
     long right = 0;
     for (String line : lines.subList(1, lines.size())) {
       String[] f = line.split(",", -1);
