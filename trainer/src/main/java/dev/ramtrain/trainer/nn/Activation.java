@@ -33,7 +33,7 @@ public final class Activation extends BaseLayer {
   }
 
   @Override
-  protected void bind(Parameters params, int maxBatch) {
+  protected void bind(ParameterSource params, int maxBatch) {
     y = own("out", (long) maxBatch * size);
     dx = own("dx", (long) maxBatch * size);
   }

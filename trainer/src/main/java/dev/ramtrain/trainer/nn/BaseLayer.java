@@ -22,7 +22,7 @@ abstract class BaseLayer implements Layer {
   }
 
   @Override
-  public final void bind(Backend backend, Parameters params, int maxBatch) {
+  public final void bind(Backend backend, ParameterSource params, int maxBatch) {
     if (this.backend != null) {
       throw new IllegalStateException(name + " is already bound");
     }
@@ -31,7 +31,7 @@ abstract class BaseLayer implements Layer {
   }
 
   /** Takes parameter views and allocates activation memory (with {@link #own}). */
-  protected abstract void bind(Parameters params, int maxBatch);
+  protected abstract void bind(ParameterSource params, int maxBatch);
 
   /** Allocates activation memory this layer owns until it closes. */
   protected DeviceBuffer own(String what, long count) {

@@ -61,7 +61,7 @@ public final class BatchNorm2d extends BaseLayer {
   }
 
   @Override
-  protected void bind(Parameters params, int maxBatch) {
+  protected void bind(ParameterSource params, int maxBatch) {
     gamma = params.value(name + ".weight");
     beta = params.value(name + ".bias");
     gammaGrad = params.grad(name + ".weight");

@@ -102,7 +102,7 @@ public final class Conv2d extends BaseLayer {
   }
 
   @Override
-  protected void bind(Parameters params, int maxBatch) {
+  protected void bind(ParameterSource params, int maxBatch) {
     weight = params.value(name + ".weight");
     weightGrad = params.grad(name + ".weight");
     if (hasBias) {

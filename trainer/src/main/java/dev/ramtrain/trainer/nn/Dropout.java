@@ -38,7 +38,7 @@ public final class Dropout extends BaseLayer {
   }
 
   @Override
-  protected void bind(Parameters params, int maxBatch) {
+  protected void bind(ParameterSource params, int maxBatch) {
     mask = own("mask", (long) maxBatch * size);
     y = own("out", (long) maxBatch * size);
     dx = own("dx", (long) maxBatch * size);

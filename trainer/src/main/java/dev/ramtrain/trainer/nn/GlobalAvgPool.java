@@ -33,7 +33,7 @@ public final class GlobalAvgPool extends BaseLayer {
   }
 
   @Override
-  protected void bind(Parameters params, int maxBatch) {
+  protected void bind(ParameterSource params, int maxBatch) {
     ones = own("ones", hw);
     y = own("out", (long) maxBatch * c);
     dx = own("dx", (long) maxBatch * c * hw);

@@ -27,7 +27,7 @@ public interface Layer extends AutoCloseable {
     return List.of();
   }
 
-  void bind(Backend backend, Parameters params, int maxBatch);
+  void bind(Backend backend, ParameterSource params, int maxBatch);
 
   /**
    * Called before each training forward with a seed drawn from (model seed, step), for layers whose

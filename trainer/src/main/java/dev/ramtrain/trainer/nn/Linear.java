@@ -44,7 +44,7 @@ public final class Linear extends BaseLayer {
   }
 
   @Override
-  protected void bind(Parameters params, int maxBatch) {
+  protected void bind(ParameterSource params, int maxBatch) {
     weight = params.value(name + ".weight");
     bias = params.value(name + ".bias");
     weightGrad = params.grad(name + ".weight");

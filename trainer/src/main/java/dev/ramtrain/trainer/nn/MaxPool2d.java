@@ -51,7 +51,7 @@ public final class MaxPool2d extends BaseLayer {
   }
 
   @Override
-  protected void bind(Parameters params, int maxBatch) {
+  protected void bind(ParameterSource params, int maxBatch) {
     y = own("out", (long) maxBatch * outputSize());
     argmax = own("argmax", DType.I32, (long) maxBatch * outputSize());
     dx = own("dx", (long) maxBatch * inputSize());

@@ -21,7 +21,7 @@ import java.util.SplittableRandom;
  * model but not trained (batch normalization's running statistics, PyTorch's "buffers") lives in a
  * third slab the optimizer never sees.
  */
-public final class Parameters implements AutoCloseable {
+public final class Parameters implements ParameterSource, AutoCloseable {
   /** Where a parameter lives in the slabs. */
   public record Entry(ParamSpec spec, long offset) {}
 
@@ -100,6 +100,7 @@ public final class Parameters implements AutoCloseable {
     return buffers;
   }
 
+  @Override
   public DeviceBuffer buffer(String name) {
     Entry e = bufferEntries.get(name);
     if (e == null) {
@@ -117,11 +118,13 @@ public final class Parameters implements AutoCloseable {
     return grads;
   }
 
+  @Override
   public DeviceBuffer value(String name) {
     Entry e = entry(name);
     return values.view(e.offset(), e.spec().count());
   }
 
+  @Override
   public DeviceBuffer grad(String name) {
     Entry e = entry(name);
     return grads.view(e.offset(), e.spec().count());
@@ -140,24 +143,30 @@ public final class Parameters implements AutoCloseable {
       Backend backend, Stream stream, long seed, Map<String, Entry> entries, DeviceBuffer slab) {
     long count = slab.count();
     try (HostBuffer staging = backend.allocateHost("parameter-init", 4 * count)) {
-      FloatBuffer host = staging.asByteBuffer().asFloatBuffer();
-      for (Entry e : entries.values()) {
-        ParamSpec s = e.spec();
-        SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, s.name().hashCode()));
-        double bound = s.fanIn() > 0 ? Math.sqrt(1.0 / s.fanIn()) : 0;
-        for (long i = 0; i < s.count(); i++) {
-          float v =
-              switch (s.init()) {
-                case KAIMING_UNIFORM, FAN_IN_UNIFORM ->
-                    (float) ((rng.nextDouble() * 2 - 1) * bound);
-                case ONES -> 1f;
-                case ZEROS -> 0f;
-              };
-          host.put((int) (e.offset() + i), v);
-        }
-      }
+      writeInitialValues(entries.values(), seed, staging.asByteBuffer().asFloatBuffer());
       backend.copy(staging, 0, slab, 4 * count, stream);
       stream.synchronize();
+    }
+  }
+
+  /**
+   * Writes each entry's PyTorch-style initial values at its offset in {@code into}, from a
+   * generator seeded by (seed, name): the same values wherever a layout puts the parameter.
+   */
+  public static void writeInitialValues(Iterable<Entry> entries, long seed, FloatBuffer into) {
+    for (Entry e : entries) {
+      ParamSpec s = e.spec();
+      SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, s.name().hashCode()));
+      double bound = s.fanIn() > 0 ? Math.sqrt(1.0 / s.fanIn()) : 0;
+      for (long i = 0; i < s.count(); i++) {
+        float v =
+            switch (s.init()) {
+              case KAIMING_UNIFORM, FAN_IN_UNIFORM -> (float) ((rng.nextDouble() * 2 - 1) * bound);
+              case ONES -> 1f;
+              case ZEROS -> 0f;
+            };
+        into.put((int) (e.offset() + i), v);
+      }
     }
   }
 

@@ -74,7 +74,7 @@ public final class ResidualBlock extends BaseLayer {
   }
 
   @Override
-  protected void bind(Parameters params, int maxBatch) {
+  protected void bind(ParameterSource params, int maxBatch) {
     Backend b = backend;
     for (Layer child : children()) {
       child.bind(b, params, maxBatch);

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import dev.ramtrain.trainer.backend.AdamWMath;
 import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.CounterRng;
 import java.nio.ByteBuffer;
@@ -227,23 +228,9 @@ final class CpuKernels {
       float eps,
       float wd,
       int step) {
-    float decay = 1 - lr * wd;
-    float stepSize = (float) (lr / (1 - Math.pow(beta1, step)));
-    float sqrtCorrection = (float) Math.sqrt(1 - Math.pow(beta2, step));
+    AdamWMath math = AdamWMath.of(lr, beta1, beta2, eps, wd, step);
     parallel.forRange(
-        param.capacity(),
-        GRAIN,
-        (from, to) -> {
-          for (int i = from; i < to; i++) {
-            float g = grad.get(i);
-            float mi = beta1 * m.get(i) + (1 - beta1) * g;
-            float vi = beta2 * v.get(i) + (1 - beta2) * g * g;
-            m.put(i, mi);
-            v.put(i, vi);
-            float denom = (float) Math.sqrt(vi) / sqrtCorrection + eps;
-            param.put(i, param.get(i) * decay - stepSize * mi / denom);
-          }
-        });
+        param.capacity(), GRAIN, (from, to) -> math.update(param, grad, m, v, from, to));
   }
 
   // The convolution and pooling kernels work plane by plane on heap arrays: one bulk copy in and
