@@ -31,17 +31,18 @@ public final class OffloadBench {
     double ratio = Double.parseDouble(args[3]);
     int rounds = Integer.parseInt(args[4]);
     List<LayerCost> costs;
+    DeviceProfile profile;
     try (Backend b = new CpuBackend(threads)) {
       costs = LayerCost.measure(() -> ModelSpec.parse(spec), b);
+      profile = DeviceProfile.measure(b, "measured cpu backend", 1L << 40);
     }
-    DeviceProfile profile = new DeviceProfile("cpu", 1L << 40, 10e9, 100e9);
     long residentBytes =
         PlacementPlan.plan(costs, batch, Long.MAX_VALUE, 2, false, profile).deviceBytes();
     long budget = (long) (residentBytes / ratio);
     PlacementPlan plan = PlacementPlan.plan(costs, batch, budget, 2, false, profile);
     System.out.printf(
         "# %s batch %d, %d threads: resident footprint %,d bytes, budget %,d (1/%.1f); plan: %s,"
-            + " streamed %s, device %,d bytes%n",
+            + " streamed %s, device %,d bytes, activation checkpointing %s%n",
         spec,
         batch,
         threads,
@@ -50,7 +51,17 @@ public final class OffloadBench {
         ratio,
         plan.mode(),
         plan.streamed(),
-        plan.deviceBytes());
+        plan.deviceBytes(),
+        plan.activationCheckpointing());
+    System.out.printf(
+        "# plan's prediction from the measured profile (%.1f GB/s, %.0f GFLOP/s): resident %.2f ms,"
+            + " streamed %.2f ms (compute %.2f, copies %.2f; the optimizer step is not modelled)%n",
+        profile.copyBytesPerSecond() / 1e9,
+        profile.flopsPerSecond() / 1e9,
+        plan.residentStepSeconds() * 1e3,
+        plan.streamedStepSeconds() * 1e3,
+        plan.computeSeconds() * 1e3,
+        plan.copySeconds() * 1e3);
     for (int round = 1; round <= rounds; round++) {
       double resident = resident(spec, batch, threads);
       double streamed = streamed(spec, batch, threads, plan);
@@ -107,6 +118,10 @@ public final class OffloadBench {
           s.synchronize();
           best = step >= 2 ? Math.min(best, (System.nanoTime() - t0) / 1e9) : best;
         }
+        System.out.printf(
+            "  streamed run: peak device memory %,d bytes (the engine keeps every activation:"
+                + " no checkpointing yet)%n",
+            b.peakAllocatedBytes());
         return best;
       }
     }
