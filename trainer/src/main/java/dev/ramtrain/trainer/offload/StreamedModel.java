@@ -117,17 +117,22 @@ public final class StreamedModel implements AutoCloseable {
     this.gradReady = events(gradSlots.size());
     this.gradReturned = events(gradSlots.size());
     // Resident values and buffers start as a resident model's would: the same seeded values.
-    resident.initialize(backend, stream, seed);
-    for (int i = 0; i < layers.size(); i++) {
-      Layer layer = layers.get(i);
-      layer.bind(backend, source(i), maxBatch);
-      if (ordinal[i] < 0 && layerCount[i] > 0) {
-        String first = layer.parameters().get(0).name();
-        DeviceBuffer values = residentRange(first, layerCount[i]);
-        backend.copy(masters, 4 * layerOffset[i], values, 4 * layerCount[i], stream);
+    try {
+      resident.initialize(backend, stream, seed);
+      for (int i = 0; i < layers.size(); i++) {
+        Layer layer = layers.get(i);
+        layer.bind(backend, source(i), maxBatch);
+        if (ordinal[i] < 0 && layerCount[i] > 0) {
+          String first = layer.parameters().get(0).name();
+          DeviceBuffer values = residentRange(first, layerCount[i]);
+          backend.copy(masters, 4 * layerOffset[i], values, 4 * layerCount[i], stream);
+        }
       }
+      stream.synchronize();
+    } catch (RuntimeException e) {
+      close(); // a layer that failed to bind leaves nothing allocated behind
+      throw e;
     }
-    stream.synchronize();
   }
 
   private Event[] events(int n) {
@@ -348,5 +353,10 @@ public final class StreamedModel implements AutoCloseable {
     resident.close();
     masters.close();
     hostGrads.close();
+    for (Event[] group : List.of(slotFree, slotLoaded, gradReady, gradReturned)) {
+      for (Event e : group) {
+        e.close();
+      }
+    }
   }
 }
