@@ -32,6 +32,8 @@ public final class StreamedModel implements AutoCloseable {
   private final Map<String, Parameters.Entry> hostEntries; // offsets in the host slabs
   private final long[] layerOffset; // per top-level layer: its first parameter in the host slabs
   private final long[] layerCount;
+  private final long[] residentAt; // per resident layer: its first parameter in the resident slab
+  private final int[] streamedLayer; // per streamed ordinal: its top-level layer
   private final HostBuffer masters;
   private final HostBuffer hostGrads;
   private final Parameters resident; // resident layers' values and gradients, every buffer
@@ -39,7 +41,6 @@ public final class StreamedModel implements AutoCloseable {
   private final List<DeviceBuffer> gradSlots = new ArrayList<>();
   private final Stream copyIn;
   private final Stream copyOut;
-  private final int depth;
   private final int streamedCount;
   private final int[] slotHolds; // which streamed ordinal each weight slot holds (as enqueued)
   private final Event[] slotFree; // recorded on the compute stream after a slot's last use
@@ -67,18 +68,20 @@ public final class StreamedModel implements AutoCloseable {
     }
     this.backend = backend;
     this.layers = List.copyOf(layers);
-    this.depth = depth;
     this.maxBatch = maxBatch;
     this.seed = seed;
     this.ordinal = new int[layers.size()];
     this.layerOffset = new long[layers.size()];
     this.layerCount = new long[layers.size()];
+    this.residentAt = new long[layers.size()];
     this.hostEntries = new LinkedHashMap<>();
     List<ParamSpec> residentSpecs = new ArrayList<>();
     List<ParamSpec> buffers = new ArrayList<>();
     long offset = 0;
+    long residentOffset = 0;
     long largest = 0;
     int streamed = 0;
+    List<Integer> streamedIndices = new ArrayList<>();
     for (int i = 0; i < layers.size(); i++) {
       Layer layer = layers.get(i);
       boolean streamIt = streamedNames.contains(layer.name()) && !layer.parameters().isEmpty();
@@ -90,12 +93,17 @@ public final class StreamedModel implements AutoCloseable {
       }
       layerCount[i] = offset - layerOffset[i];
       largest = streamIt ? Math.max(largest, layerCount[i]) : largest;
-      if (!streamIt) {
-        residentSpecs.addAll(layer.parameters());
+      if (streamIt) {
+        streamedIndices.add(i);
+      } else {
+        residentSpecs.addAll(layer.parameters()); // laid out in this order from offset 0
+        residentAt[i] = residentOffset;
+        residentOffset += layerCount[i];
       }
       buffers.addAll(layer.buffers());
     }
     this.streamedCount = streamed;
+    this.streamedLayer = streamedIndices.stream().mapToInt(Integer::intValue).toArray();
     this.masters = backend.allocateHost("masters", 4 * offset);
     this.hostGrads = backend.allocateHost("host-gradients", 4 * offset);
     Parameters.writeInitialValues(
@@ -123,9 +131,7 @@ public final class StreamedModel implements AutoCloseable {
         Layer layer = layers.get(i);
         layer.bind(backend, source(i), maxBatch);
         if (ordinal[i] < 0 && layerCount[i] > 0) {
-          String first = layer.parameters().get(0).name();
-          DeviceBuffer values = residentRange(first, layerCount[i]);
-          backend.copy(masters, 4 * layerOffset[i], values, 4 * layerCount[i], stream);
+          backend.copy(masters, 4 * layerOffset[i], residentValues(i), 4 * layerCount[i], stream);
         }
       }
       stream.synchronize();
@@ -172,21 +178,25 @@ public final class StreamedModel implements AutoCloseable {
     };
   }
 
-  /** The resident slab's contiguous range holding a resident layer's parameters. */
-  private DeviceBuffer residentRange(String firstParameter, long count) {
-    return resident.values().view(residentOffset(firstParameter), count);
+  /** Resident layer i's parameters in the resident slab (one contiguous range). */
+  private DeviceBuffer residentValues(int i) {
+    return resident.values().view(residentAt[i], layerCount[i]);
   }
 
-  private DeviceBuffer residentGradRange(String firstParameter, long count) {
-    return resident.grads().view(residentOffset(firstParameter), count);
-  }
-
-  private long residentOffset(String firstParameter) {
-    return resident.entries().stream()
-        .filter(e -> e.spec().name().equals(firstParameter))
-        .findFirst()
-        .orElseThrow()
-        .offset();
+  /** Brings every gradient to the host slab: resident ones copied back, streamed ones awaited. */
+  private void awaitGradients(Stream compute) {
+    for (int i = 0; i < layers.size(); i++) {
+      if (ordinal[i] < 0 && layerCount[i] > 0) {
+        backend.copy(
+            resident.grads().view(residentAt[i], layerCount[i]),
+            hostGrads,
+            4 * layerOffset[i],
+            4 * layerCount[i],
+            compute);
+      }
+    }
+    compute.synchronize();
+    copyOut.synchronize();
   }
 
   public int streamedLayers() {
@@ -264,7 +274,7 @@ public final class StreamedModel implements AutoCloseable {
     if (slotHolds[s] == j) {
       return;
     }
-    int i = layerIndex(j);
+    int i = streamedLayer[j];
     copyIn.waitFor(slotFree[s]); // after the slot's previous user has computed
     backend.copy(
         masters,
@@ -274,15 +284,6 @@ public final class StreamedModel implements AutoCloseable {
         copyIn);
     slotLoaded[s].record(copyIn);
     slotHolds[s] = j;
-  }
-
-  private int layerIndex(int streamedOrdinal) {
-    for (int i = 0; i < ordinal.length; i++) {
-      if (ordinal[i] == streamedOrdinal) {
-        return i;
-      }
-    }
-    throw new IllegalArgumentException("no streamed layer " + streamedOrdinal);
   }
 
   /** Parameters in all (resident and streamed): the length of the host slabs. */
@@ -296,17 +297,11 @@ public final class StreamedModel implements AutoCloseable {
    * layers load the new masters at their next use (their slots are marked stale).
    */
   public void optimizerStep(Stream compute, HostAdamW optimizer, float lr) {
-    gradients(compute);
+    awaitGradients(compute);
     optimizer.step(masters, hostGrads, lr);
     for (int i = 0; i < layers.size(); i++) {
       if (ordinal[i] < 0 && layerCount[i] > 0) {
-        String first = layers.get(i).parameters().get(0).name();
-        backend.copy(
-            masters,
-            4 * layerOffset[i],
-            residentRange(first, layerCount[i]),
-            4 * layerCount[i],
-            compute);
+        backend.copy(masters, 4 * layerOffset[i], residentValues(i), 4 * layerCount[i], compute);
       }
     }
     java.util.Arrays.fill(slotHolds, -1);
@@ -325,19 +320,7 @@ public final class StreamedModel implements AutoCloseable {
    * ones already returned. Synchronizes.
    */
   public float[] gradients(Stream compute) {
-    for (int i = 0; i < layers.size(); i++) {
-      if (ordinal[i] < 0 && layerCount[i] > 0) {
-        String first = layers.get(i).parameters().get(0).name();
-        backend.copy(
-            residentGradRange(first, layerCount[i]),
-            hostGrads,
-            4 * layerOffset[i],
-            4 * layerCount[i],
-            compute);
-      }
-    }
-    compute.synchronize();
-    copyOut.synchronize();
+    awaitGradients(compute);
     float[] out = new float[(int) (hostGrads.bytes() / 4)];
     hostGrads.asByteBuffer().asFloatBuffer().get(out);
     return out;
