@@ -12,7 +12,6 @@ import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -85,7 +84,6 @@ public final class DemoCommand implements Callable<Integer> {
             PreprocessCommand.summary(manifest, "(in memory)").indent(6).stripTrailing());
 
         System.out.println("[3/4] train: one trainer task in a Spark barrier stage, run " + run);
-        deleteTree(run); // the demo's own run directory: a re-run starts fresh
         RamtrainConfig trainConfig =
             common.load(
                 flags(work, model != null ? model : MODEL + "-" + manifest.classes().size()));
@@ -128,16 +126,5 @@ public final class DemoCommand implements Callable<Integer> {
       f.put("ramtrain.train.output", work.resolve("run").toString());
     }
     return f;
-  }
-
-  private static void deleteTree(Path dir) throws java.io.IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (var walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(p);
-      }
-    }
   }
 }

@@ -18,6 +18,7 @@ import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.optim.Optimizer;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -31,6 +32,9 @@ import java.util.Map;
  * and evaluates on the val split. The loop itself is {@link Trainer}.
  */
 public final class TrainingRun {
+  private static final String METRICS = "metrics.jsonl";
+  private static final String RESUMED_METRICS = "metrics-resumed.jsonl";
+
   private TrainingRun() {}
 
   /**
@@ -53,6 +57,10 @@ public final class TrainingRun {
         DataLoader trainLoader = new DataLoader(backend, train, s.trainLoader());
         DataLoader valLoader = new DataLoader(backend, val, s.evalLoader())) {
       Checkpoints.Loaded checkpoint = resume ? Checkpoints.loadLatest(run) : null;
+      if (!resume) { // a fresh run in a used directory: no stale epochs or resumed metrics
+        Checkpoints.clear(run);
+        Files.deleteIfExists(run.resolve(RESUMED_METRICS));
+      }
       Normalization measured =
           checkpoint != null
               ? Normalization.fromState(checkpoint.state())
@@ -70,8 +78,7 @@ public final class TrainingRun {
                   s.batchSize(),
                   s.seed());
           Optimizer opt = s.optimizer(backend, net.parameters().count());
-          MetricsLog metrics =
-              new MetricsLog(run.resolve(resume ? "metrics-resumed.jsonl" : "metrics.jsonl"));
+          MetricsLog metrics = new MetricsLog(run.resolve(resume ? RESUMED_METRICS : METRICS));
           Trainer trainer =
               new Trainer(
                   backend,
@@ -122,9 +129,6 @@ public final class TrainingRun {
       throws IOException {
     Path run = Path.of(s.output());
     return TrainingReport.write(
-        run,
-        List.of(run.resolve("metrics.jsonl"), run.resolve("metrics-resumed.jsonl")),
-        eval,
-        classes);
+        run, List.of(run.resolve(METRICS), run.resolve(RESUMED_METRICS)), eval, classes);
   }
 }

@@ -107,6 +107,14 @@ public final class Checkpoints {
     return dir;
   }
 
+  /**
+   * Removes every checkpoint of a run directory: a fresh run must not leave older epochs beside its
+   * own.
+   */
+  public static void clear(Path runDir) throws IOException {
+    deleteTree(runDir.resolve("checkpoints"));
+  }
+
   /** The checkpoint {@code checkpoints/latest} of a run directory names. */
   public static Loaded loadLatest(Path runDir) throws IOException {
     Path root = runDir.resolve("checkpoints");
