@@ -72,7 +72,9 @@ public record PlacementPlan(
     long flops = layers.stream().mapToLong(LayerCost::flopsPerSample).sum() * batch;
     double compute = flops / profile.flopsPerSecond();
     long residentBytes = params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER) + activations;
-    List<String> names = layers.stream().map(LayerCost::name).toList();
+    // Layers without weights (activations, pooling) have nothing to place.
+    List<String> names =
+        layers.stream().filter(l -> l.parameters() > 0).map(LayerCost::name).toList();
     if (residentBytes <= budgetBytes) {
       return new PlacementPlan(
           Mode.RESIDENT,
@@ -154,20 +156,16 @@ public record PlacementPlan(
     long hostPinned =
         params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER)
             + (bf16Weights ? 2 * streamedParams : 0); // bf16 copies of the streamed weights
-    List<String> residentNames = new ArrayList<>();
-    for (LayerCost l : layers) {
-      if (l.parameters() > 0 && !streamed.contains(l)) {
-        residentNames.add(l.name()); // layers without weights have nothing to place
-      }
-    }
+    List<String> streamedNames = streamed.stream().map(LayerCost::name).toList();
+    List<String> residentNames = names.stream().filter(n -> !streamedNames.contains(n)).toList();
     return new PlacementPlan(
         Mode.OFFLOADED,
         batch,
         prefetchDepth,
         bf16Weights,
         checkpointing,
-        List.copyOf(residentNames),
-        streamed.stream().map(LayerCost::name).toList(),
+        residentNames,
+        streamedNames,
         device,
         hostPinned,
         copied,
