@@ -1,39 +1,40 @@
 package dev.ramtrain.bench;
 
 import dev.ramtrain.trainer.backend.Backend;
-import dev.ramtrain.trainer.backend.DType;
-import dev.ramtrain.trainer.backend.DeviceBuffer;
-import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.offload.HostAdamW;
+import dev.ramtrain.trainer.offload.HostThreads;
+import java.nio.FloatBuffer;
 
 /**
- * The host optimizer step, per parameter: ramtrain's AdamW kernel over one fp32 slab on the CPU
- * backend (host memory), as the offloaded trainer runs it. Side by side with
- * benchmarks/adamw_torch.py (torch.optim.AdamW on CPU tensors).
+ * The host optimizer step, per parameter: {@link HostAdamW} over one fp32 slab of pinned host
+ * memory, as the offloaded trainer runs it. Side by side with benchmarks/adamw_torch.py
+ * (torch.optim.AdamW on CPU tensors).
  *
  * <p>Usage: AdamWBench PARAMETERS THREADS STEPS
  */
 public final class AdamWBench {
   public static void main(String[] args) {
-    long n = Long.parseLong(args[0]);
+    int n = Integer.parseInt(args[0]);
     int threads = Integer.parseInt(args[1]);
     int steps = Integer.parseInt(args[2]);
     try (Backend backend = new CpuBackend(threads)) {
-      Stream s = backend.createStream("adamw");
-      try (DeviceBuffer p = backend.allocate("param", DType.F32, n);
-          DeviceBuffer g = backend.allocate("grad", DType.F32, n);
-          DeviceBuffer m = backend.allocate("m", DType.F32, n);
-          DeviceBuffer v = backend.allocate("v", DType.F32, n)) {
-        backend.fill(s, p, 0.5f);
-        backend.fill(s, g, 0.01f);
-        backend.fill(s, m, 0f);
-        backend.fill(s, v, 0f);
-        s.synchronize();
+      try (HostBuffer p = backend.allocateHost("param", 4L * n);
+          HostBuffer g = backend.allocateHost("grad", 4L * n);
+          HostThreads pool = new HostThreads(threads);
+          HostAdamW adamw = new HostAdamW(backend, p, g, 0.9f, 0.999f, 1e-8f, 0.01f, pool)) {
+        FloatBuffer fp = p.asByteBuffer().asFloatBuffer();
+        FloatBuffer fg = g.asByteBuffer().asFloatBuffer();
+        for (int i = 0; i < n; i++) {
+          fp.put(i, 0.5f);
+          fg.put(i, 0.01f);
+        }
         double best = Double.MAX_VALUE;
         for (int step = 1; step <= steps + 3; step++) { // 3 warm-up steps
           long t0 = System.nanoTime();
-          backend.adamwStep(s, p, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step);
-          s.synchronize();
+          adamw.beginStep(1e-3f);
+          adamw.update(0, n);
           if (step > 3) {
             best = Math.min(best, (System.nanoTime() - t0) / 1e9);
           }

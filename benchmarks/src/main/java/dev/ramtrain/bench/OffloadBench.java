@@ -1,35 +1,51 @@
 package dev.ramtrain.bench;
 
+import dev.ramtrain.trainer.Learner;
+import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.cpu.SimulatedBus;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.LayerCost;
+import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.PlacementPlan;
-import dev.ramtrain.trainer.offload.StreamedModel;
 import dev.ramtrain.trainer.optim.AdamW;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Random;
 
 /**
- * Streaming machinery overhead on the CPU backend: a training step (forward, backward, AdamW) of a
- * model whose resident footprint is {@code RATIO}× a device budget, streamed as the plan places it,
- * against the same step fully resident, interleaved A B A B (best step of each round).
+ * Streaming machinery overhead on the CPU backend: training steps (forward, cross-entropy,
+ * backward, AdamW) of a model whose resident footprint is {@code RATIO}× a device budget, offloaded
+ * as the plan places it, against the same steps fully resident, interleaved A B A B per round
+ * (median step of each). Both runs see the same batches; their loss curves are printed side by
+ * side. {@code BUS_GBPS} > 0 adds a simulated host-device bus of that bandwidth to the offloaded
+ * run's copies (idle time, as beside a GPU), to show how much of it the overlap hides.
  *
- * <p>Usage: OffloadBench SPEC BATCH THREADS RATIO ROUNDS
+ * <p>Usage: OffloadBench SPEC BATCH THREADS RATIO ROUNDS STEPS [BUS_GBPS]
  */
 public final class OffloadBench {
+  private record Run(double medianStepSeconds, double[] losses, Map<String, Object> lastMetrics) {}
+
   public static void main(String[] args) {
     String spec = args[0];
     int batch = Integer.parseInt(args[1]);
     int threads = Integer.parseInt(args[2]);
     double ratio = Double.parseDouble(args[3]);
     int rounds = Integer.parseInt(args[4]);
+    int steps = Integer.parseInt(args[5]);
+    double busGbps = args.length > 6 ? Double.parseDouble(args[6]) : 0;
     List<LayerCost> costs;
     DeviceProfile profile;
     try (Backend b = new CpuBackend(threads)) {
@@ -55,80 +71,100 @@ public final class OffloadBench {
         plan.activationCheckpointing());
     System.out.printf(
         "# plan's prediction from the measured profile (%.1f GB/s, %.0f GFLOP/s): resident %.2f ms,"
-            + " streamed %.2f ms (compute %.2f, copies %.2f; the optimizer step is not modelled)%n",
+            + " streamed %.2f ms (compute %.2f, copies %.2f)%n",
         profile.copyBytesPerSecond() / 1e9,
         profile.flopsPerSecond() / 1e9,
         plan.residentStepSeconds() * 1e3,
         plan.streamedStepSeconds() * 1e3,
         plan.computeSeconds() * 1e3,
         plan.copySeconds() * 1e3);
+    SimulatedBus bus = busGbps > 0 ? new SimulatedBus(busGbps * 1e9, 0, 0) : SimulatedBus.NONE;
     for (int round = 1; round <= rounds; round++) {
-      double resident = resident(spec, batch, threads);
-      double streamed = streamed(spec, batch, threads, plan);
+      Run resident = run(spec, batch, threads, null, SimulatedBus.NONE, steps);
+      Run streamed = run(spec, batch, threads, plan, bus, steps);
       System.out.printf(
-          "round %d: resident %.2f ms, streamed %.2f ms per step: %.3fx%n",
-          round, resident * 1e3, streamed * 1e3, streamed / resident);
-    }
-  }
-
-  private static double resident(String spec, int batch, int threads) {
-    try (Backend b = new CpuBackend(threads)) {
-      Stream s = b.createStream("compute");
-      try (Model model = Model.build(spec, ModelSpec.parse(spec), b, s, batch, 1);
-          AdamW adamw = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
-          DeviceBuffer x = b.allocate("x", DType.F32, (long) batch * model.inputSize());
-          DeviceBuffer dy = b.allocate("dy", DType.F32, (long) batch * model.outputSize())) {
-        b.fill(s, x, 0.1f);
-        b.fill(s, dy, 0.01f);
-        double best = Double.MAX_VALUE;
-        for (int step = 0; step < 8; step++) {
-          long t0 = System.nanoTime();
-          model.zeroGrad(s);
-          model.forward(s, x, batch, true);
-          model.backward(s, dy, batch);
-          adamw.step(s, model.parameters(), 1e-3f);
-          s.synchronize();
-          best = step >= 2 ? Math.min(best, (System.nanoTime() - t0) / 1e9) : best;
-        }
-        return best;
+          "round %d: resident %.2f ms, offloaded %.2f ms per step (median): %.3fx; losses equal: %s%n",
+          round,
+          resident.medianStepSeconds() * 1e3,
+          streamed.medianStepSeconds() * 1e3,
+          streamed.medianStepSeconds() / resident.medianStepSeconds(),
+          java.util.Arrays.equals(resident.losses(), streamed.losses()));
+      System.out.println("  offloaded, last step: " + streamed.lastMetrics());
+      if (round == 1) {
+        System.out.println("  loss per step, resident: " + format(resident.losses()));
+        System.out.println("  loss per step, offloaded: " + format(streamed.losses()));
       }
     }
   }
 
-  private static double streamed(String spec, int batch, int threads, PlacementPlan plan) {
-    try (Backend b = new CpuBackend(threads)) {
+  private static String format(double[] losses) {
+    List<String> out = new ArrayList<>();
+    for (double l : losses) {
+      out.add(String.format("%.5f", l));
+    }
+    return String.join(" ", out);
+  }
+
+  /** {@code plan} null: resident. */
+  private static Run run(
+      String spec, int batch, int threads, PlacementPlan plan, SimulatedBus bus, int steps) {
+    try (Backend b = new CpuBackend(threads, bus)) {
       Stream s = b.createStream("compute");
-      try (StreamedModel model =
-              new StreamedModel(
-                  ModelSpec.parse(spec), new HashSet<>(plan.streamed()), 2, b, s, batch, 1);
-          HostAdamW adamw =
-              new HostAdamW(b, model.parameterCount(), 0.9f, 0.999f, 1e-8f, 0.01f, threads);
-          DeviceBuffer x =
-              b.allocate("x", DType.F32, (long) batch * ModelSpec.parse(spec).get(0).inputSize());
-          DeviceBuffer dy = b.allocate("dy", DType.F32, (long) batch * outputs(spec))) {
-        b.fill(s, x, 0.1f);
-        b.fill(s, dy, 0.01f);
-        double best = Double.MAX_VALUE;
-        for (int step = 0; step < 8; step++) {
-          long t0 = System.nanoTime();
-          model.zeroGrad(s);
-          model.forward(s, x, batch, true);
-          model.backward(s, dy, batch);
-          model.optimizerStep(s, adamw, 1e-3f);
-          s.synchronize();
-          best = step >= 2 ? Math.min(best, (System.nanoTime() - t0) / 1e9) : best;
+      try (Learner learner = learner(spec, batch, threads, plan, b, s);
+          CrossEntropyLoss loss = new CrossEntropyLoss(b, batch, learner.outputSize(), 0f);
+          DeviceBuffer x = b.allocate("x", DType.F32, (long) batch * learner.inputSize());
+          DeviceBuffer labels = b.allocate("labels", DType.I32, batch);
+          HostBuffer staging = b.allocateHost("labels", 4L * batch)) {
+        Random rng = new Random(5);
+        for (int i = 0; i < batch; i++) {
+          staging.asByteBuffer().asIntBuffer().put(i, rng.nextInt(learner.outputSize()));
         }
-        System.out.printf(
-            "  streamed run: peak device memory %,d bytes (the engine keeps every activation:"
-                + " no checkpointing yet)%n",
-            b.peakAllocatedBytes());
-        return best;
+        b.copy(staging, 0, labels, 4L * batch, s);
+        double[] times = new double[steps];
+        double[] losses = new double[steps];
+        Map<String, Object> metrics = Map.of();
+        for (int step = 0; step < steps; step++) {
+          b.fill(s, x, 0.1f + 0.01f * (step % 7));
+          s.synchronize();
+          long t0 = System.nanoTime();
+          learner.beginStep(s, step);
+          DeviceBuffer logits = learner.forward(s, x, batch, true);
+          DeviceBuffer dlogits = loss.compute(s, logits, labels, batch);
+          learner.backwardAndUpdate(s, dlogits, batch, 1e-3f);
+          metrics = learner.stepMetrics(s); // waits for the step and its update
+          times[step] = (System.nanoTime() - t0) / 1e9;
+          double sum = 0;
+          for (float l : Checkpoints.download(b, s, loss.losses(batch))) {
+            sum += l;
+          }
+          losses[step] = sum / batch;
+        }
+        double[] measured = java.util.Arrays.copyOfRange(times, Math.min(2, steps - 1), steps);
+        java.util.Arrays.sort(measured);
+        return new Run(measured[measured.length / 2], losses, metrics);
       }
     }
   }
 
-  private static int outputs(String spec) {
-    var layers = ModelSpec.parse(spec);
-    return layers.get(layers.size() - 1).outputSize();
+  private static Learner learner(
+      String spec, int batch, int threads, PlacementPlan plan, Backend b, Stream s) {
+    if (plan == null) {
+      Model model = Model.build(spec, ModelSpec.parse(spec), b, s, batch, 1);
+      AdamW adamw = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      return new ResidentLearner(b, model, adamw, 0f);
+    }
+    return OffloadedLearner.build(
+        spec,
+        ModelSpec.parse(spec),
+        new HashSet<>(plan.streamed()),
+        plan.prefetchDepth(),
+        b,
+        s,
+        batch,
+        1,
+        (masters, grads, pool) ->
+            new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0.01f, pool),
+        threads,
+        0f);
   }
 }

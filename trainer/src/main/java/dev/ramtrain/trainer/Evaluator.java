@@ -4,7 +4,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.data.Batch;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
-import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.Network;
 
 /**
  * Loss, accuracy and confusion matrix of a model over every batch of a loader, without training.
@@ -13,7 +13,7 @@ public final class Evaluator {
   private Evaluator() {}
 
   public static EvalResult evaluate(
-      Model model, CrossEntropyLoss loss, DeviceInputs inputs, DataLoader data) {
+      Network model, CrossEntropyLoss loss, DeviceInputs inputs, DataLoader data) {
     int classes = model.outputSize();
     long[][] confusion = new long[classes][classes];
     double lossSum = 0;

@@ -3,16 +3,13 @@ package dev.ramtrain.trainer;
 import dev.ramtrain.etl.progress.ProgressLine;
 import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
-import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.Batch;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
-import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.optim.LrSchedule;
-import dev.ramtrain.trainer.optim.Optimizer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -26,21 +23,20 @@ import org.slf4j.LoggerFactory;
  * The training loop. Follow one batch: the loader leaves uint8 images in a pinned staging slot;
  * {@link #stage} copies them to a device input slot on the copy stream; {@link #step} waits for
  * that copy on the compute stream, normalizes on the device (uint8 → float NCHW), runs forward, the
- * loss, backward, gradient clipping and one optimizer call over the whole parameter slab. Two
- * device input slots let the next batch's copy overlap this batch's compute.
+ * loss, and the learner's backward and update (resident: clipping and one optimizer call over the
+ * parameter slab; offloaded: layer by layer on the host while backward goes on). Two device input
+ * slots let the next batch's copy overlap this batch's compute.
  */
 public final class Trainer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Trainer.class);
 
   private final Backend backend;
-  private final Model model;
-  private final Optimizer optimizer;
+  private final Learner learner;
   private final LrSchedule schedule;
   private final TrainOptions options;
   private final MetricsLog metrics;
   private final Stream compute;
   private final CrossEntropyLoss loss;
-  private final DeviceBuffer gradNorm;
   private final DeviceInputs inputs;
   private final ProgressLine progress = new ProgressLine();
   private long globalStep;
@@ -50,37 +46,34 @@ public final class Trainer implements AutoCloseable {
 
   public Trainer(
       Backend backend,
-      Model model,
-      Optimizer optimizer,
+      Learner learner,
       LrSchedule schedule,
       TrainOptions options,
       ImageShape shape,
       MetricsLog metrics) {
-    if (shape.bytes() != model.inputSize()) {
+    if (shape.bytes() != learner.inputSize()) {
       throw new IllegalArgumentException(
           "model "
-              + model.spec()
+              + learner.spec()
               + " takes "
-              + model.inputSize()
+              + learner.inputSize()
               + " inputs, images are "
               + shape
               + " = "
               + shape.bytes());
     }
     this.backend = backend;
-    this.model = model;
-    this.optimizer = optimizer;
+    this.learner = learner;
     this.schedule = schedule;
     this.options = options;
     this.metrics = metrics;
-    int classes = model.outputSize();
-    int batch = model.maxBatch();
+    int classes = learner.outputSize();
+    int batch = learner.maxBatch();
     this.compute = backend.createStream("compute");
     // First: it checks the normalization against the images before any memory is allocated.
     this.inputs =
         new DeviceInputs(backend, compute, shape, batch, classes, options.mean(), options.std());
     this.loss = new CrossEntropyLoss(backend, batch, classes, options.labelSmoothing());
-    this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
   }
 
   /** Statistics of one pass over the training batches. */
@@ -108,14 +101,7 @@ public final class Trainer implements AutoCloseable {
         try {
           Path saved =
               Checkpoints.save(
-                  checkpointRun,
-                  epoch + 1,
-                  globalStep,
-                  model,
-                  optimizer,
-                  checkpointInfo,
-                  backend,
-                  compute);
+                  checkpointRun, epoch + 1, globalStep, learner.snapshot(compute), checkpointInfo);
           LOG.info("checkpoint {}", saved);
         } catch (IOException e) {
           throw new UncheckedIOException("cannot write a checkpoint under " + checkpointRun, e);
@@ -204,9 +190,8 @@ public final class Trainer implements AutoCloseable {
     long stepStart = System.nanoTime();
     DeviceBuffer x = inputs.normalized(slot, n);
     DeviceBuffer y = inputs.labels(slot, n);
-    model.zeroGrad(compute);
-    model.beginStep(globalStep);
-    DeviceBuffer logits = model.forward(compute, x, n, true);
+    learner.beginStep(compute, globalStep);
+    DeviceBuffer logits = learner.forward(compute, x, n, true);
     DeviceBuffer dlogits = loss.compute(compute, logits, y, n);
     inputs.consumed(slot); // the device input slot is free for the next copy
     DeviceInputs.Readback rb = inputs.read(loss.losses(n), logits, y, n);
@@ -223,14 +208,10 @@ public final class Trainer implements AutoCloseable {
       globalStep++;
       return new StepResult(0, 0);
     }
-    model.backward(compute, dlogits, n);
-    if (options.clipNorm() > 0) {
-      backend.clipGradNorm(compute, model.parameters().grads(), options.clipNorm(), gradNorm);
-    }
     float lr = (float) schedule.lr(globalStep);
-    optimizer.step(compute, model.parameters(), lr);
+    learner.backwardAndUpdate(compute, dlogits, n, lr);
     if (globalStep % options.logEvery() == 0) {
-      compute.synchronize();
+      Map<String, Object> learnerMetrics = learner.stepMetrics(compute); // waits for the step
       Map<String, Object> record = new LinkedHashMap<>();
       record.put("type", "step");
       record.put("epoch", epoch);
@@ -243,6 +224,7 @@ public final class Trainer implements AutoCloseable {
       record.put("samples_per_s", n / stepSeconds);
       record.put("data_stall_ms", stallNanos / 1e6);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
+      record.putAll(learnerMetrics);
       metrics.write(record);
     }
     globalStep++;
@@ -251,7 +233,7 @@ public final class Trainer implements AutoCloseable {
 
   /** Loss, accuracy and confusion matrix over every batch of {@code data}, without training. */
   public EvalResult evaluate(DataLoader data) {
-    return Evaluator.evaluate(model, loss, inputs, data);
+    return Evaluator.evaluate(learner, loss, inputs, data);
   }
 
   /** Writes a checkpoint under {@code runDir} after every epoch, with {@code info} in its state. */
@@ -278,6 +260,5 @@ public final class Trainer implements AutoCloseable {
     compute.synchronize();
     inputs.close();
     loss.close();
-    gradNorm.close();
   }
 }

@@ -9,12 +9,17 @@ import dev.ramtrain.etl.shard.ShardReader;
 import dev.ramtrain.etl.shard.ShardSchema;
 import dev.ramtrain.etl.shard.ShardWriter;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.offload.HostAdamW;
+import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.optim.AdamW;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
@@ -24,6 +29,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -75,15 +81,14 @@ class TrainerTest {
                     32, 2, 3, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 0, false));
         DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
       var stream = b.createStream("setup");
-      try (Model model =
-              Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
-          Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      Model model = Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
+      Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      try (Learner learner = new ResidentLearner(b, model, opt, 1f);
           MetricsLog metrics = new MetricsLog(metricsFile);
           Trainer trainer =
               new Trainer(
                   b,
-                  model,
-                  opt,
+                  learner,
                   LrSchedule.constant(3e-3),
                   options(TrainOptions.NanPolicy.STOP, 1f),
                   SHAPE,
@@ -123,19 +128,13 @@ class TrainerTest {
                     32, 1, 2, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 0, false))) {
       var stream = b.createStream("setup");
       for (TrainOptions.NanPolicy policy : TrainOptions.NanPolicy.values()) {
-        try (Model model =
-                Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
-            Optimizer opt = new Sgd(b, model.parameters().count(), 0f, 0f, false);
+        Model model = Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
+        Optimizer opt = new Sgd(b, model.parameters().count(), 0f, 0f, false);
+        try (Learner learner = new ResidentLearner(b, model, opt, 0f);
             MetricsLog metrics = new MetricsLog(null);
             Trainer trainer =
                 new Trainer(
-                    b,
-                    model,
-                    opt,
-                    LrSchedule.constant(1e30),
-                    options(policy, 0f),
-                    SHAPE,
-                    metrics)) {
+                    b, learner, LrSchedule.constant(1e30), options(policy, 0f), SHAPE, metrics)) {
           if (policy == TrainOptions.NanPolicy.STOP) {
             var e =
                 assertThrows(TrainingDivergedException.class, () -> trainer.fit(loader, loader, 0));
@@ -152,11 +151,40 @@ class TrainerTest {
   /** Batch norm (running statistics are checkpointed) and dropout (masks drawn per step). */
   private static final String RESUMED_MODEL = "cnn:cb4-p-d0.25-f16-3";
 
+  /** Where the resumed runs keep their weights. */
+  private enum Placement {
+    RESIDENT,
+    OFFLOADED
+  }
+
+  private static Learner learner(Placement placement, Backend b, Stream stream) {
+    List<Layer> layers = ModelSpec.parse(RESUMED_MODEL, SHAPE);
+    if (placement == Placement.RESIDENT) {
+      Model model = Model.build(RESUMED_MODEL, layers, b, stream, 32, 1);
+      Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      return new ResidentLearner(b, model, opt, 1f);
+    }
+    return OffloadedLearner.build(
+        RESUMED_MODEL,
+        layers,
+        Set.of("conv1", "fc2"),
+        1,
+        b,
+        stream,
+        32,
+        1,
+        (masters, grads, threads) ->
+            new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0.01f, threads),
+        2,
+        1f);
+  }
+
   /**
    * Trains epochs [first, epochs) with checkpoints in {@code run}; returns the final parameters
    * followed by the final buffers.
    */
-  private float[] run(Path run, int first, int epochs, boolean resume) throws Exception {
+  private float[] run(Path run, int first, int epochs, boolean resume, Placement placement)
+      throws Exception {
     try (Backend b = new CpuBackend(2);
         ShardSet train = patterns("train", 300, 1);
         ShardSet val = patterns("val", 60, 2);
@@ -167,15 +195,12 @@ class TrainerTest {
                 new LoaderOptions(32, 2, 3, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 1, true));
         DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
       var stream = b.createStream("setup");
-      try (Model model =
-              Model.build(RESUMED_MODEL, ModelSpec.parse(RESUMED_MODEL, SHAPE), b, stream, 32, 1);
-          Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      try (Learner learner = learner(placement, b, stream);
           MetricsLog metrics = new MetricsLog(null);
           Trainer trainer =
               new Trainer(
                   b,
-                  model,
-                  opt,
+                  learner,
                   LrSchedule.cosine(3e-3, 3, 27, 0),
                   new TrainOptions(
                       epochs,
@@ -192,28 +217,50 @@ class TrainerTest {
         if (resume) {
           var c = dev.ramtrain.trainer.checkpoint.Checkpoints.loadLatest(run);
           assertEquals(first, c.epochsDone());
-          dev.ramtrain.trainer.checkpoint.Checkpoints.restore(c, model, opt, b, stream);
+          learner.restore(c, stream);
           trainer.resumeAt(c.globalStep());
         }
         trainer.fit(trainLoader, valLoader, first);
-        float[] values = DeviceArrays.read(b, stream, model.parameters().values());
-        float[] buffers = DeviceArrays.read(b, stream, model.parameters().buffers());
-        float[] both = java.util.Arrays.copyOf(values, values.length + buffers.length);
-        System.arraycopy(buffers, 0, both, values.length, buffers.length);
-        return both;
+        List<Safetensors.Tensor> saved = learner.snapshot(stream).weights();
+        float[] all = new float[saved.stream().mapToInt(t -> t.values().length).sum()];
+        int at = 0;
+        for (Safetensors.Tensor t : saved) { // parameters in model order, then buffers
+          System.arraycopy(t.values(), 0, all, at, t.values().length);
+          at += t.values().length;
+        }
+        return all;
       }
     }
   }
 
   @Test
   void aResumedRunEndsBitIdenticalToAnUninterruptedOne() throws Exception {
-    float[] straight = run(tmp.resolve("straight"), 0, 3, false);
-    run(tmp.resolve("interrupted"), 0, 1, false); // stops after epoch 0, checkpoint written
+    float[] straight = run(tmp.resolve("straight"), 0, 3, false, Placement.RESIDENT);
+    // stops after epoch 0, checkpoint written
+    run(tmp.resolve("interrupted"), 0, 1, false, Placement.RESIDENT);
     assertEquals(
         "epoch-0001", Files.readString(tmp.resolve("interrupted/checkpoints/latest")).strip());
-    float[] resumed = run(tmp.resolve("interrupted"), 1, 3, true);
+    float[] resumed = run(tmp.resolve("interrupted"), 1, 3, true, Placement.RESIDENT);
     org.junit.jupiter.api.Assertions.assertArrayEquals(
         straight, resumed, "weights and running statistics after resume");
     assertTrue(Files.exists(tmp.resolve("interrupted/checkpoints/epoch-0003/model.safetensors")));
+  }
+
+  /**
+   * The same run with two layers streamed and the optimizer on the host (clipped, with batch norm,
+   * dropout and augmentation), straight and interrupted: the resident run's weights bit for bit.
+   */
+  @Test
+  void anOffloadedRunMatchesTheResidentRunAndResumes() throws Exception {
+    float[] straight = run(tmp.resolve("resident"), 0, 3, false, Placement.RESIDENT);
+    org.junit.jupiter.api.Assertions.assertArrayEquals(
+        straight,
+        run(tmp.resolve("offloaded"), 0, 3, false, Placement.OFFLOADED),
+        "offloaded, straight");
+    run(tmp.resolve("interrupted"), 0, 1, false, Placement.OFFLOADED);
+    org.junit.jupiter.api.Assertions.assertArrayEquals(
+        straight,
+        run(tmp.resolve("interrupted"), 1, 3, true, Placement.OFFLOADED),
+        "offloaded, resumed after epoch 1");
   }
 }

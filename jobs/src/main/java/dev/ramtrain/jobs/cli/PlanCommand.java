@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.DeviceProfiles;
+import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
@@ -10,7 +11,6 @@ import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.PlacementPlan;
-import java.lang.management.ManagementFactory;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -51,15 +51,17 @@ public final class PlanCommand implements Callable<Integer> {
 
   @Option(
       names = "--budget",
-      description = "Device memory budget, e.g. 6GiB (ramtrain.plan.budget).")
+      description = "Device memory budget, e.g. 6GiB (ramtrain.offload.budget).")
   String budget;
 
-  @Option(names = "--prefetch-depth", description = "Weight slots (ramtrain.plan.prefetch-depth).")
+  @Option(
+      names = "--prefetch-depth",
+      description = "Weight slots (ramtrain.offload.prefetch-depth).")
   Integer prefetchDepth;
 
   @Option(
       names = "--bf16-weights",
-      description = "bf16 device weights (ramtrain.plan.bf16-weights).")
+      description = "bf16 device weights (ramtrain.offload.bf16-weights).")
   Boolean bf16;
 
   @Override
@@ -68,10 +70,11 @@ public final class PlanCommand implements Callable<Integer> {
     f.put("ramtrain.train.model", model);
     f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
     f.put("ramtrain.plan.device", device);
-    f.put("ramtrain.plan.budget", budget);
-    f.put("ramtrain.plan.prefetch-depth", CommonOptions.text(prefetchDepth));
-    f.put("ramtrain.plan.bf16-weights", CommonOptions.text(bf16));
+    f.put("ramtrain.offload.budget", budget);
+    f.put("ramtrain.offload.prefetch-depth", CommonOptions.text(prefetchDepth));
+    f.put("ramtrain.offload.bf16-weights", CommonOptions.text(bf16));
     RamtrainConfig c = common.load(f);
+    OffloadSettings offload = new OffloadSettings(c);
     String spec = c.string("ramtrain.train.model");
     int batch = c.integer("ramtrain.train.batch-size");
     ImageShape shape = shape(image);
@@ -79,20 +82,13 @@ public final class PlanCommand implements Callable<Integer> {
       String deviceName = c.string("ramtrain.plan.device");
       DeviceProfile profile =
           deviceName.equals("measured")
-              ? DeviceProfile.measure(backend, "measured (cpu backend)", hostMemory())
+              ? DeviceProfile.measure(backend, "measured (cpu backend)", backend.freeMemoryBytes())
               : DeviceProfiles.named(c, deviceName);
-      long given = c.bytes("ramtrain.plan.budget");
-      long budgetBytes =
-          given > 0 ? given : profile.memoryBytes() - c.bytes("ramtrain.plan.margin");
+      long budgetBytes = offload.budget(profile.memoryBytes());
       List<LayerCost> costs = LayerCost.measure(() -> ModelSpec.parse(spec, shape), backend);
       PlacementPlan plan =
           PlacementPlan.plan(
-              costs,
-              batch,
-              budgetBytes,
-              c.integer("ramtrain.plan.prefetch-depth"),
-              c.bool("ramtrain.plan.bf16-weights"),
-              profile);
+              costs, batch, budgetBytes, offload.prefetchDepth(), offload.bf16Weights(), profile);
       System.out.print(plan.render(spec, profile, budgetBytes));
     }
     return 0;
@@ -106,10 +102,5 @@ public final class PlanCommand implements Callable<Integer> {
       throw new ConfigException(
           "--image " + text + ": expected HEIGHTxWIDTHxCHANNELS, e.g. 32x32x3");
     }
-  }
-
-  private static long hostMemory() {
-    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
-        .getTotalMemorySize();
   }
 }

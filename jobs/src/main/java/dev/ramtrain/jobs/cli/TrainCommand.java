@@ -2,6 +2,8 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.jobs.config.OffloadSettings;
+import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
@@ -56,17 +58,33 @@ public final class TrainCommand implements Callable<Integer> {
   Long seed;
 
   @Option(
+      names = "--offload",
+      paramLabel = "MODE",
+      description =
+          "auto (offload when resident does not fit the budget), on or off"
+              + " (ramtrain.offload.mode).")
+  String offload;
+
+  @Option(
+      names = "--device-budget",
+      paramLabel = "SIZE",
+      description = "Device memory budget, e.g. 6GiB (ramtrain.offload.budget).")
+  String deviceBudget;
+
+  @Option(
       names = "--resume",
       description = "Continue the run in --output from its latest checkpoint.")
   boolean resume;
 
   @Override
   public Integer call() throws Exception {
-    TrainSettings s = new TrainSettings(common.load(flags()));
+    RamtrainConfig config = common.load(flags());
+    TrainSettings s = new TrainSettings(config);
+    OffloadSettings offload = new OffloadSettings(config);
     Dataset ds = Dataset.open(s.dataset(), new Configuration());
     try (ShardSet train = ShardSet.open(ds, Manifest.TRAIN);
         ShardSet val = ShardSet.open(ds, Manifest.VAL)) {
-      EvalResult eval = TrainingRun.run(s, ds.manifest(), train, val, s.dataset(), resume);
+      EvalResult eval = TrainingRun.run(s, offload, ds.manifest(), train, val, s.dataset(), resume);
       Path report = TrainingRun.report(s, eval, train.classes());
       System.out.printf(
           "val accuracy %.4f, loss %.4f over %,d samples; report %s%n",
@@ -85,6 +103,8 @@ public final class TrainCommand implements Callable<Integer> {
     f.put("ramtrain.train.optimizer", optimizer);
     f.put("ramtrain.train.lr", CommonOptions.text(lr));
     f.put("ramtrain.seed", CommonOptions.text(seed));
+    f.put("ramtrain.offload.mode", offload);
+    f.put("ramtrain.offload.budget", deviceBudget);
     return f;
   }
 }

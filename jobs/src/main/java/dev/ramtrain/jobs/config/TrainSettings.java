@@ -5,6 +5,9 @@ import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.offload.HostAdamW;
+import dev.ramtrain.trainer.offload.HostSgd;
+import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.optim.AdamW;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
@@ -109,6 +112,34 @@ public final class TrainSettings {
       case SGD ->
           new Sgd(
               backend, parameters, (float) c.number(P + "momentum"), wd, c.bool(P + "nesterov"));
+    };
+  }
+
+  /** The same optimizer on the host, for offloaded training. */
+  public OffloadedLearner.OptimizerFactory hostOptimizer(Backend backend) {
+    float wd = (float) c.number(P + "weight-decay");
+    return switch (c.choice(P + "optimizer", OptimizerKind.class)) {
+      case ADAMW ->
+          (masters, grads, threads) ->
+              new HostAdamW(
+                  backend,
+                  masters,
+                  grads,
+                  (float) c.number(P + "beta1"),
+                  (float) c.number(P + "beta2"),
+                  (float) c.number(P + "eps"),
+                  wd,
+                  threads);
+      case SGD ->
+          (masters, grads, threads) ->
+              new HostSgd(
+                  backend,
+                  masters,
+                  grads,
+                  (float) c.number(P + "momentum"),
+                  wd,
+                  c.bool(P + "nesterov"),
+                  threads);
     };
   }
 

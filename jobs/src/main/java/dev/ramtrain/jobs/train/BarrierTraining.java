@@ -4,6 +4,7 @@ import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.etl.shard.ShardReader;
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.ShardResult;
+import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
@@ -64,12 +65,14 @@ public final class BarrierTraining
     List<ShardResult> blocks = new ArrayList<>();
     CollectionConverters.asJava(input).forEachRemaining(blocks::add);
     blocks.sort(Comparator.comparing(ShardResult::split).thenComparingInt(ShardResult::shard));
-    TrainSettings s = new TrainSettings(RamtrainConfig.fromRendered(settings));
+    RamtrainConfig config = RamtrainConfig.fromRendered(settings);
+    TrainSettings s = new TrainSettings(config);
     try (ShardSet train = open(blocks, Manifest.TRAIN);
         ShardSet val = open(blocks, Manifest.VAL)) {
       String source =
           "in-memory shards (stage " + task.stageId() + ", task " + task.partitionId() + ")";
-      EvalResult eval = TrainingRun.run(s, manifest, train, val, source, false);
+      EvalResult eval =
+          TrainingRun.run(s, new OffloadSettings(config), manifest, train, val, source, false);
       return CollectionConverters.asScala(List.of(eval).iterator());
     } catch (IOException e) {
       throw new UncheckedIOException(e);

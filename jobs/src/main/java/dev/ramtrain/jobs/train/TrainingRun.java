@@ -2,9 +2,11 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.EvalResult;
+import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.MetricsLog;
 import dev.ramtrain.trainer.Trainer;
 import dev.ramtrain.trainer.backend.Backend;
@@ -14,9 +16,6 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
-import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelSpec;
-import dev.ramtrain.trainer.optim.Optimizer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -44,6 +43,7 @@ public final class TrainingRun {
    */
   public static EvalResult run(
       TrainSettings s,
+      OffloadSettings offload,
       Manifest manifest,
       ShardSet train,
       ShardSet val,
@@ -69,21 +69,13 @@ public final class TrainingRun {
           s.options(
               measured == null ? null : measured.mean(), measured == null ? null : measured.std());
       Stream setup = backend.createStream("setup");
-      try (Model net =
-              Model.build(
-                  s.model(),
-                  ModelSpec.parse(s.model(), shape),
-                  backend,
-                  setup,
-                  s.batchSize(),
-                  s.seed());
-          Optimizer opt = s.optimizer(backend, net.parameters().count());
+      try (Learner learner =
+              TrainingPlacement.learner(s, offload, shape, options.clipNorm(), backend, setup);
           MetricsLog metrics = new MetricsLog(run.resolve(resume ? RESUMED_METRICS : METRICS));
           Trainer trainer =
               new Trainer(
                   backend,
-                  net,
-                  opt,
+                  learner,
                   s.schedule(trainLoader.batchesPerEpoch()),
                   options,
                   shape,
@@ -91,7 +83,7 @@ public final class TrainingRun {
         System.out.printf(
             "training %s (%,d parameters) on %s: %,d train / %,d val samples, %d classes, %d batches of %d per epoch; normalization mean %s std %s%n",
             s.model(),
-            net.parameters().count(),
+            learner.parameterCount(),
             source,
             trainLoader.samples(),
             valLoader.samples(),
@@ -111,7 +103,7 @@ public final class TrainingRun {
         trainer.checkpointTo(run, info);
         int firstEpoch = 0;
         if (checkpoint != null) {
-          Checkpoints.restore(checkpoint, net, opt, backend, setup);
+          learner.restore(checkpoint, setup);
           trainer.resumeAt(checkpoint.globalStep());
           firstEpoch = checkpoint.epochsDone();
           System.out.printf(

@@ -136,10 +136,19 @@ class MainTest {
             "--batch-size",
             "8",
             "--resume",
+            "--offload",
+            "on",
             "--set",
-            "ramtrain.train.threads=1");
+            "ramtrain.train.threads=1",
+            "--set",
+            "ramtrain.train.log-every=1");
+    // A resident run's checkpoint resumes offloaded (optimizer on the host), the plan printed.
     assertEquals(0, resumed.status(), resumed.err());
     assertTrue(resumed.out().contains("after 2 epochs"), resumed.out());
+    assertTrue(resumed.out().contains("placement      offloaded"), resumed.out());
+    assertTrue(
+        Files.readString(tmp.resolve("run/metrics-resumed.jsonl")).contains("\"h2d_bytes\""),
+        "offload metrics per step");
     assertTrue(Files.exists(tmp.resolve("run/checkpoints/epoch-0003/state.json")));
 
     // Evaluating the last checkpoint on val reproduces the training run's final val accuracy.
@@ -160,6 +169,24 @@ class MainTest {
     assertEquals(0, eval.status(), eval.err());
     assertTrue(eval.out().contains("accuracy " + trained), trained + " vs " + eval.out());
     assertTrue(Files.exists(tmp.resolve("confusion.png")));
+
+    Run tooSmall =
+        run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            tmp.resolve("small").toString(),
+            "--model",
+            "mlp:768-32-3",
+            "--offload",
+            "on",
+            "--device-budget",
+            "100KiB");
+    assertEquals(Main.EXIT_USAGE, tooSmall.status(), tooSmall.err());
+    assertTrue(
+        tooSmall.err().contains("ramtrain.offload.budget") && tooSmall.err().contains("layer fc1"),
+        tooSmall.err());
 
     Run bad = run("train", "-d", dataset.toString(), "--model", "mlp:100-3");
     assertEquals(Main.EXIT_FAILURE, bad.status());

@@ -27,6 +27,20 @@ public interface Backend extends AutoCloseable {
 
   long peakAllocatedBytes();
 
+  /** Starts the peak over from what is allocated now (as torch.cuda.reset_peak_memory_stats). */
+  void resetPeakAllocatedBytes();
+
+  /** Bytes of pinned host memory allocated now, and how many host allocations were ever made. */
+  long allocatedHostBytes();
+
+  long hostAllocations();
+
+  /**
+   * Device memory free now, as the device reports it (cudaMemGetInfo); the CPU backend's device is
+   * host memory, so it reports the host's free physical memory.
+   */
+  long freeMemoryBytes();
+
   // ---- copies (bytes, asynchronous on the stream) -------------------------------------------
 
   void copy(HostBuffer src, long srcByte, DeviceBuffer dst, long bytes, Stream stream);

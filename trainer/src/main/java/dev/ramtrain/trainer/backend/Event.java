@@ -13,6 +13,12 @@ public interface Event extends AutoCloseable {
   /** Whether the last recorded point has been reached (true if never recorded). */
   boolean isDone();
 
+  /**
+   * Milliseconds from {@code start}'s last recorded point to this event's (cudaEventElapsedTime):
+   * both must have been recorded and reached.
+   */
+  double millisSince(Event start);
+
   @Override
   void close();
 }

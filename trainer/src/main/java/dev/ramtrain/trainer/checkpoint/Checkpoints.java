@@ -56,16 +56,33 @@ public final class Checkpoints {
     }
   }
 
-  /** Saves after {@code epochsDone} epochs; {@code info} adds settings to state.json. */
+  /**
+   * What a checkpoint saves of a model and its optimizer: parameters and buffers by name, the
+   * optimizer's state slabs (parameters in model order) and its step count.
+   */
+  public record Snapshot(
+      String model,
+      List<Safetensors.Tensor> weights,
+      List<float[]> optimizerState,
+      int optimizerSteps) {}
+
+  /** Reads a resident model's and optimizer's state back from the device. */
+  public static Snapshot snapshot(
+      Model model, Optimizer optimizer, Backend backend, Stream stream) {
+    Parameters p = model.parameters();
+    List<Safetensors.Tensor> weights = new ArrayList<>();
+    weights.addAll(tensors(p.entries(), download(backend, stream, p.values())));
+    weights.addAll(tensors(p.bufferEntries(), download(backend, stream, p.buffers())));
+    List<float[]> state = new ArrayList<>();
+    for (DeviceBuffer slab : optimizer.state()) {
+      state.add(download(backend, stream, slab));
+    }
+    return new Snapshot(model.spec(), weights, state, optimizer.steps());
+  }
+
+  /** Saves {@code snapshot} after {@code epochsDone} epochs; {@code info} adds to state.json. */
   public static Path save(
-      Path runDir,
-      int epochsDone,
-      long globalStep,
-      Model model,
-      Optimizer optimizer,
-      Map<String, Object> info,
-      Backend backend,
-      Stream stream)
+      Path runDir, int epochsDone, long globalStep, Snapshot snapshot, Map<String, Object> info)
       throws IOException {
     Path root = runDir.resolve("checkpoints");
     Files.createDirectories(root);
@@ -73,26 +90,22 @@ public final class Checkpoints {
     Path tmp = root.resolve(name + ".tmp");
     deleteTree(tmp);
     Files.createDirectories(tmp);
-    Parameters p = model.parameters();
-    List<Safetensors.Tensor> weights = new ArrayList<>();
-    split(p.entries(), download(backend, stream, p.values()), weights);
-    split(p.bufferEntries(), download(backend, stream, p.buffers()), weights);
     Safetensors.write(
         tmp.resolve("model.safetensors"),
-        weights,
-        Map.of("format", "pt", "ramtrain.model", model.spec()));
+        snapshot.weights(),
+        Map.of("format", "pt", "ramtrain.model", snapshot.model()));
     List<Safetensors.Tensor> state = new ArrayList<>();
-    List<DeviceBuffer> slabs = optimizer.state();
+    List<float[]> slabs = snapshot.optimizerState();
     for (int i = 0; i < slabs.size(); i++) {
-      float[] slab = download(backend, stream, slabs.get(i));
+      float[] slab = slabs.get(i);
       state.add(new Safetensors.Tensor("state." + i, new long[] {slab.length}, slab));
     }
     Safetensors.write(tmp.resolve("optimizer.safetensors"), state, Map.of());
     Map<String, Object> json = new LinkedHashMap<>(info);
     json.put("epochs_done", epochsDone);
     json.put("global_step", globalStep);
-    json.put("optimizer_steps", optimizer.steps());
-    json.put("model", model.spec());
+    json.put("optimizer_steps", snapshot.optimizerSteps());
+    json.put("model", snapshot.model());
     Files.write(tmp.resolve("state.json"), JSON.writeValueAsBytes(json));
     Path dir = root.resolve(name);
     deleteTree(dir);
@@ -148,23 +161,13 @@ public final class Checkpoints {
   /** Puts a checkpoint's weights (and optimizer state, if given) back onto the device. */
   public static void restore(
       Loaded c, Model model, Optimizer optimizer, Backend backend, Stream stream) {
-    if (!model.spec().equals(c.state().get("model"))) {
-      throw new IllegalArgumentException(
-          c.dir() + " was saved from model " + c.state().get("model") + ", not " + model.spec());
-    }
+    requireModel(c, model.spec());
     Parameters p = model.parameters();
     upload(backend, stream, p.values(), gather(c, p.entries(), p.values().count()));
     upload(backend, stream, p.buffers(), gather(c, p.bufferEntries(), p.buffers().count()));
     if (optimizer != null) {
       List<DeviceBuffer> slabs = optimizer.state();
-      if (slabs.size() != c.optimizerState().size()) {
-        throw new IllegalArgumentException(
-            c.dir()
-                + ": optimizer state has "
-                + c.optimizerState().size()
-                + " slabs, this optimizer "
-                + slabs.size());
-      }
+      requireOptimizerSlabs(c, slabs.size());
       for (int i = 0; i < slabs.size(); i++) {
         upload(backend, stream, slabs.get(i), c.optimizerState().get(i));
       }
@@ -172,19 +175,40 @@ public final class Checkpoints {
     }
   }
 
+  /** Throws unless {@code c} was saved from model {@code spec}. */
+  public static void requireModel(Loaded c, String spec) {
+    if (!spec.equals(c.state().get("model"))) {
+      throw new IllegalArgumentException(
+          c.dir() + " was saved from model " + c.state().get("model") + ", not " + spec);
+    }
+  }
+
+  /** Throws unless {@code c} holds {@code slabs} optimizer state slabs. */
+  public static void requireOptimizerSlabs(Loaded c, int slabs) {
+    if (slabs != c.optimizerState().size()) {
+      throw new IllegalArgumentException(
+          c.dir()
+              + ": optimizer state has "
+              + c.optimizerState().size()
+              + " slabs, this optimizer "
+              + slabs);
+    }
+  }
+
   /** Cuts a slab into one named tensor per entry. */
-  private static void split(
-      List<Parameters.Entry> entries, float[] slab, List<Safetensors.Tensor> into) {
+  public static List<Safetensors.Tensor> tensors(List<Parameters.Entry> entries, float[] slab) {
+    List<Safetensors.Tensor> out = new ArrayList<>();
     for (Parameters.Entry e : entries) {
       int offset = (int) e.offset();
       float[] part = Arrays.copyOfRange(slab, offset, offset + (int) e.spec().count());
       long[] shape = Arrays.stream(e.spec().shape()).asLongStream().toArray();
-      into.add(new Safetensors.Tensor(e.spec().name(), shape, part));
+      out.add(new Safetensors.Tensor(e.spec().name(), shape, part));
     }
+    return out;
   }
 
-  /** Assembles a slab from a checkpoint's named tensors. */
-  private static float[] gather(Loaded c, List<Parameters.Entry> entries, long count) {
+  /** Assembles a slab of {@code count} values from a checkpoint's named tensors. */
+  public static float[] gather(Loaded c, List<Parameters.Entry> entries, long count) {
     float[] slab = new float[(int) count];
     for (Parameters.Entry e : entries) {
       Safetensors.Tensor t = c.weights().get(e.spec().name());
@@ -197,7 +221,8 @@ public final class Checkpoints {
     return slab;
   }
 
-  private static float[] download(Backend backend, Stream stream, DeviceBuffer d) {
+  /** A device buffer's values, read back (synchronizes the stream). */
+  public static float[] download(Backend backend, Stream stream, DeviceBuffer d) {
     float[] out = new float[(int) d.count()];
     try (HostBuffer h = backend.allocateHost("checkpoint", d.bytes())) {
       backend.copy(d, h, 0, d.bytes(), stream);
@@ -207,7 +232,8 @@ public final class Checkpoints {
     return out;
   }
 
-  private static void upload(Backend backend, Stream stream, DeviceBuffer d, float[] values) {
+  /** Writes {@code values} into a device buffer of the same length (synchronizes the stream). */
+  public static void upload(Backend backend, Stream stream, DeviceBuffer d, float[] values) {
     if (values.length != d.count()) {
       throw new IllegalArgumentException(
           d.label() + " has " + d.count() + " values, the checkpoint " + values.length);

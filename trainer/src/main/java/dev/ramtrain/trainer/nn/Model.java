@@ -11,7 +11,7 @@ import java.util.List;
  * A stack of layers over one parameter slab: forward runs the layers in order, backward in reverse.
  * Owns the layers' activation memory and the slab.
  */
-public final class Model implements AutoCloseable {
+public final class Model implements Network, AutoCloseable {
   private final String spec;
   private final List<Layer> layers;
   private final Parameters parameters;
@@ -77,6 +77,7 @@ public final class Model implements AutoCloseable {
     return new Model(spec, List.copyOf(layers), parameters, backend, maxBatch, seed);
   }
 
+  @Override
   public String spec() {
     return spec;
   }
@@ -89,18 +90,22 @@ public final class Model implements AutoCloseable {
     return parameters;
   }
 
+  @Override
   public int inputSize() {
     return layers.get(0).inputSize();
   }
 
+  @Override
   public int outputSize() {
     return layers.get(layers.size() - 1).outputSize();
   }
 
+  @Override
   public int maxBatch() {
     return maxBatch;
   }
 
+  @Override
   public DeviceBuffer forward(Stream stream, DeviceBuffer x, int batch, boolean training) {
     if (batch < 1 || batch > maxBatch) {
       throw new IllegalArgumentException("batch " + batch + " outside [1, " + maxBatch + "]");

@@ -13,9 +13,11 @@ import java.util.List;
  * device-to-host copies, and the activations (only block inputs with activation checkpointing, when
  * the full activations do not fit).
  *
- * <p>Predictions: compute time is FLOPs over the profile's rate; each streamed layer's weights
- * cross twice a step (forward, and again in reverse for backward) and its gradients once back. A
- * streamed step takes the longer of compute and copies plus the first copy, which nothing hides.
+ * <p>Predictions: compute time is FLOPs over the profile's rate. Offloaded, every gradient crosses
+ * back once a step and every resident layer's updated weights once in; a streamed layer's weights
+ * cross twice (forward, and again for backward unless the ring still holds them). A streamed step
+ * takes the longer of compute and copies plus the first copy, which nothing hides. The host
+ * optimizer step is not modelled: it runs layer by layer behind backward.
  */
 public record PlacementPlan(
     Mode mode,
@@ -58,6 +60,22 @@ public record PlacementPlan(
       int prefetchDepth,
       boolean bf16Weights,
       DeviceProfile profile) {
+    return plan(layers, batch, budgetBytes, prefetchDepth, bf16Weights, profile, false);
+  }
+
+  /**
+   * As {@link #plan(List, int, long, int, boolean, DeviceProfile)}; {@code offload} plans an
+   * offloaded run even when everything would fit resident (then no layer streams: the optimizer
+   * alone moves to the host).
+   */
+  public static PlacementPlan plan(
+      List<LayerCost> layers,
+      int batch,
+      long budgetBytes,
+      int prefetchDepth,
+      boolean bf16Weights,
+      DeviceProfile profile,
+      boolean offload) {
     if (batch < 1 || prefetchDepth < 1 || budgetBytes <= 0) {
       throw new IllegalArgumentException(
           "batch, prefetch depth and budget must be positive: "
@@ -75,7 +93,7 @@ public record PlacementPlan(
     // Layers without weights (activations, pooling) have nothing to place.
     List<String> names =
         layers.stream().filter(l -> l.parameters() > 0).map(LayerCost::name).toList();
-    if (residentBytes <= budgetBytes) {
+    if (residentBytes <= budgetBytes && !offload) {
       return new PlacementPlan(
           Mode.RESIDENT,
           batch,
@@ -144,7 +162,17 @@ public record PlacementPlan(
             + streamingFloor(streamed, prefetchDepth, deviceWeightBytesPerParam)
             + activationsOnDevice;
     long streamedParams = streamed.stream().mapToLong(LayerCost::parameters).sum();
-    long copied = streamedParams * (2 * deviceWeightBytesPerParam + 4);
+    // Per step: every gradient returns to the host; resident layers take their updated weights
+    // back; streamed ones load in forward and again in backward, except the last ones the ring
+    // still holds when backward begins.
+    long stillHeld =
+        streamed.subList(Math.max(0, streamed.size() - prefetchDepth), streamed.size()).stream()
+            .mapToLong(LayerCost::parameters)
+            .sum();
+    long copied =
+        params * 4
+            + (params - streamedParams) * 4
+            + (2 * streamedParams - stillHeld) * deviceWeightBytesPerParam;
     double copy = copied / profile.copyBytesPerSecond();
     long firstCopy =
         streamed.isEmpty() ? 0 : streamed.get(0).parameters() * deviceWeightBytesPerParam;
@@ -237,7 +265,8 @@ public record PlacementPlan(
     return out.toString();
   }
 
-  static String bytes(long b) {
+  /** A byte count as MiB or GiB. */
+  public static String bytes(long b) {
     return b >= 1L << 30
         ? String.format("%.2f GiB", b / (double) (1L << 30))
         : String.format("%.1f MiB", b / (double) (1L << 20));

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.offload;
 
+import dev.ramtrain.etl.source.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -7,29 +8,48 @@ import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.Network;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.ParameterSource;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A model whose master weights and gradients live in pinned host memory, with some layers resident
  * on the device and the others streamed through a fixed ring of weight slots (see
  * docs/architecture.md, "Offload"). Streamed layer j (counting streamed layers in model order)
  * always binds to weight slot {@code j mod k} and gradient slot {@code j mod 2}, so layers bind
- * once and nothing is allocated per step. Forward and backward enqueue, in program order and
- * without blocking, each slot's load on a copy stream after the slot's previous use, each layer's
- * compute after its load, and each gradient's return to the host on a second copy stream.
+ * once and nothing is allocated per step.
+ *
+ * <p>Forward and backward enqueue, in program order and without blocking: each slot's load on the
+ * copy-in stream after the slot's previous use, each layer's compute after its load, and each
+ * layer's gradient (streamed or resident) back to the host slab on the copy-out stream as soon as
+ * that layer's backward is done. A {@link HostUpdate} given to backward then runs on a host thread
+ * for each layer whose gradient has landed, while the device goes on with earlier layers; the next
+ * forward waits for those updates before it loads any weights.
  */
-public final class StreamedModel implements AutoCloseable {
+public final class StreamedModel implements Network, AutoCloseable {
+  /** The optimizer applied to parameters [from, to) of the host slabs. */
+  public interface HostUpdate {
+    void update(int from, int to);
+  }
+
+  private final String spec;
   private final Backend backend;
   private final List<Layer> layers;
   private final int[] ordinal; // per top-level layer: its number among the streamed, or -1
   private final Map<String, Parameters.Entry> hostEntries; // offsets in the host slabs
+  private final List<Parameters.Entry> hostEntryList;
   private final long[] layerOffset; // per top-level layer: its first parameter in the host slabs
   private final long[] layerCount;
   private final long[] residentAt; // per resident layer: its first parameter in the resident slab
@@ -45,8 +65,18 @@ public final class StreamedModel implements AutoCloseable {
   private final int[] slotHolds; // which streamed ordinal each weight slot holds (as enqueued)
   private final Event[] slotFree; // recorded on the compute stream after a slot's last use
   private final Event[] slotLoaded; // recorded on the copy stream after a slot's load
-  private final Event[] gradReady;
-  private final Event[] gradReturned;
+  private final Event[] gradReturned; // per gradient slot: its last copy to the host is done
+  private final Event[] gradDone; // per layer: its backward is done (compute stream)
+  private final Event[] gradOnHost; // per layer: its gradient is in the host slab
+  private final Event[] uploaded; // per resident layer: its new weights are on the device
+  private final boolean[] mastersChanged; // per layer: updated on the host since last uploaded
+  private final boolean[] awaitUpload; // per resident layer: forward must wait for uploaded[i]
+  private final List<CompletableFuture<Void>> pendingUpdates = new ArrayList<>();
+  private final ExecutorService updater;
+  private final StepTimeline timeline;
+  private final AtomicLong hostUpdateNanos = new AtomicLong();
+  private volatile long lastLanded; // host clock: the last gradient of the step reached the host
+  private volatile long lastUpdated; // host clock: the last update of the step finished
   private final int maxBatch;
   private final long seed;
 
@@ -56,6 +86,7 @@ public final class StreamedModel implements AutoCloseable {
    * top-level layers to stream through {@code depth} weight slots.
    */
   public StreamedModel(
+      String spec,
       List<Layer> layers,
       Set<String> streamedNames,
       int depth,
@@ -66,14 +97,16 @@ public final class StreamedModel implements AutoCloseable {
     if (depth < 1) {
       throw new IllegalArgumentException("prefetch depth must be >= 1, got " + depth);
     }
+    this.spec = spec;
     this.backend = backend;
     this.layers = List.copyOf(layers);
     this.maxBatch = maxBatch;
     this.seed = seed;
-    this.ordinal = new int[layers.size()];
-    this.layerOffset = new long[layers.size()];
-    this.layerCount = new long[layers.size()];
-    this.residentAt = new long[layers.size()];
+    int n = layers.size();
+    this.ordinal = new int[n];
+    this.layerOffset = new long[n];
+    this.layerCount = new long[n];
+    this.residentAt = new long[n];
     this.hostEntries = new LinkedHashMap<>();
     List<ParamSpec> residentSpecs = new ArrayList<>();
     List<ParamSpec> buffers = new ArrayList<>();
@@ -82,14 +115,14 @@ public final class StreamedModel implements AutoCloseable {
     long largest = 0;
     int streamed = 0;
     List<Integer> streamedIndices = new ArrayList<>();
-    for (int i = 0; i < layers.size(); i++) {
+    for (int i = 0; i < n; i++) {
       Layer layer = layers.get(i);
       boolean streamIt = streamedNames.contains(layer.name()) && !layer.parameters().isEmpty();
       ordinal[i] = streamIt ? streamed++ : -1;
       layerOffset[i] = offset;
-      for (ParamSpec spec : layer.parameters()) {
-        hostEntries.put(spec.name(), new Parameters.Entry(spec, offset));
-        offset += spec.count();
+      for (ParamSpec p : layer.parameters()) {
+        hostEntries.put(p.name(), new Parameters.Entry(p, offset));
+        offset += p.count();
       }
       layerCount[i] = offset - layerOffset[i];
       largest = streamIt ? Math.max(largest, layerCount[i]) : largest;
@@ -102,12 +135,16 @@ public final class StreamedModel implements AutoCloseable {
       }
       buffers.addAll(layer.buffers());
     }
+    if (offset > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException(
+          spec + " has " + offset + " parameters; host slabs index at most 2^31 - 1");
+    }
+    this.hostEntryList = List.copyOf(hostEntries.values());
     this.streamedCount = streamed;
     this.streamedLayer = streamedIndices.stream().mapToInt(Integer::intValue).toArray();
     this.masters = backend.allocateHost("masters", 4 * offset);
     this.hostGrads = backend.allocateHost("host-gradients", 4 * offset);
-    Parameters.writeInitialValues(
-        hostEntries.values(), seed, masters.asByteBuffer().asFloatBuffer());
+    Parameters.writeInitialValues(hostEntryList, seed, masters.asByteBuffer().asFloatBuffer());
     this.resident = Parameters.allocate(backend, residentSpecs, buffers);
     int slots = Math.min(depth, streamed);
     for (int s = 0; s < slots; s++) {
@@ -119,15 +156,27 @@ public final class StreamedModel implements AutoCloseable {
     this.copyIn = backend.createStream("weights-in");
     this.copyOut = backend.createStream("gradients-out");
     this.slotHolds = new int[slots];
-    java.util.Arrays.fill(slotHolds, -1);
+    Arrays.fill(slotHolds, -1);
     this.slotFree = events(slots);
     this.slotLoaded = events(slots);
-    this.gradReady = events(gradSlots.size());
     this.gradReturned = events(gradSlots.size());
+    this.gradDone = events(n);
+    this.gradOnHost = events(n);
+    this.uploaded = events(n);
+    this.mastersChanged = new boolean[n];
+    this.awaitUpload = new boolean[n];
+    this.updater =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "host-optimizer");
+              t.setDaemon(true);
+              return t;
+            });
+    this.timeline = new StepTimeline(backend, 3 * n + 2);
     // Resident values and buffers start as a resident model's would: the same seeded values.
     try {
       resident.initialize(backend, stream, seed);
-      for (int i = 0; i < layers.size(); i++) {
+      for (int i = 0; i < n; i++) {
         Layer layer = layers.get(i);
         layer.bind(backend, source(i), maxBatch);
         if (ordinal[i] < 0 && layerCount[i] > 0) {
@@ -183,42 +232,89 @@ public final class StreamedModel implements AutoCloseable {
     return resident.values().view(residentAt[i], layerCount[i]);
   }
 
-  /** Brings every gradient to the host slab: resident ones copied back, streamed ones awaited. */
-  private void awaitGradients(Stream compute) {
-    for (int i = 0; i < layers.size(); i++) {
-      if (ordinal[i] < 0 && layerCount[i] > 0) {
-        backend.copy(
-            resident.grads().view(residentAt[i], layerCount[i]),
-            hostGrads,
-            4 * layerOffset[i],
-            4 * layerCount[i],
-            compute);
-      }
-    }
-    compute.synchronize();
-    copyOut.synchronize();
+  @Override
+  public String spec() {
+    return spec;
+  }
+
+  @Override
+  public int inputSize() {
+    return layers.get(0).inputSize();
+  }
+
+  @Override
+  public int outputSize() {
+    return layers.get(layers.size() - 1).outputSize();
+  }
+
+  @Override
+  public int maxBatch() {
+    return maxBatch;
   }
 
   public int streamedLayers() {
     return streamedCount;
   }
 
-  /**
-   * Zeroes the resident gradients (streamed ones are zeroed in their slot before each backward).
-   */
-  public void zeroGrad(Stream compute) {
-    backend.fill(compute, resident.grads(), 0f);
+  /** Parameters in all (resident and streamed): the length of the host slabs. */
+  public int parameterCount() {
+    return (int) (masters.bytes() / 4);
   }
 
-  /** As {@code Model.beginStep}: seeds the layers that draw random numbers for this step. */
-  public void beginStep(long step) {
-    long stepSeed = dev.ramtrain.etl.source.SampleIds.mix(seed, step);
+  /** Parameters of the top-level layer {@code name}. */
+  public long layerParameters(String name) {
+    for (int i = 0; i < layers.size(); i++) {
+      if (layers.get(i).name().equals(name)) {
+        return layerCount[i];
+      }
+    }
+    throw new IllegalArgumentException("no layer " + name);
+  }
+
+  /** The fp32 master weights in model order (the resident slab's layout), in pinned memory. */
+  public HostBuffer masters() {
+    return masters;
+  }
+
+  /** Every parameter's gradient in model order once {@link #awaitGradients} returns. */
+  public HostBuffer hostGradients() {
+    return hostGrads;
+  }
+
+  /** Where each parameter lives in the host slabs. */
+  public List<Parameters.Entry> entries() {
+    return hostEntryList;
+  }
+
+  /** Buffers (batch-norm statistics): always resident. */
+  public Parameters residentSlabs() {
+    return resident;
+  }
+
+  /**
+   * Starts a training step: zeroes the resident gradients once their last copies have left, and
+   * seeds the layers that draw random numbers (as {@code Model.beginStep}).
+   */
+  public void beginStep(Stream compute, long step) {
+    timeline.reset();
+    for (int i = 0; i < layers.size(); i++) {
+      if (ordinal[i] < 0 && layerCount[i] > 0) {
+        compute.waitFor(gradOnHost[i]); // the previous step's copy has read the slab
+      }
+    }
+    backend.fill(compute, resident.grads(), 0f); // streamed ones are zeroed in their slot
+    long stepSeed = SampleIds.mix(seed, step);
     layers.forEach(l -> l.beginStep(stepSeed));
   }
 
+  @Override
   public DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
     if (batch < 1 || batch > maxBatch) {
       throw new IllegalArgumentException("batch " + batch + " outside [1, " + maxBatch + "]");
+    }
+    publishUpdates(compute);
+    if (training) {
+      timeline.beginPass(compute);
     }
     DeviceBuffer h = x;
     for (int i = 0; i < layers.size(); i++) {
@@ -228,8 +324,13 @@ public final class StreamedModel implements AutoCloseable {
           load(ahead); // this layer's weights and the next ones the ring has room for
         }
         compute.waitFor(slotLoaded[j % weightSlots.size()]);
+      } else if (awaitUpload[i]) {
+        compute.waitFor(uploaded[i]);
+        awaitUpload[i] = false;
       }
+      int k = training ? timeline.begin(StepTimeline.Lane.COMPUTE, compute) : -1;
       h = layers.get(i).forward(compute, h, batch, training);
+      timeline.end(StepTimeline.Lane.COMPUTE, k, compute, 0);
       if (j >= 0) {
         slotFree[j % weightSlots.size()].record(compute);
       }
@@ -237,8 +338,13 @@ public final class StreamedModel implements AutoCloseable {
     return h;
   }
 
-  /** Backward from dL/dlogits; streamed gradients return to the host slab as they are done. */
-  public void backward(Stream compute, DeviceBuffer dlogits, int batch) {
+  /**
+   * Backward from dL/dlogits. Every layer's gradient returns to the host slab as soon as its
+   * backward is done; {@code update} (null: none) then runs for that layer's range on the host
+   * optimizer thread, in the order gradients land.
+   */
+  public void backward(Stream compute, DeviceBuffer dlogits, int batch, HostUpdate update) {
+    timeline.beginPass(compute);
     DeviceBuffer g = dlogits;
     for (int i = layers.size() - 1; i >= 0; i--) {
       int j = ordinal[i];
@@ -247,24 +353,118 @@ public final class StreamedModel implements AutoCloseable {
           load(ahead);
         }
         compute.waitFor(slotLoaded[j % weightSlots.size()]);
-        int gs = j % gradSlots.size();
-        compute.waitFor(gradReturned[gs]); // the slot's previous gradient has reached the host
-        backend.fill(compute, gradSlots.get(gs).view(0, layerCount[i]), 0f);
+        compute.waitFor(gradReturned[j % gradSlots.size()]); // its previous gradient has left
+      }
+      int k = timeline.begin(StepTimeline.Lane.COMPUTE, compute);
+      if (j >= 0) {
+        backend.fill(compute, gradSlots.get(j % gradSlots.size()).view(0, layerCount[i]), 0f);
       }
       g = layers.get(i).backward(compute, g, batch, i > 0);
-      if (j >= 0) {
-        int gs = j % gradSlots.size();
-        slotFree[j % weightSlots.size()].record(compute);
-        gradReady[gs].record(compute);
-        copyOut.waitFor(gradReady[gs]);
-        backend.copy(
-            gradSlots.get(gs).view(0, layerCount[i]),
-            hostGrads,
-            4 * layerOffset[i],
-            4 * layerCount[i],
-            copyOut);
-        gradReturned[gs].record(copyOut);
+      timeline.end(StepTimeline.Lane.COMPUTE, k, compute, 0);
+      if (layerCount[i] > 0) {
+        returnGradient(compute, i);
+        if (update != null) {
+          scheduleUpdate(i, update);
+        }
       }
+    }
+  }
+
+  /** Copies layer i's gradient to the host slab on the copy-out stream once backward made it. */
+  private void returnGradient(Stream compute, int i) {
+    int j = ordinal[i];
+    gradDone[i].record(compute);
+    if (j >= 0) {
+      slotFree[j % weightSlots.size()].record(compute);
+    }
+    copyOut.waitFor(gradDone[i]);
+    DeviceBuffer source =
+        j >= 0
+            ? gradSlots.get(j % gradSlots.size()).view(0, layerCount[i])
+            : resident.grads().view(residentAt[i], layerCount[i]);
+    int k = timeline.begin(StepTimeline.Lane.COPY_OUT, copyOut);
+    backend.copy(source, hostGrads, 4 * layerOffset[i], 4 * layerCount[i], copyOut);
+    timeline.end(StepTimeline.Lane.COPY_OUT, k, copyOut, 4 * layerCount[i]);
+    gradOnHost[i].record(copyOut);
+    if (j >= 0) {
+      gradReturned[j % gradSlots.size()].record(copyOut);
+    }
+  }
+
+  /** Runs {@code update} over layer i's range once its gradient is on the host. */
+  private void scheduleUpdate(int i, HostUpdate update) {
+    Event landed = gradOnHost[i];
+    int from = (int) layerOffset[i];
+    int to = (int) (layerOffset[i] + layerCount[i]);
+    pendingUpdates.add(
+        CompletableFuture.runAsync(
+            () -> {
+              landed.synchronize();
+              lastLanded = Math.max(lastLanded, System.nanoTime());
+              long start = System.nanoTime();
+              update.update(from, to);
+              lastUpdated = System.nanoTime();
+              hostUpdateNanos.addAndGet(lastUpdated - start);
+            },
+            updater));
+    mastersChanged[i] = true;
+  }
+
+  /**
+   * Waits for every host update begun by backward, then enqueues the uploads of resident layers
+   * whose masters changed and forgets what the weight slots held: loads read the new masters.
+   */
+  private void publishUpdates(Stream compute) {
+    awaitUpdates();
+    hostUpdateNanos.set(0); // from here on: this step's updates
+    lastLanded = 0;
+    lastUpdated = 0;
+    boolean streamedChanged = false;
+    for (int i = 0; i < layers.size(); i++) {
+      if (!mastersChanged[i]) {
+        continue;
+      }
+      mastersChanged[i] = false;
+      if (ordinal[i] >= 0) {
+        streamedChanged = true;
+        continue;
+      }
+      copyIn.waitFor(gradDone[i]); // the old weights' last use (backward) is over
+      int k = timeline.begin(StepTimeline.Lane.COPY_IN, copyIn);
+      backend.copy(masters, 4 * layerOffset[i], residentValues(i), 4 * layerCount[i], copyIn);
+      timeline.end(StepTimeline.Lane.COPY_IN, k, copyIn, 4 * layerCount[i]);
+      uploaded[i].record(copyIn);
+      awaitUpload[i] = true;
+    }
+    if (streamedChanged) {
+      Arrays.fill(slotHolds, -1);
+    }
+  }
+
+  /** Blocks until the host updates begun by backward are done; rethrows their failure. */
+  public void awaitUpdates() {
+    try {
+      pendingUpdates.forEach(CompletableFuture::join);
+    } catch (CompletionException e) {
+      throw new IllegalStateException("host optimizer step failed: " + e.getCause(), e.getCause());
+    } finally {
+      pendingUpdates.clear();
+    }
+  }
+
+  /** Blocks until every gradient of the last backward is in the host slab. */
+  public void awaitGradients(Stream compute) {
+    compute.synchronize();
+    copyOut.synchronize();
+  }
+
+  /**
+   * Says the whole master slab changed on the host (an update applied after backward, or restored
+   * weights): the next forward uploads the resident layers and reloads the streamed ones.
+   */
+  public void mastersChanged() {
+    for (int i = 0; i < layers.size(); i++) {
+      mastersChanged[i] = layerCount[i] > 0;
     }
   }
 
@@ -276,69 +476,77 @@ public final class StreamedModel implements AutoCloseable {
     }
     int i = streamedLayer[j];
     copyIn.waitFor(slotFree[s]); // after the slot's previous user has computed
+    int k = timeline.begin(StepTimeline.Lane.COPY_IN, copyIn);
     backend.copy(
         masters,
         4 * layerOffset[i],
         weightSlots.get(s).view(0, layerCount[i]),
         4 * layerCount[i],
         copyIn);
+    timeline.end(StepTimeline.Lane.COPY_IN, k, copyIn, 4 * layerCount[i]);
     slotLoaded[s].record(copyIn);
     slotHolds[s] = j;
   }
 
-  /** Parameters in all (resident and streamed): the length of the host slabs. */
-  public long parameterCount() {
-    return masters.bytes() / 4;
+  /** What the last training step moved and how long its parts took; waits for it to finish. */
+  public StepTimeline.Totals stepTotals(Stream compute) {
+    awaitUpdates();
+    compute.synchronize();
+    copyIn.synchronize();
+    copyOut.synchronize();
+    return timeline.totals();
+  }
+
+  /** Milliseconds the host optimizer has worked since the last forward began. */
+  public double hostUpdateMillis() {
+    return hostUpdateNanos.get() / 1e6;
   }
 
   /**
-   * Ends a training step: waits for every gradient on the host (resident ones copied back), runs
-   * the host optimizer over the master slab, and uploads the resident layers' new weights. Streamed
-   * layers load the new masters at their next use (their slots are marked stale).
+   * Milliseconds the last step's host updates ran on after its last gradient reached the host: the
+   * optimizer time backward did not hide. Read after {@link #stepTotals}.
    */
-  public void optimizerStep(Stream compute, HostAdamW optimizer, float lr) {
-    awaitGradients(compute);
-    optimizer.step(masters, hostGrads, lr);
-    for (int i = 0; i < layers.size(); i++) {
-      if (ordinal[i] < 0 && layerCount[i] > 0) {
-        backend.copy(masters, 4 * layerOffset[i], residentValues(i), 4 * layerCount[i], compute);
-      }
-    }
-    java.util.Arrays.fill(slotHolds, -1);
+  public double updateTailMillis() {
+    return Math.max(0, lastUpdated - lastLanded) / 1e6;
   }
 
-  /** The master weights in model order (a copy). Synchronizes. */
+  /** The master weights in model order (a copy), after pending updates. */
   public float[] weights(Stream compute) {
+    awaitUpdates();
     compute.synchronize();
-    float[] out = new float[(int) parameterCount()];
+    float[] out = new float[parameterCount()];
     masters.asByteBuffer().asFloatBuffer().get(out);
     return out;
   }
 
-  /**
-   * Every parameter's gradient in model order, on the host: resident ones copied back, streamed
-   * ones already returned. Synchronizes.
-   */
+  /** Every parameter's gradient of the last backward in model order, on the host. */
   public float[] gradients(Stream compute) {
     awaitGradients(compute);
-    float[] out = new float[(int) (hostGrads.bytes() / 4)];
+    float[] out = new float[parameterCount()];
     hostGrads.asByteBuffer().asFloatBuffer().get(out);
     return out;
   }
 
   @Override
   public void close() {
-    copyIn.synchronize();
-    copyOut.synchronize();
-    layers.forEach(Layer::close);
-    weightSlots.forEach(DeviceBuffer::close);
-    gradSlots.forEach(DeviceBuffer::close);
-    resident.close();
-    masters.close();
-    hostGrads.close();
-    for (Event[] group : List.of(slotFree, slotLoaded, gradReady, gradReturned)) {
-      for (Event e : group) {
-        e.close();
+    try {
+      awaitUpdates();
+    } finally {
+      updater.shutdown();
+      copyIn.synchronize();
+      copyOut.synchronize();
+      layers.forEach(Layer::close);
+      weightSlots.forEach(DeviceBuffer::close);
+      gradSlots.forEach(DeviceBuffer::close);
+      resident.close();
+      masters.close();
+      hostGrads.close();
+      timeline.close();
+      for (Event[] group :
+          List.of(slotFree, slotLoaded, gradReturned, gradDone, gradOnHost, uploaded)) {
+        for (Event e : group) {
+          e.close();
+        }
       }
     }
   }

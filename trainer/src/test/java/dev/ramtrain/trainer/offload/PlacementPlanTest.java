@@ -74,12 +74,14 @@ class PlacementPlanTest {
     assertEquals(List.of("l0", "l1", "l2", "l3", "l4"), plan.resident());
     assertEquals(List.of("l5", "l6", "l7", "l8", "l9"), plan.streamed());
     assertEquals((40L << 20) + (16L << 20) + activations, plan.deviceBytes());
-    // Streamed weights cross twice (fp32) and their gradients once: 12 bytes per parameter.
-    assertEquals(5L * 12 * (1 << 20), plan.copiedBytesPerStep());
+    // Every gradient returns (4 bytes × 10M), resident layers take their new weights back (4 ×
+    // 5M), streamed weights load in forward and again in backward except the two the ring still
+    // holds when backward begins (4 × (10M - 2M)).
+    assertEquals((40L + 20 + 32) << 20, plan.copiedBytesPerStep());
     assertEquals(10L * (1 << 20) * 16, plan.hostPinnedBytes(), "masters, grads, AdamW moments");
     double compute = 60.0 * (1 << 20) * batch / 1e12;
     assertEquals(compute, plan.computeSeconds(), 1e-12);
-    assertEquals(60.0 * (1 << 20) / 10e9, plan.copySeconds(), 1e-12);
+    assertEquals((92.0 * (1 << 20)) / 10e9, plan.copySeconds(), 1e-12);
     assertEquals(
         Math.max(compute, plan.copySeconds()) + 4.0 * (1 << 20) / 10e9,
         plan.streamedStepSeconds(),
@@ -90,15 +92,68 @@ class PlacementPlanTest {
     assertTrue(60.0 * (1 << 20) * (minBatch - 1) / 1e12 < plan.copySeconds());
 
     PlacementPlan bf16 = PlacementPlan.plan(tenLayers(), batch, budget, 2, true, DEVICE);
-    // bf16 slots are half the size (12 MiB): one more layer stays resident, 4 stream, and each
-    // streamed parameter moves 2 + 2 + 4 bytes.
+    // bf16 slots are half the size (12 MiB): one more layer stays resident, 4 stream, and their
+    // weights move as 2 bytes: 40 + 4 × 6M + 2 × (8M - 2M).
     assertEquals(4, bf16.streamed().size(), bf16.streamed().toString());
-    assertEquals(4L * 8 * (1 << 20), bf16.copiedBytesPerStep());
+    assertEquals((40L + 24 + 12) << 20, bf16.copiedBytesPerStep());
 
     PlacementPlan roomy = PlacementPlan.plan(tenLayers(), batch, 150L << 20, 2, false, DEVICE);
     assertEquals(PlacementPlan.Mode.OFFLOADED, roomy.mode(), "AdamW's moments do not fit");
     assertEquals(List.of(), roomy.streamed(), "optimizer offload alone: every weight resident");
-    assertEquals(0, roomy.copiedBytesPerStep());
+    assertEquals(80L << 20, roomy.copiedBytesPerStep(), "gradients out, new weights in");
+  }
+
+  /**
+   * A partial offload built as planned allocates exactly the plan's device bytes, and a step moves
+   * exactly the plan's bytes each way.
+   */
+  @Test
+  void anOffloadedModelAllocatesAndCopiesWhatItsPlanSays() {
+    String spec = "mlp:64-128-128-128-128-128-128-128-10";
+    int batch = 8;
+    List<LayerCost> costs;
+    try (Backend b = new CpuBackend(1)) {
+      costs = LayerCost.measure(() -> ModelSpec.parse(spec), b);
+    }
+    long weightsResident =
+        PlacementPlan.plan(costs, batch, 1L << 30, 2, false, DEVICE, true).deviceBytes();
+    PlacementPlan plan =
+        PlacementPlan.plan(costs, batch, weightsResident * 9 / 10, 2, false, DEVICE);
+    assertEquals(PlacementPlan.Mode.OFFLOADED, plan.mode());
+    assertTrue(!plan.streamed().isEmpty() && !plan.resident().isEmpty(), plan.toString());
+    try (Backend b = new CpuBackend(1)) {
+      var s = b.createStream("s");
+      try (OffloadedLearner learner =
+          OffloadedLearner.build(
+              spec,
+              ModelSpec.parse(spec),
+              new java.util.HashSet<>(plan.streamed()),
+              plan.prefetchDepth(),
+              b,
+              s,
+              batch,
+              1,
+              (masters, grads, threads) ->
+                  new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0f, threads),
+              1,
+              0f)) {
+        assertEquals(plan.deviceBytes(), b.allocatedBytes(), "device memory as planned");
+        try (var x = b.allocate("x", dev.ramtrain.trainer.backend.DType.F32, batch * 64L);
+            var dy = b.allocate("dy", dev.ramtrain.trainer.backend.DType.F32, batch * 10L)) {
+          java.util.Map<String, Object> m = java.util.Map.of();
+          for (int step = 0; step < 2; step++) { // the second step uploads updated weights
+            learner.beginStep(s, step);
+            learner.forward(s, x, batch, true);
+            learner.backwardAndUpdate(s, dy, batch, 1e-3f);
+            m = learner.stepMetrics(s);
+          }
+          assertEquals(
+              plan.copiedBytesPerStep(),
+              (long) m.get("h2d_bytes") + (long) m.get("d2h_bytes"),
+              "bytes copied per step as planned: " + m);
+        }
+      }
+    }
   }
 
   @Test

@@ -8,14 +8,11 @@ import dev.ramtrain.trainer.DeviceArrays;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
-import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
-import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
-import dev.ramtrain.trainer.optim.AdamW;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
@@ -68,7 +65,7 @@ class StreamedModelTest {
     try (Backend b = new CpuBackend(2)) {
       Stream s = b.createStream("compute");
       try (StreamedModel model =
-              new StreamedModel(layers.get(), streamedNames, depth, b, s, BATCH, 3);
+              new StreamedModel("test", layers.get(), streamedNames, depth, b, s, BATCH, 3);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * inputSize(layers));
           DeviceBuffer dy = b.allocate("dy", DType.F32, (long) BATCH * outputSize(layers))) {
         Random rng = new Random(9);
@@ -77,10 +74,9 @@ class StreamedModelTest {
         for (int step = 0; step < 2; step++) {
           DeviceArrays.write(b, s, x, random(rng, (int) x.count()));
           DeviceArrays.write(b, s, dy, random(rng, (int) dy.count()));
-          model.zeroGrad(s);
-          model.beginStep(step);
+          model.beginStep(s, step);
           float[] logits = DeviceArrays.read(b, s, model.forward(s, x, BATCH, true));
-          model.backward(s, dy, BATCH);
+          model.backward(s, dy, BATCH, null);
           steps.add(new Step(logits, model.gradients(s)));
           if (allocated >= 0) {
             assertEquals(allocated, b.allocatedBytes(), "no device allocation in a step");
@@ -136,75 +132,5 @@ class StreamedModelTest {
     List<Step> expected = resident(spec, layers);
     assertSame(expected, streamed(layers, Set.of("conv2", "fc2"), 1), "conv2+fc2 depth 1");
     assertSame(expected, streamed(layers, Set.of("conv1", "conv2", "fc1", "fc2"), 2), "all d2");
-  }
-
-  /** Four AdamW steps from cross-entropy on random labels; returns the final weights. */
-  private static float[] train(
-      String spec, Supplier<List<Layer>> layers, Set<String> streamedNames, int depth) {
-    try (Backend b = new CpuBackend(2)) {
-      Stream s = b.createStream("compute");
-      int in = inputSize(layers);
-      int classes = outputSize(layers);
-      try (DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * in);
-          DeviceBuffer labels = b.allocate("labels", DType.I32, BATCH);
-          CrossEntropyLoss loss = new CrossEntropyLoss(b, BATCH, classes, 0.1f)) {
-        Random rng = new Random(17);
-        if (streamedNames == null) {
-          try (Model model = Model.build(spec, layers.get(), b, s, BATCH, 3);
-              AdamW adamw = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f)) {
-            for (int step = 0; step < 4; step++) {
-              batch(b, s, x, labels, classes, rng);
-              model.zeroGrad(s);
-              model.beginStep(step);
-              DeviceBuffer logits = model.forward(s, x, BATCH, true);
-              model.backward(s, loss.compute(s, logits, labels, BATCH), BATCH);
-              adamw.step(s, model.parameters(), 1e-2f);
-            }
-            return DeviceArrays.read(b, s, model.parameters().values());
-          }
-        }
-        try (StreamedModel model =
-                new StreamedModel(layers.get(), streamedNames, depth, b, s, BATCH, 3);
-            HostAdamW adamw =
-                new HostAdamW(b, model.parameterCount(), 0.9f, 0.999f, 1e-8f, 0.01f, 2)) {
-          for (int step = 0; step < 4; step++) {
-            batch(b, s, x, labels, classes, rng);
-            model.zeroGrad(s);
-            model.beginStep(step);
-            DeviceBuffer logits = model.forward(s, x, BATCH, true);
-            model.backward(s, loss.compute(s, logits, labels, BATCH), BATCH);
-            model.optimizerStep(s, adamw, 1e-2f);
-          }
-          return model.weights(s);
-        }
-      }
-    }
-  }
-
-  private static void batch(
-      Backend b, Stream s, DeviceBuffer x, DeviceBuffer labels, int classes, Random rng) {
-    DeviceArrays.write(b, s, x, random(rng, (int) x.count()));
-    try (HostBuffer h = b.allocateHost("labels", 4L * BATCH)) {
-      for (int i = 0; i < BATCH; i++) {
-        h.asByteBuffer().asIntBuffer().put(i, rng.nextInt(classes));
-      }
-      b.copy(h, 0, labels, 4L * BATCH, s);
-      s.synchronize();
-    }
-  }
-
-  @Test
-  void offloadedTrainingWithHostAdamWEndsWithTheResidentWeightsBitForBit() {
-    String spec = "cnn:cb4-p-c6-p-d0.25-f10-3";
-    ImageShape shape = new ImageShape(8, 8, 1);
-    Supplier<List<Layer>> layers = () -> ModelSpec.parse(spec, shape);
-    float[] resident = train(spec, layers, null, 0);
-    assertArrayEquals(resident, train(spec, layers, Set.of(), 2), "optimizer offload alone");
-    assertArrayEquals(
-        resident, train(spec, layers, Set.of("conv1", "fc1"), 1), "two layers streamed, depth 1");
-    assertArrayEquals(
-        resident,
-        train(spec, layers, Set.of("conv1", "conv2", "fc1", "fc2"), 3),
-        "every layer streamed, depth 3");
   }
 }

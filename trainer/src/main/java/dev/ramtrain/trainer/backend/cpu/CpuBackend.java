@@ -30,9 +30,20 @@ public final class CpuBackend implements Backend {
   private final List<CpuStream> streams = new ArrayList<>();
   private final ForkJoinPool pool;
   private final CpuKernels kernels;
+  private final SimulatedBus bus;
 
   /** A backend using {@code threads} cores for kernels and GEMM. */
   public CpuBackend(int threads) {
+    this(threads, SimulatedBus.NONE);
+  }
+
+  /**
+   * A backend whose host-device copies also take the time {@code bus} says (an idle wait, not
+   * work): how tests check that stream ordering rather than timing makes results right, and how
+   * benchmarks show overlap as a GPU's bus would.
+   */
+  public CpuBackend(int threads, SimulatedBus bus) {
+    this.bus = bus;
     if (threads < 1) {
       throw new IllegalArgumentException("threads must be >= 1, got " + threads);
     }
@@ -83,11 +94,39 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
+  public void resetPeakAllocatedBytes() {
+    device.resetPeak();
+  }
+
+  @Override
+  public long allocatedHostBytes() {
+    return host.allocated();
+  }
+
+  @Override
+  public long freeMemoryBytes() {
+    return ((com.sun.management.OperatingSystemMXBean)
+            java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+        .getFreeMemorySize();
+  }
+
+  @Override
+  public long hostAllocations() {
+    return host.count();
+  }
+
+  @Override
   public void copy(HostBuffer src, long srcByte, DeviceBuffer dst, long bytes, Stream stream) {
     checkRange(src.label(), srcByte, bytes, src.bytes());
     checkRange(dst.label(), 0, bytes, dst.bytes());
     CpuBuffer d = cpu(dst);
-    on(stream).enqueue(() -> MemoryUtil.copyMemory(src.address() + srcByte, d.address(), bytes));
+    long busNanos = bus.nanosFor(bytes);
+    on(stream)
+        .enqueue(
+            () -> {
+              SimulatedBus.idle(busNanos); // first: the data lands late, as over a slow bus
+              MemoryUtil.copyMemory(src.address() + srcByte, d.address(), bytes);
+            });
   }
 
   @Override
@@ -95,7 +134,13 @@ public final class CpuBackend implements Backend {
     checkRange(src.label(), 0, bytes, src.bytes());
     checkRange(dst.label(), dstByte, bytes, dst.bytes());
     CpuBuffer s = cpu(src);
-    on(stream).enqueue(() -> MemoryUtil.copyMemory(s.address(), dst.address() + dstByte, bytes));
+    long busNanos = bus.nanosFor(bytes);
+    on(stream)
+        .enqueue(
+            () -> {
+              SimulatedBus.idle(busNanos); // first: the data lands late, as over a slow bus
+              MemoryUtil.copyMemory(s.address(), dst.address() + dstByte, bytes);
+            });
   }
 
   @Override

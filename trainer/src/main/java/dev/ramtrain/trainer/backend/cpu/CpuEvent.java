@@ -4,19 +4,22 @@ import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.Stream;
 import java.util.concurrent.CompletableFuture;
 
-/** A completion point: a future completed by a marker task enqueued on the recording stream. */
+/**
+ * A completion point: a future completed, with the time it was reached, by a marker task enqueued
+ * on the recording stream.
+ */
 final class CpuEvent implements Event {
-  private volatile CompletableFuture<Void> point = CompletableFuture.completedFuture(null);
+  private volatile CompletableFuture<Long> point = CompletableFuture.completedFuture(0L);
 
   @Override
   public void record(Stream stream) {
-    CompletableFuture<Void> next = new CompletableFuture<>();
+    CompletableFuture<Long> next = new CompletableFuture<>();
     point = next;
-    ((CpuStream) stream).enqueueMarker(() -> next.complete(null));
+    ((CpuStream) stream).enqueueMarker(() -> next.complete(System.nanoTime()));
   }
 
   /** The point recorded last, captured by a waiting stream when it enqueues its wait. */
-  CompletableFuture<Void> point() {
+  CompletableFuture<Long> point() {
     return point;
   }
 
@@ -28,6 +31,15 @@ final class CpuEvent implements Event {
   @Override
   public boolean isDone() {
     return point.isDone();
+  }
+
+  @Override
+  public double millisSince(Event start) {
+    CompletableFuture<Long> from = ((CpuEvent) start).point;
+    if (!from.isDone() || !point.isDone()) {
+      throw new IllegalStateException("millisSince needs two reached events");
+    }
+    return (point.join() - from.join()) / 1e6;
   }
 
   @Override

@@ -3,6 +3,8 @@ package dev.ramtrain.trainer.backend.cpu;
 import dev.ramtrain.trainer.backend.AdamWMath;
 import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.CounterRng;
+import dev.ramtrain.trainer.backend.GradClipMath;
+import dev.ramtrain.trainer.backend.SgdMath;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -201,20 +203,9 @@ final class CpuKernels {
       float mu,
       float wd,
       boolean nesterov) {
+    SgdMath math = new SgdMath(lr, mu, wd, nesterov);
     parallel.forRange(
-        param.capacity(),
-        GRAIN,
-        (from, to) -> {
-          for (int i = from; i < to; i++) {
-            float g = grad.get(i) + wd * param.get(i);
-            if (mu != 0) {
-              float b = mu * buf.get(i) + g;
-              buf.put(i, b);
-              g = nesterov ? g + mu * b : b;
-            }
-            param.put(i, param.get(i) - lr * g);
-          }
-        });
+        param.capacity(), GRAIN, (from, to) -> math.update(param, grad, buf, from, to));
   }
 
   void adamwStep(
@@ -507,30 +498,19 @@ final class CpuKernels {
 
   void clipGradNorm(FloatBuffer grads, float maxNorm, FloatBuffer norm) {
     int n = grads.capacity();
-    int chunks = Math.max(1, Math.min(64, n / GRAIN));
-    double[] partial = new double[chunks];
-    int size = (n + chunks - 1) / chunks;
+    double[] partial = new double[GradClipMath.chunks(n)];
     parallel.forRange(
-        chunks,
+        partial.length,
         1,
         (from, to) -> {
           for (int c = from; c < to; c++) {
-            double sum = 0;
-            for (int i = c * size; i < Math.min(n, (c + 1) * size); i++) {
-              double g = grads.get(i);
-              sum += g * g;
-            }
-            partial[c] = sum;
+            partial[c] = GradClipMath.chunkSumOfSquares(grads, c, n);
           }
         });
-    double total = 0;
-    for (double p : partial) { // fixed chunking and order: the same norm on every run
-      total += p;
-    }
-    float l2 = (float) Math.sqrt(total);
+    float l2 = GradClipMath.norm(partial);
     norm.put(0, l2);
-    float coef = maxNorm / (l2 + 1e-6f);
-    if (maxNorm > 0 && coef < 1) {
+    float coef = GradClipMath.scale(maxNorm, l2);
+    if (coef < 1) {
       parallel.forRange(
           n,
           GRAIN,

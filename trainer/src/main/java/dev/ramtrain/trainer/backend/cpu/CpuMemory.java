@@ -12,6 +12,7 @@ final class CpuMemory {
   private final Map<Allocation, String> live = new LinkedHashMap<>();
   private long allocated;
   private long peak;
+  private long count;
 
   /** One block of native memory; at most 2 GiB, as Java buffers index with ints. */
   final class Allocation {
@@ -66,6 +67,7 @@ final class CpuMemory {
     live.put(a, label + " (" + bytes + " bytes)");
     allocated += bytes;
     peak = Math.max(peak, allocated);
+    count++;
     return a;
   }
 
@@ -75,6 +77,15 @@ final class CpuMemory {
 
   synchronized long peak() {
     return peak;
+  }
+
+  synchronized void resetPeak() {
+    peak = allocated;
+  }
+
+  /** Allocations made so far, freed or not. */
+  synchronized long count() {
+    return count;
   }
 
   /** Null when nothing is live, else the leaked allocations by label. */

@@ -57,7 +57,7 @@ final class CpuStream implements Stream {
 
   @Override
   public void waitFor(Event event) {
-    CompletableFuture<Void> point = ((CpuEvent) event).point(); // the point recorded by now
+    CompletableFuture<Long> point = ((CpuEvent) event).point(); // the point recorded by now
     enqueueMarker(point::join);
   }
 

@@ -1,0 +1,108 @@
+package dev.ramtrain.jobs.train;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.config.OffloadSettings;
+import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.trainer.Learner;
+import dev.ramtrain.trainer.ResidentLearner;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.LayerCost;
+import dev.ramtrain.trainer.offload.OffloadedLearner;
+import dev.ramtrain.trainer.offload.PlacementPlan;
+import dev.ramtrain.trainer.optim.Optimizer;
+import java.util.HashSet;
+import java.util.List;
+
+/**
+ * Where a training run's weights live: plans the model for the device budget ({@code
+ * ramtrain.offload.*}), prints the plan, and builds a resident or offloaded learner.
+ */
+final class TrainingPlacement {
+  private TrainingPlacement() {}
+
+  /** The learner for settings {@code s}; {@code clipNorm} 0: no clipping. */
+  static Learner learner(
+      TrainSettings s,
+      OffloadSettings offload,
+      ImageShape shape,
+      float clipNorm,
+      Backend backend,
+      Stream setup) {
+    if (offload.mode() == OffloadSettings.Mode.OFF) {
+      return resident(s, shape, clipNorm, backend, setup);
+    }
+    DeviceProfile profile =
+        DeviceProfile.measure(
+            backend, backend.name() + " backend (measured)", backend.freeMemoryBytes());
+    long budget = offload.budget(profile.memoryBytes());
+    List<LayerCost> costs = LayerCost.measure(() -> ModelSpec.parse(s.model(), shape), backend);
+    boolean forced = offload.mode() == OffloadSettings.Mode.ON;
+    PlacementPlan plan;
+    try {
+      plan =
+          PlacementPlan.plan(
+              costs,
+              s.batchSize(),
+              budget,
+              offload.prefetchDepth(),
+              offload.bf16Weights(),
+              profile,
+              forced);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
+    }
+    if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
+      backend.resetPeakAllocatedBytes();
+      System.out.printf(
+          "placement: resident (%s of a %s device budget; ramtrain.offload.mode=auto)%n",
+          PlacementPlan.bytes(plan.deviceBytes()), PlacementPlan.bytes(budget));
+      return resident(s, shape, clipNorm, backend, setup);
+    }
+    if (plan.activationCheckpointing()) {
+      throw new ConfigException(
+          String.format(
+              "ramtrain.offload.budget: %s at batch %d fits only with activation checkpointing,"
+                  + " which training does not do yet; raise the budget or lower"
+                  + " ramtrain.train.batch-size (`ramtrain plan` shows what each needs)",
+              PlacementPlan.bytes(budget), s.batchSize()));
+    }
+    if (offload.bf16Weights()) {
+      throw new ConfigException(
+          "ramtrain.offload.bf16-weights: training keeps fp32 device weights for now (`plan`"
+              + " plans bf16 ones); set it to false");
+    }
+    System.out.print(plan.render(s.model(), profile, budget));
+    backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
+    return OffloadedLearner.build(
+        s.model(),
+        ModelSpec.parse(s.model(), shape),
+        new HashSet<>(plan.streamed()),
+        offload.prefetchDepth(),
+        backend,
+        setup,
+        s.batchSize(),
+        s.seed(),
+        s.hostOptimizer(backend),
+        offload.hostThreads(),
+        clipNorm);
+  }
+
+  private static Learner resident(
+      TrainSettings s, ImageShape shape, float clipNorm, Backend backend, Stream setup) {
+    Model model =
+        Model.build(
+            s.model(), ModelSpec.parse(s.model(), shape), backend, setup, s.batchSize(), s.seed());
+    try {
+      Optimizer opt = s.optimizer(backend, model.parameters().count());
+      return new ResidentLearner(backend, model, opt, clipNorm);
+    } catch (RuntimeException e) {
+      model.close();
+      throw e;
+    }
+  }
+}

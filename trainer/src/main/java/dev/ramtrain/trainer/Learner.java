@@ -1,0 +1,42 @@
+package dev.ramtrain.trainer;
+
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.nn.Network;
+import java.util.Map;
+
+/**
+ * A model and its optimizer as the training loop drives them. {@link ResidentLearner} keeps both on
+ * the device; {@code offload.OffloadedLearner} keeps master weights, gradients and optimizer state
+ * in host memory and streams layers through the device. For the same seed both end with the same
+ * weights (bit for bit on the CPU backend), and their checkpoints are interchangeable.
+ */
+public interface Learner extends Network, AutoCloseable {
+  long parameterCount();
+
+  /** Starts training step {@code step}: zeroes the gradients and seeds this step's dropout. */
+  void beginStep(Stream compute, long step);
+
+  /**
+   * Backward from dL/dlogits, then one optimizer update at learning rate {@code lr}, clipping the
+   * gradient norm first if so configured. One call, because an offloaded update runs layer by layer
+   * while backward goes on; it is enqueued and may still be running when this returns.
+   */
+  void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr);
+
+  /**
+   * Figures about the last step for the metrics file (offloaded: bytes and times of copies, the
+   * overlap, the host optimizer); waits for the step to finish. Empty for resident training.
+   */
+  Map<String, Object> stepMetrics(Stream compute);
+
+  /** Weights, buffers and optimizer state, read back for a checkpoint. */
+  Checkpoints.Snapshot snapshot(Stream compute);
+
+  /** Puts a checkpoint's weights, buffers and optimizer state back. */
+  void restore(Checkpoints.Loaded checkpoint, Stream compute);
+
+  @Override
+  void close();
+}

@@ -1,0 +1,46 @@
+package dev.ramtrain.trainer.backend;
+
+import java.nio.FloatBuffer;
+
+/**
+ * Gradient-norm clipping's arithmetic (torch.nn.utils.clip_grad_norm_'s), shared by the CPU
+ * backend's kernel and the offloaded trainer's host step. The squares are summed in double per
+ * fixed chunk and the chunks added in order, so the norm does not depend on the thread count and
+ * both give the same bits.
+ */
+public final class GradClipMath {
+  private static final int GRAIN = 1 << 14;
+
+  private GradClipMath() {}
+
+  /** How many chunks a slab of {@code n} gradients is summed in. */
+  public static int chunks(int n) {
+    return Math.max(1, Math.min(64, n / GRAIN));
+  }
+
+  /** The sum of squares of chunk {@code c} of {@code chunks(n)}. */
+  public static double chunkSumOfSquares(FloatBuffer grads, int c, int n) {
+    int size = (n + chunks(n) - 1) / chunks(n);
+    double sum = 0;
+    for (int i = c * size; i < Math.min(n, (c + 1) * size); i++) {
+      double g = grads.get(i);
+      sum += g * g;
+    }
+    return sum;
+  }
+
+  /** The L2 norm from the chunks' sums, added in chunk order. */
+  public static float norm(double[] chunkSums) {
+    double total = 0;
+    for (double p : chunkSums) {
+      total += p;
+    }
+    return (float) Math.sqrt(total);
+  }
+
+  /** The factor gradients are multiplied by, or 1 when the norm is within {@code maxNorm}. */
+  public static float scale(float maxNorm, float norm) {
+    float coef = maxNorm / (norm + 1e-6f);
+    return maxNorm > 0 && coef < 1 ? coef : 1f;
+  }
+}

@@ -1,0 +1,29 @@
+package dev.ramtrain.trainer.offload;
+
+import dev.ramtrain.trainer.backend.HostBuffer;
+import java.util.List;
+
+/**
+ * An optimizer over an offloaded model's host slabs (master weights and gradients, in model order),
+ * its state in pinned host memory allocated once. A step can be applied range by range: each
+ * layer's range as soon as its gradient has reached the host, while backward goes on.
+ */
+public interface HostOptimizer extends AutoCloseable {
+  /** Starts step {@code steps() + 1} at learning rate {@code lr}; ranges are then updated. */
+  void beginStep(float lr);
+
+  /** Applies the current step to parameters [from, to); blocks until done. */
+  void update(int from, int to);
+
+  /** Steps begun so far. */
+  int steps();
+
+  /** Continues a resumed run: the next step is {@code steps + 1}. */
+  void resumeAt(int steps);
+
+  /** The state slabs, in the resident optimizer's order (AdamW: m, v; SGD: momentum). */
+  List<HostBuffer> state();
+
+  @Override
+  void close();
+}

@@ -1,0 +1,79 @@
+package dev.ramtrain.trainer.offload;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.SgdMath;
+import java.nio.FloatBuffer;
+import java.util.List;
+import org.apache.arrow.memory.util.MemoryUtil;
+
+/**
+ * SGD with momentum on the host over an offloaded model's master weights and gradients; the
+ * arithmetic is {@link SgdMath}, the CPU backend's.
+ */
+public final class HostSgd implements HostOptimizer {
+  private final float momentum;
+  private final float weightDecay;
+  private final boolean nesterov;
+  private final FloatBuffer params;
+  private final FloatBuffer grads;
+  private final HostBuffer buffer;
+  private final FloatBuffer momentumBuffer;
+  private final HostThreads threads;
+  private SgdMath math;
+  private int steps;
+
+  public HostSgd(
+      Backend backend,
+      HostBuffer params,
+      HostBuffer grads,
+      float momentum,
+      float weightDecay,
+      boolean nesterov,
+      HostThreads threads) {
+    if (nesterov && momentum <= 0) {
+      throw new IllegalArgumentException("Nesterov momentum needs momentum > 0");
+    }
+    this.momentum = momentum;
+    this.weightDecay = weightDecay;
+    this.nesterov = nesterov;
+    this.params = params.asByteBuffer().asFloatBuffer();
+    this.grads = grads.asByteBuffer().asFloatBuffer();
+    this.threads = threads;
+    this.buffer = backend.allocateHost("sgd.momentum", params.bytes());
+    MemoryUtil.setMemory(buffer.address(), buffer.bytes(), (byte) 0);
+    this.momentumBuffer = buffer.asByteBuffer().asFloatBuffer();
+  }
+
+  @Override
+  public void beginStep(float lr) {
+    steps++;
+    math = new SgdMath(lr, momentum, weightDecay, nesterov);
+  }
+
+  @Override
+  public void update(int from, int to) {
+    SgdMath step = math;
+    threads.forRange(from, to, (a, b) -> step.update(params, grads, momentumBuffer, a, b));
+  }
+
+  @Override
+  public int steps() {
+    return steps;
+  }
+
+  @Override
+  public void resumeAt(int steps) {
+    this.steps = steps;
+  }
+
+  @Override
+  public List<HostBuffer> state() {
+    return List.of(buffer);
+  }
+
+  @Override
+  public void close() {
+    buffer.close();
+  }
+}

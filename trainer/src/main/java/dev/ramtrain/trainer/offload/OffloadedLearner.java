@@ -1,0 +1,231 @@
+package dev.ramtrain.trainer.offload;
+
+import dev.ramtrain.trainer.Learner;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.GradClipMath;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.checkpoint.Safetensors;
+import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.Parameters;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Offloaded training: a {@link StreamedModel} (masters and gradients in pinned host memory, layers
+ * resident or streamed) and a {@link HostOptimizer} over its host slabs. Without clipping, each
+ * layer's update runs on the host as soon as its gradient has landed, overlapped with the rest of
+ * backward; clipping needs the norm of every gradient first, so then the update runs over the whole
+ * slab after backward. Owns the model, the optimizer and the host threads.
+ */
+public final class OffloadedLearner implements Learner {
+  private final Backend backend;
+  private final StreamedModel model;
+  private final HostOptimizer optimizer;
+  private final HostThreads threads;
+  private final float clipNorm;
+  private long serialUpdateNanos; // the last step's clip and update after backward, if clipping
+
+  /** Makes the host optimizer over a model's host slabs. */
+  public interface OptimizerFactory {
+    HostOptimizer create(HostBuffer masters, HostBuffer gradients, HostThreads threads);
+  }
+
+  /**
+   * Builds the streamed model ({@code streamed} layers through {@code depth} slots, the rest
+   * resident), {@code hostThreads} host threads and the optimizer; {@code clipNorm} 0: no clipping.
+   */
+  public static OffloadedLearner build(
+      String spec,
+      List<Layer> layers,
+      Set<String> streamed,
+      int depth,
+      Backend backend,
+      Stream stream,
+      int maxBatch,
+      long seed,
+      OptimizerFactory optimizer,
+      int hostThreads,
+      float clipNorm) {
+    HostThreads threads = new HostThreads(hostThreads);
+    StreamedModel model = null;
+    try {
+      model = new StreamedModel(spec, layers, streamed, depth, backend, stream, maxBatch, seed);
+      HostOptimizer opt = optimizer.create(model.masters(), model.hostGradients(), threads);
+      return new OffloadedLearner(backend, model, opt, threads, clipNorm);
+    } catch (RuntimeException e) {
+      if (model != null) {
+        model.close();
+      }
+      threads.close();
+      throw e;
+    }
+  }
+
+  /** {@code clipNorm} 0: no clipping. */
+  public OffloadedLearner(
+      Backend backend,
+      StreamedModel model,
+      HostOptimizer optimizer,
+      HostThreads threads,
+      float clipNorm) {
+    this.backend = backend;
+    this.model = model;
+    this.optimizer = optimizer;
+    this.threads = threads;
+    this.clipNorm = clipNorm;
+  }
+
+  public StreamedModel model() {
+    return model;
+  }
+
+  @Override
+  public String spec() {
+    return model.spec();
+  }
+
+  @Override
+  public int inputSize() {
+    return model.inputSize();
+  }
+
+  @Override
+  public int outputSize() {
+    return model.outputSize();
+  }
+
+  @Override
+  public int maxBatch() {
+    return model.maxBatch();
+  }
+
+  @Override
+  public long parameterCount() {
+    return model.parameterCount();
+  }
+
+  @Override
+  public void beginStep(Stream compute, long step) {
+    model.beginStep(compute, step);
+  }
+
+  @Override
+  public DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
+    return model.forward(compute, x, batch, training);
+  }
+
+  @Override
+  public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
+    optimizer.beginStep(lr);
+    serialUpdateNanos = 0;
+    if (clipNorm <= 0) {
+      model.backward(compute, dlogits, batch, optimizer::update);
+      return;
+    }
+    model.backward(compute, dlogits, batch, null);
+    model.awaitGradients(compute);
+    long start = System.nanoTime();
+    clip(model.hostGradients());
+    optimizer.update(0, model.parameterCount());
+    serialUpdateNanos = System.nanoTime() - start;
+    model.mastersChanged();
+  }
+
+  /** Clips the host gradient slab to {@code clipNorm} with the resident kernel's arithmetic. */
+  private void clip(HostBuffer grads) {
+    FloatBuffer g = grads.asByteBuffer().asFloatBuffer();
+    int n = g.capacity();
+    double[] sums = new double[GradClipMath.chunks(n)];
+    threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(g, c, n));
+    float scale = GradClipMath.scale(clipNorm, GradClipMath.norm(sums));
+    if (scale < 1) {
+      threads.forRange(
+          0,
+          n,
+          (from, to) -> {
+            for (int i = from; i < to; i++) {
+              g.put(i, g.get(i) * scale);
+            }
+          });
+    }
+  }
+
+  @Override
+  public Map<String, Object> stepMetrics(Stream compute) {
+    StepTimeline.Totals t = model.stepTotals(compute);
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("h2d_bytes", t.bytesIn());
+    m.put("d2h_bytes", t.bytesOut());
+    m.put("copy_in_ms", t.copyInMs());
+    m.put("copy_out_ms", t.copyOutMs());
+    m.put("compute_ms", t.computeMs());
+    m.put("exposed_copy_ms", t.exposedMs());
+    m.put("overlap", t.overlap());
+    // Clipping updates after backward: then all of it is exposed.
+    m.put("host_optimizer_ms", model.hostUpdateMillis() + serialUpdateNanos / 1e6);
+    m.put("optimizer_exposed_ms", model.updateTailMillis() + serialUpdateNanos / 1e6);
+    m.put("pinned_host_bytes", backend.allocatedHostBytes());
+    return m;
+  }
+
+  @Override
+  public Checkpoints.Snapshot snapshot(Stream compute) {
+    float[] weights = model.weights(compute);
+    Parameters slabs = model.residentSlabs();
+    List<Safetensors.Tensor> tensors =
+        new ArrayList<>(Checkpoints.tensors(model.entries(), weights));
+    tensors.addAll(
+        Checkpoints.tensors(
+            slabs.bufferEntries(), Checkpoints.download(backend, compute, slabs.buffers())));
+    List<float[]> state = new ArrayList<>();
+    for (HostBuffer slab : optimizer.state()) {
+      float[] values = new float[(int) (slab.bytes() / 4)];
+      slab.asByteBuffer().asFloatBuffer().get(values);
+      state.add(values);
+    }
+    return new Checkpoints.Snapshot(model.spec(), tensors, state, optimizer.steps());
+  }
+
+  @Override
+  public void restore(Checkpoints.Loaded c, Stream compute) {
+    Checkpoints.requireModel(c, model.spec());
+    List<HostBuffer> state = optimizer.state();
+    Checkpoints.requireOptimizerSlabs(c, state.size());
+    model.awaitUpdates();
+    compute.synchronize();
+    float[] masters = Checkpoints.gather(c, model.entries(), model.parameterCount());
+    model.masters().asByteBuffer().asFloatBuffer().put(masters);
+    Parameters slabs = model.residentSlabs();
+    Checkpoints.upload(
+        backend,
+        compute,
+        slabs.buffers(),
+        Checkpoints.gather(c, slabs.bufferEntries(), slabs.buffers().count()));
+    for (int i = 0; i < state.size(); i++) {
+      float[] values = c.optimizerState().get(i);
+      if (values.length != model.parameterCount()) {
+        throw new IllegalArgumentException(
+            c.dir() + ": optimizer state slab " + i + " has " + values.length + " values");
+      }
+      state.get(i).asByteBuffer().asFloatBuffer().put(values);
+    }
+    optimizer.resumeAt(c.optimizerSteps());
+    model.mastersChanged();
+  }
+
+  @Override
+  public void close() {
+    try (threads;
+        optimizer;
+        model) {
+      // closes in reverse order: the model (its pending updates first), optimizer, threads
+    }
+  }
+}

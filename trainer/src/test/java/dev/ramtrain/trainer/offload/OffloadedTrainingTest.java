@@ -1,0 +1,267 @@
+package dev.ramtrain.trainer.offload;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.trainer.Learner;
+import dev.ramtrain.trainer.ResidentLearner;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.cpu.SimulatedBus;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.checkpoint.Safetensors;
+import dev.ramtrain.trainer.nn.CrossEntropyLoss;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.Optimizer;
+import dev.ramtrain.trainer.optim.Sgd;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Offloaded training (host optimizer applied layer by layer as gradients land, or after backward
+ * when clipping) must end with the resident run's weights, batch-norm statistics and optimizer
+ * state bit for bit, whatever the placement, ring depth, optimizer, clipping or copy timing; and a
+ * checkpoint of either mode resumes in the other.
+ */
+class OffloadedTrainingTest {
+  private static final int BATCH = 6;
+  private static final String SPEC = "cnn:cb4-p-c6-p-d0.25-f10-3";
+  private static final ImageShape SHAPE = new ImageShape(8, 8, 1);
+  private static final Set<String> ALL = Set.of("conv1", "conv2", "fc1", "fc2");
+
+  /** How a run is set up: where layers live, the optimizer, clipping and the copies' timing. */
+  private record Setup(
+      Set<String> streamed, int depth, boolean sgd, float clipNorm, SimulatedBus bus) {
+    static Setup resident() {
+      return new Setup(null, 0, false, 0, SimulatedBus.NONE);
+    }
+
+    Setup offloaded(Set<String> layers, int ringDepth) {
+      return new Setup(layers, ringDepth, sgd, clipNorm, bus);
+    }
+
+    Setup withSgd() {
+      return new Setup(streamed, depth, true, clipNorm, bus);
+    }
+
+    Setup clipped(float norm) {
+      return new Setup(streamed, depth, sgd, norm, bus);
+    }
+
+    Setup over(SimulatedBus slowBus) {
+      return new Setup(streamed, depth, sgd, clipNorm, slowBus);
+    }
+  }
+
+  private static Learner learner(Setup setup, Backend b, Stream s) {
+    if (setup.streamed() == null) {
+      Model model = Model.build(SPEC, ModelSpec.parse(SPEC, SHAPE), b, s, BATCH, 3);
+      long n = model.parameters().count();
+      Optimizer opt =
+          setup.sgd()
+              ? new Sgd(b, n, 0.9f, 0.01f, true)
+              : new AdamW(b, n, 0.9f, 0.999f, 1e-8f, 0.01f);
+      return new ResidentLearner(b, model, opt, setup.clipNorm());
+    }
+    return OffloadedLearner.build(
+        SPEC,
+        ModelSpec.parse(SPEC, SHAPE),
+        setup.streamed(),
+        setup.depth(),
+        b,
+        s,
+        BATCH,
+        3,
+        (masters, grads, threads) ->
+            setup.sgd()
+                ? new HostSgd(b, masters, grads, 0.9f, 0.01f, true, threads)
+                : new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0.01f, threads),
+        2,
+        setup.clipNorm());
+  }
+
+  /** What a run ends with: every saved tensor and optimizer slab, flattened in a fixed order. */
+  private record Final(float[] weights, float[] optimizerState) {}
+
+  private static Final flatten(Checkpoints.Snapshot snap) {
+    int n = snap.weights().stream().mapToInt(t -> t.values().length).sum();
+    float[] w = new float[n];
+    int at = 0;
+    for (Safetensors.Tensor t : snap.weights()) {
+      System.arraycopy(t.values(), 0, w, at, t.values().length);
+      at += t.values().length;
+    }
+    int m = snap.optimizerState().stream().mapToInt(a -> a.length).sum();
+    float[] o = new float[m];
+    at = 0;
+    for (float[] slab : snap.optimizerState()) {
+      System.arraycopy(slab, 0, o, at, slab.length);
+      at += slab.length;
+    }
+    return new Final(w, o);
+  }
+
+  /**
+   * Steps [from, to) of a run: each step's inputs come from a generator seeded by the step, so a
+   * resumed run sees the same batches. {@code resumeFrom}: a checkpoint to restore first; {@code
+   * saveTo}: where to save one after the last step. Checks that no step after the first allocates
+   * device or host memory.
+   */
+  private static Final run(Setup setup, int from, int to, Path resumeFrom, Path saveTo)
+      throws IOException {
+    try (Backend b = new CpuBackend(2, setup.bus())) {
+      Stream s = b.createStream("compute");
+      int in = SHAPE.bytes();
+      try (Learner learner = learner(setup, b, s);
+          DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * in);
+          DeviceBuffer labels = b.allocate("labels", DType.I32, BATCH);
+          HostBuffer inputs = b.allocateHost("inputs", x.bytes());
+          HostBuffer staging = b.allocateHost("labels", 4L * BATCH);
+          CrossEntropyLoss loss = new CrossEntropyLoss(b, BATCH, learner.outputSize(), 0.1f)) {
+        if (resumeFrom != null) {
+          learner.restore(Checkpoints.load(resumeFrom), s);
+        }
+        long deviceBytes = -1;
+        long hostAllocations = -1;
+        for (int step = from; step < to; step++) {
+          Random rng = new Random(17 + step);
+          float[] values = new float[(int) x.count()];
+          for (int i = 0; i < values.length; i++) {
+            values[i] = (float) rng.nextGaussian();
+          }
+          s.synchronize(); // the previous step has read x and labels
+          inputs.asByteBuffer().asFloatBuffer().put(values);
+          b.copy(inputs, 0, x, x.bytes(), s);
+          for (int i = 0; i < BATCH; i++) {
+            staging.asByteBuffer().asIntBuffer().put(i, rng.nextInt(learner.outputSize()));
+          }
+          b.copy(staging, 0, labels, 4L * BATCH, s);
+          learner.beginStep(s, step);
+          DeviceBuffer logits = learner.forward(s, x, BATCH, true);
+          learner.backwardAndUpdate(s, loss.compute(s, logits, labels, BATCH), BATCH, 1e-2f);
+          if (step > from) {
+            assertEquals(deviceBytes, b.allocatedBytes(), "no device allocation in a step");
+            assertEquals(hostAllocations, b.hostAllocations(), "no host allocation in a step");
+          }
+          deviceBytes = b.allocatedBytes();
+          hostAllocations = b.hostAllocations();
+        }
+        Checkpoints.Snapshot snap = learner.snapshot(s);
+        if (saveTo != null) {
+          Checkpoints.save(saveTo, 1, to, snap, Map.of());
+        }
+        return flatten(snap);
+      }
+    }
+  }
+
+  private static Final run(Setup setup) throws IOException {
+    return run(setup, 0, 4, null, null);
+  }
+
+  private static void assertSameRun(Final expected, Final actual, String what) {
+    assertArrayEquals(expected.weights(), actual.weights(), what + ": weights and buffers");
+    assertArrayEquals(
+        expected.optimizerState(), actual.optimizerState(), what + ": optimizer state");
+  }
+
+  @Test
+  void adamWLayerByLayerOnTheHostEndsWithTheResidentRunBitForBit() throws IOException {
+    Setup resident = Setup.resident();
+    Final expected = run(resident);
+    assertSameRun(expected, run(resident.offloaded(Set.of(), 2)), "optimizer offload alone");
+    assertSameRun(
+        expected, run(resident.offloaded(Set.of("conv1", "fc1"), 1)), "two streamed, depth 1");
+    assertSameRun(expected, run(resident.offloaded(ALL, 3)), "all streamed, depth 3");
+  }
+
+  @Test
+  void clippedAndSgdRunsMatchTooBitForBit() throws IOException {
+    Setup clipped = Setup.resident().clipped(0.05f);
+    assertSameRun(run(clipped), run(clipped.offloaded(Set.of("conv2", "fc2"), 2)), "clipped");
+    Setup sgd = Setup.resident().withSgd();
+    assertSameRun(run(sgd), run(sgd.offloaded(ALL, 1)), "sgd with Nesterov momentum");
+  }
+
+  /**
+   * Random delays of up to 2 ms on every copy change when each copy finishes, not the order the
+   * events impose: the result stays exact.
+   */
+  @Test
+  void randomCopyDelaysDoNotChangeTheResult() throws IOException {
+    Final expected = run(Setup.resident());
+    for (long seed = 1; seed <= 3; seed++) {
+      SimulatedBus jitter = new SimulatedBus(0, 2_000_000, seed);
+      Setup delayed = Setup.resident().over(jitter);
+      assertSameRun(expected, run(delayed.offloaded(ALL, (int) seed)), "jitter seed " + seed);
+      assertSameRun(
+          expected, run(delayed.offloaded(Set.of("conv2", "fc2"), 2)), "partial, seed " + seed);
+    }
+  }
+
+  @Test
+  void aStreamedRunResumesFromItsCheckpointAndFromAResidentOne(@TempDir Path dir)
+      throws IOException {
+    Setup resident = Setup.resident();
+    Setup streamed = resident.offloaded(Set.of("conv1", "fc1", "fc2"), 2);
+    Final straight = run(resident);
+    run(streamed, 0, 2, null, dir.resolve("streamed"));
+    Path saved = dir.resolve("streamed/checkpoints/epoch-0001");
+    assertSameRun(straight, run(streamed, 2, 4, saved, null), "streamed, resumed");
+    assertSameRun(straight, run(resident, 2, 4, saved, null), "resident from a streamed one");
+    run(resident, 0, 2, null, dir.resolve("resident"));
+    assertSameRun(
+        straight,
+        run(streamed, 2, 4, dir.resolve("resident/checkpoints/epoch-0001"), null),
+        "streamed from a resident one");
+  }
+
+  @Test
+  void stepMetricsCountEveryByteThatCrossed() throws IOException {
+    try (Backend b = new CpuBackend(2, new SimulatedBus(2e9, 0, 0))) {
+      Stream s = b.createStream("compute");
+      Setup setup = Setup.resident().offloaded(Set.of("conv2", "fc1"), 1);
+      try (Learner learner = learner(setup, b, s);
+          DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * SHAPE.bytes());
+          DeviceBuffer dy = b.allocate("dy", DType.F32, (long) BATCH * learner.outputSize())) {
+        long params = learner.parameterCount();
+        for (int step = 0; step < 2; step++) {
+          learner.beginStep(s, step);
+          learner.forward(s, x, BATCH, true);
+          learner.backwardAndUpdate(s, dy, BATCH, 1e-3f);
+          Map<String, Object> m = learner.stepMetrics(s);
+          // Every gradient returns once. Weights in: streamed layers in forward, and in backward
+          // those the single slot no longer holds (conv2: fc1 took its slot); resident layers
+          // re-uploaded after the previous step's update.
+          OffloadedLearner offloaded = (OffloadedLearner) learner;
+          long streamedIn = offloaded.model().layerParameters("conv2") * 2;
+          streamedIn += offloaded.model().layerParameters("fc1");
+          long residentIn =
+              step == 0
+                  ? 0
+                  : params
+                      - offloaded.model().layerParameters("conv2")
+                      - offloaded.model().layerParameters("fc1");
+          assertEquals(4 * params, m.get("d2h_bytes"), "gradients out");
+          assertEquals(4 * (streamedIn + residentIn), m.get("h2d_bytes"), "weights in");
+          double overlap = (double) m.get("overlap");
+          assertTrue(overlap >= 0 && overlap <= 1, "overlap " + overlap);
+          assertTrue((double) m.get("copy_in_ms") > 0 && (double) m.get("compute_ms") > 0);
+        }
+      }
+    }
+  }
+}
