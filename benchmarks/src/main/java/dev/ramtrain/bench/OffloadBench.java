@@ -31,9 +31,10 @@ import java.util.Random;
  * as the plan places it, against the same steps fully resident, interleaved A B A B per round
  * (median step of each). Both runs see the same batches; their loss curves are printed side by
  * side. {@code BUS_GBPS} > 0 adds a simulated host-device bus of that bandwidth to the offloaded
- * run's copies (idle time, as beside a GPU), to show how much of it the overlap hides.
+ * run's copies (idle time, as beside a GPU), to show how much of it the overlap hides; {@code BF16}
+ * true streams bf16 weights (then the loss curves differ by bf16 rounding).
  *
- * <p>Usage: OffloadBench SPEC BATCH THREADS RATIO ROUNDS STEPS [BUS_GBPS]
+ * <p>Usage: OffloadBench SPEC BATCH THREADS RATIO ROUNDS STEPS [BUS_GBPS [BF16]]
  */
 public final class OffloadBench {
   private record Run(double medianStepSeconds, double[] losses, Map<String, Object> lastMetrics) {}
@@ -46,6 +47,7 @@ public final class OffloadBench {
     int rounds = Integer.parseInt(args[4]);
     int steps = Integer.parseInt(args[5]);
     double busGbps = args.length > 6 ? Double.parseDouble(args[6]) : 0;
+    boolean bf16 = args.length > 7 && Boolean.parseBoolean(args[7]);
     List<LayerCost> costs;
     DeviceProfile profile;
     try (Backend b = new CpuBackend(threads)) {
@@ -55,10 +57,10 @@ public final class OffloadBench {
     long residentBytes =
         PlacementPlan.plan(costs, batch, Long.MAX_VALUE, 2, false, profile).deviceBytes();
     long budget = (long) (residentBytes / ratio);
-    PlacementPlan plan = PlacementPlan.plan(costs, batch, budget, 2, false, profile);
+    PlacementPlan plan = PlacementPlan.plan(costs, batch, budget, 2, bf16, profile);
     System.out.printf(
         "# %s batch %d, %d threads: resident footprint %,d bytes, budget %,d (1/%.1f); plan: %s,"
-            + " streamed %s, device %,d bytes, activation checkpointing %s%n",
+            + " streamed %s (bf16 %s), device %,d bytes, activation checkpointing %s%n",
         spec,
         batch,
         threads,
@@ -67,6 +69,7 @@ public final class OffloadBench {
         ratio,
         plan.mode(),
         plan.streamed(),
+        plan.bf16Weights(),
         plan.deviceBytes(),
         plan.activationCheckpointing());
     System.out.printf(
@@ -158,6 +161,7 @@ public final class OffloadBench {
         ModelSpec.parse(spec),
         new HashSet<>(plan.streamed()),
         plan.prefetchDepth(),
+        plan.bf16Weights(),
         b,
         s,
         batch,

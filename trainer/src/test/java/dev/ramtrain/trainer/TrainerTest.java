@@ -169,6 +169,7 @@ class TrainerTest {
         layers,
         Set.of("conv1", "fc2"),
         1,
+        false,
         b,
         stream,
         32,

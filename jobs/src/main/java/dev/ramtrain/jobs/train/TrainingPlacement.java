@@ -71,11 +71,6 @@ final class TrainingPlacement {
                   + " ramtrain.train.batch-size (`ramtrain plan` shows what each needs)",
               PlacementPlan.bytes(budget), s.batchSize()));
     }
-    if (offload.bf16Weights()) {
-      throw new ConfigException(
-          "ramtrain.offload.bf16-weights: training keeps fp32 device weights for now (`plan`"
-              + " plans bf16 ones); set it to false");
-    }
     System.out.print(plan.render(s.model(), profile, budget));
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
     return OffloadedLearner.build(
@@ -83,6 +78,7 @@ final class TrainingPlacement {
         ModelSpec.parse(s.model(), shape),
         new HashSet<>(plan.streamed()),
         offload.prefetchDepth(),
+        offload.bf16Weights(),
         backend,
         setup,
         s.batchSize(),

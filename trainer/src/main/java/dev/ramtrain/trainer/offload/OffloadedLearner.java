@@ -38,14 +38,16 @@ public final class OffloadedLearner implements Learner {
   }
 
   /**
-   * Builds the streamed model ({@code streamed} layers through {@code depth} slots, the rest
-   * resident), {@code hostThreads} host threads and the optimizer; {@code clipNorm} 0: no clipping.
+   * Builds the streamed model ({@code streamed} layers through {@code depth} slots, fp32 or bf16,
+   * the rest resident), {@code hostThreads} host threads and the optimizer; {@code clipNorm} 0: no
+   * clipping.
    */
   public static OffloadedLearner build(
       String spec,
       List<Layer> layers,
       Set<String> streamed,
       int depth,
+      boolean bf16Weights,
       Backend backend,
       Stream stream,
       int maxBatch,
@@ -56,7 +58,9 @@ public final class OffloadedLearner implements Learner {
     HostThreads threads = new HostThreads(hostThreads);
     StreamedModel model = null;
     try {
-      model = new StreamedModel(spec, layers, streamed, depth, backend, stream, maxBatch, seed);
+      model =
+          new StreamedModel(
+              spec, layers, streamed, depth, backend, stream, maxBatch, seed, bf16Weights);
       HostOptimizer opt = optimizer.create(model.masters(), model.hostGradients(), threads);
       return new OffloadedLearner(backend, model, opt, threads, clipNorm);
     } catch (RuntimeException e) {

@@ -206,11 +206,13 @@ public record PlacementPlan(
 
   /**
    * Device bytes streaming {@code layers} needs besides activations: a ring of {@code depth} slots
-   * sized for the largest of them, and two fp32 gradient slots for the device-to-host returns.
+   * sized for the largest of them, two fp32 gradient slots for the device-to-host returns, and with
+   * bf16 slots one fp32 working buffer the computing layer's weights are widened into.
    */
   static long streamingFloor(List<LayerCost> layers, int depth, long weightBytesPerParam) {
     long largest = layers.stream().mapToLong(LayerCost::parameters).max().orElse(0);
-    return largest * (depth * weightBytesPerParam + 2 * 4);
+    long working = weightBytesPerParam < 4 ? 4 : 0;
+    return largest * (depth * weightBytesPerParam + working + 2 * 4);
   }
 
   /**

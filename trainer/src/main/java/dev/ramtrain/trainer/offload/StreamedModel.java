@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.offload;
 
 import dev.ramtrain.etl.source.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
@@ -12,6 +13,8 @@ import dev.ramtrain.trainer.nn.Network;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.ParameterSource;
 import dev.ramtrain.trainer.nn.Parameters;
+import java.nio.FloatBuffer;
+import java.nio.ShortBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -30,6 +33,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * docs/architecture.md, "Offload"). Streamed layer j (counting streamed layers in model order)
  * always binds to weight slot {@code j mod k} and gradient slot {@code j mod 2}, so layers bind
  * once and nothing is allocated per step.
+ *
+ * <p>With bf16 device weights the ring slots hold bf16 copies (half the bytes on the bus) of the
+ * fp32 masters, rounded on the host as each layer's update finishes; right before a streamed layer
+ * computes, its slot is widened into one fp32 working buffer on the compute stream, so the layers
+ * compute in fp32 from bf16-rounded weights and gradients and masters stay fp32.
  *
  * <p>Forward and backward enqueue, in program order and without blocking: each slot's load on the
  * copy-in stream after the slot's previous use, each layer's compute after its load, and each
@@ -55,6 +63,10 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final long[] residentAt; // per resident layer: its first parameter in the resident slab
   private final int[] streamedLayer; // per streamed ordinal: its top-level layer
   private final HostBuffer masters;
+  private final HostBuffer mastersBf16; // bf16 copies of the streamed layers' masters, or null
+  private final long[] bf16Offset; // per streamed layer: its first element in mastersBf16
+  private final boolean[] bf16Stale; // per streamed layer: mastersBf16 lags the masters
+  private final DeviceBuffer working; // bf16: the fp32 weights of the streamed layer computing
   private final HostBuffer hostGrads;
   private final Parameters resident; // resident layers' values and gradients, every buffer
   private final List<DeviceBuffer> weightSlots = new ArrayList<>();
@@ -93,7 +105,8 @@ public final class StreamedModel implements Network, AutoCloseable {
       Backend backend,
       Stream stream,
       int maxBatch,
-      long seed) {
+      long seed,
+      boolean bf16Weights) {
     if (depth < 1) {
       throw new IllegalArgumentException("prefetch depth must be >= 1, got " + depth);
     }
@@ -142,14 +155,24 @@ public final class StreamedModel implements Network, AutoCloseable {
     this.hostEntryList = List.copyOf(hostEntries.values());
     this.streamedCount = streamed;
     this.streamedLayer = streamedIndices.stream().mapToInt(Integer::intValue).toArray();
+    boolean bf16 = bf16Weights && streamed > 0;
+    this.bf16Offset = new long[n];
+    this.bf16Stale = new boolean[n];
+    long bf16Count = 0;
+    for (int i : streamedLayer) {
+      bf16Offset[i] = bf16Count;
+      bf16Count += layerCount[i];
+    }
     this.masters = backend.allocateHost("masters", 4 * offset);
+    this.mastersBf16 = bf16 ? backend.allocateHost("masters-bf16", 2 * bf16Count) : null;
     this.hostGrads = backend.allocateHost("host-gradients", 4 * offset);
     Parameters.writeInitialValues(hostEntryList, seed, masters.asByteBuffer().asFloatBuffer());
     this.resident = Parameters.allocate(backend, residentSpecs, buffers);
     int slots = Math.min(depth, streamed);
     for (int s = 0; s < slots; s++) {
-      weightSlots.add(backend.allocate("weight-slot." + s, DType.F32, largest));
+      weightSlots.add(backend.allocate("weight-slot." + s, bf16 ? DType.BF16 : DType.F32, largest));
     }
+    this.working = bf16 ? backend.allocate("weight-working", DType.F32, largest) : null;
     for (int s = 0; s < Math.min(2, streamed); s++) {
       gradSlots.add(backend.allocate("grad-slot." + s, DType.F32, largest));
     }
@@ -176,6 +199,9 @@ public final class StreamedModel implements Network, AutoCloseable {
     // Resident values and buffers start as a resident model's would: the same seeded values.
     try {
       resident.initialize(backend, stream, seed);
+      for (int i : streamedLayer) {
+        roundToBf16(i);
+      }
       for (int i = 0; i < n; i++) {
         Layer layer = layers.get(i);
         layer.bind(backend, source(i), maxBatch);
@@ -205,7 +231,7 @@ public final class StreamedModel implements Network, AutoCloseable {
       return resident;
     }
     long base = layerOffset[i];
-    DeviceBuffer weights = weightSlots.get(j % weightSlots.size());
+    DeviceBuffer weights = working != null ? working : weightSlots.get(j % weightSlots.size());
     DeviceBuffer grads = gradSlots.get(j % gradSlots.size());
     return new ParameterSource() {
       @Override
@@ -323,7 +349,7 @@ public final class StreamedModel implements Network, AutoCloseable {
         for (int ahead = j; ahead < Math.min(streamedCount, j + weightSlots.size()); ahead++) {
           load(ahead); // this layer's weights and the next ones the ring has room for
         }
-        compute.waitFor(slotLoaded[j % weightSlots.size()]);
+        useSlot(compute, i);
       } else if (awaitUpload[i]) {
         compute.waitFor(uploaded[i]);
         awaitUpload[i] = false;
@@ -331,7 +357,7 @@ public final class StreamedModel implements Network, AutoCloseable {
       int k = training ? timeline.begin(StepTimeline.Lane.COMPUTE, compute) : -1;
       h = layers.get(i).forward(compute, h, batch, training);
       timeline.end(StepTimeline.Lane.COMPUTE, k, compute, 0);
-      if (j >= 0) {
+      if (j >= 0 && working == null) {
         slotFree[j % weightSlots.size()].record(compute);
       }
     }
@@ -352,7 +378,7 @@ public final class StreamedModel implements Network, AutoCloseable {
         for (int ahead = j; ahead > Math.max(-1, j - weightSlots.size()); ahead--) {
           load(ahead);
         }
-        compute.waitFor(slotLoaded[j % weightSlots.size()]);
+        useSlot(compute, i);
         compute.waitFor(gradReturned[j % gradSlots.size()]); // its previous gradient has left
       }
       int k = timeline.begin(StepTimeline.Lane.COMPUTE, compute);
@@ -374,7 +400,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   private void returnGradient(Stream compute, int i) {
     int j = ordinal[i];
     gradDone[i].record(compute);
-    if (j >= 0) {
+    if (j >= 0 && working == null) {
       slotFree[j % weightSlots.size()].record(compute);
     }
     copyOut.waitFor(gradDone[i]);
@@ -403,6 +429,7 @@ public final class StreamedModel implements Network, AutoCloseable {
               lastLanded = Math.max(lastLanded, System.nanoTime());
               long start = System.nanoTime();
               update.update(from, to);
+              roundToBf16(i);
               lastUpdated = System.nanoTime();
               hostUpdateNanos.addAndGet(lastUpdated - start);
             },
@@ -427,6 +454,9 @@ public final class StreamedModel implements Network, AutoCloseable {
       mastersChanged[i] = false;
       if (ordinal[i] >= 0) {
         streamedChanged = true;
+        if (bf16Stale[i]) {
+          roundToBf16(i);
+        }
         continue;
       }
       copyIn.waitFor(gradDone[i]); // the old weights' last use (backward) is over
@@ -465,6 +495,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   public void mastersChanged() {
     for (int i = 0; i < layers.size(); i++) {
       mastersChanged[i] = layerCount[i] > 0;
+      bf16Stale[i] = mastersBf16 != null && ordinal[i] >= 0;
     }
   }
 
@@ -475,17 +506,46 @@ public final class StreamedModel implements Network, AutoCloseable {
       return;
     }
     int i = streamedLayer[j];
-    copyIn.waitFor(slotFree[s]); // after the slot's previous user has computed
+    copyIn.waitFor(slotFree[s]); // after the slot's previous user has computed (or widened it)
     int k = timeline.begin(StepTimeline.Lane.COPY_IN, copyIn);
-    backend.copy(
-        masters,
-        4 * layerOffset[i],
-        weightSlots.get(s).view(0, layerCount[i]),
-        4 * layerCount[i],
-        copyIn);
-    timeline.end(StepTimeline.Lane.COPY_IN, k, copyIn, 4 * layerCount[i]);
+    DeviceBuffer slot = weightSlots.get(s).view(0, layerCount[i]);
+    if (mastersBf16 != null) {
+      backend.copy(mastersBf16, 2 * bf16Offset[i], slot, slot.bytes(), copyIn);
+    } else {
+      backend.copy(masters, 4 * layerOffset[i], slot, slot.bytes(), copyIn);
+    }
+    timeline.end(StepTimeline.Lane.COPY_IN, k, copyIn, slot.bytes());
     slotLoaded[s].record(copyIn);
     slotHolds[s] = j;
+  }
+
+  /**
+   * Makes streamed layer i's weights usable on the compute stream: waits for its slot's load, and
+   * with bf16 slots widens it into the fp32 working buffer, after which the slot may be reloaded.
+   */
+  private void useSlot(Stream compute, int i) {
+    int s = ordinal[i] % weightSlots.size();
+    compute.waitFor(slotLoaded[s]);
+    if (working != null) {
+      backend.convert(
+          compute, weightSlots.get(s).view(0, layerCount[i]), working.view(0, layerCount[i]));
+      slotFree[s].record(compute);
+    }
+  }
+
+  /** Rounds streamed layer i's masters into its bf16 copy, if the slots are bf16. */
+  private void roundToBf16(int i) {
+    if (mastersBf16 == null || ordinal[i] < 0) {
+      return;
+    }
+    FloatBuffer from = masters.asByteBuffer().asFloatBuffer();
+    ShortBuffer to = mastersBf16.asByteBuffer().asShortBuffer();
+    int src = (int) layerOffset[i];
+    int dst = (int) bf16Offset[i];
+    for (int e = 0; e < layerCount[i]; e++) {
+      to.put(dst + e, Bf16.fromFloat(from.get(src + e)));
+    }
+    bf16Stale[i] = false;
   }
 
   /** What the last training step moved and how long its parts took; waits for it to finish. */
@@ -541,6 +601,12 @@ public final class StreamedModel implements Network, AutoCloseable {
       resident.close();
       masters.close();
       hostGrads.close();
+      if (mastersBf16 != null) {
+        mastersBf16.close();
+      }
+      if (working != null) {
+        working.close();
+      }
       timeline.close();
       for (Event[] group :
           List.of(slotFree, slotLoaded, gradReturned, gradDone, gradOnHost, uploaded)) {

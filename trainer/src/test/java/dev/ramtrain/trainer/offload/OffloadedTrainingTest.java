@@ -8,6 +8,7 @@ import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
@@ -44,29 +45,48 @@ class OffloadedTrainingTest {
 
   /** How a run is set up: where layers live, the optimizer, clipping and the copies' timing. */
   private record Setup(
-      Set<String> streamed, int depth, boolean sgd, float clipNorm, SimulatedBus bus) {
+      Set<String> streamed,
+      int depth,
+      boolean bf16,
+      boolean sgd,
+      float clipNorm,
+      SimulatedBus bus) {
     static Setup resident() {
-      return new Setup(null, 0, false, 0, SimulatedBus.NONE);
+      return new Setup(null, 0, false, false, 0, SimulatedBus.NONE);
+    }
+
+    /** Resident, but {@code layers} compute from bf16-rounded copies of their fp32 weights. */
+    static Setup bf16Reference(Set<String> layers) {
+      return new Setup(layers, 0, true, false, 0, SimulatedBus.NONE);
     }
 
     Setup offloaded(Set<String> layers, int ringDepth) {
-      return new Setup(layers, ringDepth, sgd, clipNorm, bus);
+      return new Setup(layers, ringDepth, bf16, sgd, clipNorm, bus);
+    }
+
+    Setup withBf16Slots() {
+      return new Setup(streamed, depth, true, sgd, clipNorm, bus);
     }
 
     Setup withSgd() {
-      return new Setup(streamed, depth, true, clipNorm, bus);
+      return new Setup(streamed, depth, bf16, true, clipNorm, bus);
     }
 
     Setup clipped(float norm) {
-      return new Setup(streamed, depth, sgd, norm, bus);
+      return new Setup(streamed, depth, bf16, sgd, norm, bus);
     }
 
     Setup over(SimulatedBus slowBus) {
-      return new Setup(streamed, depth, sgd, clipNorm, slowBus);
+      return new Setup(streamed, depth, bf16, sgd, clipNorm, slowBus);
     }
   }
 
   private static Learner learner(Setup setup, Backend b, Stream s) {
+    if (setup.depth() == 0 && setup.bf16()) {
+      Model model = Model.build(SPEC, ModelSpec.parse(SPEC, SHAPE), b, s, BATCH, 3);
+      Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      return new Bf16Reference(b, model, opt, setup.streamed());
+    }
     if (setup.streamed() == null) {
       Model model = Model.build(SPEC, ModelSpec.parse(SPEC, SHAPE), b, s, BATCH, 3);
       long n = model.parameters().count();
@@ -81,6 +101,7 @@ class OffloadedTrainingTest {
         ModelSpec.parse(SPEC, SHAPE),
         setup.streamed(),
         setup.depth(),
+        setup.bf16(),
         b,
         s,
         BATCH,
@@ -152,7 +173,7 @@ class OffloadedTrainingTest {
           learner.beginStep(s, step);
           DeviceBuffer logits = learner.forward(s, x, BATCH, true);
           learner.backwardAndUpdate(s, loss.compute(s, logits, labels, BATCH), BATCH, 1e-2f);
-          if (step > from) {
+          if (step > from && !(learner instanceof Bf16Reference)) {
             assertEquals(deviceBytes, b.allocatedBytes(), "no device allocation in a step");
             assertEquals(hostAllocations, b.hostAllocations(), "no host allocation in a step");
           }
@@ -212,6 +233,32 @@ class OffloadedTrainingTest {
     }
   }
 
+  /**
+   * bf16 slots: the streamed layers compute from bf16-rounded weights while masters, gradients and
+   * the update stay fp32 (the documented exception to exactness with resident training). The run
+   * equals, bit for bit, a resident one that rounds those layers' weights to bf16 for each step's
+   * forward and backward and restores the fp32 masters for the update; random copy delays change
+   * nothing.
+   */
+  @Test
+  void bf16SlotsStayCloseToTheResidentRunAndAreOrderedByEventsToo() throws IOException {
+    Set<String> streamed = Set.of("conv2", "fc1", "fc2");
+    Setup bf16 = Setup.resident().offloaded(streamed, 2).withBf16Slots();
+    Final rounded = run(bf16);
+    assertSameRun(run(Setup.bf16Reference(streamed)), rounded, "bf16 slots vs the reference");
+    assertTrue(
+        !java.util.Arrays.equals(run(Setup.resident()).weights(), rounded.weights()),
+        "bf16 weights change the result");
+    for (long seed = 1; seed <= 2; seed++) {
+      SimulatedBus jitter = new SimulatedBus(0, 2_000_000, seed);
+      assertSameRun(rounded, run(bf16.over(jitter)), "bf16 slots, jitter seed " + seed);
+      assertSameRun(
+          run(bf16.offloaded(Set.of("conv1", "conv2", "fc1", "fc2"), 1)),
+          run(bf16.offloaded(Set.of("conv1", "conv2", "fc1", "fc2"), 1).over(jitter)),
+          "bf16, all streamed through one slot, jitter seed " + seed);
+    }
+  }
+
   @Test
   void aStreamedRunResumesFromItsCheckpointAndFromAResidentOne(@TempDir Path dir)
       throws IOException {
@@ -262,6 +309,101 @@ class OffloadedTrainingTest {
           assertTrue((double) m.get("copy_in_ms") > 0 && (double) m.get("compute_ms") > 0);
         }
       }
+    }
+  }
+
+  /**
+   * The bf16 slots' semantics computed the plain way: a resident model whose chosen layers' weights
+   * are rounded to bf16 in place for forward and backward, the fp32 values put back for the update.
+   */
+  private static final class Bf16Reference implements Learner {
+    private final Backend backend;
+    private final Model model;
+    private final Optimizer optimizer;
+    private final Set<String> layers;
+    private float[] masters;
+    private Stream stream;
+
+    Bf16Reference(Backend backend, Model model, Optimizer optimizer, Set<String> layers) {
+      this.backend = backend;
+      this.model = model;
+      this.optimizer = optimizer;
+      this.layers = layers;
+    }
+
+    @Override
+    public String spec() {
+      return model.spec();
+    }
+
+    @Override
+    public int inputSize() {
+      return model.inputSize();
+    }
+
+    @Override
+    public int outputSize() {
+      return model.outputSize();
+    }
+
+    @Override
+    public int maxBatch() {
+      return model.maxBatch();
+    }
+
+    @Override
+    public long parameterCount() {
+      return model.parameters().count();
+    }
+
+    @Override
+    public void beginStep(Stream compute, long step) {
+      model.zeroGrad(compute);
+      model.beginStep(step);
+    }
+
+    @Override
+    public DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
+      masters = Checkpoints.download(backend, compute, model.parameters().values());
+      float[] rounded = masters.clone();
+      for (var e : model.parameters().entries()) {
+        String layer = e.spec().name().substring(0, e.spec().name().indexOf('.'));
+        if (layers.contains(layer)) {
+          for (long i = e.offset(); i < e.offset() + e.spec().count(); i++) {
+            rounded[(int) i] = Bf16.toFloat(Bf16.fromFloat(rounded[(int) i]));
+          }
+        }
+      }
+      Checkpoints.upload(backend, compute, model.parameters().values(), rounded);
+      return model.forward(compute, x, batch, training);
+    }
+
+    @Override
+    public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
+      model.backward(compute, dlogits, batch);
+      Checkpoints.upload(backend, compute, model.parameters().values(), masters);
+      optimizer.step(compute, model.parameters(), lr);
+    }
+
+    @Override
+    public Map<String, Object> stepMetrics(Stream compute) {
+      return Map.of();
+    }
+
+    @Override
+    public Checkpoints.Snapshot snapshot(Stream compute) {
+      return Checkpoints.snapshot(model, optimizer, backend, compute);
+    }
+
+    @Override
+    public void restore(Checkpoints.Loaded checkpoint, Stream compute) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public void close() {
+      optimizer.close();
+      model.close();
     }
   }
 }

@@ -92,10 +92,15 @@ class PlacementPlanTest {
     assertTrue(60.0 * (1 << 20) * (minBatch - 1) / 1e12 < plan.copySeconds());
 
     PlacementPlan bf16 = PlacementPlan.plan(tenLayers(), batch, budget, 2, true, DEVICE);
-    // bf16 slots are half the size (12 MiB): one more layer stays resident, 4 stream, and their
-    // weights move as 2 bytes: 40 + 4 × 6M + 2 × (8M - 2M).
-    assertEquals(4, bf16.streamed().size(), bf16.streamed().toString());
-    assertEquals((40L + 24 + 12) << 20, bf16.copiedBytesPerStep());
+    // bf16 slots take 2 bytes a parameter, plus one fp32 working buffer: at depth 2 that is the
+    // fp32 ring's 16 MiB again, so the same 5 layers stream; their weights move as 2 bytes:
+    // 40 + 4 × 5M + 2 × (10M - 2M).
+    assertEquals(5, bf16.streamed().size(), bf16.streamed().toString());
+    assertEquals((40L + 20 + 16) << 20, bf16.copiedBytesPerStep());
+    PlacementPlan deep = PlacementPlan.plan(tenLayers(), batch, budget, 4, true, DEVICE);
+    // At depth 4 bf16 slots save 8 of the fp32 ring's 24 MiB: 20 MiB in all, and the resident
+    // layers stay as many as fit beside it (8k + 20 + 40 <= 100 -> k = 5).
+    assertEquals((40L << 20) + (20L << 20) + activations, deep.deviceBytes());
 
     PlacementPlan roomy = PlacementPlan.plan(tenLayers(), batch, 150L << 20, 2, false, DEVICE);
     assertEquals(PlacementPlan.Mode.OFFLOADED, roomy.mode(), "AdamW's moments do not fit");
@@ -129,6 +134,7 @@ class PlacementPlanTest {
               ModelSpec.parse(spec),
               new java.util.HashSet<>(plan.streamed()),
               plan.prefetchDepth(),
+              false,
               b,
               s,
               batch,

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.trainer.DeviceArrays;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -39,11 +40,25 @@ class StreamedModelTest {
 
   /** Two training steps (forward, backward from fixed dlogits) on a resident model. */
   private static List<Step> resident(String spec, Supplier<List<Layer>> layers) {
+    return resident(spec, layers, Set.of());
+  }
+
+  /** As {@link #resident}, with the weights of layers {@code bf16} rounded to bf16 first. */
+  private static List<Step> resident(String spec, Supplier<List<Layer>> layers, Set<String> bf16) {
     try (Backend b = new CpuBackend(2)) {
       Stream s = b.createStream("compute");
       try (Model model = Model.build(spec, layers.get(), b, s, BATCH, 3);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * model.inputSize());
           DeviceBuffer dy = b.allocate("dy", DType.F32, (long) BATCH * model.outputSize())) {
+        float[] values = DeviceArrays.read(b, s, model.parameters().values());
+        for (var e : model.parameters().entries()) {
+          if (bf16.contains(e.spec().name().substring(0, e.spec().name().indexOf('.')))) {
+            for (long i = e.offset(); i < e.offset() + e.spec().count(); i++) {
+              values[(int) i] = Bf16.toFloat(Bf16.fromFloat(values[(int) i]));
+            }
+          }
+        }
+        DeviceArrays.write(b, s, model.parameters().values(), values);
         Random rng = new Random(9);
         List<Step> steps = new java.util.ArrayList<>();
         for (int step = 0; step < 2; step++) {
@@ -62,10 +77,15 @@ class StreamedModelTest {
 
   private static List<Step> streamed(
       Supplier<List<Layer>> layers, Set<String> streamedNames, int depth) {
+    return streamed(layers, streamedNames, depth, false);
+  }
+
+  private static List<Step> streamed(
+      Supplier<List<Layer>> layers, Set<String> streamedNames, int depth, boolean bf16) {
     try (Backend b = new CpuBackend(2)) {
       Stream s = b.createStream("compute");
       try (StreamedModel model =
-              new StreamedModel("test", layers.get(), streamedNames, depth, b, s, BATCH, 3);
+              new StreamedModel("test", layers.get(), streamedNames, depth, b, s, BATCH, 3, bf16);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * inputSize(layers));
           DeviceBuffer dy = b.allocate("dy", DType.F32, (long) BATCH * outputSize(layers))) {
         Random rng = new Random(9);
@@ -120,6 +140,23 @@ class StreamedModelTest {
     for (Set<String> placement : placements) {
       for (int depth = 1; depth <= 3; depth++) {
         assertSame(expected, streamed(layers, placement, depth), placement + " at depth " + depth);
+      }
+    }
+  }
+
+  /**
+   * bf16 slots compute exactly what a resident model computes with those layers' weights rounded to
+   * bf16 (widened into fp32 on the device before use).
+   */
+  @Test
+  void bf16SlotsComputeWithTheBf16RoundedWeights() {
+    String spec = "mlp:12-16-16-16-16-5";
+    Supplier<List<Layer>> layers = () -> ModelSpec.parse(spec);
+    for (Set<String> placement :
+        List.of(Set.of("fc2", "fc4"), Set.of("fc1", "fc2", "fc3", "fc5"))) {
+      List<Step> expected = resident(spec, layers, placement);
+      for (int depth = 1; depth <= 2; depth++) {
+        assertSame(expected, streamed(layers, placement, depth, true), "bf16 " + placement);
       }
     }
   }
