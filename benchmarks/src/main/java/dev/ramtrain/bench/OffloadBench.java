@@ -158,10 +158,11 @@ public final class OffloadBench {
     }
     return OffloadedLearner.build(
         spec,
-        ModelSpec.parse(spec),
+        () -> ModelSpec.parse(spec),
         new HashSet<>(plan.streamed()),
         plan.prefetchDepth(),
         plan.bf16Weights(),
+        plan.activationCheckpointing(),
         b,
         s,
         batch,

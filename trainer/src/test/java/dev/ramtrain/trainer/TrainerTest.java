@@ -15,7 +15,6 @@ import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.data.ShardSet;
-import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.HostAdamW;
@@ -158,18 +157,19 @@ class TrainerTest {
   }
 
   private static Learner learner(Placement placement, Backend b, Stream stream) {
-    List<Layer> layers = ModelSpec.parse(RESUMED_MODEL, SHAPE);
     if (placement == Placement.RESIDENT) {
-      Model model = Model.build(RESUMED_MODEL, layers, b, stream, 32, 1);
+      Model model =
+          Model.build(RESUMED_MODEL, ModelSpec.parse(RESUMED_MODEL, SHAPE), b, stream, 32, 1);
       Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
       return new ResidentLearner(b, model, opt, 1f);
     }
     return OffloadedLearner.build(
         RESUMED_MODEL,
-        layers,
+        () -> ModelSpec.parse(RESUMED_MODEL, SHAPE),
         Set.of("conv1", "fc2"),
         1,
         false,
+        true,
         b,
         stream,
         32,

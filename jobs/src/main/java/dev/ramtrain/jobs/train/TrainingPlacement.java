@@ -63,22 +63,15 @@ final class TrainingPlacement {
           PlacementPlan.bytes(plan.deviceBytes()), PlacementPlan.bytes(budget));
       return resident(s, shape, clipNorm, backend, setup);
     }
-    if (plan.activationCheckpointing()) {
-      throw new ConfigException(
-          String.format(
-              "ramtrain.offload.budget: %s at batch %d fits only with activation checkpointing,"
-                  + " which training does not do yet; raise the budget or lower"
-                  + " ramtrain.train.batch-size (`ramtrain plan` shows what each needs)",
-              PlacementPlan.bytes(budget), s.batchSize()));
-    }
     System.out.print(plan.render(s.model(), profile, budget));
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
     return OffloadedLearner.build(
         s.model(),
-        ModelSpec.parse(s.model(), shape),
+        () -> ModelSpec.parse(s.model(), shape),
         new HashSet<>(plan.streamed()),
         offload.prefetchDepth(),
         offload.bf16Weights(),
+        plan.activationCheckpointing(),
         backend,
         setup,
         s.batchSize(),

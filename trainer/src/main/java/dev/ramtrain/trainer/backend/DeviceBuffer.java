@@ -20,6 +20,12 @@ public interface DeviceBuffer extends AutoCloseable {
   /** Elements {@code [offset, offset + count)} of this buffer, valid while its owner is open. */
   DeviceBuffer view(long offset, long count);
 
+  /**
+   * {@code count} elements of {@code dtype} from byte {@code byteOffset} of this buffer (a multiple
+   * of the element size): one allocation serving buffers of several types, as an arena.
+   */
+  DeviceBuffer viewAs(DType dtype, long byteOffset, long count);
+
   @Override
   void close();
 }

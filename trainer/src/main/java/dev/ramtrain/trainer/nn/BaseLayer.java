@@ -10,6 +10,7 @@ import java.util.List;
 abstract class BaseLayer implements Layer {
   protected final String name;
   protected Backend backend;
+  private ParameterSource source; // while binding: where activation memory comes from
   private final List<DeviceBuffer> owned = new ArrayList<>();
 
   BaseLayer(String name) {
@@ -27,7 +28,12 @@ abstract class BaseLayer implements Layer {
       throw new IllegalStateException(name + " is already bound");
     }
     this.backend = backend;
-    bind(params, maxBatch);
+    this.source = params;
+    try {
+      bind(params, maxBatch);
+    } finally {
+      this.source = null;
+    }
   }
 
   /** Takes parameter views and allocates activation memory (with {@link #own}). */
@@ -39,7 +45,7 @@ abstract class BaseLayer implements Layer {
   }
 
   protected DeviceBuffer own(String what, DType dtype, long count) {
-    DeviceBuffer b = backend.allocate(name + "." + what, dtype, count);
+    DeviceBuffer b = source.activation(backend, name + "." + what, dtype, count);
     owned.add(b);
     return b;
   }

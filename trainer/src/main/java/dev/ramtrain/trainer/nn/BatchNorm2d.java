@@ -12,6 +12,7 @@ import java.util.List;
 public final class BatchNorm2d extends BaseLayer {
   private static final float EPS = 1e-5f;
   private static final float MOMENTUM = 0.1f;
+  private boolean recomputing;
 
   private final int c;
   private final int hw;
@@ -61,6 +62,11 @@ public final class BatchNorm2d extends BaseLayer {
   }
 
   @Override
+  public void recomputing(boolean on) {
+    recomputing = on;
+  }
+
+  @Override
   protected void bind(ParameterSource params, int maxBatch) {
     gamma = params.value(name + ".weight");
     beta = params.value(name + ".bias");
@@ -88,7 +94,7 @@ public final class BatchNorm2d extends BaseLayer {
           gamma,
           beta,
           EPS,
-          MOMENTUM,
+          recomputing ? 0f : MOMENTUM, // momentum 0 leaves the running statistics as they are
           runningMean,
           runningVar,
           yb,

@@ -12,7 +12,6 @@ public final class GlobalAvgPool extends BaseLayer {
   private final int c;
   private final int hw;
   private DeviceBuffer ones;
-  private boolean onesFilled;
   private DeviceBuffer y;
   private DeviceBuffer dx;
 
@@ -41,10 +40,9 @@ public final class GlobalAvgPool extends BaseLayer {
 
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
-    if (!onesFilled) { // bind has no stream; the first forward orders the fill before any use
-      backend.fill(s, ones, 1f);
-      onesFilled = true;
-    }
+    // Filled on every forward (hw values): bind has no stream, and with activation checkpointing
+    // the buffer is shared with other layers between this layer's forward and backward.
+    backend.fill(s, ones, 1f);
     int planes = batch * c;
     DeviceBuffer yb = y.view(0, planes);
     backend.gemm(s, false, false, planes, 1, hw, 1f / hw, x, hw, ones, 1, 0f, yb, 1);

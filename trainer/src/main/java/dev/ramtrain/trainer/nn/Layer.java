@@ -35,6 +35,12 @@ public interface Layer extends AutoCloseable {
    */
   default void beginStep(long stepSeed) {}
 
+  /**
+   * While on, training forwards are recomputations for backward (activation checkpointing): they
+   * must compute what the first forward did without updating state again (running statistics).
+   */
+  default void recomputing(boolean on) {}
+
   /** Computes the output for {@code batch} samples of {@code x}; the layer may keep {@code x}. */
   DeviceBuffer forward(Stream stream, DeviceBuffer x, int batch, boolean training);
 

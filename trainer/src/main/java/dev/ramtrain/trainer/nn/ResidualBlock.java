@@ -89,6 +89,11 @@ public final class ResidualBlock extends BaseLayer {
   }
 
   @Override
+  public void recomputing(boolean on) {
+    children().forEach(l -> l.recomputing(on));
+  }
+
+  @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     DeviceBuffer h = run(main, s, x, batch, training);
     DeviceBuffer skip = run(shortcut, s, x, batch, training);

@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * Offloaded training: a {@link StreamedModel} (masters and gradients in pinned host memory, layers
@@ -39,15 +40,16 @@ public final class OffloadedLearner implements Learner {
 
   /**
    * Builds the streamed model ({@code streamed} layers through {@code depth} slots, fp32 or bf16,
-   * the rest resident), {@code hostThreads} host threads and the optimizer; {@code clipNorm} 0: no
-   * clipping.
+   * the rest resident; activations checkpointed or not), {@code hostThreads} host threads and the
+   * optimizer; {@code clipNorm} 0: no clipping.
    */
   public static OffloadedLearner build(
       String spec,
-      List<Layer> layers,
+      Supplier<List<Layer>> layers,
       Set<String> streamed,
       int depth,
       boolean bf16Weights,
+      boolean checkpointing,
       Backend backend,
       Stream stream,
       int maxBatch,
@@ -60,7 +62,16 @@ public final class OffloadedLearner implements Learner {
     try {
       model =
           new StreamedModel(
-              spec, layers, streamed, depth, backend, stream, maxBatch, seed, bf16Weights);
+              spec,
+              layers,
+              streamed,
+              depth,
+              backend,
+              stream,
+              maxBatch,
+              seed,
+              bf16Weights,
+              checkpointing);
       HostOptimizer opt = optimizer.create(model.masters(), model.hostGradients(), threads);
       return new OffloadedLearner(backend, model, opt, threads, clipNorm);
     } catch (RuntimeException e) {

@@ -116,7 +116,7 @@ public record PlacementPlan(
     long activationsOnDevice = activations;
     // Streaming everything must fit at least: one layer's slots plus the activations.
     long floor = streamingFloor(layers, prefetchDepth, deviceWeightBytesPerParam) + activations;
-    if (floor > budgetBytes) {
+    if (floor > budgetBytes && checkpointedActivations(layers, batch) < activations) {
       checkpointing = true;
       activationsOnDevice = checkpointedActivations(layers, batch);
       floor =
@@ -217,14 +217,18 @@ public record PlacementPlan(
 
   /**
    * Activation bytes with checkpointing: every layer's output kept (the next layer's input, from
-   * which backward recomputes), plus the largest layer's full activations, recomputed one layer at
-   * a time.
+   * which backward recomputes), the largest layer's per-sample activations (one arena, each layer
+   * recomputed in it in turn), every layer's fixed part (running statistics stay; an upper bound
+   * for the arena's share) and one gradient between layers (the largest output).
    */
   static long checkpointedActivations(List<LayerCost> layers, int batch) {
-    long largest = layers.stream().mapToLong(l -> l.activationBytes(batch)).max().orElse(0);
+    long largest =
+        layers.stream().mapToLong(l -> l.activationBytesPerSample() * batch).max().orElse(0)
+            + layers.stream().mapToLong(LayerCost::activationBytesFixed).sum();
     long outputs = layers.stream().mapToLong(l -> l.outputBytesPerSample() * batch).sum();
-    return Math.min(
-        outputs + largest, layers.stream().mapToLong(l -> l.activationBytes(batch)).sum());
+    long boundary =
+        layers.stream().mapToLong(l -> l.outputBytesPerSample() * batch).max().orElse(0);
+    return outputs + largest + boundary;
   }
 
   /** The plan as the lines the {@code plan} command prints. */

@@ -48,36 +48,41 @@ class OffloadedTrainingTest {
       Set<String> streamed,
       int depth,
       boolean bf16,
+      boolean checkpointing,
       boolean sgd,
       float clipNorm,
       SimulatedBus bus) {
     static Setup resident() {
-      return new Setup(null, 0, false, false, 0, SimulatedBus.NONE);
+      return new Setup(null, 0, false, false, false, 0, SimulatedBus.NONE);
     }
 
     /** Resident, but {@code layers} compute from bf16-rounded copies of their fp32 weights. */
     static Setup bf16Reference(Set<String> layers) {
-      return new Setup(layers, 0, true, false, 0, SimulatedBus.NONE);
+      return new Setup(layers, 0, true, false, false, 0, SimulatedBus.NONE);
     }
 
     Setup offloaded(Set<String> layers, int ringDepth) {
-      return new Setup(layers, ringDepth, bf16, sgd, clipNorm, bus);
+      return new Setup(layers, ringDepth, bf16, checkpointing, sgd, clipNorm, bus);
     }
 
     Setup withBf16Slots() {
-      return new Setup(streamed, depth, true, sgd, clipNorm, bus);
+      return new Setup(streamed, depth, true, checkpointing, sgd, clipNorm, bus);
+    }
+
+    Setup checkpointed() {
+      return new Setup(streamed, depth, bf16, true, sgd, clipNorm, bus);
     }
 
     Setup withSgd() {
-      return new Setup(streamed, depth, bf16, true, clipNorm, bus);
+      return new Setup(streamed, depth, bf16, checkpointing, true, clipNorm, bus);
     }
 
     Setup clipped(float norm) {
-      return new Setup(streamed, depth, bf16, sgd, norm, bus);
+      return new Setup(streamed, depth, bf16, checkpointing, sgd, norm, bus);
     }
 
     Setup over(SimulatedBus slowBus) {
-      return new Setup(streamed, depth, bf16, sgd, clipNorm, slowBus);
+      return new Setup(streamed, depth, bf16, checkpointing, sgd, clipNorm, slowBus);
     }
   }
 
@@ -98,10 +103,11 @@ class OffloadedTrainingTest {
     }
     return OffloadedLearner.build(
         SPEC,
-        ModelSpec.parse(SPEC, SHAPE),
+        () -> ModelSpec.parse(SPEC, SHAPE),
         setup.streamed(),
         setup.depth(),
         setup.bf16(),
+        setup.checkpointing(),
         b,
         s,
         BATCH,
@@ -207,6 +213,11 @@ class OffloadedTrainingTest {
     assertSameRun(
         expected, run(resident.offloaded(Set.of("conv1", "fc1"), 1)), "two streamed, depth 1");
     assertSameRun(expected, run(resident.offloaded(ALL, 3)), "all streamed, depth 3");
+    // Recomputed forwards: the same gradients, batch-norm statistics updated once, same dropout.
+    assertSameRun(
+        expected,
+        run(resident.offloaded(Set.of("conv2", "fc1"), 2).checkpointed()),
+        "activation checkpointing");
   }
 
   @Test
@@ -230,6 +241,8 @@ class OffloadedTrainingTest {
       assertSameRun(expected, run(delayed.offloaded(ALL, (int) seed)), "jitter seed " + seed);
       assertSameRun(
           expected, run(delayed.offloaded(Set.of("conv2", "fc2"), 2)), "partial, seed " + seed);
+      assertSameRun(
+          expected, run(delayed.offloaded(ALL, 1).checkpointed()), "checkpointed, seed " + seed);
     }
   }
 

@@ -131,9 +131,10 @@ class PlacementPlanTest {
       try (OffloadedLearner learner =
           OffloadedLearner.build(
               spec,
-              ModelSpec.parse(spec),
+              () -> ModelSpec.parse(spec),
               new java.util.HashSet<>(plan.streamed()),
               plan.prefetchDepth(),
+              false,
               false,
               b,
               s,
@@ -157,6 +158,61 @@ class PlacementPlanTest {
               plan.copiedBytesPerStep(),
               (long) m.get("h2d_bytes") + (long) m.get("d2h_bytes"),
               "bytes copied per step as planned: " + m);
+        }
+      }
+    }
+  }
+
+  /**
+   * A budget too small for a CNN's activations: the plan checkpoints them, and the model built so
+   * allocates no more than the plan says (recomputing in one arena) and trains a step in it.
+   */
+  @Test
+  void aCheckpointedModelFitsThePlansDeviceMemory() {
+    String spec = "cnn:cb16-c16-p-c32-c32-p-f64-10";
+    ImageShape shape = new ImageShape(16, 16, 3);
+    int batch = 16;
+    List<LayerCost> costs;
+    try (Backend b = new CpuBackend(1)) {
+      costs = LayerCost.measure(() -> ModelSpec.parse(spec, shape), b);
+    }
+    long budget = PlacementPlan.plan(costs, batch, 1L << 30, 2, false, DEVICE, true).deviceBytes();
+    PlacementPlan plan = PlacementPlan.plan(costs, batch, budget, 2, false, DEVICE);
+    while (!plan.activationCheckpointing()) {
+      budget = budget * 9 / 10;
+      plan = PlacementPlan.plan(costs, batch, budget, 2, false, DEVICE);
+    }
+    try (Backend b = new CpuBackend(1)) {
+      var s = b.createStream("s");
+      PlacementPlan planned = plan;
+      try (OffloadedLearner learner =
+          OffloadedLearner.build(
+              spec,
+              () -> ModelSpec.parse(spec, shape),
+              new java.util.HashSet<>(planned.streamed()),
+              planned.prefetchDepth(),
+              false,
+              true,
+              b,
+              s,
+              batch,
+              1,
+              (masters, grads, threads) ->
+                  new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0f, threads),
+              1,
+              0f)) {
+        long allocated = b.allocatedBytes();
+        assertTrue(
+            allocated <= plan.deviceBytes() && plan.deviceBytes() <= budget,
+            allocated + " allocated, " + plan.deviceBytes() + " planned, budget " + budget);
+        try (var x = b.allocate("x", dev.ramtrain.trainer.backend.DType.F32, batch * 768L);
+            var dy = b.allocate("dy", dev.ramtrain.trainer.backend.DType.F32, batch * 10L)) {
+          b.resetPeakAllocatedBytes();
+          learner.beginStep(s, 0);
+          learner.forward(s, x, batch, true);
+          learner.backwardAndUpdate(s, dy, batch, 1e-3f);
+          learner.stepMetrics(s);
+          assertEquals(allocated + x.bytes() + dy.bytes(), b.peakAllocatedBytes(), "no more");
         }
       }
     }

@@ -77,15 +77,20 @@ class StreamedModelTest {
 
   private static List<Step> streamed(
       Supplier<List<Layer>> layers, Set<String> streamedNames, int depth) {
-    return streamed(layers, streamedNames, depth, false);
+    return streamed(layers, streamedNames, depth, false, false);
   }
 
   private static List<Step> streamed(
-      Supplier<List<Layer>> layers, Set<String> streamedNames, int depth, boolean bf16) {
+      Supplier<List<Layer>> layers,
+      Set<String> streamedNames,
+      int depth,
+      boolean bf16,
+      boolean checkpointing) {
     try (Backend b = new CpuBackend(2)) {
       Stream s = b.createStream("compute");
       try (StreamedModel model =
-              new StreamedModel("test", layers.get(), streamedNames, depth, b, s, BATCH, 3, bf16);
+              new StreamedModel(
+                  "test", layers, streamedNames, depth, b, s, BATCH, 3, bf16, checkpointing);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * inputSize(layers));
           DeviceBuffer dy = b.allocate("dy", DType.F32, (long) BATCH * outputSize(layers))) {
         Random rng = new Random(9);
@@ -156,9 +161,22 @@ class StreamedModelTest {
         List.of(Set.of("fc2", "fc4"), Set.of("fc1", "fc2", "fc3", "fc5"))) {
       List<Step> expected = resident(spec, layers, placement);
       for (int depth = 1; depth <= 2; depth++) {
-        assertSame(expected, streamed(layers, placement, depth, true), "bf16 " + placement);
+        assertSame(expected, streamed(layers, placement, depth, true, false), "bf16 " + placement);
       }
     }
+  }
+
+  @Test
+  void aCheckpointedResNetMatchesResident() {
+    String spec = "resnet:8-4-3";
+    ImageShape shape = new ImageShape(8, 8, 3);
+    Supplier<List<Layer>> layers = () -> ModelSpec.parse(spec, shape);
+    List<Step> expected = resident(spec, layers);
+    List<String> names = layers.get().stream().map(Layer::name).toList();
+    assertSame(
+        expected,
+        streamed(layers, Set.of(names.get(0), names.get(2)), 2, false, true),
+        "checkpointed " + names);
   }
 
   @Test
@@ -168,6 +186,12 @@ class StreamedModelTest {
     Supplier<List<Layer>> layers = () -> ModelSpec.parse(spec, shape);
     List<Step> expected = resident(spec, layers);
     assertSame(expected, streamed(layers, Set.of("conv2", "fc2"), 1), "conv2+fc2 depth 1");
+    assertSame(
+        expected,
+        streamed(layers, Set.of("conv2", "fc2"), 1, false, true),
+        "activation checkpointing, conv2+fc2 depth 1");
+    assertSame(
+        expected, streamed(layers, Set.of(), 1, false, true), "activation checkpointing alone");
     assertSame(expected, streamed(layers, Set.of("conv1", "conv2", "fc1", "fc2"), 2), "all d2");
   }
 }

@@ -65,6 +65,24 @@ final class CpuBuffer implements DeviceBuffer {
   }
 
   @Override
+  public DeviceBuffer viewAs(DType type, long offset, long length) {
+    if (offset < 0
+        || length < 0
+        || offset % type.bytes() != 0
+        || offset + length * type.bytes() > bytes()) {
+      throw new IndexOutOfBoundsException(
+          label + ": " + length + " " + type + " at byte " + offset + " of " + bytes() + " bytes");
+    }
+    return new CpuBuffer(
+        label + "[" + type + "@" + offset + "]",
+        type,
+        length,
+        allocation,
+        byteOffset + offset,
+        false);
+  }
+
+  @Override
   public void close() {
     if (owner) {
       allocation.free();
