@@ -13,6 +13,34 @@ import java.util.Map;
  * weights (bit for bit on the CPU backend), and their checkpoints are interchangeable.
  */
 public interface Learner extends Network, AutoCloseable {
+  /** The network being trained; the shape and the forward pass below are its. */
+  Network network();
+
+  @Override
+  default String spec() {
+    return network().spec();
+  }
+
+  @Override
+  default int inputSize() {
+    return network().inputSize();
+  }
+
+  @Override
+  default int outputSize() {
+    return network().outputSize();
+  }
+
+  @Override
+  default int maxBatch() {
+    return network().maxBatch();
+  }
+
+  @Override
+  default DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
+    return network().forward(compute, x, batch, training);
+  }
+
   long parameterCount();
 
   /** Starts training step {@code step}: zeroes the gradients and seeds this step's dropout. */

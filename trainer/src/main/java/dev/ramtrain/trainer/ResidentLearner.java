@@ -29,28 +29,9 @@ public final class ResidentLearner implements Learner {
     this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
   }
 
-  public Model model() {
+  @Override
+  public Model network() {
     return model;
-  }
-
-  @Override
-  public String spec() {
-    return model.spec();
-  }
-
-  @Override
-  public int inputSize() {
-    return model.inputSize();
-  }
-
-  @Override
-  public int outputSize() {
-    return model.outputSize();
-  }
-
-  @Override
-  public int maxBatch() {
-    return model.maxBatch();
   }
 
   @Override
@@ -62,11 +43,6 @@ public final class ResidentLearner implements Learner {
   public void beginStep(Stream compute, long step) {
     model.zeroGrad(compute);
     model.beginStep(step);
-  }
-
-  @Override
-  public DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
-    return model.forward(compute, x, batch, training);
   }
 
   @Override

@@ -97,28 +97,9 @@ public final class OffloadedLearner implements Learner {
     this.clipNorm = clipNorm;
   }
 
-  public StreamedModel model() {
+  @Override
+  public StreamedModel network() {
     return model;
-  }
-
-  @Override
-  public String spec() {
-    return model.spec();
-  }
-
-  @Override
-  public int inputSize() {
-    return model.inputSize();
-  }
-
-  @Override
-  public int outputSize() {
-    return model.outputSize();
-  }
-
-  @Override
-  public int maxBatch() {
-    return model.maxBatch();
   }
 
   @Override
@@ -129,11 +110,6 @@ public final class OffloadedLearner implements Learner {
   @Override
   public void beginStep(Stream compute, long step) {
     model.beginStep(compute, step);
-  }
-
-  @Override
-  public DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
-    return model.forward(compute, x, batch, training);
   }
 
   @Override

@@ -307,14 +307,14 @@ class OffloadedTrainingTest {
           // those the single slot no longer holds (conv2: fc1 took its slot); resident layers
           // re-uploaded after the previous step's update.
           OffloadedLearner offloaded = (OffloadedLearner) learner;
-          long streamedIn = offloaded.model().layerParameters("conv2") * 2;
-          streamedIn += offloaded.model().layerParameters("fc1");
+          long streamedIn = offloaded.network().layerParameters("conv2") * 2;
+          streamedIn += offloaded.network().layerParameters("fc1");
           long residentIn =
               step == 0
                   ? 0
                   : params
-                      - offloaded.model().layerParameters("conv2")
-                      - offloaded.model().layerParameters("fc1");
+                      - offloaded.network().layerParameters("conv2")
+                      - offloaded.network().layerParameters("fc1");
           assertEquals(4 * params, m.get("d2h_bytes"), "gradients out");
           assertEquals(4 * (streamedIn + residentIn), m.get("h2d_bytes"), "weights in");
           double overlap = (double) m.get("overlap");
@@ -345,23 +345,8 @@ class OffloadedTrainingTest {
     }
 
     @Override
-    public String spec() {
-      return model.spec();
-    }
-
-    @Override
-    public int inputSize() {
-      return model.inputSize();
-    }
-
-    @Override
-    public int outputSize() {
-      return model.outputSize();
-    }
-
-    @Override
-    public int maxBatch() {
-      return model.maxBatch();
+    public Model network() {
+      return model;
     }
 
     @Override
