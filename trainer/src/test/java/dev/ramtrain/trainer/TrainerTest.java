@@ -18,6 +18,7 @@ import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.HostAdamW;
+import dev.ramtrain.trainer.offload.HostSgd;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.optim.AdamW;
 import dev.ramtrain.trainer.optim.LrSchedule;
@@ -126,10 +127,9 @@ class TrainerTest {
                 new LoaderOptions(
                     32, 1, 2, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 0, false))) {
       var stream = b.createStream("setup");
-      for (TrainOptions.NanPolicy policy : TrainOptions.NanPolicy.values()) {
-        Model model = Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
-        Optimizer opt = new Sgd(b, model.parameters().count(), 0f, 0f, false);
-        try (Learner learner = new ResidentLearner(b, model, opt, 0f);
+      for (int run = 0; run < 4; run++) {
+        TrainOptions.NanPolicy policy = TrainOptions.NanPolicy.values()[run % 2];
+        try (Learner learner = run < 2 ? residentSgd(b, stream) : offloadedSgd(b, stream);
             MetricsLog metrics = new MetricsLog(null);
             Trainer trainer =
                 new Trainer(
@@ -145,6 +145,29 @@ class TrainerTest {
         }
       }
     }
+  }
+
+  private static Learner residentSgd(Backend b, Stream stream) {
+    Model model = Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
+    return new ResidentLearner(b, model, new Sgd(b, model.parameters().count(), 0f, 0f, false), 0f);
+  }
+
+  /** fc1 streamed, the update layer by layer on the host: the NaN policies hold offloaded too. */
+  private static Learner offloadedSgd(Backend b, Stream stream) {
+    return OffloadedLearner.build(
+        "mlp:64-32-3",
+        () -> ModelSpec.parse("mlp:64-32-3"),
+        Set.of("fc1"),
+        1,
+        false,
+        false,
+        b,
+        stream,
+        32,
+        1,
+        (masters, grads, threads) -> new HostSgd(b, masters, grads, 0f, 0f, false, threads),
+        1,
+        0f);
   }
 
   /** Batch norm (running statistics are checkpointed) and dropout (masks drawn per step). */

@@ -36,26 +36,13 @@ final class TrainingPlacement {
     if (offload.mode() == OffloadSettings.Mode.OFF) {
       return resident(s, shape, clipNorm, backend, setup);
     }
-    DeviceProfile profile =
-        DeviceProfile.measure(
-            backend, backend.name() + " backend (measured)", backend.freeMemoryBytes());
-    long budget = offload.budget(profile.memoryBytes());
+    long free = backend.freeMemoryBytes();
+    long budget = offload.budget(free);
     List<LayerCost> costs = LayerCost.measure(() -> ModelSpec.parse(s.model(), shape), backend);
-    boolean forced = offload.mode() == OffloadSettings.Mode.ON;
-    PlacementPlan plan;
-    try {
-      plan =
-          PlacementPlan.plan(
-              costs,
-              s.batchSize(),
-              budget,
-              offload.prefetchDepth(),
-              offload.bf16Weights(),
-              profile,
-              forced);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
-    }
+    // Placement depends on memory only; the copy and GEMM rates, which take a second to measure,
+    // only feed the printed predictions of an offloaded run.
+    PlacementPlan plan =
+        plan(s, offload, costs, budget, new DeviceProfile("unmeasured", free, 1, 1));
     if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
       backend.resetPeakAllocatedBytes();
       System.out.printf(
@@ -63,6 +50,9 @@ final class TrainingPlacement {
           PlacementPlan.bytes(plan.deviceBytes()), PlacementPlan.bytes(budget));
       return resident(s, shape, clipNorm, backend, setup);
     }
+    DeviceProfile profile =
+        DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
+    plan = plan(s, offload, costs, budget, profile);
     System.out.print(plan.render(s.model(), profile, budget));
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
     return OffloadedLearner.build(
@@ -79,6 +69,26 @@ final class TrainingPlacement {
         s.hostOptimizer(backend),
         offload.hostThreads(),
         clipNorm);
+  }
+
+  private static PlacementPlan plan(
+      TrainSettings s,
+      OffloadSettings offload,
+      List<LayerCost> costs,
+      long budget,
+      DeviceProfile profile) {
+    try {
+      return PlacementPlan.plan(
+          costs,
+          s.batchSize(),
+          budget,
+          offload.prefetchDepth(),
+          offload.bf16Weights(),
+          profile,
+          offload.mode() == OffloadSettings.Mode.ON);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
+    }
   }
 
   private static Learner resident(

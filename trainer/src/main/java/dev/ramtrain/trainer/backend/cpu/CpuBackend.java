@@ -103,11 +103,27 @@ public final class CpuBackend implements Backend {
     return host.allocated();
   }
 
+  /**
+   * What the host can still give: Linux's MemAvailable (MemFree leaves out reclaimable page cache,
+   * which would make an idle machine look full), capped by the JVM's view of total memory (a
+   * container's limit); elsewhere the JVM's free memory.
+   */
   @Override
   public long freeMemoryBytes() {
-    return ((com.sun.management.OperatingSystemMXBean)
-            java.lang.management.ManagementFactory.getOperatingSystemMXBean())
-        .getFreeMemorySize();
+    var os =
+        (com.sun.management.OperatingSystemMXBean)
+            java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    try {
+      for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo"))) {
+        if (line.startsWith("MemAvailable:")) {
+          long kib = Long.parseLong(line.replaceAll("[^0-9]", ""));
+          return Math.min(kib * 1024, os.getTotalMemorySize());
+        }
+      }
+    } catch (java.io.IOException | NumberFormatException e) {
+      // not Linux, or an unusual /proc: fall through
+    }
+    return os.getFreeMemorySize();
   }
 
   @Override
