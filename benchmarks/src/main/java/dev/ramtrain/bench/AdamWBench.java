@@ -33,8 +33,7 @@ public final class AdamWBench {
         double best = Double.MAX_VALUE;
         for (int step = 1; step <= steps + 3; step++) { // 3 warm-up steps
           long t0 = System.nanoTime();
-          adamw.beginStep(1e-3f);
-          adamw.update(0, n);
+          adamw.beginStep(1e-3f).update(0, n);
           if (step > 3) {
             best = Math.min(best, (System.nanoTime() - t0) / 1e9);
           }

@@ -18,9 +18,9 @@ import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.PlacementPlan;
+import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.AdamW;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -32,9 +32,11 @@ import java.util.Random;
  * (median step of each). Both runs see the same batches; their loss curves are printed side by
  * side. {@code BUS_GBPS} > 0 adds a simulated host-device bus of that bandwidth to the offloaded
  * run's copies (idle time, as beside a GPU), to show how much of it the overlap hides; {@code BF16}
- * true streams bf16 weights (then the loss curves differ by bf16 rounding).
+ * true streams bf16 weights, {@code DELAYED} true delays the host update one step (then the loss
+ * curves differ by bf16 rounding or the delay). A step's time is from its start to the next one's,
+ * as in training (the loss is read after forward, as the trainer does for its NaN check).
  *
- * <p>Usage: OffloadBench SPEC BATCH THREADS RATIO ROUNDS STEPS [BUS_GBPS [BF16]]
+ * <p>Usage: OffloadBench SPEC BATCH THREADS RATIO ROUNDS STEPS [BUS_GBPS [BF16 [DELAYED]]]
  */
 public final class OffloadBench {
   private record Run(double medianStepSeconds, double[] losses, Map<String, Object> lastMetrics) {}
@@ -48,6 +50,7 @@ public final class OffloadBench {
     int steps = Integer.parseInt(args[5]);
     double busGbps = args.length > 6 ? Double.parseDouble(args[6]) : 0;
     boolean bf16 = args.length > 7 && Boolean.parseBoolean(args[7]);
+    boolean delayed = args.length > 8 && Boolean.parseBoolean(args[8]);
     List<LayerCost> costs;
     DeviceProfile profile;
     try (Backend b = new CpuBackend(threads)) {
@@ -84,7 +87,7 @@ public final class OffloadBench {
     SimulatedBus bus = busGbps > 0 ? new SimulatedBus(busGbps * 1e9, 0, 0) : SimulatedBus.NONE;
     for (int round = 1; round <= rounds; round++) {
       Run resident = run(spec, batch, threads, null, SimulatedBus.NONE, steps);
-      Run streamed = run(spec, batch, threads, plan, bus, steps);
+      Run streamed = run(spec, batch, threads, Streaming.of(plan, delayed), bus, steps);
       System.out.printf(
           "round %d: resident %.2f ms, offloaded %.2f ms per step (median): %.3fx; losses equal: %s%n",
           round,
@@ -108,12 +111,12 @@ public final class OffloadBench {
     return String.join(" ", out);
   }
 
-  /** {@code plan} null: resident. */
+  /** {@code how} null: resident. */
   private static Run run(
-      String spec, int batch, int threads, PlacementPlan plan, SimulatedBus bus, int steps) {
+      String spec, int batch, int threads, Streaming how, SimulatedBus bus, int steps) {
     try (Backend b = new CpuBackend(threads, bus)) {
       Stream s = b.createStream("compute");
-      try (Learner learner = learner(spec, batch, threads, plan, b, s);
+      try (Learner learner = learner(spec, batch, threads, how, b, s);
           CrossEntropyLoss loss = new CrossEntropyLoss(b, batch, learner.outputSize(), 0f);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) batch * learner.inputSize());
           DeviceBuffer labels = b.allocate("labels", DType.I32, batch);
@@ -123,24 +126,29 @@ public final class OffloadBench {
           staging.asByteBuffer().asIntBuffer().put(i, rng.nextInt(learner.outputSize()));
         }
         b.copy(staging, 0, labels, 4L * batch, s);
-        double[] times = new double[steps];
+        long[] starts = new long[steps + 1];
         double[] losses = new double[steps];
         Map<String, Object> metrics = Map.of();
         for (int step = 0; step < steps; step++) {
+          starts[step] = System.nanoTime();
           b.fill(s, x, 0.1f + 0.01f * (step % 7));
-          s.synchronize();
-          long t0 = System.nanoTime();
           learner.beginStep(s, step);
           DeviceBuffer logits = learner.forward(s, x, batch, true);
           DeviceBuffer dlogits = loss.compute(s, logits, labels, batch);
-          learner.backwardAndUpdate(s, dlogits, batch, 1e-3f);
-          metrics = learner.stepMetrics(s); // waits for the step and its update
-          times[step] = (System.nanoTime() - t0) / 1e9;
           double sum = 0;
-          for (float l : Checkpoints.download(b, s, loss.losses(batch))) {
+          for (float l : Checkpoints.download(b, s, loss.losses(batch))) { // synchronizes
             sum += l;
           }
           losses[step] = sum / batch;
+          learner.backwardAndUpdate(s, dlogits, batch, 1e-3f);
+          if (step == steps - 1) {
+            metrics = learner.stepMetrics(s); // waits for the step and its update
+          }
+        }
+        starts[steps] = System.nanoTime();
+        double[] times = new double[steps];
+        for (int step = 0; step < steps; step++) {
+          times[step] = (starts[step + 1] - starts[step]) / 1e9;
         }
         double[] measured = java.util.Arrays.copyOfRange(times, Math.min(2, steps - 1), steps);
         java.util.Arrays.sort(measured);
@@ -150,8 +158,8 @@ public final class OffloadBench {
   }
 
   private static Learner learner(
-      String spec, int batch, int threads, PlacementPlan plan, Backend b, Stream s) {
-    if (plan == null) {
+      String spec, int batch, int threads, Streaming how, Backend b, Stream s) {
+    if (how == null) {
       Model model = Model.build(spec, ModelSpec.parse(spec), b, s, batch, 1);
       AdamW adamw = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
       return new ResidentLearner(b, model, adamw, 0f);
@@ -159,10 +167,7 @@ public final class OffloadBench {
     return OffloadedLearner.build(
         spec,
         () -> ModelSpec.parse(spec),
-        new HashSet<>(plan.streamed()),
-        plan.prefetchDepth(),
-        plan.bf16Weights(),
-        plan.activationCheckpointing(),
+        how,
         b,
         s,
         batch,

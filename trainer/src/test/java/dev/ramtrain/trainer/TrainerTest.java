@@ -20,6 +20,7 @@ import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.HostSgd;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
+import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.AdamW;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
@@ -157,10 +158,7 @@ class TrainerTest {
     return OffloadedLearner.build(
         "mlp:64-32-3",
         () -> ModelSpec.parse("mlp:64-32-3"),
-        Set.of("fc1"),
-        1,
-        false,
-        false,
+        new Streaming(Set.of("fc1"), 1, false, false, false),
         b,
         stream,
         32,
@@ -189,10 +187,7 @@ class TrainerTest {
     return OffloadedLearner.build(
         RESUMED_MODEL,
         () -> ModelSpec.parse(RESUMED_MODEL, SHAPE),
-        Set.of("conv1", "fc2"),
-        1,
-        false,
-        true,
+        new Streaming(Set.of("conv1", "fc2"), 1, false, true, false),
         b,
         stream,
         32,

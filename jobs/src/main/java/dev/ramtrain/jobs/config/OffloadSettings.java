@@ -54,6 +54,11 @@ public final class OffloadSettings {
     return c.bool(P + "bf16-weights");
   }
 
+  /** ZeRO-Offload's one-step-delayed update (no gradient clipping with it). */
+  public boolean delayedUpdate() {
+    return c.bool(P + "delayed-update");
+  }
+
   public int hostThreads() {
     int t = c.integer(P + "host-threads");
     return t == 0 ? Runtime.getRuntime().availableProcessors() : t;

@@ -14,8 +14,8 @@ import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.PlacementPlan;
+import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.Optimizer;
-import java.util.HashSet;
 import java.util.List;
 
 /**
@@ -54,14 +54,21 @@ final class TrainingPlacement {
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
     plan = plan(s, offload, costs, budget, profile);
     System.out.print(plan.render(s.model(), profile, budget));
+    if (offload.delayedUpdate()) {
+      if (clipNorm > 0) {
+        throw new ConfigException(
+            "ramtrain.offload.delayed-update: cannot be used with ramtrain.train.clip-norm (clipping"
+                + " needs every gradient before any update)");
+      }
+      System.out.printf(
+          "delayed update on: %s more pinned host memory for the published weights%n",
+          PlacementPlan.bytes(4 * costs.stream().mapToLong(LayerCost::parameters).sum()));
+    }
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
     return OffloadedLearner.build(
         s.model(),
         () -> ModelSpec.parse(s.model(), shape),
-        new HashSet<>(plan.streamed()),
-        offload.prefetchDepth(),
-        offload.bf16Weights(),
-        plan.activationCheckpointing(),
+        Streaming.of(plan, offload.delayedUpdate()),
         backend,
         setup,
         s.batchSize(),

@@ -24,7 +24,6 @@ public final class HostAdamW implements HostOptimizer {
   private final FloatBuffer fm;
   private final FloatBuffer fv;
   private final HostThreads threads;
-  private AdamWMath math;
   private int steps;
 
   /** AdamW over {@code params} with {@code grads} (host slabs of equal length). */
@@ -56,15 +55,11 @@ public final class HostAdamW implements HostOptimizer {
   }
 
   @Override
-  public void beginStep(float lr) {
+  public StreamedModel.HostUpdate beginStep(float lr) {
     steps++;
-    math = AdamWMath.of(lr, beta1, beta2, eps, weightDecay, steps);
-  }
-
-  @Override
-  public void update(int from, int to) {
-    AdamWMath step = math;
-    threads.forRange(from, to, (a, b) -> step.update(params, grads, fm, fv, a, b));
+    AdamWMath step = AdamWMath.of(lr, beta1, beta2, eps, weightDecay, steps);
+    return (from, to) ->
+        threads.forRange(from, to, (a, b) -> step.update(params, grads, fm, fv, a, b));
   }
 
   @Override

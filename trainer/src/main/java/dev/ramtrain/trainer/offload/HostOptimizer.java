@@ -9,11 +9,12 @@ import java.util.List;
  * layer's range as soon as its gradient has reached the host, while backward goes on.
  */
 public interface HostOptimizer extends AutoCloseable {
-  /** Starts step {@code steps() + 1} at learning rate {@code lr}; ranges are then updated. */
-  void beginStep(float lr);
-
-  /** Applies the current step to parameters [from, to); blocks until done. */
-  void update(int from, int to);
+  /**
+   * Starts step {@code steps() + 1} at learning rate {@code lr}; its ranges are then updated
+   * through what this returns, which keeps the step's coefficients (with a delayed update, the
+   * previous step's ranges may still be updating after the next step has begun).
+   */
+  StreamedModel.HostUpdate beginStep(float lr);
 
   /** Steps begun so far. */
   int steps();

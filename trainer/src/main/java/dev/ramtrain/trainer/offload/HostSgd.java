@@ -20,7 +20,6 @@ public final class HostSgd implements HostOptimizer {
   private final HostBuffer buffer;
   private final FloatBuffer momentumBuffer;
   private final HostThreads threads;
-  private SgdMath math;
   private int steps;
 
   public HostSgd(
@@ -46,15 +45,11 @@ public final class HostSgd implements HostOptimizer {
   }
 
   @Override
-  public void beginStep(float lr) {
+  public StreamedModel.HostUpdate beginStep(float lr) {
     steps++;
-    math = new SgdMath(lr, momentum, weightDecay, nesterov);
-  }
-
-  @Override
-  public void update(int from, int to) {
-    SgdMath step = math;
-    threads.forRange(from, to, (a, b) -> step.update(params, grads, momentumBuffer, a, b));
+    SgdMath step = new SgdMath(lr, momentum, weightDecay, nesterov);
+    return (from, to) ->
+        threads.forRange(from, to, (a, b) -> step.update(params, grads, momentumBuffer, a, b));
   }
 
   @Override

@@ -15,7 +15,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Supplier;
 
 /**
@@ -39,17 +38,13 @@ public final class OffloadedLearner implements Learner {
   }
 
   /**
-   * Builds the streamed model ({@code streamed} layers through {@code depth} slots, fp32 or bf16,
-   * the rest resident; activations checkpointed or not), {@code hostThreads} host threads and the
-   * optimizer; {@code clipNorm} 0: no clipping.
+   * Builds the streamed model as {@code how} says, {@code hostThreads} host threads and the
+   * optimizer; {@code clipNorm} 0: no clipping (which a delayed update requires).
    */
   public static OffloadedLearner build(
       String spec,
       Supplier<List<Layer>> layers,
-      Set<String> streamed,
-      int depth,
-      boolean bf16Weights,
-      boolean checkpointing,
+      Streaming how,
       Backend backend,
       Stream stream,
       int maxBatch,
@@ -57,21 +52,14 @@ public final class OffloadedLearner implements Learner {
       OptimizerFactory optimizer,
       int hostThreads,
       float clipNorm) {
+    if (how.delayedUpdate() && clipNorm > 0) {
+      throw new IllegalArgumentException(
+          "a delayed update cannot clip: clipping needs every gradient before any update");
+    }
     HostThreads threads = new HostThreads(hostThreads);
     StreamedModel model = null;
     try {
-      model =
-          new StreamedModel(
-              spec,
-              layers,
-              streamed,
-              depth,
-              backend,
-              stream,
-              maxBatch,
-              seed,
-              bf16Weights,
-              checkpointing);
+      model = new StreamedModel(spec, layers, how, backend, stream, maxBatch, seed);
       HostOptimizer opt = optimizer.create(model.masters(), model.hostGradients(), threads);
       return new OffloadedLearner(backend, model, opt, threads, clipNorm);
     } catch (RuntimeException e) {
@@ -114,17 +102,17 @@ public final class OffloadedLearner implements Learner {
 
   @Override
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
-    optimizer.beginStep(lr);
+    StreamedModel.HostUpdate step = optimizer.beginStep(lr);
     serialUpdateNanos = 0;
     if (clipNorm <= 0) {
-      model.backward(compute, dlogits, batch, optimizer::update);
+      model.backward(compute, dlogits, batch, step);
       return;
     }
     model.backward(compute, dlogits, batch, null);
     model.awaitGradients(compute);
     long start = System.nanoTime();
     clip(model.hostGradients());
-    optimizer.update(0, model.parameterCount());
+    step.update(0, model.parameterCount());
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersChanged();
   }

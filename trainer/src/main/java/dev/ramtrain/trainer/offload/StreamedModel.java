@@ -27,6 +27,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
+import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
  * A model whose master weights and gradients live in pinned host memory, with some layers resident
@@ -44,6 +45,12 @@ import java.util.function.Supplier;
  * activation memory in one shared arena; forward keeps only each layer's output, copied out of the
  * arena, and backward recomputes a layer's forward from its kept input right before its backward
  * (batch norm leaves its running statistics alone then; dropout draws the same mask).
+ *
+ * <p>With a delayed update (ZeRO-Offload's DPU) loads and uploads read a published copy of the
+ * weights, which each layer's update task refreshes from the masters just before updating them: the
+ * next step starts once every layer is published and computes with the weights from before this
+ * step's update, which runs beside its forward (its backward, which refills the gradient slab the
+ * updates read, waits for them).
  *
  * <p>Forward and backward enqueue, in program order and without blocking: each slot's load on the
  * copy-in stream after the slot's previous use, each layer's compute after its load, and each
@@ -71,7 +78,10 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final HostBuffer masters;
   private final HostBuffer mastersBf16; // bf16 copies of the streamed layers' masters, or null
   private final long[] bf16Offset; // per streamed layer: its first element in mastersBf16
-  private final boolean[] bf16Stale; // per streamed layer: mastersBf16 lags the masters
+  private final boolean[] copiesStale; // per layer: published / bf16 copies lag the masters
+  private final boolean delayed; // one-step-delayed update: loads read the published weights
+  private final HostBuffer published; // delayed: the weights this step computes with, or null
+  private final List<CompletableFuture<Void>> pendingPublished = new ArrayList<>();
   private final DeviceBuffer working; // bf16: the fp32 weights of the streamed layer computing
   private final boolean checkpointing;
   private final DeviceBuffer[] kept; // checkpointing: each layer's output, kept for backward
@@ -105,23 +115,19 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /**
    * Lays out {@code layers} (unbound), initializes the host masters from {@code seed} as a resident
-   * model would, uploads the resident layers and binds every layer; {@code streamedNames} are the
-   * top-level layers to stream through {@code depth} weight slots.
+   * model would, uploads the resident layers and binds every layer ({@code model} may be called
+   * twice: with activation checkpointing a second copy sizes the shared arena).
    */
   public StreamedModel(
       String spec,
       Supplier<List<Layer>> model,
-      Set<String> streamedNames,
-      int depth,
+      Streaming how,
       Backend backend,
       Stream stream,
       int maxBatch,
-      long seed,
-      boolean bf16Weights,
-      boolean checkpointing) {
-    if (depth < 1) {
-      throw new IllegalArgumentException("prefetch depth must be >= 1, got " + depth);
-    }
+      long seed) {
+    Set<String> streamedNames = how.streamed();
+    boolean checkpointing = how.activationCheckpointing();
     this.spec = spec;
     this.backend = backend;
     List<Layer> layers = model.get();
@@ -170,9 +176,9 @@ public final class StreamedModel implements Network, AutoCloseable {
     this.hostEntryList = List.copyOf(hostEntries.values());
     this.streamedCount = streamed;
     this.streamedLayer = streamedIndices.stream().mapToInt(Integer::intValue).toArray();
-    boolean bf16 = bf16Weights && streamed > 0;
+    boolean bf16 = how.bf16Weights() && streamed > 0;
     this.bf16Offset = new long[n];
-    this.bf16Stale = new boolean[n];
+    this.copiesStale = new boolean[n];
     long bf16Count = 0;
     for (int i : streamedLayer) {
       bf16Offset[i] = bf16Count;
@@ -180,10 +186,12 @@ public final class StreamedModel implements Network, AutoCloseable {
     }
     this.masters = backend.allocateHost("masters", 4 * offset);
     this.mastersBf16 = bf16 ? backend.allocateHost("masters-bf16", 2 * bf16Count) : null;
+    this.delayed = how.delayedUpdate();
+    this.published = delayed ? backend.allocateHost("published-weights", 4 * offset) : null;
     this.hostGrads = backend.allocateHost("host-gradients", 4 * offset);
     Parameters.writeInitialValues(hostEntryList, seed, masters.asByteBuffer().asFloatBuffer());
     this.resident = Parameters.allocate(backend, residentSpecs, buffers);
-    int slots = Math.min(depth, streamed);
+    int slots = Math.min(how.prefetchDepth(), streamed);
     for (int s = 0; s < slots; s++) {
       weightSlots.add(backend.allocate("weight-slot." + s, bf16 ? DType.BF16 : DType.F32, largest));
     }
@@ -214,8 +222,8 @@ public final class StreamedModel implements Network, AutoCloseable {
     // Resident values and buffers start as a resident model's would: the same seeded values.
     try {
       resident.initialize(backend, stream, seed);
-      for (int i : streamedLayer) {
-        roundToBf16(i);
+      for (int i = 0; i < n; i++) {
+        refreshCopies(i);
       }
       if (checkpointing) {
         allocateCheckpointing(model.get());
@@ -459,6 +467,9 @@ public final class StreamedModel implements Network, AutoCloseable {
    * optimizer thread, in the order gradients land.
    */
   public void backward(Stream compute, DeviceBuffer dlogits, int batch, HostUpdate update) {
+    if (delayed) { // the previous step's updates read the gradient slab this backward refills
+      awaitFutures(pendingUpdates);
+    }
     timeline.beginPass(compute);
     DeviceBuffer g = dlogits;
     for (int i = layers.size() - 1; i >= 0; i--) {
@@ -524,16 +535,30 @@ public final class StreamedModel implements Network, AutoCloseable {
     Event landed = gradOnHost[i];
     int from = (int) layerOffset[i];
     int to = (int) (layerOffset[i] + layerCount[i]);
+    CompletableFuture<Void> copiesReady = new CompletableFuture<>();
+    pendingPublished.add(copiesReady);
     pendingUpdates.add(
         CompletableFuture.runAsync(
             () -> {
-              landed.synchronize();
-              lastLanded = Math.max(lastLanded, System.nanoTime());
-              long start = System.nanoTime();
-              update.update(from, to);
-              roundToBf16(i);
-              lastUpdated = System.nanoTime();
-              hostUpdateNanos.addAndGet(lastUpdated - start);
+              try {
+                landed.synchronize();
+                lastLanded = Math.max(lastLanded, System.nanoTime());
+                long start = System.nanoTime();
+                if (delayed) { // the next step computes with the weights from before this update
+                  refreshCopies(i);
+                  copiesReady.complete(null);
+                }
+                update.update(from, to);
+                if (!delayed) {
+                  refreshCopies(i);
+                  copiesReady.complete(null);
+                }
+                lastUpdated = System.nanoTime();
+                hostUpdateNanos.addAndGet(lastUpdated - start);
+              } catch (RuntimeException | Error e) {
+                copiesReady.completeExceptionally(e);
+                throw e;
+              }
             },
             updater));
     mastersChanged[i] = true;
@@ -544,7 +569,12 @@ public final class StreamedModel implements Network, AutoCloseable {
    * whose masters changed and forgets what the weight slots held: loads read the new masters.
    */
   private void publishUpdates(Stream compute) {
-    awaitUpdates();
+    if (delayed) {
+      awaitFutures(pendingPublished); // the updates themselves run on beside this step
+      pendingUpdates.removeIf(CompletableFuture::isDone);
+    } else {
+      awaitUpdates();
+    }
     hostUpdateNanos.set(0); // from here on: this step's updates
     lastLanded = 0;
     lastUpdated = 0;
@@ -554,16 +584,17 @@ public final class StreamedModel implements Network, AutoCloseable {
         continue;
       }
       mastersChanged[i] = false;
+      if (copiesStale[i]) {
+        refreshCopies(i);
+      }
       if (ordinal[i] >= 0) {
         streamedChanged = true;
-        if (bf16Stale[i]) {
-          roundToBf16(i);
-        }
         continue;
       }
       copyIn.waitFor(gradDone[i]); // the old weights' last use (backward) is over
       int k = timeline.begin(StepTimeline.Lane.COPY_IN, copyIn);
-      backend.copy(masters, 4 * layerOffset[i], residentValues(i), 4 * layerCount[i], copyIn);
+      backend.copy(
+          weightSource(), 4 * layerOffset[i], residentValues(i), 4 * layerCount[i], copyIn);
       timeline.end(StepTimeline.Lane.COPY_IN, k, copyIn, 4 * layerCount[i]);
       uploaded[i].record(copyIn);
       awaitUpload[i] = true;
@@ -575,12 +606,17 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /** Blocks until the host updates begun by backward are done; rethrows their failure. */
   public void awaitUpdates() {
+    awaitFutures(pendingPublished);
+    awaitFutures(pendingUpdates);
+  }
+
+  private static void awaitFutures(List<CompletableFuture<Void>> futures) {
     try {
-      pendingUpdates.forEach(CompletableFuture::join);
+      futures.forEach(CompletableFuture::join);
     } catch (CompletionException e) {
       throw new IllegalStateException("host optimizer step failed: " + e.getCause(), e.getCause());
     } finally {
-      pendingUpdates.clear();
+      futures.clear();
     }
   }
 
@@ -597,7 +633,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   public void mastersChanged() {
     for (int i = 0; i < layers.size(); i++) {
       mastersChanged[i] = layerCount[i] > 0;
-      bf16Stale[i] = mastersBf16 != null && ordinal[i] >= 0;
+      copiesStale[i] = layerCount[i] > 0;
     }
   }
 
@@ -614,7 +650,7 @@ public final class StreamedModel implements Network, AutoCloseable {
     if (mastersBf16 != null) {
       backend.copy(mastersBf16, 2 * bf16Offset[i], slot, slot.bytes(), copyIn);
     } else {
-      backend.copy(masters, 4 * layerOffset[i], slot, slot.bytes(), copyIn);
+      backend.copy(weightSource(), 4 * layerOffset[i], slot, slot.bytes(), copyIn);
     }
     timeline.end(StepTimeline.Lane.COPY_IN, k, copyIn, slot.bytes());
     slotLoaded[s].record(copyIn);
@@ -635,8 +671,23 @@ public final class StreamedModel implements Network, AutoCloseable {
     }
   }
 
-  /** Rounds streamed layer i's masters into its bf16 copy, if the slots are bf16. */
-  private void roundToBf16(int i) {
+  /** Where fp32 loads and uploads read: the published weights with a delayed update. */
+  private HostBuffer weightSource() {
+    return delayed ? published : masters;
+  }
+
+  /**
+   * Brings layer i's copies up to its masters: the published weights (delayed update) and the bf16
+   * copy of a streamed layer (bf16 slots).
+   */
+  private void refreshCopies(int i) {
+    if (delayed) {
+      MemoryUtil.copyMemory(
+          masters.address() + 4 * layerOffset[i],
+          published.address() + 4 * layerOffset[i],
+          4 * layerCount[i]);
+    }
+    copiesStale[i] = false;
     if (mastersBf16 == null || ordinal[i] < 0) {
       return;
     }
@@ -647,7 +698,6 @@ public final class StreamedModel implements Network, AutoCloseable {
     for (int e = 0; e < layerCount[i]; e++) {
       to.put(dst + e, Bf16.fromFloat(from.get(src + e)));
     }
-    bf16Stale[i] = false;
   }
 
   /** What the last training step moved and how long its parts took; waits for it to finish. */
@@ -705,6 +755,9 @@ public final class StreamedModel implements Network, AutoCloseable {
       hostGrads.close();
       if (mastersBf16 != null) {
         mastersBf16.close();
+      }
+      if (published != null) {
+        published.close();
       }
       if (working != null) {
         working.close();

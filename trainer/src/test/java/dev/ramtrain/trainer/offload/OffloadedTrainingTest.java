@@ -25,6 +25,7 @@ import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.Sgd;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
@@ -43,81 +44,145 @@ class OffloadedTrainingTest {
   private static final ImageShape SHAPE = new ImageShape(8, 8, 1);
   private static final Set<String> ALL = Set.of("conv1", "conv2", "fc1", "fc2");
 
-  /** How a run is set up: where layers live, the optimizer, clipping and the copies' timing. */
+  /**
+   * How a run is set up: {@code how} null is resident training; a {@code reference} is resident
+   * training computing what bf16 slots or a delayed update compute, the plain way; then the
+   * optimizer, clipping and the copies' timing.
+   */
   private record Setup(
-      Set<String> streamed,
-      int depth,
-      boolean bf16,
-      boolean checkpointing,
+      Streaming how,
+      Streaming reference,
       boolean sgd,
       float clipNorm,
-      SimulatedBus bus) {
+      SimulatedBus bus,
+      boolean slowHost) {
     static Setup resident() {
-      return new Setup(null, 0, false, false, false, 0, SimulatedBus.NONE);
+      return new Setup(null, null, false, 0, SimulatedBus.NONE, false);
     }
 
-    /** Resident, but {@code layers} compute from bf16-rounded copies of their fp32 weights. */
-    static Setup bf16Reference(Set<String> layers) {
-      return new Setup(layers, 0, true, false, false, 0, SimulatedBus.NONE);
+    static Setup referenceFor(Setup offloaded) {
+      return new Setup(null, offloaded.how(), offloaded.sgd(), 0, SimulatedBus.NONE, false);
+    }
+
+    /** Host updates that each sleep up to 15 ms first: races with the host thread show. */
+    Setup withSlowHost() {
+      return new Setup(how, reference, sgd, clipNorm, bus, true);
     }
 
     Setup offloaded(Set<String> layers, int ringDepth) {
-      return new Setup(layers, ringDepth, bf16, checkpointing, sgd, clipNorm, bus);
+      return with(new Streaming(layers, ringDepth, false, false, false));
     }
 
     Setup withBf16Slots() {
-      return new Setup(streamed, depth, true, checkpointing, sgd, clipNorm, bus);
+      return with(
+          new Streaming(
+              how.streamed(),
+              how.prefetchDepth(),
+              true,
+              how.activationCheckpointing(),
+              how.delayedUpdate()));
     }
 
     Setup checkpointed() {
-      return new Setup(streamed, depth, bf16, true, sgd, clipNorm, bus);
+      return with(
+          new Streaming(
+              how.streamed(), how.prefetchDepth(), how.bf16Weights(), true, how.delayedUpdate()));
+    }
+
+    Setup delayed() {
+      return with(
+          new Streaming(
+              how.streamed(),
+              how.prefetchDepth(),
+              how.bf16Weights(),
+              how.activationCheckpointing(),
+              true));
+    }
+
+    private Setup with(Streaming streaming) {
+      return new Setup(streaming, reference, sgd, clipNorm, bus, slowHost);
     }
 
     Setup withSgd() {
-      return new Setup(streamed, depth, bf16, checkpointing, true, clipNorm, bus);
+      return new Setup(how, reference, true, clipNorm, bus, slowHost);
     }
 
     Setup clipped(float norm) {
-      return new Setup(streamed, depth, bf16, checkpointing, sgd, norm, bus);
+      return new Setup(how, reference, sgd, norm, bus, slowHost);
     }
 
     Setup over(SimulatedBus slowBus) {
-      return new Setup(streamed, depth, bf16, checkpointing, sgd, clipNorm, slowBus);
+      return new Setup(how, reference, sgd, clipNorm, slowBus, slowHost);
     }
   }
 
   private static Learner learner(Setup setup, Backend b, Stream s) {
-    if (setup.depth() == 0 && setup.bf16()) {
-      Model model = Model.build(SPEC, ModelSpec.parse(SPEC, SHAPE), b, s, BATCH, 3);
-      Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
-      return new Bf16Reference(b, model, opt, setup.streamed());
-    }
-    if (setup.streamed() == null) {
+    if (setup.how() == null) {
       Model model = Model.build(SPEC, ModelSpec.parse(SPEC, SHAPE), b, s, BATCH, 3);
       long n = model.parameters().count();
       Optimizer opt =
           setup.sgd()
               ? new Sgd(b, n, 0.9f, 0.01f, true)
               : new AdamW(b, n, 0.9f, 0.999f, 1e-8f, 0.01f);
-      return new ResidentLearner(b, model, opt, setup.clipNorm());
+      return setup.reference() == null
+          ? new ResidentLearner(b, model, opt, setup.clipNorm())
+          : new Reference(b, model, opt, setup.reference());
     }
     return OffloadedLearner.build(
         SPEC,
         () -> ModelSpec.parse(SPEC, SHAPE),
-        setup.streamed(),
-        setup.depth(),
-        setup.bf16(),
-        setup.checkpointing(),
+        setup.how(),
         b,
         s,
         BATCH,
         3,
-        (masters, grads, threads) ->
-            setup.sgd()
-                ? new HostSgd(b, masters, grads, 0.9f, 0.01f, true, threads)
-                : new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0.01f, threads),
+        (masters, grads, threads) -> {
+          HostOptimizer opt =
+              setup.sgd()
+                  ? new HostSgd(b, masters, grads, 0.9f, 0.01f, true, threads)
+                  : new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0.01f, threads);
+          return setup.slowHost() ? new SlowHost(opt) : opt;
+        },
         2,
         setup.clipNorm());
+  }
+
+  /** Delays every range update by up to 15 ms (seeded), then runs it. */
+  private record SlowHost(HostOptimizer inner) implements HostOptimizer {
+    private static final java.util.SplittableRandom RANDOM = new java.util.SplittableRandom(8);
+
+    @Override
+    public StreamedModel.HostUpdate beginStep(float lr) {
+      StreamedModel.HostUpdate step = inner.beginStep(lr);
+      return (from, to) -> {
+        long nanos;
+        synchronized (RANDOM) {
+          nanos = RANDOM.nextLong(15_000_000);
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(nanos);
+        step.update(from, to);
+      };
+    }
+
+    @Override
+    public int steps() {
+      return inner.steps();
+    }
+
+    @Override
+    public void resumeAt(int steps) {
+      inner.resumeAt(steps);
+    }
+
+    @Override
+    public List<HostBuffer> state() {
+      return inner.state();
+    }
+
+    @Override
+    public void close() {
+      inner.close();
+    }
   }
 
   /** What a run ends with: every saved tensor and optimizer slab, flattened in a fixed order. */
@@ -179,7 +244,7 @@ class OffloadedTrainingTest {
           learner.beginStep(s, step);
           DeviceBuffer logits = learner.forward(s, x, BATCH, true);
           learner.backwardAndUpdate(s, loss.compute(s, logits, labels, BATCH), BATCH, 1e-2f);
-          if (step > from && !(learner instanceof Bf16Reference)) {
+          if (step > from && !(learner instanceof Reference)) {
             assertEquals(deviceBytes, b.allocatedBytes(), "no device allocation in a step");
             assertEquals(hostAllocations, b.hostAllocations(), "no host allocation in a step");
           }
@@ -235,6 +300,10 @@ class OffloadedTrainingTest {
   @Test
   void randomCopyDelaysDoNotChangeTheResult() throws IOException {
     Final expected = run(Setup.resident());
+    assertSameRun(
+        expected,
+        run(Setup.resident().offloaded(Set.of("conv2", "fc1"), 2).withSlowHost()),
+        "slow host");
     for (long seed = 1; seed <= 3; seed++) {
       SimulatedBus jitter = new SimulatedBus(0, 2_000_000, seed);
       Setup delayed = Setup.resident().over(jitter);
@@ -258,7 +327,7 @@ class OffloadedTrainingTest {
     Set<String> streamed = Set.of("conv2", "fc1", "fc2");
     Setup bf16 = Setup.resident().offloaded(streamed, 2).withBf16Slots();
     Final rounded = run(bf16);
-    assertSameRun(run(Setup.bf16Reference(streamed)), rounded, "bf16 slots vs the reference");
+    assertSameRun(run(Setup.referenceFor(bf16)), rounded, "bf16 slots vs the reference");
     assertTrue(
         !java.util.Arrays.equals(run(Setup.resident()).weights(), rounded.weights()),
         "bf16 weights change the result");
@@ -270,6 +339,33 @@ class OffloadedTrainingTest {
           run(bf16.offloaded(Set.of("conv1", "conv2", "fc1", "fc2"), 1).over(jitter)),
           "bf16, all streamed through one slot, jitter seed " + seed);
     }
+  }
+
+  /**
+   * A delayed update (ZeRO-Offload's DPU): each step computes with the weights from before the
+   * previous step's update, which runs on the host beside it. Equal, bit for bit, to the plain
+   * reference of that rule, with or without bf16 slots and checkpointing, whatever the copy timing.
+   */
+  @Test
+  void aDelayedUpdateComputesWithWeightsOneUpdateOld() throws IOException {
+    Setup delayed = Setup.resident().offloaded(Set.of("conv2", "fc1"), 2).delayed();
+    Final result = run(delayed);
+    assertSameRun(run(Setup.referenceFor(delayed)), result, "delayed update vs the reference");
+    assertTrue(
+        !java.util.Arrays.equals(run(Setup.resident()).weights(), result.weights()),
+        "a delayed update is not the resident run");
+    assertSameRun(
+        result, run(delayed.over(new SimulatedBus(0, 2_000_000, 4))), "delayed, random delays");
+    assertSameRun(result, run(delayed.withSlowHost()), "delayed, slow host updates");
+    Setup everything = Setup.resident().offloaded(ALL, 1).withBf16Slots().checkpointed().delayed();
+    assertSameRun(
+        run(Setup.referenceFor(everything)),
+        run(everything.over(new SimulatedBus(0, 2_000_000, 5))),
+        "delayed, bf16 slots, checkpointed, random delays");
+    var e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class, () -> run(delayed.clipped(1f)));
+    assertTrue(e.getMessage().contains("clip"), e.getMessage());
   }
 
   @Test
@@ -326,22 +422,25 @@ class OffloadedTrainingTest {
   }
 
   /**
-   * The bf16 slots' semantics computed the plain way: a resident model whose chosen layers' weights
-   * are rounded to bf16 in place for forward and backward, the fp32 values put back for the update.
+   * What bf16 slots and a delayed update compute, the plain way: a resident model keeps fp32
+   * masters W and the weights the step computes with, P, on the host; forward and backward run on P
+   * (the streamed layers rounded to bf16 with bf16 slots); the update runs on W; then P becomes W,
+   * or with a delayed update the W from before this update, so the next step computes with weights
+   * one update old.
    */
-  private static final class Bf16Reference implements Learner {
+  private static final class Reference implements Learner {
     private final Backend backend;
     private final Model model;
     private final Optimizer optimizer;
-    private final Set<String> layers;
+    private final Streaming how;
     private float[] masters;
-    private Stream stream;
+    private float[] published;
 
-    Bf16Reference(Backend backend, Model model, Optimizer optimizer, Set<String> layers) {
+    Reference(Backend backend, Model model, Optimizer optimizer, Streaming how) {
       this.backend = backend;
       this.model = model;
       this.optimizer = optimizer;
-      this.layers = layers;
+      this.how = how;
     }
 
     @Override
@@ -362,25 +461,31 @@ class OffloadedTrainingTest {
 
     @Override
     public DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
-      masters = Checkpoints.download(backend, compute, model.parameters().values());
-      float[] rounded = masters.clone();
+      if (masters == null) {
+        masters = Checkpoints.download(backend, compute, model.parameters().values());
+        published = masters.clone();
+      }
+      float[] used = published.clone();
       for (var e : model.parameters().entries()) {
         String layer = e.spec().name().substring(0, e.spec().name().indexOf('.'));
-        if (layers.contains(layer)) {
+        if (how.bf16Weights() && how.streamed().contains(layer)) {
           for (long i = e.offset(); i < e.offset() + e.spec().count(); i++) {
-            rounded[(int) i] = Bf16.toFloat(Bf16.fromFloat(rounded[(int) i]));
+            used[(int) i] = Bf16.toFloat(Bf16.fromFloat(used[(int) i]));
           }
         }
       }
-      Checkpoints.upload(backend, compute, model.parameters().values(), rounded);
+      Checkpoints.upload(backend, compute, model.parameters().values(), used);
       return model.forward(compute, x, batch, training);
     }
 
     @Override
     public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
       model.backward(compute, dlogits, batch);
+      float[] before = masters;
       Checkpoints.upload(backend, compute, model.parameters().values(), masters);
       optimizer.step(compute, model.parameters(), lr);
+      masters = Checkpoints.download(backend, compute, model.parameters().values());
+      published = how.delayedUpdate() ? before : masters.clone();
     }
 
     @Override

@@ -132,10 +132,7 @@ class PlacementPlanTest {
           OffloadedLearner.build(
               spec,
               () -> ModelSpec.parse(spec),
-              new java.util.HashSet<>(plan.streamed()),
-              plan.prefetchDepth(),
-              false,
-              false,
+              Streaming.of(plan, false),
               b,
               s,
               batch,
@@ -189,10 +186,7 @@ class PlacementPlanTest {
           OffloadedLearner.build(
               spec,
               () -> ModelSpec.parse(spec, shape),
-              new java.util.HashSet<>(planned.streamed()),
-              planned.prefetchDepth(),
-              false,
-              true,
+              Streaming.of(planned, false),
               b,
               s,
               batch,

@@ -90,7 +90,13 @@ class StreamedModelTest {
       Stream s = b.createStream("compute");
       try (StreamedModel model =
               new StreamedModel(
-                  "test", layers, streamedNames, depth, b, s, BATCH, 3, bf16, checkpointing);
+                  "test",
+                  layers,
+                  new Streaming(streamedNames, depth, bf16, checkpointing, false),
+                  b,
+                  s,
+                  BATCH,
+                  3);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * inputSize(layers));
           DeviceBuffer dy = b.allocate("dy", DType.F32, (long) BATCH * outputSize(layers))) {
         Random rng = new Random(9);
