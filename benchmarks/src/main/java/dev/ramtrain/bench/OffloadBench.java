@@ -87,7 +87,7 @@ public final class OffloadBench {
     SimulatedBus bus = busGbps > 0 ? new SimulatedBus(busGbps * 1e9, 0, 0) : SimulatedBus.NONE;
     for (int round = 1; round <= rounds; round++) {
       Run resident = run(spec, batch, threads, null, SimulatedBus.NONE, steps);
-      Run streamed = run(spec, batch, threads, Streaming.of(plan, delayed), bus, steps);
+      Run streamed = run(spec, batch, threads, Streaming.of(plan, delayed, 2), bus, steps);
       System.out.printf(
           "round %d: resident %.2f ms, offloaded %.2f ms per step (median): %.3fx; losses equal: %s%n",
           round,

@@ -158,7 +158,7 @@ class TrainerTest {
     return OffloadedLearner.build(
         "mlp:64-32-3",
         () -> ModelSpec.parse("mlp:64-32-3"),
-        new Streaming(Set.of("fc1"), 1, false, false, false),
+        new Streaming(Set.of("fc1"), 1, false, false, false, 0),
         b,
         stream,
         32,
@@ -187,7 +187,7 @@ class TrainerTest {
     return OffloadedLearner.build(
         RESUMED_MODEL,
         () -> ModelSpec.parse(RESUMED_MODEL, SHAPE),
-        new Streaming(Set.of("conv1", "fc2"), 1, false, true, false),
+        new Streaming(Set.of("conv1", "fc2"), 1, false, true, false, 0),
         b,
         stream,
         32,

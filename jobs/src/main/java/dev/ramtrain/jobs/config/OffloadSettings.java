@@ -19,6 +19,10 @@ public final class OffloadSettings {
     require(c.integer(P + "host-threads") >= 0, "host-threads", "must be >= 0 (0 = all cores)");
     require(c.bytes(P + "budget") >= 0, "budget", "must be >= 0 (0 = device memory - margin)");
     c.choice(P + "mode", Mode.class);
+    require(
+        c.integer(P + "delayed-update-warmup-steps") >= 0,
+        "delayed-update-warmup-steps",
+        "must be >= 0");
   }
 
   private static void require(boolean ok, String key, String message) {
@@ -57,6 +61,11 @@ public final class OffloadSettings {
   /** ZeRO-Offload's one-step-delayed update (no gradient clipping with it). */
   public boolean delayedUpdate() {
     return c.bool(P + "delayed-update");
+  }
+
+  /** Steps run undelayed before the delayed update starts. */
+  public int delayWarmupSteps() {
+    return c.integer(P + "delayed-update-warmup-steps");
   }
 
   public int hostThreads() {

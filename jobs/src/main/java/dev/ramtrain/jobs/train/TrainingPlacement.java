@@ -68,7 +68,7 @@ final class TrainingPlacement {
     return OffloadedLearner.build(
         s.model(),
         () -> ModelSpec.parse(s.model(), shape),
-        Streaming.of(plan, offload.delayedUpdate()),
+        Streaming.of(plan, offload.delayedUpdate(), offload.delayWarmupSteps()),
         backend,
         setup,
         s.batchSize(),

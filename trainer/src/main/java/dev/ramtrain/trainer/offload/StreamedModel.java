@@ -79,8 +79,11 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final HostBuffer mastersBf16; // bf16 copies of the streamed layers' masters, or null
   private final long[] bf16Offset; // per streamed layer: its first element in mastersBf16
   private final boolean[] copiesStale; // per layer: published / bf16 copies lag the masters
-  private final boolean delayed; // one-step-delayed update: loads read the published weights
-  private final HostBuffer published; // delayed: the weights this step computes with, or null
+  private final boolean delayable; // delayed updates: loads read the published weights
+  private final long delayFromStep;
+  private boolean delayThisStep; // the update begun by this step's backward runs late
+  private boolean pendingDelayed; // the pending updates were begun delayed
+  private final HostBuffer published; // delayable: the weights steps compute with, or null
   private final List<CompletableFuture<Void>> pendingPublished = new ArrayList<>();
   private final DeviceBuffer working; // bf16: the fp32 weights of the streamed layer computing
   private final boolean checkpointing;
@@ -186,8 +189,9 @@ public final class StreamedModel implements Network, AutoCloseable {
     }
     this.masters = backend.allocateHost("masters", 4 * offset);
     this.mastersBf16 = bf16 ? backend.allocateHost("masters-bf16", 2 * bf16Count) : null;
-    this.delayed = how.delayedUpdate();
-    this.published = delayed ? backend.allocateHost("published-weights", 4 * offset) : null;
+    this.delayable = how.delayedUpdate();
+    this.delayFromStep = how.delayWarmupSteps();
+    this.published = delayable ? backend.allocateHost("published-weights", 4 * offset) : null;
     this.hostGrads = backend.allocateHost("host-gradients", 4 * offset);
     Parameters.writeInitialValues(hostEntryList, seed, masters.asByteBuffer().asFloatBuffer());
     this.resident = Parameters.allocate(backend, residentSpecs, buffers);
@@ -414,6 +418,7 @@ public final class StreamedModel implements Network, AutoCloseable {
    */
   public void beginStep(Stream compute, long step) {
     timeline.reset();
+    delayThisStep = delayable && step >= delayFromStep;
     for (int i = 0; i < layers.size(); i++) {
       if (ordinal[i] < 0 && layerCount[i] > 0) {
         compute.waitFor(gradOnHost[i]); // the previous step's copy has read the slab
@@ -467,9 +472,8 @@ public final class StreamedModel implements Network, AutoCloseable {
    * optimizer thread, in the order gradients land.
    */
   public void backward(Stream compute, DeviceBuffer dlogits, int batch, HostUpdate update) {
-    if (delayed) { // the previous step's updates read the gradient slab this backward refills
-      awaitFutures(pendingUpdates);
-    }
+    awaitFutures(pendingUpdates); // delayed ones read the gradient slab this backward refills
+    pendingDelayed = delayThisStep;
     timeline.beginPass(compute);
     DeviceBuffer g = dlogits;
     for (int i = layers.size() - 1; i >= 0; i--) {
@@ -535,6 +539,7 @@ public final class StreamedModel implements Network, AutoCloseable {
     Event landed = gradOnHost[i];
     int from = (int) layerOffset[i];
     int to = (int) (layerOffset[i] + layerCount[i]);
+    boolean late = delayThisStep;
     CompletableFuture<Void> copiesReady = new CompletableFuture<>();
     pendingPublished.add(copiesReady);
     pendingUpdates.add(
@@ -544,12 +549,12 @@ public final class StreamedModel implements Network, AutoCloseable {
                 landed.synchronize();
                 lastLanded = Math.max(lastLanded, System.nanoTime());
                 long start = System.nanoTime();
-                if (delayed) { // the next step computes with the weights from before this update
+                if (late) { // the next step computes with the weights from before this update
                   refreshCopies(i);
                   copiesReady.complete(null);
                 }
                 update.update(from, to);
-                if (!delayed) {
+                if (!late) {
                   refreshCopies(i);
                   copiesReady.complete(null);
                 }
@@ -569,7 +574,7 @@ public final class StreamedModel implements Network, AutoCloseable {
    * whose masters changed and forgets what the weight slots held: loads read the new masters.
    */
   private void publishUpdates(Stream compute) {
-    if (delayed) {
+    if (pendingDelayed) {
       awaitFutures(pendingPublished); // the updates themselves run on beside this step
       pendingUpdates.removeIf(CompletableFuture::isDone);
     } else {
@@ -673,7 +678,7 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /** Where fp32 loads and uploads read: the published weights with a delayed update. */
   private HostBuffer weightSource() {
-    return delayed ? published : masters;
+    return delayable ? published : masters;
   }
 
   /**
@@ -681,7 +686,7 @@ public final class StreamedModel implements Network, AutoCloseable {
    * copy of a streamed layer (bf16 slots).
    */
   private void refreshCopies(int i) {
-    if (delayed) {
+    if (delayable) {
       MemoryUtil.copyMemory(
           masters.address() + 4 * layerOffset[i],
           published.address() + 4 * layerOffset[i],

@@ -70,7 +70,7 @@ class OffloadedTrainingTest {
     }
 
     Setup offloaded(Set<String> layers, int ringDepth) {
-      return with(new Streaming(layers, ringDepth, false, false, false));
+      return with(new Streaming(layers, ringDepth, false, false, false, 0));
     }
 
     Setup withBf16Slots() {
@@ -80,23 +80,31 @@ class OffloadedTrainingTest {
               how.prefetchDepth(),
               true,
               how.activationCheckpointing(),
-              how.delayedUpdate()));
+              how.delayedUpdate(),
+              how.delayWarmupSteps()));
     }
 
     Setup checkpointed() {
       return with(
           new Streaming(
-              how.streamed(), how.prefetchDepth(), how.bf16Weights(), true, how.delayedUpdate()));
+              how.streamed(),
+              how.prefetchDepth(),
+              how.bf16Weights(),
+              true,
+              how.delayedUpdate(),
+              how.delayWarmupSteps()));
     }
 
-    Setup delayed() {
+    /** The update delayed one step from step {@code warmup} on. */
+    Setup delayedFrom(int warmup) {
       return with(
           new Streaming(
               how.streamed(),
               how.prefetchDepth(),
               how.bf16Weights(),
               how.activationCheckpointing(),
-              true));
+              true,
+              warmup));
     }
 
     private Setup with(Streaming streaming) {
@@ -348,7 +356,7 @@ class OffloadedTrainingTest {
    */
   @Test
   void aDelayedUpdateComputesWithWeightsOneUpdateOld() throws IOException {
-    Setup delayed = Setup.resident().offloaded(Set.of("conv2", "fc1"), 2).delayed();
+    Setup delayed = Setup.resident().offloaded(Set.of("conv2", "fc1"), 2).delayedFrom(0);
     Final result = run(delayed);
     assertSameRun(run(Setup.referenceFor(delayed)), result, "delayed update vs the reference");
     assertTrue(
@@ -357,7 +365,8 @@ class OffloadedTrainingTest {
     assertSameRun(
         result, run(delayed.over(new SimulatedBus(0, 2_000_000, 4))), "delayed, random delays");
     assertSameRun(result, run(delayed.withSlowHost()), "delayed, slow host updates");
-    Setup everything = Setup.resident().offloaded(ALL, 1).withBf16Slots().checkpointed().delayed();
+    Setup everything =
+        Setup.resident().offloaded(ALL, 1).withBf16Slots().checkpointed().delayedFrom(2);
     assertSameRun(
         run(Setup.referenceFor(everything)),
         run(everything.over(new SimulatedBus(0, 2_000_000, 5))),
@@ -435,6 +444,7 @@ class OffloadedTrainingTest {
     private final Streaming how;
     private float[] masters;
     private float[] published;
+    private long step;
 
     Reference(Backend backend, Model model, Optimizer optimizer, Streaming how) {
       this.backend = backend;
@@ -457,6 +467,7 @@ class OffloadedTrainingTest {
     public void beginStep(Stream compute, long step) {
       model.zeroGrad(compute);
       model.beginStep(step);
+      this.step = step;
     }
 
     @Override
@@ -485,7 +496,8 @@ class OffloadedTrainingTest {
       Checkpoints.upload(backend, compute, model.parameters().values(), masters);
       optimizer.step(compute, model.parameters(), lr);
       masters = Checkpoints.download(backend, compute, model.parameters().values());
-      published = how.delayedUpdate() ? before : masters.clone();
+      boolean late = how.delayedUpdate() && step >= how.delayWarmupSteps();
+      published = late ? before : masters.clone();
     }
 
     @Override

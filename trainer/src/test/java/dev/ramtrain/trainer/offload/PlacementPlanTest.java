@@ -132,7 +132,7 @@ class PlacementPlanTest {
           OffloadedLearner.build(
               spec,
               () -> ModelSpec.parse(spec),
-              Streaming.of(plan, false),
+              Streaming.of(plan),
               b,
               s,
               batch,
@@ -186,7 +186,7 @@ class PlacementPlanTest {
           OffloadedLearner.build(
               spec,
               () -> ModelSpec.parse(spec, shape),
-              Streaming.of(planned, false),
+              Streaming.of(planned),
               b,
               s,
               batch,

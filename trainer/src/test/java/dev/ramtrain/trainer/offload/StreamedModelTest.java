@@ -92,7 +92,7 @@ class StreamedModelTest {
               new StreamedModel(
                   "test",
                   layers,
-                  new Streaming(streamedNames, depth, bf16, checkpointing, false),
+                  new Streaming(streamedNames, depth, bf16, checkpointing, false, 0),
                   b,
                   s,
                   BATCH,
