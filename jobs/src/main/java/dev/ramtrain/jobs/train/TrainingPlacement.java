@@ -7,6 +7,7 @@ import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
@@ -54,6 +55,20 @@ final class TrainingPlacement {
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
     plan = plan(s, offload, costs, budget, profile);
     System.out.print(plan.render(s.model(), profile, budget));
+    long pinned =
+        plan.hostPinnedBytes()
+            + (offload.delayedUpdate()
+                ? 4 * costs.stream().mapToLong(LayerCost::parameters).sum()
+                : 0);
+    long host = HostMemory.availableBytes();
+    if (pinned > host) { // pinned memory cannot be paged out: fail now, not midway through setup
+      throw new ConfigException(
+          String.format(
+              "ramtrain.offload: an offloaded run keeps every parameter's weights, gradients and"
+                  + " optimizer state in pinned host memory, %s here, and the host has %s"
+                  + " available; use a host with more memory or a smaller model",
+              PlacementPlan.bytes(pinned), PlacementPlan.bytes(host)));
+    }
     if (offload.delayedUpdate()) {
       if (clipNorm > 0) {
         throw new ConfigException(

@@ -10,6 +10,7 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.backend.Stream;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -103,27 +104,10 @@ public final class CpuBackend implements Backend {
     return host.allocated();
   }
 
-  /**
-   * What the host can still give: Linux's MemAvailable (MemFree leaves out reclaimable page cache,
-   * which would make an idle machine look full), capped by the JVM's view of total memory (a
-   * container's limit); elsewhere the JVM's free memory.
-   */
+  /** The CPU backend's device is host memory: what the host can still give. */
   @Override
   public long freeMemoryBytes() {
-    var os =
-        (com.sun.management.OperatingSystemMXBean)
-            java.lang.management.ManagementFactory.getOperatingSystemMXBean();
-    try {
-      for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo"))) {
-        if (line.startsWith("MemAvailable:")) {
-          long kib = Long.parseLong(line.replaceAll("[^0-9]", ""));
-          return Math.min(kib * 1024, os.getTotalMemorySize());
-        }
-      }
-    } catch (java.io.IOException | NumberFormatException e) {
-      // not Linux, or an unusual /proc: fall through
-    }
-    return os.getFreeMemorySize();
+    return HostMemory.availableBytes();
   }
 
   @Override
