@@ -41,10 +41,8 @@ import org.apache.arrow.memory.util.MemoryUtil;
  * computes, its slot is widened into one fp32 working buffer on the compute stream, so the layers
  * compute in fp32 from bf16-rounded weights and gradients and masters stay fp32.
  *
- * <p>With activation checkpointing every top-level layer (a residual block is one) binds its
- * activation memory in one shared arena; forward keeps only each layer's output, copied out of the
- * arena, and backward recomputes a layer's forward from its kept input right before its backward
- * (batch norm leaves its running statistics alone then; dropout draws the same mask).
+ * <p>With activation checkpointing ({@link ActivationCheckpoints}) forward keeps only each layer's
+ * output and backward recomputes a layer's forward from it right before its backward.
  *
  * <p>With a delayed update (ZeRO-Offload's DPU) loads and uploads read a published copy of the
  * weights, which each layer's update task refreshes from the masters just before updating them: the
@@ -86,11 +84,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final HostBuffer published; // delayable: the weights steps compute with, or null
   private final List<CompletableFuture<Void>> pendingPublished = new ArrayList<>();
   private final DeviceBuffer working; // bf16: the fp32 weights of the streamed layer computing
-  private final boolean checkpointing;
-  private final DeviceBuffer[] kept; // checkpointing: each layer's output, kept for backward
-  private DeviceBuffer arena; // checkpointing: activation memory every layer shares, in bytes
-  private DeviceBuffer gradBoundary; // checkpointing: dL/dx of the layer backward just did
-  private DeviceBuffer lastInput; // the last training forward's input (layer 0's recompute)
+  private ActivationCheckpoints checkpoints; // null: every layer keeps its own activations
   private final HostBuffer hostGrads;
   private final Parameters resident; // resident layers' values and gradients, every buffer
   private final List<DeviceBuffer> weightSlots = new ArrayList<>();
@@ -130,13 +124,10 @@ public final class StreamedModel implements Network, AutoCloseable {
       int maxBatch,
       long seed) {
     Set<String> streamedNames = how.streamed();
-    boolean checkpointing = how.activationCheckpointing();
     this.spec = spec;
     this.backend = backend;
     List<Layer> layers = model.get();
     this.layers = List.copyOf(layers);
-    this.checkpointing = checkpointing;
-    this.kept = new DeviceBuffer[layers.size()];
     this.maxBatch = maxBatch;
     this.seed = seed;
     int n = layers.size();
@@ -229,12 +220,14 @@ public final class StreamedModel implements Network, AutoCloseable {
       for (int i = 0; i < n; i++) {
         refreshCopies(i);
       }
-      if (checkpointing) {
-        allocateCheckpointing(model.get());
+      if (how.activationCheckpointing()) {
+        checkpoints =
+            new ActivationCheckpoints(backend, this.layers, model.get(), this::source, maxBatch);
       }
       for (int i = 0; i < n; i++) {
         Layer layer = layers.get(i);
-        layer.bind(backend, checkpointing ? new ArenaSource(source(i)) : source(i), maxBatch);
+        layer.bind(
+            backend, checkpoints != null ? checkpoints.source(source(i)) : source(i), maxBatch);
         if (ordinal[i] < 0 && layerCount[i] > 0) {
           backend.copy(masters, 4 * layerOffset[i], residentValues(i), 4 * layerCount[i], stream);
         }
@@ -243,71 +236,6 @@ public final class StreamedModel implements Network, AutoCloseable {
     } catch (RuntimeException e) {
       close(); // a layer that failed to bind leaves nothing allocated behind
       throw e;
-    }
-  }
-
-  /**
-   * Sizes the shared arena by binding {@code sizing} (fresh copies of the layers) to zero-length
-   * activation buffers, then allocates it, the kept outputs and the gradient boundary.
-   */
-  private void allocateCheckpointing(List<Layer> sizing) {
-    long arenaBytes = 0;
-    int widest = 0; // the largest output: every dL/dx but the first layer's is one
-    for (int i = 0; i < sizing.size(); i++) {
-      Layer layer = sizing.get(i);
-      ArenaSource counter = new ArenaSource(source(i));
-      try {
-        layer.bind(backend, counter, maxBatch);
-      } finally {
-        layer.close();
-      }
-      arenaBytes = Math.max(arenaBytes, counter.bytes);
-      widest = Math.max(widest, layer.outputSize());
-    }
-    arena = backend.allocate("activation-arena", DType.U8, arenaBytes);
-    gradBoundary = backend.allocate("grad-boundary", DType.F32, (long) maxBatch * widest);
-    for (int i = 0; i < layers.size(); i++) {
-      kept[i] =
-          backend.allocate(
-              layers.get(i).name() + ".kept",
-              DType.F32,
-              (long) maxBatch * layers.get(i).outputSize());
-    }
-  }
-
-  /**
-   * Parameters from {@code base}; activation memory from the shared arena, from byte 0 for each
-   * layer (one layer's activations are live at a time), or, before the arena exists, zero-length
-   * buffers while counting what a layer asks for.
-   */
-  private final class ArenaSource implements ParameterSource {
-    private final ParameterSource base;
-    private long bytes;
-
-    ArenaSource(ParameterSource base) {
-      this.base = base;
-    }
-
-    @Override
-    public DeviceBuffer value(String name) {
-      return base.value(name);
-    }
-
-    @Override
-    public DeviceBuffer grad(String name) {
-      return base.grad(name);
-    }
-
-    @Override
-    public DeviceBuffer buffer(String name) {
-      return base.buffer(name);
-    }
-
-    @Override
-    public DeviceBuffer activation(Backend b, String label, DType dtype, long count) {
-      long at = (bytes + 3) / 4 * 4; // 4-byte aligned: every element type fits
-      bytes = at + count * dtype.bytes();
-      return arena == null ? b.allocate(label, dtype, 0) : arena.viewAs(dtype, at, count);
     }
   }
 
@@ -437,7 +365,9 @@ public final class StreamedModel implements Network, AutoCloseable {
     publishUpdates(compute);
     if (training) {
       timeline.beginPass(compute);
-      lastInput = x;
+      if (checkpoints != null) {
+        checkpoints.input(x);
+      }
     }
     DeviceBuffer h = x;
     for (int i = 0; i < layers.size(); i++) {
@@ -453,10 +383,8 @@ public final class StreamedModel implements Network, AutoCloseable {
       }
       int k = training ? timeline.begin(StepTimeline.Lane.COMPUTE, compute) : -1;
       h = layers.get(i).forward(compute, h, batch, training);
-      if (checkpointing) { // out of the arena, which the next layer reuses
-        DeviceBuffer out = kept[i].view(0, (long) batch * layers.get(i).outputSize());
-        backend.copy(h, out, compute);
-        h = out;
+      if (checkpoints != null) {
+        h = checkpoints.keep(compute, i, h, batch);
       }
       timeline.end(StepTimeline.Lane.COMPUTE, k, compute, 0);
       if (j >= 0 && working == null) {
@@ -489,19 +417,12 @@ public final class StreamedModel implements Network, AutoCloseable {
       if (j >= 0) {
         backend.fill(compute, gradSlots.get(j % gradSlots.size()).view(0, layerCount[i]), 0f);
       }
-      Layer layer = layers.get(i);
-      if (checkpointing) {
-        DeviceBuffer in =
-            i == 0 ? lastInput : kept[i - 1].view(0, (long) batch * layer.inputSize());
-        layer.recomputing(true);
-        layer.forward(compute, in, batch, true);
-        layer.recomputing(false);
+      if (checkpoints != null) {
+        checkpoints.recompute(compute, i, batch);
       }
-      g = layer.backward(compute, g, batch, i > 0);
-      if (checkpointing && g != null) { // out of the arena, which the next recompute reuses
-        DeviceBuffer boundary = gradBoundary.view(0, (long) batch * layer.inputSize());
-        backend.copy(g, boundary, compute);
-        g = boundary;
+      g = layers.get(i).backward(compute, g, batch, i > 0);
+      if (checkpoints != null && g != null) {
+        g = checkpoints.keepGradient(compute, i, g, batch);
       }
       timeline.end(StepTimeline.Lane.COMPUTE, k, compute, 0);
       if (layerCount[i] > 0) {
@@ -767,15 +688,8 @@ public final class StreamedModel implements Network, AutoCloseable {
       if (working != null) {
         working.close();
       }
-      for (DeviceBuffer d : kept) {
-        if (d != null) {
-          d.close();
-        }
-      }
-      for (DeviceBuffer d : new DeviceBuffer[] {arena, gradBoundary}) {
-        if (d != null) {
-          d.close();
-        }
+      if (checkpoints != null) {
+        checkpoints.close();
       }
       timeline.close();
       for (Event[] group :
