@@ -21,11 +21,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.arrow.memory.util.MemoryUtil;
 
@@ -82,7 +77,6 @@ public final class StreamedModel implements Network, AutoCloseable {
   private boolean delayThisStep; // the update begun by this step's backward runs late
   private boolean pendingDelayed; // the pending updates were begun delayed
   private final HostBuffer published; // delayable: the weights steps compute with, or null
-  private final List<CompletableFuture<Void>> pendingPublished = new ArrayList<>();
   private final DeviceBuffer working; // bf16: the fp32 weights of the streamed layer computing
   private ActivationCheckpoints checkpoints; // null: every layer keeps its own activations
   private final HostBuffer hostGrads;
@@ -101,12 +95,8 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final Event[] uploaded; // per resident layer: its new weights are on the device
   private final boolean[] mastersChanged; // per layer: updated on the host since last uploaded
   private final boolean[] awaitUpload; // per resident layer: forward must wait for uploaded[i]
-  private final List<CompletableFuture<Void>> pendingUpdates = new ArrayList<>();
-  private final ExecutorService updater;
+  private final HostUpdateQueue updates = new HostUpdateQueue();
   private final StepTimeline timeline;
-  private final AtomicLong hostUpdateNanos = new AtomicLong();
-  private volatile long lastLanded; // host clock: the last gradient of the step reached the host
-  private volatile long lastUpdated; // host clock: the last update of the step finished
   private final int maxBatch;
   private final long seed;
 
@@ -206,13 +196,6 @@ public final class StreamedModel implements Network, AutoCloseable {
     this.uploaded = events(n);
     this.mastersChanged = new boolean[n];
     this.awaitUpload = new boolean[n];
-    this.updater =
-        Executors.newSingleThreadExecutor(
-            r -> {
-              Thread t = new Thread(r, "host-optimizer");
-              t.setDaemon(true);
-              return t;
-            });
     this.timeline = new StepTimeline(backend, 3 * n + 2);
     // Resident values and buffers start as a resident model's would: the same seeded values.
     try {
@@ -400,7 +383,7 @@ public final class StreamedModel implements Network, AutoCloseable {
    * optimizer thread, in the order gradients land.
    */
   public void backward(Stream compute, DeviceBuffer dlogits, int batch, HostUpdate update) {
-    awaitFutures(pendingUpdates); // delayed ones read the gradient slab this backward refills
+    updates.awaitAll(); // delayed ones read the gradient slab this backward refills
     pendingDelayed = delayThisStep;
     timeline.beginPass(compute);
     DeviceBuffer g = dlogits;
@@ -457,36 +440,9 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /** Runs {@code update} over layer i's range once its gradient is on the host. */
   private void scheduleUpdate(int i, HostUpdate update) {
-    Event landed = gradOnHost[i];
     int from = (int) layerOffset[i];
     int to = (int) (layerOffset[i] + layerCount[i]);
-    boolean late = delayThisStep;
-    CompletableFuture<Void> copiesReady = new CompletableFuture<>();
-    pendingPublished.add(copiesReady);
-    pendingUpdates.add(
-        CompletableFuture.runAsync(
-            () -> {
-              try {
-                landed.synchronize();
-                lastLanded = Math.max(lastLanded, System.nanoTime());
-                long start = System.nanoTime();
-                if (late) { // the next step computes with the weights from before this update
-                  refreshCopies(i);
-                  copiesReady.complete(null);
-                }
-                update.update(from, to);
-                if (!late) {
-                  refreshCopies(i);
-                  copiesReady.complete(null);
-                }
-                lastUpdated = System.nanoTime();
-                hostUpdateNanos.addAndGet(lastUpdated - start);
-              } catch (RuntimeException | Error e) {
-                copiesReady.completeExceptionally(e);
-                throw e;
-              }
-            },
-            updater));
+    updates.submit(gradOnHost[i], from, to, update, delayThisStep, () -> refreshCopies(i));
     mastersChanged[i] = true;
   }
 
@@ -496,14 +452,11 @@ public final class StreamedModel implements Network, AutoCloseable {
    */
   private void publishUpdates(Stream compute) {
     if (pendingDelayed) {
-      awaitFutures(pendingPublished); // the updates themselves run on beside this step
-      pendingUpdates.removeIf(CompletableFuture::isDone);
+      updates.awaitPublished(); // the updates themselves run on beside this step
     } else {
-      awaitUpdates();
+      updates.awaitAll();
     }
-    hostUpdateNanos.set(0); // from here on: this step's updates
-    lastLanded = 0;
-    lastUpdated = 0;
+    updates.resetTiming(); // from here on: this step's updates
     boolean streamedChanged = false;
     for (int i = 0; i < layers.size(); i++) {
       if (!mastersChanged[i]) {
@@ -532,18 +485,7 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /** Blocks until the host updates begun by backward are done; rethrows their failure. */
   public void awaitUpdates() {
-    awaitFutures(pendingPublished);
-    awaitFutures(pendingUpdates);
-  }
-
-  private static void awaitFutures(List<CompletableFuture<Void>> futures) {
-    try {
-      futures.forEach(CompletableFuture::join);
-    } catch (CompletionException e) {
-      throw new IllegalStateException("host optimizer step failed: " + e.getCause(), e.getCause());
-    } finally {
-      futures.clear();
-    }
+    updates.awaitAll();
   }
 
   /** Blocks until every gradient of the last backward is in the host slab. */
@@ -637,7 +579,7 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /** Milliseconds the host optimizer has worked since the last forward began. */
   public double hostUpdateMillis() {
-    return hostUpdateNanos.get() / 1e6;
+    return updates.updateMillis();
   }
 
   /**
@@ -645,7 +587,7 @@ public final class StreamedModel implements Network, AutoCloseable {
    * optimizer time backward did not hide. Read after {@link #stepTotals}.
    */
   public double updateTailMillis() {
-    return Math.max(0, lastUpdated - lastLanded) / 1e6;
+    return updates.tailMillis();
   }
 
   /** The master weights in model order (a copy), after pending updates. */
@@ -668,9 +610,8 @@ public final class StreamedModel implements Network, AutoCloseable {
   @Override
   public void close() {
     try {
-      awaitUpdates();
+      updates.close();
     } finally {
-      updater.shutdown();
       copyIn.synchronize();
       copyOut.synchronize();
       layers.forEach(Layer::close);
