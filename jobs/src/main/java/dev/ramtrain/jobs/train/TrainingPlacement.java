@@ -55,11 +55,9 @@ final class TrainingPlacement {
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
     plan = plan(s, offload, costs, budget, profile);
     System.out.print(plan.render(s.model(), profile, budget));
-    long pinned =
-        plan.hostPinnedBytes()
-            + (offload.delayedUpdate()
-                ? 4 * costs.stream().mapToLong(LayerCost::parameters).sum()
-                : 0);
+    long publishedBytes =
+        offload.delayedUpdate() ? 4 * costs.stream().mapToLong(LayerCost::parameters).sum() : 0;
+    long pinned = plan.hostPinnedBytes() + publishedBytes;
     long host = HostMemory.availableBytes();
     if (pinned > host) { // pinned memory cannot be paged out: fail now, not midway through setup
       throw new ConfigException(
@@ -77,7 +75,7 @@ final class TrainingPlacement {
       }
       System.out.printf(
           "delayed update on: %s more pinned host memory for the published weights%n",
-          PlacementPlan.bytes(4 * costs.stream().mapToLong(LayerCost::parameters).sum()));
+          PlacementPlan.bytes(publishedBytes));
     }
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
     return OffloadedLearner.build(

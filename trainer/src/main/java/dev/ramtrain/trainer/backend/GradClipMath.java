@@ -38,6 +38,13 @@ public final class GradClipMath {
     return (float) Math.sqrt(total);
   }
 
+  /** Multiplies gradients [from, to) by {@code scale}. */
+  public static void scale(FloatBuffer grads, float scale, int from, int to) {
+    for (int i = from; i < to; i++) {
+      grads.put(i, grads.get(i) * scale);
+    }
+  }
+
   /** The factor gradients are multiplied by, or 1 when the norm is within {@code maxNorm}. */
   public static float scale(float maxNorm, float norm) {
     float coef = maxNorm / (norm + 1e-6f);

@@ -125,14 +125,7 @@ public final class OffloadedLearner implements Learner {
     threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(g, c, n));
     float scale = GradClipMath.scale(clipNorm, GradClipMath.norm(sums));
     if (scale < 1) {
-      threads.forRange(
-          0,
-          n,
-          (from, to) -> {
-            for (int i = from; i < to; i++) {
-              g.put(i, g.get(i) * scale);
-            }
-          });
+      threads.forRange(0, n, (from, to) -> GradClipMath.scale(g, scale, from, to));
     }
   }
 

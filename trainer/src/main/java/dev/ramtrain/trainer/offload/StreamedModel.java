@@ -85,7 +85,6 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final List<DeviceBuffer> gradSlots = new ArrayList<>();
   private final Stream copyIn;
   private final Stream copyOut;
-  private final int streamedCount;
   private final int[] slotHolds; // which streamed ordinal each weight slot holds (as enqueued)
   private final Event[] slotFree; // recorded on the compute stream after a slot's last use
   private final Event[] slotLoaded; // recorded on the copy stream after a slot's load
@@ -158,7 +157,6 @@ public final class StreamedModel implements Network, AutoCloseable {
           spec + " has " + offset + " parameters; host slabs index at most 2^31 - 1");
     }
     this.hostEntryList = List.copyOf(hostEntries.values());
-    this.streamedCount = streamed;
     this.streamedLayer = streamedIndices.stream().mapToInt(Integer::intValue).toArray();
     boolean bf16 = how.bf16Weights() && streamed > 0;
     this.bf16Offset = new long[n];
@@ -285,7 +283,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   }
 
   public int streamedLayers() {
-    return streamedCount;
+    return streamedLayer.length;
   }
 
   /** Parameters in all (resident and streamed): the length of the host slabs. */
@@ -356,7 +354,9 @@ public final class StreamedModel implements Network, AutoCloseable {
     for (int i = 0; i < layers.size(); i++) {
       int j = ordinal[i];
       if (j >= 0) {
-        for (int ahead = j; ahead < Math.min(streamedCount, j + weightSlots.size()); ahead++) {
+        for (int ahead = j;
+            ahead < Math.min(streamedLayer.length, j + weightSlots.size());
+            ahead++) {
           load(ahead); // this layer's weights and the next ones the ring has room for
         }
         useSlot(compute, i);

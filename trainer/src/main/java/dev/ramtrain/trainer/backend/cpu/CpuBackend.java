@@ -119,27 +119,24 @@ public final class CpuBackend implements Backend {
   public void copy(HostBuffer src, long srcByte, DeviceBuffer dst, long bytes, Stream stream) {
     checkRange(src.label(), srcByte, bytes, src.bytes());
     checkRange(dst.label(), 0, bytes, dst.bytes());
-    CpuBuffer d = cpu(dst);
-    long busNanos = bus.nanosFor(bytes);
-    on(stream)
-        .enqueue(
-            () -> {
-              SimulatedBus.idle(busNanos); // first: the data lands late, as over a slow bus
-              MemoryUtil.copyMemory(src.address() + srcByte, d.address(), bytes);
-            });
+    busCopy(stream, src.address() + srcByte, cpu(dst).address(), bytes);
   }
 
   @Override
   public void copy(DeviceBuffer src, HostBuffer dst, long dstByte, long bytes, Stream stream) {
     checkRange(src.label(), 0, bytes, src.bytes());
     checkRange(dst.label(), dstByte, bytes, dst.bytes());
-    CpuBuffer s = cpu(src);
+    busCopy(stream, cpu(src).address(), dst.address() + dstByte, bytes);
+  }
+
+  /** A host-device copy: the bus's time first (the data lands late, as over a slow bus). */
+  private void busCopy(Stream stream, long from, long to, long bytes) {
     long busNanos = bus.nanosFor(bytes);
     on(stream)
         .enqueue(
             () -> {
-              SimulatedBus.idle(busNanos); // first: the data lands late, as over a slow bus
-              MemoryUtil.copyMemory(s.address(), dst.address() + dstByte, bytes);
+              SimulatedBus.idle(busNanos);
+              MemoryUtil.copyMemory(from, to, bytes);
             });
   }
 

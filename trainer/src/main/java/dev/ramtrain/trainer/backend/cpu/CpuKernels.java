@@ -511,14 +511,7 @@ final class CpuKernels {
     norm.put(0, l2);
     float coef = GradClipMath.scale(maxNorm, l2);
     if (coef < 1) {
-      parallel.forRange(
-          n,
-          GRAIN,
-          (from, to) -> {
-            for (int i = from; i < to; i++) {
-              grads.put(i, grads.get(i) * coef);
-            }
-          });
+      parallel.forRange(n, GRAIN, (from, to) -> GradClipMath.scale(grads, coef, from, to));
     }
   }
 
