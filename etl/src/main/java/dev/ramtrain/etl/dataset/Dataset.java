@@ -61,6 +61,7 @@ public final class Dataset {
    */
   public ShardReader openShard(Manifest.Shard shard, boolean verify) throws IOException {
     Path path = new Path(new Path(location), shard.file());
+    requireInsideDataset(path);
     long size;
     try {
       size = fs.getFileStatus(path).getLen();
@@ -90,7 +91,34 @@ public final class Dataset {
           path.toString(),
           "shard schema " + found + " differs from the manifest's " + manifest.shardSchema());
     }
+    long rows = reader.rowCount();
+    if (rows != shard.rows()) {
+      reader.close();
+      throw new ShardFormatException(
+          path.toString(), "shard holds " + rows + " rows, the manifest says " + shard.rows());
+    }
     return reader;
+  }
+
+  /**
+   * The manifest's names are plain relative paths (checked when it was read); here a symbolic link
+   * that leads out of the dataset directory is refused too, before the file is opened.
+   */
+  private void requireInsideDataset(Path path) throws IOException {
+    if (!"file".equals(fs.getUri().getScheme())) {
+      return; // Hadoop filesystems other than local disks resolve no links for reads here
+    }
+    java.nio.file.Path file = Paths.get(fs.makeQualified(path).toUri());
+    java.nio.file.Path root = Paths.get(fs.makeQualified(new Path(location)).toUri());
+    try {
+      java.nio.file.Path real = file.toRealPath();
+      if (!real.startsWith(root.toRealPath())) {
+        throw new ShardFormatException(
+            path.toString(), "shard leads out of the dataset directory (to " + real + ")");
+      }
+    } catch (java.nio.file.NoSuchFileException e) {
+      // missing: reported as such below
+    }
   }
 
   private ByteBuffer readFully(Path path) throws IOException {

@@ -2,6 +2,8 @@ package dev.ramtrain.etl.shard;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -35,6 +37,47 @@ public record Manifest(
 
   public ShardSchema shardSchema() {
     return new ShardSchema(image.shape(), classes);
+  }
+
+  /**
+   * This manifest with every file it names (shards, rejects list) moved under {@code folder}: how a
+   * commit points the manifest into its version folder.
+   */
+  public Manifest inFolder(String folder) {
+    Map<String, Split> moved = new LinkedHashMap<>();
+    splits.forEach(
+        (name, split) -> {
+          List<Shard> shards = new ArrayList<>();
+          for (Shard s : split.shards()) {
+            shards.add(
+                new Shard(
+                    folder + "/" + s.file(), s.rows(), s.bytes(), s.crc32c(), s.classCounts()));
+          }
+          moved.put(name, new Split(split.rows(), split.bytes(), split.classCounts(), shards));
+        });
+    Rejects r =
+        rejects == null || rejects.file() == null
+            ? rejects
+            : new Rejects(
+                rejects.count(),
+                rejects.inputs(),
+                rejects.byReason(),
+                folder + "/" + rejects.file());
+    return new Manifest(
+        format, formatVersion, createdBy, image, classes, moved, source, transforms, seed, r);
+  }
+
+  /**
+   * Every file this manifest names, relative to the dataset directory: shards, then the rejects
+   * list.
+   */
+  public List<String> files() {
+    List<String> files = new ArrayList<>();
+    splits.values().forEach(split -> split.shards().forEach(s -> files.add(s.file())));
+    if (rejects != null && rejects.file() != null) {
+      files.add(rejects.file());
+    }
+    return files;
   }
 
   public Split split(String name) {

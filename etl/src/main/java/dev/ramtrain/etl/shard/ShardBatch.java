@@ -32,21 +32,29 @@ public final class ShardBatch implements AutoCloseable {
     return shape;
   }
 
+  // Read from the data buffers: the reader checked that no column holds nulls, so the validity
+  // bitmaps say nothing (and a damaged one must not turn a row into an error here).
   public int label(int row) {
-    return labels.get(row);
+    checkRow(row);
+    return labels.getDataBuffer().getInt((long) row * IntVector.TYPE_WIDTH);
   }
 
   public long id(int row) {
-    return ids.get(row);
+    checkRow(row);
+    return ids.getDataBuffer().getLong((long) row * BigIntVector.TYPE_WIDTH);
+  }
+
+  private void checkRow(int row) {
+    if (row < 0 || row >= rowCount()) {
+      throw new IndexOutOfBoundsException("row " + row + " of " + rowCount());
+    }
   }
 
   /**
    * Native address of row {@code row}'s pixels (H*W*C uint8, HWC), valid while the batch is open.
    */
   public long imageAddress(int row) {
-    if (row < 0 || row >= rowCount()) {
-      throw new IndexOutOfBoundsException("row " + row + " of " + rowCount());
-    }
+    checkRow(row);
     return images.getDataBuffer().memoryAddress() + (long) row * shape.bytes();
   }
 

@@ -47,6 +47,7 @@ public final class ShardReader implements AutoCloseable {
   private final ArrowBuf whole;
   private final ShardSchema schema;
   private final List<ArrowBlock> blocks;
+  private final int[] rows; // per record batch, checked against its buffers when opened
 
   private ShardReader(String name, ByteBuffer data) throws ShardFormatException {
     this.name = name;
@@ -57,8 +58,9 @@ public final class ShardReader implements AutoCloseable {
       ArrowFooter footer = readFooter();
       this.schema = ShardSchema.fromArrow(footer.getSchema(), name);
       this.blocks = List.copyOf(footer.getRecordBatches());
-      for (ArrowBlock block : blocks) {
-        checkBlock(block);
+      this.rows = new int[blocks.size()];
+      for (int i = 0; i < blocks.size(); i++) {
+        rows[i] = checkBlock(blocks.get(i), i);
       }
       wrapped = allocator.wrapForeignAllocation(new BufferRegion(this.data));
       this.whole = wrapped;
@@ -67,7 +69,11 @@ public final class ShardReader implements AutoCloseable {
         wrapped.close();
       }
       allocator.close();
-      throw e;
+      if (e instanceof ShardFormatException f) {
+        throw f;
+      }
+      // The flatbuffers of a damaged file fail in many ways; each is the same fact to the reader.
+      throw new ShardFormatException(name, "corrupt shard: unreadable metadata (" + e + ")", e);
     }
   }
 
@@ -132,11 +138,11 @@ public final class ShardReader implements AutoCloseable {
   }
 
   public long rowCount() {
-    long rows = 0;
-    for (int i = 0; i < blocks.size(); i++) {
-      rows += ((RecordBatch) messageAt(blocks.get(i)).header(new RecordBatch())).length();
+    long total = 0;
+    for (int r : rows) {
+      total += r;
     }
-    return rows;
+    return total;
   }
 
   /** Loads batch {@code index} as views into the shard's memory; close the batch when done. */
@@ -155,6 +161,10 @@ public final class ShardReader implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       root.close();
       throw new IllegalStateException(name + ": cannot load record batch " + index, e);
+    }
+    if (root.getRowCount() != rows[index]) {
+      root.close();
+      throw new IllegalStateException(name + ": record batch " + index + " changed its rows");
     }
     return new ShardBatch(root, schema.shape());
   }
@@ -190,9 +200,18 @@ public final class ShardReader implements AutoCloseable {
     }
   }
 
-  private void checkBlock(ArrowBlock block) throws ShardFormatException {
+  /**
+   * Checks one record batch before anything reads it: inside the file, a record batch of the three
+   * shard columns with no nulls, and every buffer inside the batch's body and large enough for its
+   * rows, so that no later read (pixels are copied by address) can leave the file. Returns its
+   * rows.
+   */
+  private int checkBlock(ArrowBlock block, int index) throws ShardFormatException {
     long end = block.getOffset() + block.getMetadataLength() + block.getBodyLength();
-    if (block.getOffset() < HEAD_BYTES || end > data.capacity()) {
+    if (block.getOffset() < HEAD_BYTES
+        || block.getMetadataLength() < 8
+        || block.getBodyLength() < 0
+        || end > data.capacity()) {
       throw new ShardFormatException(
           name,
           "corrupt shard: record batch at offset "
@@ -202,13 +221,53 @@ public final class ShardReader implements AutoCloseable {
               + " of "
               + data.capacity());
     }
-    try {
-      if (messageAt(block).headerType() != MessageHeader.RecordBatch) {
-        throw new ShardFormatException(name, "corrupt shard: block is not a record batch");
-      }
-    } catch (IndexOutOfBoundsException e) {
-      throw new ShardFormatException(name, "corrupt shard: unreadable batch metadata", e);
+    Message message = messageAt(block);
+    if (message.headerType() != MessageHeader.RecordBatch) {
+      throw new ShardFormatException(name, "corrupt shard: block is not a record batch");
     }
+    RecordBatch header = (RecordBatch) message.header(new RecordBatch());
+    String where = "corrupt shard: record batch " + index;
+    long length = header.length();
+    if (length < 0 || length > Integer.MAX_VALUE) {
+      throw new ShardFormatException(name, where + " claims " + length + " rows");
+    }
+    if (header.compression() != null) {
+      throw new ShardFormatException(name, where + " is compressed; shards never are");
+    }
+    if (header.nodesLength() != 3 || header.buffersLength() != 6) {
+      throw new ShardFormatException(
+          name, where + " has " + header.nodesLength() + " columns, a shard has 3");
+    }
+    for (int n = 0; n < 3; n++) {
+      if (header.nodes(n).length() != length || header.nodes(n).nullCount() != 0) {
+        throw new ShardFormatException(
+            name, where + ": column " + n + " disagrees on its rows or holds nulls");
+      }
+    }
+    long[] valueBytes = {(long) schema.shape().bytes(), Integer.BYTES, Long.BYTES};
+    for (int b = 0; b < 6; b++) {
+      org.apache.arrow.flatbuf.Buffer buffer = header.buffers(b);
+      long needed = b % 2 == 0 ? 0 : length * valueBytes[b / 2]; // validity bitmaps may be empty
+      if (buffer.offset() < 0
+          || buffer.length() < needed
+          || buffer.offset() + buffer.length() > block.getBodyLength()) {
+        throw new ShardFormatException(
+            name,
+            where
+                + ": buffer "
+                + b
+                + " ["
+                + buffer.offset()
+                + ", +"
+                + buffer.length()
+                + ") does not fit its body of "
+                + block.getBodyLength()
+                + " bytes or its "
+                + length
+                + " rows");
+      }
+    }
+    return (int) length;
   }
 
   private Message messageAt(ArrowBlock block) {

@@ -97,9 +97,8 @@ public final class ImageFolderSource implements ImageSource {
     for (String path : listing.emptyFiles()) {
       empty.add(toSample(path, new byte[0], prefix, labels));
     }
-    return files
-        .union(new JavaSparkContext(spark.sparkContext()).parallelize(empty, 1))
-        .filter(sample -> sample.label() >= 0);
+    // Files at the root (in no class folder) keep label -1: rejected and listed, never dropped.
+    return files.union(new JavaSparkContext(spark.sparkContext()).parallelize(empty, 1));
   }
 
   /** Image files under root (hidden ones excluded), and which of them are empty. */

@@ -59,54 +59,71 @@ public final class PreprocessJob {
   public PreprocessResult run() throws IOException {
     var sc = spark.sparkContext();
     sc.setJobGroup("ramtrain-preprocess", "ramtrain preprocess " + source.path(), false);
-    DatasetCommitter committer =
+    // Closing the committer without a commit removes the run's staging, whatever failed: an
+    // I/O error, a bad input, or a SparkException (which Java cannot even name in a catch here).
+    try (DatasetCommitter committer =
         options.output() == PreprocessOptions.Output.OFFLINE
             ? DatasetCommitter.begin(
-                options.outputPath(), options.overwrite(), sc.hadoopConfiguration())
-            : null;
-    JavaRDD<ShardResult> shards = null;
+                options.outputPath(), source.path(), options.overwrite(), sc.hadoopConfiguration())
+            : null) {
+      return run(committer);
+    } finally {
+      sc.clearJobGroup();
+    }
+  }
+
+  private PreprocessResult run(DatasetCommitter committer) throws IOException {
+    var sc = spark.sparkContext();
+    sc.setJobDescription("ramtrain preprocess: list classes of " + source.path());
+    List<String> classes = source.classes(spark);
+    if (classes.isEmpty()) {
+      throw new PreprocessException("no classes found in " + source.path());
+    }
+    sc.setJobDescription("ramtrain preprocess: count inputs of " + source.path());
+    Map<String, Long> inputsBySplit = source.countBySplit(spark, options.valFraction());
+    long inputs = inputsBySplit.values().stream().mapToLong(Long::longValue).sum();
+    if (inputs == 0) {
+      throw new PreprocessException("no input images in " + source.path());
+    }
+    ShardSchema schema = new ShardSchema(options.transform().shape(), classes);
+    Augmentation augmentation = options.transform().augmentation();
+    ShardPlan plan =
+        ShardPlan.of(
+            inputsBySplit, options, augmentation.outputsPerSample(), schema.shape().bytes());
+    LOG.info(
+        "preprocessing {} inputs from {} into {} train + {} val shards of {} images",
+        inputs,
+        source.path(),
+        plan.trainShards(),
+        plan.valShards(),
+        schema.shape());
+
+    LongAccumulator files = sc.longAccumulator("ramtrain.files");
+    LongAccumulator bytes = sc.longAccumulator("ramtrain.bytes");
+    ImageProcessor processor =
+        new ImageProcessor(
+            options.transform(), options.decoder(), options.maxPixels(), options.seed());
+    ShardTask task =
+        new ShardTask(
+            plan,
+            schema,
+            processor,
+            source,
+            committer == null ? null : committer.staging(),
+            options,
+            files,
+            bytes);
+    JavaPairRDD<ShardSlot, RawSample> slotted =
+        source.samples(spark, classes).flatMapToPair(sample -> slot(plan, sample));
+    JavaRDD<ShardResult> shards =
+        slotted
+            .repartitionAndSortWithinPartitions(new ShardPartitioner(plan.partitions()))
+            .mapPartitionsWithIndex(task::run, true);
+    if (committer == null) {
+      shards = shards.persist(StorageLevel.MEMORY_AND_DISK());
+    }
+    boolean kept = false;
     try {
-      sc.setJobDescription("ramtrain preprocess: list classes of " + source.path());
-      List<String> classes = source.classes(spark);
-      if (classes.isEmpty()) {
-        throw new PreprocessException("no classes found in " + source.path());
-      }
-      sc.setJobDescription("ramtrain preprocess: count inputs of " + source.path());
-      Map<String, Long> inputsBySplit = source.countBySplit(spark, options.valFraction());
-      long inputs = inputsBySplit.values().stream().mapToLong(Long::longValue).sum();
-      if (inputs == 0) {
-        throw new PreprocessException("no input images in " + source.path());
-      }
-      ShardSchema schema = new ShardSchema(options.transform().shape(), classes);
-      Augmentation augmentation = options.transform().augmentation();
-      ShardPlan plan =
-          ShardPlan.of(
-              inputsBySplit, options, augmentation.outputsPerSample(), schema.shape().bytes());
-      LOG.info(
-          "preprocessing {} inputs from {} into {} train + {} val shards of {} images",
-          inputs,
-          source.path(),
-          plan.trainShards(),
-          plan.valShards(),
-          schema.shape());
-
-      LongAccumulator files = sc.longAccumulator("ramtrain.files");
-      LongAccumulator bytes = sc.longAccumulator("ramtrain.bytes");
-      ImageProcessor processor =
-          new ImageProcessor(
-              options.transform(), options.decoder(), options.maxPixels(), options.seed());
-      ShardTask task =
-          new ShardTask(plan, schema, processor, source, committer, options, files, bytes);
-      JavaPairRDD<ShardSlot, RawSample> slotted =
-          source.samples(spark, classes).flatMapToPair(sample -> slot(plan, sample));
-      shards =
-          slotted
-              .repartitionAndSortWithinPartitions(new ShardPartitioner(plan.partitions()))
-              .mapPartitionsWithIndex(task::run, true);
-      if (committer == null) {
-        shards = shards.persist(StorageLevel.MEMORY_AND_DISK());
-      }
-
       sc.setJobDescription("ramtrain preprocess: decode, resize, augment and write shards");
       List<ShardResult> results;
       try (ConsoleProgress progress = ConsoleProgress.start("preprocess", inputs, files, bytes)) {
@@ -120,21 +137,16 @@ public final class PreprocessJob {
       checkRejectRatio(rejects, seen);
 
       if (committer != null) {
-        committer.commit(manifest, rejectsJsonLines(rejects));
+        Manifest published = committer.commit(manifest, rejectsJsonLines(rejects));
         LOG.info("committed dataset {}", options.outputPath());
-        return new PreprocessResult(manifest, rejects, null);
+        return new PreprocessResult(published, rejects, null);
       }
+      kept = true;
       return new PreprocessResult(manifest, rejects, new InMemoryShards(manifest, shards));
-    } catch (IOException | RuntimeException e) {
-      if (committer != null) {
-        committer.abort();
-      }
-      if (shards != null && committer == null) {
+    } finally {
+      if (committer == null && !kept) {
         shards.unpersist(false);
       }
-      throw e;
-    } finally {
-      sc.clearJobGroup();
     }
   }
 

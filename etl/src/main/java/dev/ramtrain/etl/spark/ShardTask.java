@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.etl.dataset.DatasetCommitter;
+import dev.ramtrain.etl.dataset.StagedShards;
 import dev.ramtrain.etl.image.ImageProcessor;
 import dev.ramtrain.etl.image.RejectReason;
 import dev.ramtrain.etl.image.RejectedImageException;
@@ -29,7 +29,7 @@ final class ShardTask implements Serializable {
   private final ShardSchema schema;
   private final ImageProcessor processor;
   private final ImageSource source;
-  private final DatasetCommitter committer; // null in memory mode
+  private final StagedShards staging; // null in memory mode
   private final long batchTargetBytes;
   private final long maxFileBytes;
   private final LongAccumulator filesDone;
@@ -40,7 +40,7 @@ final class ShardTask implements Serializable {
       ShardSchema schema,
       ImageProcessor processor,
       ImageSource source,
-      DatasetCommitter committer,
+      StagedShards staging,
       PreprocessOptions options,
       LongAccumulator filesDone,
       LongAccumulator bytesDone) {
@@ -48,7 +48,7 @@ final class ShardTask implements Serializable {
     this.schema = schema;
     this.processor = processor;
     this.source = source;
-    this.committer = committer;
+    this.staging = staging;
     this.batchTargetBytes = options.batchTargetBytes();
     this.maxFileBytes = options.maxFileBytes();
     this.filesDone = filesDone;
@@ -59,11 +59,11 @@ final class ShardTask implements Serializable {
       throws IOException {
     String split = plan.splitOf(partition);
     int shard = plan.shardOf(partition);
-    ByteArrayOutputStream memory = committer == null ? new ByteArrayOutputStream() : null;
+    ByteArrayOutputStream memory = staging == null ? new ByteArrayOutputStream() : null;
     List<Reject> rejects = new ArrayList<>();
     long inputs = 0;
     ShardStats stats;
-    try (OutputStream out = memory != null ? memory : committer.createStagingShard(split, shard);
+    try (OutputStream out = memory != null ? memory : staging.create(split, shard);
         ShardWriter writer = new ShardWriter(schema, out, batchTargetBytes)) {
       while (samples.hasNext()) {
         Tuple2<ShardSlot, RawSample> next = samples.next();
@@ -78,6 +78,16 @@ final class ShardTask implements Serializable {
         bytesDone.add(sample.content().length);
       }
       stats = writer.finish();
+    } catch (IOException e) {
+      if (staging == null) {
+        throw e;
+      }
+      // The one line a person reads: the system's reason and the file (Hadoop's are bare).
+      throw new IOException(e.getMessage() + " writing " + staging.path(split, shard), e);
+    }
+    if (staging != null && stats.rows() == 0) {
+      // Every input of this shard was rejected: the manifest will not list it, so it goes.
+      staging.discard(split, shard);
     }
     byte[] bytes = memory == null ? null : memory.toByteArray();
     return List.of(new ShardResult(split, shard, inputs, stats, rejects, bytes)).iterator();
@@ -87,7 +97,10 @@ final class ShardTask implements Serializable {
       throws RejectedImageException, IOException {
     if (sample.label() < 0) {
       throw new RejectedImageException(
-          RejectReason.MISSING_LABEL, "no label, or a label outside the class list");
+          RejectReason.MISSING_LABEL,
+          source.type().equals("image-folder")
+              ? "unlabeled: the file is not inside a class folder"
+              : "no label, or a label outside the class list");
     }
     if (sample.content().length > maxFileBytes) {
       throw new RejectedImageException(

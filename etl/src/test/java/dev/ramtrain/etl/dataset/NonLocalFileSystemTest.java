@@ -58,9 +58,9 @@ class NonLocalFileSystemTest {
     String output = "other://" + tmp.resolve("ds");
     ShardSchema schema =
         new ShardSchema(new ImageShape(5, 7, 3), List.of("alpha", "beta", "gamma"));
-    DatasetCommitter committer = DatasetCommitter.begin(output, false, conf());
+    DatasetCommitter committer = DatasetCommitter.begin(output, null, false, conf());
     ShardStats stats;
-    try (OutputStream out = committer.createStagingShard(Manifest.TRAIN, 0);
+    try (OutputStream out = committer.staging().create(Manifest.TRAIN, 0);
         ShardWriter writer = new ShardWriter(schema, out, 105 * 4)) {
       for (int r = 0; r < 11; r++) {
         writer.append(ShardFixtures.id(r), ShardFixtures.label(r), ShardFixtures.pixels(r, 105));
@@ -84,13 +84,17 @@ class NonLocalFileSystemTest {
             Map.of(),
             1,
             new Manifest.Rejects(0, 11, Map.of(), null));
-    committer.commit(manifest, new byte[0]);
+    Manifest published = committer.commit(manifest, new byte[0]);
+    committer.close();
     assertTrue(Files.exists(tmp.resolve("ds/manifest.json")));
     assertFalse(Files.exists(tmp.resolve("ds/_staging")));
+    assertFalse(Files.exists(tmp.resolve("ds/" + DirectoryLock.FILE)), "the lock is released");
 
     Dataset dataset = Dataset.open(output, conf());
-    assertEquals(manifest, dataset.manifest());
-    try (ShardReader reader = dataset.openShard(shard, true);
+    assertEquals(published, dataset.manifest());
+    assertEquals(manifest.inFolder("v0001"), published);
+    Manifest.Shard stored = published.split(Manifest.TRAIN).shards().get(0);
+    try (ShardReader reader = dataset.openShard(stored, true);
         ShardBatch batch = reader.batch(1)) {
       assertTrue(reader.name().startsWith("other:"), reader.name());
       assertEquals(11, reader.rowCount());
@@ -98,10 +102,10 @@ class NonLocalFileSystemTest {
     }
 
     // A shard cut short after the commit is named, with both sizes.
-    Path shardFile = tmp.resolve("ds/train/part-00000.arrow");
+    Path shardFile = tmp.resolve("ds/v0001/train/part-00000.arrow");
     byte[] whole = Files.readAllBytes(shardFile);
     Files.write(shardFile, java.util.Arrays.copyOf(whole, whole.length - 10));
-    var cut = assertThrows(ShardFormatException.class, () -> dataset.openShard(shard, false));
+    var cut = assertThrows(ShardFormatException.class, () -> dataset.openShard(stored, false));
     assertTrue(
         cut.getMessage().contains("truncated shard")
             && cut.getMessage().contains("the manifest says " + whole.length),
@@ -109,10 +113,10 @@ class NonLocalFileSystemTest {
     Files.write(shardFile, whole);
 
     // A shard changed after the commit is caught by its checksum, named by its URI.
-    byte[] bytes = Files.readAllBytes(tmp.resolve("ds/train/part-00000.arrow"));
+    byte[] bytes = Files.readAllBytes(tmp.resolve("ds/v0001/train/part-00000.arrow"));
     bytes[200] ^= 1;
-    Files.write(tmp.resolve("ds/train/part-00000.arrow"), bytes);
-    var e = assertThrows(ShardFormatException.class, () -> dataset.openShard(shard, true));
+    Files.write(tmp.resolve("ds/v0001/train/part-00000.arrow"), bytes);
+    var e = assertThrows(ShardFormatException.class, () -> dataset.openShard(stored, true));
     assertTrue(
         e.getMessage().contains("other:") && e.getMessage().contains("checksum mismatch"),
         e.getMessage());

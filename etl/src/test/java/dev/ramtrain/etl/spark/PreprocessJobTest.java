@@ -84,7 +84,8 @@ class PreprocessJobTest {
         15,
         m.split(Manifest.TRAIN).classCounts().get(0) + m.split(Manifest.VAL).classCounts().get(0));
 
-    List<String> rejects = Files.readAllLines(out.resolve(DatasetLayout.REJECTS));
+    assertEquals("v0001/" + DatasetLayout.REJECTS, m.rejects().file());
+    List<String> rejects = Files.readAllLines(out.resolve(m.rejects().file()));
     assertEquals(3, rejects.size());
     assertTrue(
         rejects.stream()
@@ -141,7 +142,7 @@ class PreprocessJobTest {
             Preprocessing.options(
                 SHAPE, Augmentation.NONE, PreprocessOptions.Output.MEMORY, null, 0));
     try (InMemoryShards shards = memory.inMemory()) {
-      assertEquals(offline.manifest().splits(), memory.manifest().splits());
+      assertEquals(offline.manifest().splits(), memory.manifest().inFolder("v0001").splits());
       List<ShardResult> blocks = shards.blocks().collect();
       long rows = 0;
       for (ShardResult block : blocks) {
@@ -149,7 +150,8 @@ class PreprocessJobTest {
           continue;
         }
         byte[] file =
-            Files.readAllBytes(out.resolve(DatasetLayout.shardFile(block.split(), block.shard())));
+            Files.readAllBytes(
+                out.resolve("v0001/" + DatasetLayout.shardFile(block.split(), block.shard())));
         assertArrayEquals(file, block.bytes());
         try (var reader = InMemoryShards.open(block)) {
           rows += reader.rowCount();
@@ -173,8 +175,7 @@ class PreprocessJobTest {
     assertTrue(e.getMessage().contains("3 of 63 inputs"), e.getMessage());
     assertTrue(e.getMessage().contains("max-reject-fraction"), e.getMessage());
     assertTrue(e.getMessage().contains("truncated.jpg"), e.getMessage());
-    assertFalse(Files.exists(out.resolve(DatasetLayout.MANIFEST)));
-    assertFalse(Files.exists(out.resolve(DatasetLayout.STAGING)));
+    assertFalse(Files.exists(out), "the output folder this run created is removed again");
   }
 
   @Test
@@ -182,19 +183,20 @@ class PreprocessJobTest {
     Path out = tmp.resolve("out");
     var options =
         Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0);
-    // A task that dies in the middle of the job.
+    // A task that dies in the middle of the job: its staging goes, and the folder it created.
     assertThrows(
         Exception.class,
         () -> Preprocessing.run(new FailingSource(images.toString(), "star/"), options));
-    var e = assertThrows(ShardFormatException.class, () -> Preprocessing.open(out));
-    assertTrue(e.getMessage().contains("manifest.json is missing"), e.getMessage());
+    assertFalse(Files.exists(out));
 
-    // What a kill -9 between shard writes and the manifest leaves behind.
+    // What a kill -9 leaves: a staged run and a version folder moved into place, no manifest.
     Files.createDirectories(out.resolve("_staging/dead-run/train"));
+    Files.writeString(out.resolve("_staging/dead-run/" + DatasetLayout.RUN_MARKER), "{}");
     Files.writeString(out.resolve("_staging/dead-run/train/part-00000.arrow"), "half a shard");
-    Files.createDirectories(out.resolve("train"));
-    Files.writeString(out.resolve("train/part-00007.arrow"), "moved but never committed");
-    e = assertThrows(ShardFormatException.class, () -> Preprocessing.open(out));
+    Files.createDirectories(out.resolve("v0001/train"));
+    Files.writeString(out.resolve("v0001/" + DatasetLayout.RUN_MARKER), "{}");
+    Files.writeString(out.resolve("v0001/train/part-00007.arrow"), "moved but never committed");
+    var e = assertThrows(ShardFormatException.class, () -> Preprocessing.open(out));
     assertTrue(e.getMessage().contains("never committed"), e.getMessage());
 
     Preprocessing.run(new ImageFolderSource(images.toString()), options);
@@ -205,7 +207,11 @@ class PreprocessJobTest {
             + dataset.manifest().split(Manifest.VAL).rows());
     assertFalse(Files.exists(out.resolve("_staging")));
     assertFalse(
-        Files.exists(out.resolve("train/part-00007.arrow")), "leftovers of the dead run are gone");
+        Files.exists(out.resolve("v0001/train/part-00007.arrow")),
+        "leftovers of the dead run are gone");
+    assertTrue(
+        dataset.manifest().files().stream().allMatch(f -> f.startsWith("v0001/")),
+        "the dead run's version number is reused once its folder is gone");
   }
 
   @Test
@@ -238,21 +244,24 @@ class PreprocessJobTest {
     Preprocessing.run(new ImageFolderSource(images.toString()), overwrite);
     Manifest m = Preprocessing.open(out).manifest();
     assertEquals(1, m.split(Manifest.TRAIN).shards().size());
-    try (var files = Files.list(out.resolve("train"))) {
-      assertEquals(1, files.count(), "the old shards are gone");
+    try (var files = Files.list(out.resolve("v0002/train"))) {
+      assertEquals(1, files.count());
     }
+    assertFalse(Files.exists(out.resolve("v0001")), "the old version is gone");
   }
 
   @Test
   void rejectsFileIsJsonLines() throws Exception {
     Path out = tmp.resolve("out");
-    Preprocessing.run(
-        new ImageFolderSource(imagesWithBadFiles().toString()),
-        Preprocessing.options(
-            SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.5));
+    var result =
+        Preprocessing.run(
+            new ImageFolderSource(imagesWithBadFiles().toString()),
+            Preprocessing.options(
+                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.5));
     var json = new com.fasterxml.jackson.databind.ObjectMapper();
     for (String line :
-        Files.readAllLines(out.resolve(DatasetLayout.REJECTS), StandardCharsets.UTF_8)) {
+        Files.readAllLines(
+            out.resolve(result.manifest().rejects().file()), StandardCharsets.UTF_8)) {
       var node = json.readTree(line);
       assertTrue(node.get("path").asText().startsWith(tmp.toString()), line);
       assertFalse(node.get("reason").asText().isEmpty());

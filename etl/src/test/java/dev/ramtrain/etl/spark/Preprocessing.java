@@ -43,6 +43,46 @@ final class Preprocessing {
         false);
   }
 
+  /**
+   * {@code o} writing to {@code output} (any Hadoop URI), replacing a dataset if {@code overwrite}.
+   */
+  static PreprocessOptions to(PreprocessOptions o, String output, boolean overwrite) {
+    return new PreprocessOptions(
+        o.transform(),
+        o.decoder(),
+        o.maxPixels(),
+        o.maxFileBytes(),
+        o.valFraction(),
+        o.seed(),
+        o.shardTargetBytes(),
+        o.batchTargetBytes(),
+        o.shardsPerSplit(),
+        o.minShardsPerSplit(),
+        o.maxRejectFraction(),
+        PreprocessOptions.Output.OFFLINE,
+        output,
+        overwrite);
+  }
+
+  /** {@code o} with a fixed number of shards per split and no val split. */
+  static PreprocessOptions withShards(PreprocessOptions o, int shards) {
+    return new PreprocessOptions(
+        o.transform(),
+        o.decoder(),
+        o.maxPixels(),
+        o.maxFileBytes(),
+        0,
+        o.seed(),
+        o.shardTargetBytes(),
+        o.batchTargetBytes(),
+        shards,
+        shards,
+        o.maxRejectFraction(),
+        o.output(),
+        o.outputPath(),
+        o.overwrite());
+  }
+
   static PreprocessResult run(ImageSource source, PreprocessOptions options) throws IOException {
     return new PreprocessJob(TestSpark.session(), source, options).run();
   }

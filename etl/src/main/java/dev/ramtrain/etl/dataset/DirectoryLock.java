@@ -1,0 +1,359 @@
+package dev.ramtrain.etl.dataset;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One writer at a time in a directory (a dataset, a training run): the file {@value #FILE}, created
+ * only if absent (O_EXCL on a local disk, the namenode's create-if-absent on HDFS), says who
+ * writes: user, host, pid, process start, since when, for what. While it is held a heartbeat
+ * refreshes its modification time, so a lock whose writer is gone can be told from a live one: on
+ * the same host by the pid (and that process's start time, against pid reuse; a changed boot id
+ * means a reboot), elsewhere by a heartbeat older than {@link #STALE_AFTER}. Such a lock is broken
+ * by renaming it aside and checking that what was moved is what was judged stale, so of two writers
+ * breaking it at once only one goes on.
+ *
+ * <p>Object stores without an atomic create-if-absent cannot keep this promise; there, one writer
+ * at a time is the user's job.
+ */
+public final class DirectoryLock implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(DirectoryLock.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  public static final String FILE = "_ramtrain.lock";
+  static final Duration HEARTBEAT = Duration.ofSeconds(10);
+
+  /** A lock of another host whose heartbeat is older than this is taken to be abandoned. */
+  public static final Duration STALE_AFTER = Duration.ofMinutes(2);
+
+  /** Who holds a lock, as its file says. */
+  public record Holder(
+      String id,
+      String user,
+      String host,
+      String bootId,
+      long pid,
+      String processStart,
+      String since,
+      String purpose) {
+
+    static Holder current(String purpose) {
+      ProcessHandle self = ProcessHandle.current();
+      return new Holder(
+          UUID.randomUUID().toString(),
+          System.getProperty("user.name"),
+          currentHost(),
+          currentBootId(),
+          self.pid(),
+          self.info().startInstant().map(Instant::toString).orElse(null),
+          Instant.now().toString(),
+          purpose);
+    }
+
+    /** How a person recognises the holder. */
+    public String describe() {
+      return String.format(
+          "%s (pid %d of user %s on host %s, since %s)", purpose, pid, user, host, since);
+    }
+  }
+
+  private final FileSystem fs;
+  private final Path file;
+  private final byte[] content;
+  private final ScheduledExecutorService heartbeat;
+
+  private DirectoryLock(FileSystem fs, Path file, byte[] content) {
+    this.fs = fs;
+    this.file = file;
+    this.content = content;
+    this.heartbeat =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "ramtrain-lock-heartbeat");
+              t.setDaemon(true);
+              return t;
+            });
+    long every = HEARTBEAT.toMillis();
+    heartbeat.scheduleWithFixedDelay(this::beat, every, every, TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Takes the lock of {@code dir} (which must exist) for {@code purpose}, or fails naming its
+   * holder.
+   */
+  public static DirectoryLock acquire(Path dir, Configuration conf, String purpose)
+      throws IOException {
+    return acquire(dir, conf, purpose, STALE_AFTER);
+  }
+
+  static DirectoryLock acquire(Path dir, Configuration conf, String purpose, Duration staleAfter)
+      throws IOException {
+    FileSystem fs = DatasetCommitter.fileSystem(dir, conf);
+    Path file = new Path(dir, FILE);
+    Holder self = Holder.current(purpose);
+    byte[] content = JSON.writeValueAsBytes(self);
+    Found found = null;
+    for (int attempt = 0; attempt < 3; attempt++) {
+      if (createExclusively(fs, file, content)) {
+        return new DirectoryLock(fs, file, content);
+      }
+      found = read(fs, file);
+      if (found == null) {
+        continue; // released between our create and our read: try again
+      }
+      String stale = staleReason(found, staleAfter);
+      if (stale == null || !breakStale(fs, file, found, self.id())) {
+        throw new LockedException(dir, found.holder());
+      }
+      LOG.warn(
+          "broke the lock of {} in {}: {}",
+          found.holder() == null ? "an unknown writer" : found.holder().describe(),
+          dir,
+          stale);
+    }
+    throw new LockedException(dir, found == null ? null : found.holder());
+  }
+
+  /** Fails unless the lock file still is this lock's (nobody broke or replaced it). */
+  public void checkHeld() throws IOException {
+    Found now = read(fs, file);
+    if (now == null || !Arrays.equals(now.content(), content)) {
+      throw new IOException(
+          "lost the writer's lock "
+              + file
+              + ": another process removed or replaced it; nothing was committed");
+    }
+  }
+
+  /** Stops the heartbeat and removes the lock file if it is still this lock's. */
+  @Override
+  public void close() {
+    heartbeat.shutdownNow();
+    try {
+      Found now = read(fs, file);
+      if (now != null && Arrays.equals(now.content(), content)) {
+        fs.delete(file, false);
+      }
+    } catch (IOException e) {
+      LOG.warn("could not remove the lock {}: {}", file, e.toString());
+    }
+  }
+
+  private void beat() {
+    try {
+      Found now = read(fs, file);
+      if (now != null && Arrays.equals(now.content(), content)) {
+        touch(fs, file);
+      } else {
+        LOG.error("the lock {} was removed or replaced by another process", file);
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("lock heartbeat on {} failed: {}", file, e.toString());
+    }
+  }
+
+  /** A lock file's bytes, what they say (null when unreadable) and when it was last refreshed. */
+  record Found(byte[] content, Holder holder, long modifiedMillis) {}
+
+  private static Found read(FileSystem fs, Path file) throws IOException {
+    byte[] bytes;
+    long modified;
+    try (InputStream in = fs.open(file)) {
+      bytes = in.readAllBytes();
+      modified = fs.getFileStatus(file).getModificationTime();
+    } catch (FileNotFoundException | NoSuchFileException e) {
+      return null;
+    }
+    Holder holder;
+    try {
+      holder = JSON.readValue(bytes, Holder.class);
+    } catch (JsonProcessingException e) {
+      holder = null; // being written this instant, or damaged: judged by its age alone
+    }
+    return new Found(bytes, holder, modified);
+  }
+
+  /** Why the lock's writer is known to be gone, or null while it may still be alive. */
+  static String staleReason(Found found, Duration staleAfter) {
+    Holder h = found.holder();
+    if (h != null && h.host() != null && h.host().equals(currentHost())) {
+      String boot = currentBootId();
+      if (h.bootId() != null && boot != null && !h.bootId().equals(boot)) {
+        return "its host " + h.host() + " has restarted since";
+      }
+      if (!alive(h.pid(), h.processStart())) {
+        return "its process " + h.pid() + " on this host is no longer running";
+      }
+      return null; // alive here, however old its heartbeat (a stopped process still writes later)
+    }
+    long age = System.currentTimeMillis() - found.modifiedMillis();
+    if (age > staleAfter.toMillis()) {
+      return "no heartbeat for " + Duration.ofMillis(age).toSeconds() + " s";
+    }
+    return null;
+  }
+
+  private static boolean alive(long pid, String processStart) {
+    return ProcessHandle.of(pid)
+        .map(
+            p -> {
+              if (processStart == null) {
+                return true;
+              }
+              Instant recorded = Instant.parse(processStart);
+              return p.info()
+                  .startInstant()
+                  .map(s -> Math.abs(Duration.between(s, recorded).toMillis()) < 1000)
+                  .orElse(true);
+            })
+        .orElse(false);
+  }
+
+  private static boolean breakStale(FileSystem fs, Path file, Found stale, String breaker)
+      throws IOException {
+    Path aside = new Path(file.getParent(), FILE + ".stale-" + breaker);
+    if (!rename(fs, file, aside)) {
+      return false; // another writer moved it first
+    }
+    Found moved = read(fs, aside);
+    if (moved != null && Arrays.equals(moved.content(), stale.content())) {
+      fs.delete(aside, false);
+      return true;
+    }
+    // What was moved is a lock taken after ours was judged stale: give it back.
+    if (!restore(fs, aside, file)) {
+      LOG.error("moved a live lock {} aside to {} and could not put it back", file, aside);
+    }
+    return false;
+  }
+
+  private static boolean createExclusively(FileSystem fs, Path file, byte[] content)
+      throws IOException {
+    if (isLocal(fs)) {
+      try (OutputStream out =
+          Files.newOutputStream(local(fs, file), StandardOpenOption.CREATE_NEW)) {
+        out.write(content);
+        return true;
+      } catch (FileAlreadyExistsException e) {
+        return false;
+      } catch (IOException e) {
+        throw new IOException("cannot create the lock file " + file + ": " + reason(e), e);
+      }
+    }
+    try (OutputStream out = fs.create(file, false)) {
+      out.write(content);
+      return true;
+    } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
+      return false;
+    } catch (IOException e) {
+      if (fs.exists(file)) {
+        return false; // some filesystems report an existing file with a plain IOException
+      }
+      throw new IOException("cannot create the lock file " + file + ": " + reason(e), e);
+    }
+  }
+
+  private static boolean rename(FileSystem fs, Path from, Path to) throws IOException {
+    if (isLocal(fs)) {
+      try {
+        Files.move(local(fs, from), local(fs, to), StandardCopyOption.ATOMIC_MOVE);
+        return true;
+      } catch (NoSuchFileException e) {
+        return false;
+      }
+    }
+    return fs.rename(from, to);
+  }
+
+  /** Moves {@code from} back to {@code to} unless a file took its place meanwhile. */
+  private static boolean restore(FileSystem fs, Path from, Path to) throws IOException {
+    if (isLocal(fs)) {
+      try {
+        Files.createLink(local(fs, to), local(fs, from)); // fails if one exists: never replaces
+        Files.delete(local(fs, from));
+        return true;
+      } catch (FileAlreadyExistsException e) {
+        return false;
+      }
+    }
+    return fs.rename(from, to);
+  }
+
+  private static void touch(FileSystem fs, Path file) throws IOException {
+    if (isLocal(fs)) {
+      Files.setLastModifiedTime(local(fs, file), FileTime.from(Instant.now()));
+    } else {
+      fs.setTimes(file, System.currentTimeMillis(), -1);
+    }
+  }
+
+  static boolean isLocal(FileSystem fs) {
+    return "file".equals(fs.getUri().getScheme());
+  }
+
+  static java.nio.file.Path local(FileSystem fs, Path path) {
+    return Paths.get(fs.makeQualified(path).toUri());
+  }
+
+  /** The part of an I/O error a person needs: the system's reason, without the path twice. */
+  static String reason(IOException e) {
+    if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) {
+      return f.getReason();
+    }
+    return e.getMessage() == null ? e.toString() : e.getMessage();
+  }
+
+  private static String currentHost() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (IOException e) {
+      String env = System.getenv("HOSTNAME");
+      return env == null ? "unknown-host" : env;
+    }
+  }
+
+  private static String currentBootId() {
+    try {
+      return Files.readString(Paths.get("/proc/sys/kernel/random/boot_id")).strip();
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  /** Another writer holds the directory's lock. */
+  public static final class LockedException extends IOException {
+    LockedException(Path dir, Holder holder) {
+      super(
+          dir
+              + " is being written by another ramtrain process: "
+              + (holder == null ? "an unknown writer" : holder.describe())
+              + "; wait for it to finish (its lock is "
+              + new Path(dir, FILE)
+              + ")");
+    }
+  }
+}

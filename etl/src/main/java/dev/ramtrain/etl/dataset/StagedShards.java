@@ -1,0 +1,42 @@
+package dev.ramtrain.etl.dataset;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.Serializable;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * Where the tasks of one preprocessing run write their shards: the run's folder under {@code
+ * _staging/}, which the driver created with its split folders. Tasks never create folders, so a
+ * task still running after the driver aborted the run (and removed its folder) fails instead of
+ * leaving files behind.
+ */
+public final class StagedShards implements Serializable {
+  private final String runDir;
+  private final HadoopConf conf;
+
+  StagedShards(Path runDir, HadoopConf conf) {
+    this.runDir = runDir.toString();
+    this.conf = conf;
+  }
+
+  /** Where shard {@code shard} of {@code split} is staged. */
+  public Path path(String split, int shard) {
+    return new Path(new Path(runDir), DatasetLayout.shardFile(split, shard));
+  }
+
+  /** Creates the staged shard; the caller closes the stream. */
+  public OutputStream create(String split, int shard) throws IOException {
+    Path path = path(split, shard);
+    FileSystem fs = DatasetCommitter.fileSystem(path, conf.get());
+    return fs.createNonRecursive(
+        path, true, 1 << 16, fs.getDefaultReplication(path), fs.getDefaultBlockSize(path), null);
+  }
+
+  /** Removes a staged shard that will not be committed (all its inputs were rejected). */
+  public void discard(String split, int shard) throws IOException {
+    Path path = path(split, shard);
+    DatasetCommitter.fileSystem(path, conf.get()).delete(path, false);
+  }
+}

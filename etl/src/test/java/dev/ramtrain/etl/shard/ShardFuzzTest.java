@@ -1,0 +1,118 @@
+package dev.ramtrain.etl.shard;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.List;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import org.apache.arrow.memory.util.MemoryUtil;
+
+/**
+ * Damaged shards, read without their checksum (as a shard whose manifest was damaged alike would
+ * be): every mutation is either refused with a {@link ShardFormatException} when the shard is
+ * opened, or yields batches whose every row lies inside the file's bytes. Never another exception,
+ * a crash, or a read outside the file.
+ */
+class ShardFuzzTest {
+  private static final byte[] SHARD = shard();
+
+  private static byte[] shard() {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    int bytes = ShardFixtures.SCHEMA.shape().bytes();
+    try (ShardWriter writer = new ShardWriter(ShardFixtures.SCHEMA, out, bytes * 3L)) {
+      for (int r = 0; r < 8; r++) {
+        writer.append(ShardFixtures.id(r), ShardFixtures.label(r), ShardFixtures.pixels(r, bytes));
+      }
+      writer.finish();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toByteArray();
+  }
+
+  /** One change to a shard's bytes. */
+  record Mutation(int kind, int position, int value) {
+    byte[] apply(byte[] original) {
+      byte[] b = original.clone();
+      int at = Math.floorMod(position, b.length);
+      switch (kind) {
+        case 0 -> b[at] = (byte) value; // one byte
+        case 1 -> { // a little-endian int: lengths, offsets, counts
+          int aligned = Math.min(at & ~3, b.length - 4);
+          ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).putInt(aligned, value);
+        }
+        case 2 -> { // a long: block offsets, buffer offsets and lengths
+          int aligned = Math.min(at & ~7, b.length - 8);
+          ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).putLong(aligned, (long) value << 3);
+        }
+        default -> { // cut short, keeping the magic at the end (a torn middle)
+          byte[] cut = new byte[Math.max(16, at)];
+          System.arraycopy(b, 0, cut, 0, Math.min(cut.length, b.length));
+          System.arraycopy(b, b.length - 6, cut, cut.length - 6, 6);
+          return cut;
+        }
+      }
+      return b;
+    }
+  }
+
+  @Provide
+  Arbitrary<List<Mutation>> mutations() {
+    Arbitrary<Integer> values =
+        Arbitraries.oneOf(
+            Arbitraries.integers(),
+            Arbitraries.of(0, -1, 1, 8, 255, Integer.MAX_VALUE, Integer.MIN_VALUE, 1 << 20));
+    Arbitrary<Mutation> one =
+        Combinators.combine(
+                Arbitraries.integers().between(0, 3),
+                Arbitraries.integers().between(0, SHARD.length - 1),
+                values)
+            .as(Mutation::new);
+    return one.list().ofMinSize(1).ofMaxSize(4);
+  }
+
+  @Property(tries = 1500)
+  void aDamagedShardIsRefusedOrReadInsideItsBytes(@ForAll("mutations") List<Mutation> changes) {
+    byte[] bytes = SHARD;
+    for (Mutation m : changes) {
+      bytes = m.apply(bytes);
+    }
+    ByteBuffer direct = ByteBuffer.allocateDirect(bytes.length);
+    direct.put(bytes).flip();
+    long base = MemoryUtil.getByteBufferAddress(direct);
+    ShardReader reader;
+    try {
+      reader = ShardReader.open("fuzz.arrow", direct, null);
+    } catch (ShardFormatException e) {
+      assertTrue(e.getMessage().startsWith("fuzz.arrow: "), e.getMessage());
+      return;
+    }
+    try (reader) {
+      int imageBytes = reader.schema().shape().bytes();
+      long rows = 0;
+      for (int b = 0; b < reader.batchCount(); b++) {
+        try (ShardBatch batch = reader.batch(b)) {
+          for (int r = 0; r < batch.rowCount(); r++) {
+            long address = batch.imageAddress(r);
+            assertTrue(
+                address >= base && address + imageBytes <= base + bytes.length,
+                "row " + r + " of batch " + b + " lies outside the file");
+            batch.label(r);
+            batch.id(r);
+          }
+          rows += batch.rowCount();
+        }
+      }
+      assertTrue(rows == reader.rowCount(), "rows counted at open and read agree");
+    }
+  }
+}

@@ -1,0 +1,272 @@
+package dev.ramtrain.etl.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.etl.TestSpark;
+import dev.ramtrain.etl.dataset.DatasetCommitter;
+import dev.ramtrain.etl.dataset.DatasetLayout;
+import dev.ramtrain.etl.dataset.DirectoryLock;
+import dev.ramtrain.etl.dataset.FullDiskFileSystem;
+import dev.ramtrain.etl.image.Augmentation;
+import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.source.ImageFolderSource;
+import dev.ramtrain.etl.source.SyntheticImages;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What preprocessing promises about the files around it: it deletes nothing it did not write, one
+ * writer at a time, a replacement leaves the old version or the new one whole, and a failure leaves
+ * nothing behind.
+ */
+class DatasetSafetyTest {
+  static final ImageShape SHAPE = new ImageShape(16, 16, 3);
+  @TempDir static Path shared;
+  @TempDir Path tmp;
+  static Path images;
+
+  @BeforeAll
+  static void generate() throws IOException {
+    images = shared.resolve("images");
+    new SyntheticImages(3, 8, 32, 32, 0.5, 3).writeTo(images);
+  }
+
+  private static PreprocessOptions options(Path out, boolean overwrite) {
+    return Preprocessing.to(
+        Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.2),
+        out.toString(),
+        overwrite);
+  }
+
+  private static Manifest preprocess(Path input, Path out, boolean overwrite) throws IOException {
+    return Preprocessing.run(new ImageFolderSource(input.toString()), options(out, overwrite))
+        .manifest();
+  }
+
+  /** Every file under {@code dir} with its bytes: what "nothing was touched" compares. */
+  private static Map<String, String> snapshot(Path dir) throws IOException {
+    Map<String, String> files = new TreeMap<>();
+    try (Stream<Path> walk = Files.walk(dir)) {
+      for (Path p : walk.toList()) {
+        files.put(
+            dir.relativize(p).toString(),
+            Files.isDirectory(p) ? "dir" : Arrays.toString(Files.readAllBytes(p)));
+      }
+    }
+    return files;
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    try (Stream<Path> walk = Files.walk(from)) {
+      for (Path p : walk.toList()) {
+        Path target = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(target);
+        } else {
+          Files.copy(p, target);
+        }
+      }
+    }
+  }
+
+  @Test
+  void aFolderOfSomeoneElsesFilesIsRefusedWhateverTheFlagsAndNothingIsDeleted() throws Exception {
+    Path user = tmp.resolve("user");
+    copyTree(images, user.resolve("train"));
+    Files.createDirectories(user.resolve("val"));
+    Files.writeString(user.resolve("rejects.jsonl"), "my own notes\n");
+    Map<String, String> before = snapshot(user);
+    for (boolean overwrite : new boolean[] {false, true}) {
+      var e =
+          assertThrows(
+              DatasetCommitter.UnsafeOutputException.class,
+              () -> preprocess(images, user, overwrite));
+      assertTrue(e.getMessage().contains("holds no ramtrain dataset"), e.getMessage());
+      assertEquals(before, snapshot(user), "overwrite=" + overwrite + " touched nothing");
+    }
+  }
+
+  @Test
+  void anOutputInsideTheInputOrAroundItIsRefused() throws Exception {
+    Path dir = tmp.resolve("dir");
+    copyTree(images, dir.resolve("train"));
+    Map<String, String> before = snapshot(dir);
+    var around =
+        assertThrows(
+            DatasetCommitter.UnsafeOutputException.class,
+            () -> preprocess(dir.resolve("train"), dir, false));
+    assertTrue(around.getMessage().contains("is inside ramtrain.etl.output"), around.getMessage());
+    var inside =
+        assertThrows(
+            DatasetCommitter.UnsafeOutputException.class,
+            () -> preprocess(dir, dir.resolve("train/out"), true));
+    assertTrue(inside.getMessage().contains("is inside the input"), inside.getMessage());
+    // A symbolic link does not hide the overlap.
+    Path link = Files.createSymbolicLink(tmp.resolve("link"), dir);
+    assertThrows(
+        DatasetCommitter.UnsafeOutputException.class,
+        () -> preprocess(dir.resolve("train"), link, false));
+    assertEquals(before, snapshot(dir));
+  }
+
+  @Test
+  void aSecondWriterFailsAtOnceNamingTheHolder() throws Exception {
+    Path out = tmp.resolve("out");
+    Files.createDirectories(out);
+    try (DirectoryLock other =
+        DirectoryLock.acquire(
+            new org.apache.hadoop.fs.Path(out.toUri()), new Configuration(), "preprocess")) {
+      var e =
+          assertThrows(DirectoryLock.LockedException.class, () -> preprocess(images, out, false));
+      assertTrue(e.getMessage().contains("pid " + ProcessHandle.current().pid()), e.getMessage());
+      try (var files = Files.list(out)) {
+        assertEquals(List.of(out.resolve(DirectoryLock.FILE)), files.toList());
+      }
+    }
+    preprocess(images, out, false);
+  }
+
+  @Test
+  void aReplacementKilledBeforeOrAfterItsCommitPointLeavesOneWholeVersion() throws Exception {
+    Path out = tmp.resolve("out");
+    Manifest v1 = preprocess(images, out, false);
+    String v1Json = Files.readString(out.resolve(DatasetLayout.MANIFEST));
+    List<String> v1Files = v1.files();
+
+    // Killed before the commit point: v0002 moved into place and the old files journaled, but
+    // the manifest still names v0001.
+    copyTree(out.resolve("v0001"), out.resolve("v0002"));
+    Files.createDirectories(out.resolve("_staging"));
+    String journal = new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(v1Files);
+    Files.writeString(out.resolve("_staging/retire-dead.json"), journal);
+    assertEquals(v1, Preprocessing.open(out).manifest(), "readers see the old version");
+    Manifest replaced = preprocess(images, out, true);
+    assertTrue(
+        replaced.files().stream().allMatch(f -> f.startsWith("v0002/")),
+        replaced.files().toString());
+    assertFalse(Files.exists(out.resolve("v0001")));
+    assertFalse(Files.exists(out.resolve("_staging")));
+
+    // Killed after the commit point: the manifest names v0003, v0002's files are still there.
+    String v3Json =
+        Files.readString(out.resolve(DatasetLayout.MANIFEST)).replace("v0002/", "v0003/");
+    copyTree(out.resolve("v0002"), out.resolve("v0003"));
+    Files.writeString(out.resolve(DatasetLayout.MANIFEST), v3Json);
+    Files.createDirectories(out.resolve("_staging"));
+    Files.writeString(
+        out.resolve("_staging/retire-dead.json"),
+        new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(replaced.files()));
+    Manifest v3 = Preprocessing.open(out).manifest();
+    assertEquals(
+        Preprocessing.rows(Preprocessing.open(out), Manifest.TRAIN).size(),
+        v3.split(Manifest.TRAIN).rows());
+    Manifest v4 = preprocess(images, out, true);
+    assertFalse(Files.exists(out.resolve("v0002")), "the journal's files were retired");
+    assertFalse(Files.exists(out.resolve("v0003")), "the replaced version was retired");
+    assertTrue(v4.files().stream().allMatch(f -> f.startsWith("v0004/")));
+    assertTrue(v1Json.contains("v0001/"));
+  }
+
+  @Test
+  void foldersRamtrainDidNotWriteSurviveAReplacement() throws Exception {
+    Path out = tmp.resolve("out");
+    preprocess(images, out, false);
+    Files.createDirectories(out.resolve("v0007"));
+    Files.writeString(out.resolve("v0007/notes.txt"), "mine");
+    Files.writeString(out.resolve("README.md"), "about this dataset");
+    Manifest m = preprocess(images, out, true);
+    assertEquals("mine", Files.readString(out.resolve("v0007/notes.txt")));
+    assertEquals("about this dataset", Files.readString(out.resolve("README.md")));
+    assertTrue(m.files().get(0).startsWith("v0008/"), m.files().toString());
+  }
+
+  @Test
+  void imagesOutsideAnyClassFolderAreRejectedAndListed() throws Exception {
+    Path input = tmp.resolve("input");
+    copyTree(images, input);
+    Path stray =
+        Files.list(input.resolve("circle"))
+            .filter(p -> p.toString().endsWith(".png"))
+            .findFirst()
+            .orElseThrow();
+    Files.copy(stray, input.resolve("stray.png"));
+    Path out = tmp.resolve("out");
+    Manifest m = preprocess(input, out, false);
+    assertEquals(Map.of("MISSING_LABEL", 1L), m.rejects().byReason());
+    assertEquals(25, m.rejects().inputs());
+    String rejects = Files.readString(out.resolve(m.rejects().file()), StandardCharsets.UTF_8);
+    assertTrue(
+        rejects.contains("stray.png") && rejects.contains("not inside a class folder"), rejects);
+  }
+
+  @Test
+  void aShardWhoseInputsWereAllRejectedLeavesNoFile() throws Exception {
+    Path input = tmp.resolve("input");
+    Files.createDirectories(input.resolve("only"));
+    Path good =
+        Files.list(images.resolve("circle"))
+            .filter(p -> p.toString().endsWith(".png"))
+            .findFirst()
+            .orElseThrow();
+    Files.copy(good, input.resolve("only/good.png"));
+    for (int i = 0; i < 7; i++) {
+      Files.writeString(input.resolve("only/bad" + i + ".png"), "not an image " + i);
+    }
+    Path out = tmp.resolve("out");
+    PreprocessOptions o =
+        Preprocessing.withShards(
+            Preprocessing.options(
+                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 1.0),
+            4);
+    Manifest m = Preprocessing.run(new ImageFolderSource(input.toString()), o).manifest();
+    assertEquals(1, m.split(Manifest.TRAIN).shards().size());
+    try (Stream<Path> walk = Files.walk(out.resolve("v0001"))) {
+      List<String> shards =
+          walk.filter(p -> p.toString().endsWith(".arrow"))
+              .map(p -> out.relativize(p).toString())
+              .toList();
+      assertEquals(List.of(m.split(Manifest.TRAIN).shards().get(0).file()), shards);
+    }
+  }
+
+  @Test
+  void aFullDiskRemovesTheStagingAndNamesTheShard() throws Exception {
+    Configuration hadoop = TestSpark.session().sparkContext().hadoopConfiguration();
+    hadoop.setClass(
+        "fs.fulldisk.impl", FullDiskFileSystem.class, org.apache.hadoop.fs.FileSystem.class);
+    hadoop.setLong(FullDiskFileSystem.LIMIT, 3000);
+    Path out = tmp.resolve("full");
+    var e =
+        assertThrows(
+            Exception.class,
+            () ->
+                Preprocessing.run(
+                    new ImageFolderSource(images.toString()),
+                    Preprocessing.to(options(out, false), "fulldisk://" + out, false)));
+    Throwable root = e;
+    while (root.getCause() != null
+        && !(root instanceof IOException && root.getMessage().contains(" writing "))) {
+      root = root.getCause();
+    }
+    assertTrue(
+        root.getMessage().startsWith("No space left on device writing fulldisk:")
+            && root.getMessage().endsWith(".arrow"),
+        root.getMessage());
+    assertFalse(Files.exists(out), "staging, lock and the folder the run created are gone");
+  }
+}
