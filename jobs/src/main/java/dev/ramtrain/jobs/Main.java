@@ -1,8 +1,5 @@
 package dev.ramtrain.jobs;
 
-import dev.ramtrain.etl.dataset.DatasetCommitter;
-import dev.ramtrain.etl.shard.ShardFormatException;
-import dev.ramtrain.etl.spark.PreprocessException;
 import dev.ramtrain.jobs.cli.DemoCommand;
 import dev.ramtrain.jobs.cli.EvaluateCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;
@@ -11,8 +8,6 @@ import dev.ramtrain.jobs.cli.PlanCommand;
 import dev.ramtrain.jobs.cli.PredictCommand;
 import dev.ramtrain.jobs.cli.PreprocessCommand;
 import dev.ramtrain.jobs.cli.TrainCommand;
-import dev.ramtrain.jobs.config.ConfigException;
-import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -36,7 +31,11 @@ import picocli.CommandLine.Command;
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {
-  private static final Logger LOG = LoggerFactory.getLogger(Main.class);
+  /** The full trace of a failure goes here: to the log file only, never the console. */
+  private static final Logger FAILURE = LoggerFactory.getLogger("dev.ramtrain.failure");
+
+  /** Where bin/ramtrain's log4j configuration writes the full log; named in error lines. */
+  public static final String LOG_FILE_PROPERTY = "ramtrain.log.file";
 
   /** Exit status for bad settings or usage. */
   public static final int EXIT_USAGE = 2;
@@ -53,36 +52,32 @@ public final class Main implements Runnable {
     System.exit(run(args));
   }
 
-  /** Runs a command line and returns its exit status. */
+  /**
+   * Runs a command line and returns its exit status. A failure prints one line on standard error:
+   * the command, what failed and its root cause, and where the full log is; the stack trace goes to
+   * that log (to standard error only for a failure ramtrain did not expect and no log file).
+   */
   public static int run(String... args) {
     CommandLine cli = new CommandLine(new Main());
     cli.setExecutionExceptionHandler(
         (e, commandLine, parseResult) -> {
-          LOG.debug("command failed", e);
-          boolean usage =
-              e instanceof ConfigException || e instanceof DatasetCommitter.DatasetExistsException;
-          boolean known =
-              usage
-                  || e instanceof PreprocessException
-                  || e instanceof ShardFormatException
-                  || e instanceof IllegalArgumentException
-                  || e instanceof IOException;
+          FAILURE.error("ramtrain {} failed", commandLine.getCommandName(), e);
+          boolean usage = Failures.isUsage(e);
+          String log = System.getProperty(LOG_FILE_PROPERTY);
+          String where = usage || log == null ? "" : " (full log: " + log + ")";
           commandLine
               .getErr()
-              .println("ramtrain " + commandLine.getCommandName() + ": error: " + message(e));
-          if (!known) {
+              .println(
+                  "ramtrain "
+                      + commandLine.getCommandName()
+                      + ": error: "
+                      + Failures.describe(e)
+                      + where);
+          if (!Failures.isExpected(e) && log == null) {
             e.printStackTrace(commandLine.getErr());
           }
           return usage ? EXIT_USAGE : EXIT_FAILURE;
         });
     return cli.execute(args);
-  }
-
-  private static String message(Throwable e) {
-    Throwable root = e;
-    while (root.getMessage() == null && root.getCause() != null) {
-      root = root.getCause();
-    }
-    return root.getMessage() == null ? root.toString() : root.getMessage();
   }
 }

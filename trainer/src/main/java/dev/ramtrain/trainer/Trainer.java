@@ -5,7 +5,7 @@ import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
-import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.checkpoint.CheckpointSink;
 import dev.ramtrain.trainer.data.Batch;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
@@ -41,8 +41,7 @@ public final class Trainer implements AutoCloseable {
   private final ProgressLine progress = new ProgressLine();
   private long globalStep;
   private int skippedSteps;
-  private Path checkpointRun; // null: no checkpoints
-  private Map<String, Object> checkpointInfo = Map.of();
+  private CheckpointSink checkpoints; // null: no checkpoints
 
   public Trainer(
       Backend backend,
@@ -80,14 +79,20 @@ public final class Trainer implements AutoCloseable {
   public record EpochStats(
       double loss, double accuracy, long samples, double seconds, double stallSeconds) {}
 
-  /** Trains {@code epochs} epochs from {@code firstEpoch}, evaluating on {@code val} after each. */
+  /**
+   * Trains {@code epochs} epochs from {@code firstEpoch} (epochs done so far), evaluating on {@code
+   * val} after each. Epochs are counted from 0 here and shown from 1 wherever a person reads them
+   * (metrics, progress, summaries, checkpoint names): epoch 1 is the one after which {@code
+   * epoch-0001} is saved.
+   */
   public void fit(DataLoader train, DataLoader val, int firstEpoch) {
     for (int epoch = firstEpoch; epoch < options.epochs(); epoch++) {
       EpochStats stats = trainEpoch(train, epoch);
       EvalResult eval = evaluate(val);
       Map<String, Object> record = new LinkedHashMap<>();
       record.put("type", "epoch");
-      record.put("epoch", epoch);
+      record.put("epoch", epoch + 1);
+      record.put("step", globalStep); // steps done: the checkpoint after this epoch resumes here
       record.put("train_loss", stats.loss());
       record.put("train_acc", stats.accuracy());
       record.put("val_loss", eval.loss());
@@ -97,20 +102,20 @@ public final class Trainer implements AutoCloseable {
       record.put("skipped_steps", skippedSteps);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
       metrics.write(record);
-      if (checkpointRun != null) {
+      if (checkpoints != null) {
         try {
-          Path saved =
-              Checkpoints.save(
-                  checkpointRun, epoch + 1, globalStep, learner.snapshot(compute), checkpointInfo);
+          Path saved = checkpoints.save(epoch + 1, globalStep, learner.snapshot(compute));
           LOG.info("checkpoint {}", saved);
         } catch (IOException e) {
-          throw new UncheckedIOException("cannot write a checkpoint under " + checkpointRun, e);
+          throw new UncheckedIOException(
+              "cannot write the checkpoint of epoch " + (epoch + 1) + ": " + e.getMessage(), e);
         }
       }
       progress.finish(
           String.format(
-              "epoch %d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %.0f samples/s, data stall %.1f%%",
-              epoch,
+              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %.0f samples/s, data stall %.1f%%",
+              epoch + 1,
+              options.epochs(),
               stats.loss(),
               stats.accuracy(),
               eval.loss(),
@@ -201,10 +206,10 @@ public final class Trainer implements AutoCloseable {
             String.format(
                 "loss is %s at epoch %d, step %d (learning rate %.3g); stopping (ramtrain.train.nan-policy=stop;"
                     + " 'skip' skips such steps). No checkpoint is written by this run after step %d.",
-                rb.lossSum(), epoch, globalStep, schedule.lr(globalStep), globalStep - 1));
+                rb.lossSum(), epoch + 1, globalStep, schedule.lr(globalStep), globalStep - 1));
       }
       skippedSteps++;
-      LOG.warn("loss is {} at epoch {} step {}: step skipped", rb.lossSum(), epoch, globalStep);
+      LOG.warn("loss is {} at epoch {} step {}: step skipped", rb.lossSum(), epoch + 1, globalStep);
       globalStep++;
       return new StepResult(0, 0);
     }
@@ -214,7 +219,7 @@ public final class Trainer implements AutoCloseable {
       Map<String, Object> learnerMetrics = learner.stepMetrics(compute); // waits for the step
       Map<String, Object> record = new LinkedHashMap<>();
       record.put("type", "step");
-      record.put("epoch", epoch);
+      record.put("epoch", epoch + 1);
       record.put("step", globalStep);
       record.put("loss", rb.lossSum() / n);
       record.put("acc", (double) rb.correct() / n);
@@ -236,10 +241,9 @@ public final class Trainer implements AutoCloseable {
     return Evaluator.evaluate(learner, loss, inputs, data);
   }
 
-  /** Writes a checkpoint under {@code runDir} after every epoch, with {@code info} in its state. */
-  public void checkpointTo(Path runDir, Map<String, Object> info) {
-    this.checkpointRun = runDir;
-    this.checkpointInfo = Map.copyOf(info);
+  /** Hands a checkpoint to {@code sink} after every epoch. */
+  public void checkpointTo(CheckpointSink sink) {
+    this.checkpoints = sink;
   }
 
   /** Continues a resumed run at {@code step} (the learning-rate schedule's position). */

@@ -102,7 +102,13 @@ class TrainerTest {
       }
     }
     List<String> lines = Files.readAllLines(metricsFile);
-    assertEquals(3, lines.stream().filter(l -> l.contains("\"type\":\"epoch\"")).count());
+    assertEquals(
+        List.of("\"epoch\":1", "\"epoch\":2", "\"epoch\":3"),
+        lines.stream()
+            .filter(l -> l.contains("\"type\":\"epoch\""))
+            .map(l -> l.replaceAll(".*(\"epoch\":\\d+).*", "$1"))
+            .toList(),
+        "epochs are numbered from 1, as the checkpoints after them");
     assertTrue(
         lines.stream()
             .anyMatch(
@@ -138,7 +144,7 @@ class TrainerTest {
           if (policy == TrainOptions.NanPolicy.STOP) {
             var e =
                 assertThrows(TrainingDivergedException.class, () -> trainer.fit(loader, loader, 0));
-            assertTrue(e.getMessage().contains("at epoch 0, step"), e.getMessage());
+            assertTrue(e.getMessage().contains("at epoch 1, step"), e.getMessage());
           } else {
             trainer.trainEpoch(loader, 0);
             assertTrue(trainer.skippedSteps() > 0, "steps were skipped");
@@ -232,7 +238,8 @@ class TrainerTest {
                   SHAPE,
                   metrics)) {
         trainer.checkpointTo(
-            run, java.util.Map.of("classes", List.of("rows", "columns", "checker")));
+            dev.ramtrain.trainer.checkpoint.Checkpoints.into(
+                run, java.util.Map.of("classes", List.of("rows", "columns", "checker"))));
         if (resume) {
           var c = dev.ramtrain.trainer.checkpoint.Checkpoints.loadLatest(run);
           assertEquals(first, c.epochsDone());
@@ -255,7 +262,7 @@ class TrainerTest {
   @Test
   void aResumedRunEndsBitIdenticalToAnUninterruptedOne() throws Exception {
     float[] straight = run(tmp.resolve("straight"), 0, 3, false, Placement.RESIDENT);
-    // stops after epoch 0, checkpoint written
+    // stops after the first epoch, checkpoint written
     run(tmp.resolve("interrupted"), 0, 1, false, Placement.RESIDENT);
     assertEquals(
         "epoch-0001", Files.readString(tmp.resolve("interrupted/checkpoints/latest")).strip());

@@ -3,6 +3,7 @@ package dev.ramtrain.etl.dataset;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ramtrain.etl.progress.PausePoints;
+import dev.ramtrain.etl.shard.IoErrors;
 import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.etl.shard.ManifestCodec;
 import dev.ramtrain.etl.shard.SafePaths;
@@ -267,7 +268,7 @@ public final class DatasetCommitter implements AutoCloseable {
     FileStatus status = status(fs, dir);
     if (status != null) {
       if (!status.isDirectory()) {
-        throw new UnsafeOutputException(dir + " exists and is not a directory");
+        throw new UnsafeOutputException(shown(dir) + " exists and is not a directory");
       }
       return false;
     }
@@ -279,7 +280,7 @@ public final class DatasetCommitter implements AutoCloseable {
       }
     } catch (IOException e) {
       throw new IOException(
-          "cannot create the output directory " + dir + ": " + DirectoryLock.reason(e), e);
+          "cannot create the output directory " + shown(dir) + ": " + IoErrors.reason(e), e);
     }
     return true;
   }
@@ -360,7 +361,7 @@ public final class DatasetCommitter implements AutoCloseable {
     if (!foreign.isEmpty()) {
       foreign.sort(null);
       throw new UnsafeOutputException(
-          dir
+          shown(dir)
               + " is not empty and holds no ramtrain dataset (no manifest.json; it has "
               + String.join(", ", foreign.subList(0, Math.min(5, foreign.size())))
               + (foreign.size() > 5 ? ", ..." : "")
@@ -386,7 +387,7 @@ public final class DatasetCommitter implements AutoCloseable {
     if (out.equals(in) || out.startsWith(in + "/")) {
       throw new UnsafeOutputException(
           "ramtrain.etl.output "
-              + output
+              + shown(output)
               + " is inside the input "
               + input
               + ": the dataset would be written among the files it is read from; choose an output"
@@ -397,7 +398,7 @@ public final class DatasetCommitter implements AutoCloseable {
           "the input "
               + input
               + " is inside ramtrain.etl.output "
-              + output
+              + shown(output)
               + ": writing the dataset there could replace the input; choose an output outside"
               + " the input");
     }
@@ -417,6 +418,11 @@ public final class DatasetCommitter implements AutoCloseable {
       return trimSlash(p.toString());
     }
     return trimSlash(existing.toRealPath().resolve(existing.relativize(p)).toString());
+  }
+
+  /** A path as a person reads it: local ones without their {@code file:} scheme. */
+  static String shown(Path path) {
+    return "file".equals(path.toUri().getScheme()) ? path.toUri().getPath() : path.toString();
   }
 
   private static String trimSlash(String s) {
@@ -516,7 +522,7 @@ public final class DatasetCommitter implements AutoCloseable {
     try (OutputStream out = fs.create(path, true)) {
       out.write(bytes);
     } catch (IOException e) {
-      throw new IOException(DirectoryLock.reason(e) + " writing " + path, e);
+      throw IoErrors.writing(path, e);
     }
   }
 

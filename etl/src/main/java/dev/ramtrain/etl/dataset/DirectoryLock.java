@@ -2,6 +2,7 @@ package dev.ramtrain.etl.dataset;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ramtrain.etl.shard.IoErrors;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,7 +12,6 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
@@ -49,6 +49,9 @@ public final class DirectoryLock implements AutoCloseable {
 
   /** A lock of another host whose heartbeat is older than this is taken to be abandoned. */
   public static final Duration STALE_AFTER = Duration.ofMinutes(2);
+
+  /** Breaking a lock takes milliseconds; a turn to break one held longer was left by a crash. */
+  static final Duration BREAK_TIMEOUT = Duration.ofSeconds(30);
 
   /** Who holds a lock, as its file says. */
   public record Holder(
@@ -114,10 +117,9 @@ public final class DirectoryLock implements AutoCloseable {
       throws IOException {
     FileSystem fs = DatasetCommitter.fileSystem(dir, conf);
     Path file = new Path(dir, FILE);
-    Holder self = Holder.current(purpose);
-    byte[] content = JSON.writeValueAsBytes(self);
+    byte[] content = JSON.writeValueAsBytes(Holder.current(purpose));
     Found found = null;
-    for (int attempt = 0; attempt < 3; attempt++) {
+    for (int attempt = 0; attempt < 50; attempt++) {
       if (createExclusively(fs, file, content)) {
         return new DirectoryLock(fs, file, content);
       }
@@ -126,14 +128,18 @@ public final class DirectoryLock implements AutoCloseable {
         continue; // released between our create and our read: try again
       }
       String stale = staleReason(found, staleAfter);
-      if (stale == null || !breakStale(fs, file, found, self.id())) {
+      if (stale == null) {
         throw new LockedException(dir, found.holder());
       }
-      LOG.warn(
-          "broke the lock of {} in {}: {}",
-          found.holder() == null ? "an unknown writer" : found.holder().describe(),
-          dir,
-          stale);
+      if (breakStale(fs, file, found)) {
+        LOG.warn(
+            "broke the lock of {} in {}: {}",
+            found.holder() == null ? "an unknown writer" : found.holder().describe(),
+            dir,
+            stale);
+      } else {
+        sleepBriefly(); // another writer is breaking it this instant: see who ends up holding it
+      }
     }
     throw new LockedException(dir, found == null ? null : found.holder());
   }
@@ -233,22 +239,40 @@ public final class DirectoryLock implements AutoCloseable {
         .orElse(false);
   }
 
-  private static boolean breakStale(FileSystem fs, Path file, Found stale, String breaker)
-      throws IOException {
-    Path aside = new Path(file.getParent(), FILE + ".stale-" + breaker);
-    if (!rename(fs, file, aside)) {
-      return false; // another writer moved it first
+  /**
+   * Removes a lock judged stale, if it still is the one judged. Breakers take turns through a
+   * second exclusive file, so that one breaker can never remove the fresh lock another breaker (or
+   * a writer that found no lock) has just created. Returns false when another breaker holds the
+   * turn.
+   */
+  private static boolean breakStale(FileSystem fs, Path file, Found stale) throws IOException {
+    Path turn = new Path(file.getParent(), FILE + ".break");
+    if (!createExclusively(fs, turn, new byte[0])) {
+      Found other = read(fs, turn);
+      if (other != null
+          && System.currentTimeMillis() - other.modifiedMillis() > BREAK_TIMEOUT.toMillis()) {
+        fs.delete(turn, false); // a breaker died within its few milliseconds: free the turn
+      }
+      return false;
     }
-    Found moved = read(fs, aside);
-    if (moved != null && Arrays.equals(moved.content(), stale.content())) {
-      fs.delete(aside, false);
+    try {
+      Found now = read(fs, file);
+      if (now != null && Arrays.equals(now.content(), stale.content())) {
+        fs.delete(file, false);
+      }
       return true;
+    } finally {
+      fs.delete(turn, false);
     }
-    // What was moved is a lock taken after ours was judged stale: give it back.
-    if (!restore(fs, aside, file)) {
-      LOG.error("moved a live lock {} aside to {} and could not put it back", file, aside);
+  }
+
+  private static void sleepBriefly() throws IOException {
+    try {
+      Thread.sleep(20);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted while waiting for a directory lock", e);
     }
-    return false;
   }
 
   private static boolean createExclusively(FileSystem fs, Path file, byte[] content)
@@ -261,7 +285,7 @@ public final class DirectoryLock implements AutoCloseable {
       } catch (FileAlreadyExistsException e) {
         return false;
       } catch (IOException e) {
-        throw new IOException("cannot create the lock file " + file + ": " + reason(e), e);
+        throw new IOException("cannot create the lock file " + file + ": " + IoErrors.reason(e), e);
       }
     }
     try (OutputStream out = fs.create(file, false)) {
@@ -273,34 +297,8 @@ public final class DirectoryLock implements AutoCloseable {
       if (fs.exists(file)) {
         return false; // some filesystems report an existing file with a plain IOException
       }
-      throw new IOException("cannot create the lock file " + file + ": " + reason(e), e);
+      throw new IOException("cannot create the lock file " + file + ": " + IoErrors.reason(e), e);
     }
-  }
-
-  private static boolean rename(FileSystem fs, Path from, Path to) throws IOException {
-    if (isLocal(fs)) {
-      try {
-        Files.move(local(fs, from), local(fs, to), StandardCopyOption.ATOMIC_MOVE);
-        return true;
-      } catch (NoSuchFileException e) {
-        return false;
-      }
-    }
-    return fs.rename(from, to);
-  }
-
-  /** Moves {@code from} back to {@code to} unless a file took its place meanwhile. */
-  private static boolean restore(FileSystem fs, Path from, Path to) throws IOException {
-    if (isLocal(fs)) {
-      try {
-        Files.createLink(local(fs, to), local(fs, from)); // fails if one exists: never replaces
-        Files.delete(local(fs, from));
-        return true;
-      } catch (FileAlreadyExistsException e) {
-        return false;
-      }
-    }
-    return fs.rename(from, to);
   }
 
   private static void touch(FileSystem fs, Path file) throws IOException {
@@ -317,14 +315,6 @@ public final class DirectoryLock implements AutoCloseable {
 
   static java.nio.file.Path local(FileSystem fs, Path path) {
     return Paths.get(fs.makeQualified(path).toUri());
-  }
-
-  /** The part of an I/O error a person needs: the system's reason, without the path twice. */
-  static String reason(IOException e) {
-    if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) {
-      return f.getReason();
-    }
-    return e.getMessage() == null ? e.toString() : e.getMessage();
   }
 
   private static String currentHost() {

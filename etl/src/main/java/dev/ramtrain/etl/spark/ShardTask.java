@@ -4,6 +4,7 @@ import dev.ramtrain.etl.dataset.StagedShards;
 import dev.ramtrain.etl.image.ImageProcessor;
 import dev.ramtrain.etl.image.RejectReason;
 import dev.ramtrain.etl.image.RejectedImageException;
+import dev.ramtrain.etl.shard.IoErrors;
 import dev.ramtrain.etl.shard.ShardSchema;
 import dev.ramtrain.etl.shard.ShardStats;
 import dev.ramtrain.etl.shard.ShardWriter;
@@ -83,7 +84,7 @@ final class ShardTask implements Serializable {
         throw e;
       }
       // The one line a person reads: the system's reason and the file (Hadoop's are bare).
-      throw new IOException(e.getMessage() + " writing " + staging.path(split, shard), e);
+      throw IoErrors.writing(staging.path(split, shard), e);
     }
     if (staging != null && stats.rows() == 0) {
       // Every input of this shard was rejected: the manifest will not list it, so it goes.

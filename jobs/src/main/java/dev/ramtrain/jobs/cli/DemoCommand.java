@@ -119,6 +119,7 @@ public final class DemoCommand implements Callable<Integer> {
     f.put("ramtrain.train.schedule", "one-cycle");
     f.put("ramtrain.train.crop-padding", "2");
     f.put("ramtrain.train.model", modelSpec);
+    f.put("ramtrain.train.overwrite", "true"); // the demo's own run directory: re-run in place
     if (work != null) {
       f.put("ramtrain.generate.output", work.resolve("images").toString());
       f.put("ramtrain.source.path", work.resolve("images").toString());

@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.Charts;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
@@ -70,6 +71,10 @@ public final class EvaluateCommand implements Callable<Integer> {
     Checkpoints.Loaded c = trained.loaded();
     Dataset ds = Dataset.open(s.dataset(), new Configuration());
     Manifest m = ds.manifest();
+    if (!m.splits().containsKey(split)) {
+      throw new ConfigException(
+          "--split " + split + ": " + s.dataset() + " has the splits " + m.splits().keySet());
+    }
     ImageShape shape = trained.shape();
     if (!shape.equals(m.image().shape())) {
       throw new IOException(

@@ -2,6 +2,7 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.ContactSheet;
 import dev.ramtrain.jobs.report.DatasetReport;
@@ -65,6 +66,15 @@ public final class InspectCommand implements Callable<Integer> {
   /** Summarizes {@code location}, writes its sheet, and returns the text shown to the user. */
   static String run(RamtrainConfig config, String location, String split) throws IOException {
     Dataset ds = Dataset.open(location, new Configuration());
+    if (!ds.manifest().splits().containsKey(split)) {
+      throw new ConfigException(
+          "--split "
+              + split
+              + ": "
+              + location
+              + " has the splits "
+              + ds.manifest().splits().keySet());
+    }
     StringBuilder out = new StringBuilder(DatasetReport.summary(ds));
     if (config.bool("ramtrain.inspect.verify-all")) {
       out.append(

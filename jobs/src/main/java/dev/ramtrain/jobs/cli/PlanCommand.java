@@ -5,9 +5,9 @@ import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
-import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.PlacementPlan;
@@ -78,6 +78,7 @@ public final class PlanCommand implements Callable<Integer> {
     String spec = c.string("ramtrain.train.model");
     int batch = c.integer("ramtrain.train.batch-size");
     ImageShape shape = shape(image);
+    TrainSettings.parseModel("ramtrain.train.model", spec, shape); // a bad spec fails here, exit 2
     try (Backend backend = new CpuBackend(Runtime.getRuntime().availableProcessors())) {
       String deviceName = c.string("ramtrain.plan.device");
       DeviceProfile profile =
@@ -85,7 +86,9 @@ public final class PlanCommand implements Callable<Integer> {
               ? DeviceProfile.measure(backend, "measured (cpu backend)", backend.freeMemoryBytes())
               : DeviceProfiles.named(c, deviceName);
       long budgetBytes = offload.budget(profile.memoryBytes());
-      List<LayerCost> costs = LayerCost.measure(() -> ModelSpec.parse(spec, shape), backend);
+      List<LayerCost> costs =
+          LayerCost.measure(
+              () -> TrainSettings.parseModel("ramtrain.train.model", spec, shape), backend);
       PlacementPlan plan =
           PlacementPlan.plan(
               costs, batch, budgetBytes, offload.prefetchDepth(), offload.bf16Weights(), profile);

@@ -5,6 +5,7 @@ import dev.ramtrain.etl.image.ImageProcessor;
 import dev.ramtrain.etl.image.ImageTransform;
 import dev.ramtrain.etl.image.RejectedImageException;
 import dev.ramtrain.etl.source.RawSample;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
@@ -73,7 +74,7 @@ public final class PredictCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     if (batchSize < 1) {
-      throw new IllegalArgumentException("--batch-size must be >= 1, got " + batchSize);
+      throw new ConfigException("predict --batch-size must be >= 1, got " + batchSize);
     }
     RamtrainConfig config = common.load(Map.of());
     TrainSettings settings = new TrainSettings(config);

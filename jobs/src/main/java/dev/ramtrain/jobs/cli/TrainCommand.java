@@ -2,9 +2,11 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
@@ -73,18 +75,39 @@ public final class TrainCommand implements Callable<Integer> {
 
   @Option(
       names = "--resume",
-      description = "Continue the run in --output from its latest checkpoint.")
+      description =
+          "Continue the run in --output from its latest checkpoint (same settings and data).")
   boolean resume;
+
+  @Option(
+      names = "--resume-anyway",
+      description =
+          "With --resume: continue even though settings or data differ from the checkpoint's.")
+  boolean resumeAnyway;
+
+  @Option(
+      names = "--overwrite",
+      description =
+          "Replace the run in --output; it is deleted once the new run has saved its first"
+              + " checkpoint (ramtrain.train.overwrite).")
+  Boolean overwrite;
 
   @Override
   public Integer call() throws Exception {
     RamtrainConfig config = common.load(flags());
     TrainSettings s = new TrainSettings(config);
     OffloadSettings offload = new OffloadSettings(config);
+    if (resumeAnyway && !resume) {
+      throw new ConfigException("--resume-anyway goes with --resume");
+    }
+    RunDirectory.Mode mode = RunDirectory.Mode.of(resume, s.overwrite());
     Dataset ds = Dataset.open(s.dataset(), new Configuration());
+    s.requireModelFits(ds.manifest().image().shape(), ds.manifest().classes());
     try (ShardSet train = ShardSet.open(ds, Manifest.TRAIN);
-        ShardSet val = ShardSet.open(ds, Manifest.VAL)) {
-      EvalResult eval = TrainingRun.run(s, offload, ds.manifest(), train, val, s.dataset(), resume);
+        ShardSet val = ShardSet.open(ds, Manifest.VAL);
+        RunDirectory run = RunDirectory.open(Path.of(s.output()), mode)) {
+      EvalResult eval =
+          TrainingRun.run(s, offload, ds.manifest(), train, val, s.dataset(), run, resumeAnyway);
       Path report = TrainingRun.report(s, eval, train.classes());
       System.out.printf(
           "val accuracy %.4f, loss %.4f over %,d samples; report %s%n",
@@ -105,6 +128,7 @@ public final class TrainCommand implements Callable<Integer> {
     f.put("ramtrain.seed", CommonOptions.text(seed));
     f.put("ramtrain.offload.mode", offload);
     f.put("ramtrain.offload.budget", deviceBudget);
+    f.put("ramtrain.train.overwrite", CommonOptions.text(overwrite));
     return f;
   }
 }

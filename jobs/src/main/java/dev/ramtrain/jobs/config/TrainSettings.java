@@ -2,9 +2,12 @@ package dev.ramtrain.jobs.config;
 
 import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
+import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.HostSgd;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
@@ -13,6 +16,8 @@ import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.Sgd;
 import java.util.List;
+import java.util.SortedMap;
+import java.util.TreeMap;
 
 /** Turns {@code ramtrain.train.*} settings into the trainer's objects. */
 public final class TrainSettings {
@@ -60,6 +65,83 @@ public final class TrainSettings {
 
   public String model() {
     return c.string(P + "model");
+  }
+
+  /** Replace the run in the output directory ({@code --overwrite}). */
+  public boolean overwrite() {
+    return c.bool(P + "overwrite");
+  }
+
+  /** The model's layers for images of {@code shape}, unbound: nothing is allocated. */
+  public List<Layer> layers(ImageShape shape) {
+    return parseModel(P + "model", model(), shape);
+  }
+
+  /** Parses a model spec; a bad one is a usage error naming {@code key}. */
+  public static List<Layer> parseModel(String key, String spec, ImageShape shape) {
+    try {
+      return ModelSpec.parse(spec, shape);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(key + " = '" + spec + "': " + e.getMessage());
+    }
+  }
+
+  /**
+   * Fails, naming the key, unless the model takes images of {@code shape} and has one output per
+   * class: checked before anything is allocated, instead of failing in the first step.
+   */
+  public void requireModelFits(ImageShape shape, List<String> classes) {
+    List<Layer> layers = layers(shape);
+    int in = layers.get(0).inputSize();
+    int out = layers.get(layers.size() - 1).outputSize();
+    if (in != shape.bytes()) {
+      throw new ConfigException(
+          String.format(
+              "%smodel = '%s' takes %d values per sample; the dataset's images are %dx%dx%d = %d",
+              P, model(), in, shape.height(), shape.width(), shape.channels(), shape.bytes()));
+    }
+    if (out != classes.size()) {
+      throw new ConfigException(
+          String.format(
+              "%smodel = '%s' has %d outputs; the dataset has %d classes (%s)",
+              P, model(), out, classes.size(), String.join(", ", classes)));
+    }
+  }
+
+  /** Keys that change how a run executes but not its numbers: a resumed run may change them. */
+  private static final List<String> EXECUTION_KEYS =
+      List.of(
+          "dataset",
+          "output",
+          "overwrite",
+          "backend",
+          "threads",
+          "workers",
+          "prefetch",
+          "log-every");
+
+  /**
+   * The settings a resumed run must share with its checkpoint: every {@code ramtrain.train.*} value
+   * that changes the numbers, and the seed. {@code epochs} only counts where the learning rate
+   * schedule depends on the run's length; otherwise a finished run may be extended.
+   */
+  public SortedMap<String, String> resumeSettings() {
+    SortedMap<String, String> settings = new TreeMap<>();
+    c.raw()
+        .getConfig("ramtrain.train")
+        .entrySet()
+        .forEach(
+            e -> {
+              if (!EXECUTION_KEYS.contains(e.getKey())) {
+                settings.put(P + e.getKey(), String.valueOf(e.getValue().unwrapped()));
+              }
+            });
+    Schedule schedule = c.choice(P + "schedule", Schedule.class);
+    if (schedule != Schedule.COSINE && schedule != Schedule.ONE_CYCLE) {
+      settings.remove(P + "epochs");
+    }
+    settings.put("ramtrain.seed", Long.toString(seed()));
+    return settings;
   }
 
   public int threads() {

@@ -9,7 +9,6 @@ import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
-import javax.imageio.ImageIO;
 
 /** Small PNG charts drawn with Java2D: line charts of series, and a confusion matrix. */
 public final class Charts {
@@ -93,7 +92,7 @@ public final class Charts {
       g.drawString(s.name(), LEFT + 10 + 140 * k, TOP + 15);
     }
     g.dispose();
-    ImageIO.write(image, "png", png.toFile());
+    Png.write(image, png);
   }
 
   /** Rows are true classes, columns predictions; cells shaded by the row's share. */
@@ -129,7 +128,7 @@ public final class Charts {
       }
     }
     g.dispose();
-    ImageIO.write(image, "png", png.toFile());
+    Png.write(image, png);
   }
 
   private static Graphics2D canvas(BufferedImage image, String title) {

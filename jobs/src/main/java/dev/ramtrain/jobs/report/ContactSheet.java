@@ -8,10 +8,8 @@ import java.awt.RenderingHints;
 import java.awt.image.BufferedImage;
 import java.awt.image.DataBufferByte;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import javax.imageio.ImageIO;
 
 /** A PNG grid of samples, each captioned with its class name. */
 public final class ContactSheet {
@@ -53,11 +51,7 @@ public final class ContactSheet {
       g.drawString(name, x, y + tileH + CAPTION - 3);
     }
     g.dispose();
-    Path parent = png.toAbsolutePath().getParent();
-    if (parent != null) {
-      Files.createDirectories(parent);
-    }
-    ImageIO.write(sheet, "png", png.toFile());
+    Png.write(sheet, png);
   }
 
   /** HWC RGB (or grey) bytes to a BufferedImage. */

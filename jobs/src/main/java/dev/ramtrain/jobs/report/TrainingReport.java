@@ -20,17 +20,14 @@ public final class TrainingReport {
   private TrainingReport() {}
 
   /** Writes {@code report/} under the run directory; returns index.html. */
-  public static Path write(Path run, List<Path> metricsFiles, EvalResult eval, List<String> classes)
+  public static Path write(Path run, Path metricsFile, EvalResult eval, List<String> classes)
       throws IOException {
     Path dir = run.resolve("report");
     Files.createDirectories(dir);
     List<JsonNode> epochs = new ArrayList<>();
     List<JsonNode> steps = new ArrayList<>();
-    for (Path file : metricsFiles) {
-      if (!Files.exists(file)) {
-        continue;
-      }
-      for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+    if (Files.exists(metricsFile)) {
+      for (String line : Files.readAllLines(metricsFile, StandardCharsets.UTF_8)) {
         JsonNode record = JSON.readTree(line);
         (record.path("type").asText().equals("epoch") ? epochs : steps).add(record);
       }

@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -71,9 +72,13 @@ public final class BarrierTraining
         ShardSet val = open(blocks, Manifest.VAL)) {
       String source =
           "in-memory shards (stage " + task.stageId() + ", task " + task.partitionId() + ")";
-      EvalResult eval =
-          TrainingRun.run(s, new OffloadSettings(config), manifest, train, val, source, false);
-      return CollectionConverters.asScala(List.of(eval).iterator());
+      try (RunDirectory run =
+          RunDirectory.open(Path.of(s.output()), RunDirectory.Mode.of(false, s.overwrite()))) {
+        EvalResult eval =
+            TrainingRun.run(
+                s, new OffloadSettings(config), manifest, train, val, source, run, false);
+        return CollectionConverters.asScala(List.of(eval).iterator());
+      }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

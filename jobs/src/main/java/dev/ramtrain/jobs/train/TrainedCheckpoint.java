@@ -28,18 +28,32 @@ public record TrainedCheckpoint(
 
   /** A checkpoint folder, or a run directory (its latest checkpoint). */
   public static TrainedCheckpoint open(Path checkpointOrRun) throws IOException {
+    if (!Files.isDirectory(checkpointOrRun)) {
+      throw new IOException(
+          "--checkpoint "
+              + checkpointOrRun
+              + ": no such checkpoint folder or run directory"
+              + (Files.exists(checkpointOrRun) ? " (it is a file)" : ""));
+    }
     Checkpoints.Loaded c =
         Files.exists(checkpointOrRun.resolve("state.json"))
             ? Checkpoints.load(checkpointOrRun)
             : Checkpoints.loadLatest(checkpointOrRun);
     Map<String, Object> state = c.state();
-    List<?> dims = (List<?>) state.get("image");
-    ImageShape shape =
-        new ImageShape(
-            ((Number) dims.get(0)).intValue(),
-            ((Number) dims.get(1)).intValue(),
-            ((Number) dims.get(2)).intValue());
-    List<String> classes = ((List<?>) state.get("classes")).stream().map(String::valueOf).toList();
+    ImageShape shape;
+    List<String> classes;
+    try {
+      List<?> dims = (List<?>) state.get("image");
+      shape =
+          new ImageShape(
+              ((Number) dims.get(0)).intValue(),
+              ((Number) dims.get(1)).intValue(),
+              ((Number) dims.get(2)).intValue());
+      classes = ((List<?>) state.get("classes")).stream().map(String::valueOf).toList();
+    } catch (RuntimeException e) { // a state.json edited or damaged: missing keys, other types
+      throw new IOException(
+          c.dir().resolve("state.json") + ": no valid 'image' shape and 'classes' list", e);
+    }
     return new TrainedCheckpoint(
         c,
         (String) state.get("model"),

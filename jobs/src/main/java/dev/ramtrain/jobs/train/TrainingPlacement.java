@@ -10,7 +10,6 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
@@ -39,7 +38,7 @@ final class TrainingPlacement {
     }
     long free = backend.freeMemoryBytes();
     long budget = offload.budget(free);
-    List<LayerCost> costs = LayerCost.measure(() -> ModelSpec.parse(s.model(), shape), backend);
+    List<LayerCost> costs = LayerCost.measure(() -> s.layers(shape), backend);
     // Placement depends on memory only; the copy and GEMM rates, which take a second to measure,
     // only feed the printed predictions of an offloaded run.
     PlacementPlan plan =
@@ -80,7 +79,7 @@ final class TrainingPlacement {
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
     return OffloadedLearner.build(
         s.model(),
-        () -> ModelSpec.parse(s.model(), shape),
+        () -> s.layers(shape),
         Streaming.of(plan, offload.delayedUpdate(), offload.delayWarmupSteps()),
         backend,
         setup,
@@ -113,9 +112,7 @@ final class TrainingPlacement {
 
   private static Learner resident(
       TrainSettings s, ImageShape shape, float clipNorm, Backend backend, Stream setup) {
-    Model model =
-        Model.build(
-            s.model(), ModelSpec.parse(s.model(), shape), backend, setup, s.batchSize(), s.seed());
+    Model model = Model.build(s.model(), s.layers(shape), backend, setup, s.batchSize(), s.seed());
     try {
       Optimizer opt = s.optimizer(backend, model.parameters().count());
       return new ResidentLearner(backend, model, opt, clipNorm);

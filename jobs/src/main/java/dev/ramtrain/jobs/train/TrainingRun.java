@@ -17,29 +17,28 @@ import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.SortedMap;
+import java.util.TreeMap;
 
 /**
  * One training run over opened shards, wherever they come from (a dataset directory for {@code
- * train}, cached in-memory shards in the Spark task of {@code demo}): builds the backend, loaders,
- * model and optimizer the settings describe, resumes if asked, trains with a checkpoint per epoch
- * and evaluates on the val split. The loop itself is {@link Trainer}.
+ * train}, cached in-memory shards in the Spark task of {@code demo}): checks that the model fits
+ * the data and, when resuming, that the checkpoint was written by the same run, then builds the
+ * backend, loaders, model and optimizer the settings describe, trains with a checkpoint per epoch
+ * into its {@link RunDirectory} and evaluates on the val split. The loop itself is {@link Trainer}.
  */
 public final class TrainingRun {
-  private static final String METRICS = "metrics.jsonl";
-  private static final String RESUMED_METRICS = "metrics-resumed.jsonl";
-
   private TrainingRun() {}
 
   /**
-   * Trains on {@code train}, evaluating on {@code val}, writing metrics and checkpoints under the
-   * settings' run directory; {@code source} names the data in the checkpoints, which also record
-   * the manifest's resize mode and decoder so that prediction prepares images the same way.
+   * Trains on {@code train}, evaluating on {@code val}, writing metrics and checkpoints into {@code
+   * run}; {@code source} names the data in the checkpoints, which also record the manifest's resize
+   * mode and decoder so that prediction prepares images the same way, and the settings and data
+   * fingerprint that a resume is checked against ({@code resumeAnyway} skips that check).
    */
   public static EvalResult run(
       TrainSettings s,
@@ -48,19 +47,21 @@ public final class TrainingRun {
       ShardSet train,
       ShardSet val,
       String source,
-      boolean resume)
+      RunDirectory run,
+      boolean resumeAnyway)
       throws IOException {
     ImageShape shape = train.shape();
     List<String> classes = train.classes();
-    Path run = Path.of(s.output());
+    s.requireModelFits(shape, classes);
+    SortedMap<String, String> settings = s.resumeSettings();
+    String data = RunFingerprint.data(manifest);
+    Checkpoints.Loaded checkpoint = run.checkpoint();
+    if (checkpoint != null) {
+      RunFingerprint.requireSameRun(checkpoint, settings, data, resumeAnyway);
+    }
     try (Backend backend = new CpuBackend(s.threads());
         DataLoader trainLoader = new DataLoader(backend, train, s.trainLoader());
         DataLoader valLoader = new DataLoader(backend, val, s.evalLoader())) {
-      Checkpoints.Loaded checkpoint = resume ? Checkpoints.loadLatest(run) : null;
-      if (!resume) { // a fresh run in a used directory: no stale epochs or resumed metrics
-        Checkpoints.clear(run);
-        Files.deleteIfExists(run.resolve(RESUMED_METRICS));
-      }
       Normalization measured =
           checkpoint != null
               ? Normalization.fromState(checkpoint.state())
@@ -71,7 +72,7 @@ public final class TrainingRun {
       Stream setup = backend.createStream("setup");
       try (Learner learner =
               TrainingPlacement.learner(s, offload, shape, options.clipNorm(), backend, setup);
-          MetricsLog metrics = new MetricsLog(run.resolve(resume ? RESUMED_METRICS : METRICS));
+          MetricsLog metrics = run.metrics();
           Trainer trainer =
               new Trainer(
                   backend,
@@ -92,7 +93,7 @@ public final class TrainingRun {
             s.batchSize(),
             Arrays.toString(options.mean()),
             Arrays.toString(options.std()));
-        Map<String, Object> info = new LinkedHashMap<>();
+        Map<String, Object> info = new TreeMap<>(RunFingerprint.record(settings, data));
         info.put("classes", classes);
         info.put("image", List.of(shape.height(), shape.width(), shape.channels()));
         info.put("mean", options.mean());
@@ -100,7 +101,8 @@ public final class TrainingRun {
         info.put("dataset", source);
         info.put("resize", manifest.transforms().get("resize"));
         info.put("decoder", manifest.transforms().get("decoder"));
-        trainer.checkpointTo(run, info);
+        run.recordInCheckpoints(info);
+        trainer.checkpointTo(run);
         int firstEpoch = 0;
         if (checkpoint != null) {
           learner.restore(checkpoint, setup);
@@ -116,11 +118,10 @@ public final class TrainingRun {
     }
   }
 
-  /** Writes the run's report from its metrics files and final evaluation; returns index.html. */
+  /** Writes the run's report from its metrics and final evaluation; returns index.html. */
   public static Path report(TrainSettings s, EvalResult eval, List<String> classes)
       throws IOException {
     Path run = Path.of(s.output());
-    return TrainingReport.write(
-        run, List.of(run.resolve(METRICS), run.resolve(RESUMED_METRICS)), eval, classes);
+    return TrainingReport.write(run, run.resolve(RunDirectory.METRICS), eval, classes);
   }
 }

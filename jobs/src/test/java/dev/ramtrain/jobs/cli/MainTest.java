@@ -147,7 +147,7 @@ class MainTest {
     assertTrue(resumed.out().contains("after 2 epochs"), resumed.out());
     assertTrue(resumed.out().contains("placement      offloaded"), resumed.out());
     assertTrue(
-        Files.readString(tmp.resolve("run/metrics-resumed.jsonl")).contains("\"h2d_bytes\""),
+        Files.readString(tmp.resolve("run/metrics.jsonl")).contains("\"h2d_bytes\""),
         "offload metrics per step");
     assertTrue(Files.exists(tmp.resolve("run/checkpoints/epoch-0003/state.json")));
 
@@ -188,9 +188,20 @@ class MainTest {
         tooSmall.err().contains("ramtrain.offload.budget") && tooSmall.err().contains("layer fc1"),
         tooSmall.err());
 
-    Run bad = run("train", "-d", dataset.toString(), "--model", "mlp:100-3");
-    assertEquals(Main.EXIT_FAILURE, bad.status());
-    assertTrue(bad.err().contains("takes 100 inputs"), bad.err());
+    Run bad =
+        run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            tmp.resolve("bad").toString(),
+            "--model",
+            "mlp:100-3");
+    assertEquals(Main.EXIT_USAGE, bad.status());
+    assertTrue(
+        bad.err().contains("ramtrain.train.model = 'mlp:100-3' takes 100 values per sample"),
+        bad.err());
+    assertTrue(!Files.exists(tmp.resolve("bad")), "checked before the run directory is made");
 
     Run again = run("preprocess", "-i", images.toString(), "-o", dataset.toString());
     assertEquals(Main.EXIT_USAGE, again.status());

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.checkpoint;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.ramtrain.etl.progress.PausePoints;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
@@ -11,6 +12,7 @@ import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.optim.Optimizer;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -19,20 +21,25 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Checkpoints of a run directory: {@code checkpoints/epoch-NNNN/} holds {@code model.safetensors}
  * (parameters by their PyTorch-style names, loadable by {@code safetensors.torch.load_file}),
  * {@code optimizer.safetensors} (its state slabs) and {@code state.json} (epochs done, step,
  * settings that evaluation and prediction need). A checkpoint is written into a temporary folder,
- * renamed into place, and only then named by {@code checkpoints/latest}.
+ * renamed into place, and only then named by {@code checkpoints/latest}: a process killed at any
+ * instant leaves {@code latest} naming a whole checkpoint. The same state saves to the same bytes
+ * (keys in a fixed order, no timestamps), so checkpoints can be compared by their hashes.
  */
 public final class Checkpoints {
+  // Keys sorted: two runs that save the same state write the same bytes.
   private static final ObjectMapper JSON =
-      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+      new ObjectMapper()
+          .enable(SerializationFeature.INDENT_OUTPUT)
+          .enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS);
   public static final String LATEST = "latest";
 
   private Checkpoints() {}
@@ -90,10 +97,11 @@ public final class Checkpoints {
     Path tmp = root.resolve(name + ".tmp");
     deleteTree(tmp);
     Files.createDirectories(tmp);
-    Safetensors.write(
-        tmp.resolve("model.safetensors"),
-        snapshot.weights(),
-        Map.of("format", "pt", "ramtrain.model", snapshot.model()));
+    Map<String, String> meta = new TreeMap<>();
+    meta.put("format", "pt");
+    meta.put("ramtrain.model", snapshot.model());
+    Safetensors.write(tmp.resolve("model.safetensors"), snapshot.weights(), meta);
+    PausePoints.reach("checkpoint.weights-written");
     List<Safetensors.Tensor> state = new ArrayList<>();
     List<float[]> slabs = snapshot.optimizerState();
     for (int i = 0; i < slabs.size(); i++) {
@@ -101,17 +109,18 @@ public final class Checkpoints {
       state.add(new Safetensors.Tensor("state." + i, new long[] {slab.length}, slab));
     }
     Safetensors.write(tmp.resolve("optimizer.safetensors"), state, Map.of());
-    Map<String, Object> json = new LinkedHashMap<>(info);
+    Map<String, Object> json = new TreeMap<>(info);
     json.put("epochs_done", epochsDone);
     json.put("global_step", globalStep);
     json.put("optimizer_steps", snapshot.optimizerSteps());
     json.put("model", snapshot.model());
-    Files.write(tmp.resolve("state.json"), JSON.writeValueAsBytes(json));
+    Safetensors.writeFile(tmp.resolve("state.json"), JSON.writeValueAsBytes(json));
     Path dir = root.resolve(name);
     deleteTree(dir);
     Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+    PausePoints.reach("checkpoint.before-latest");
     Path latestTmp = root.resolve(LATEST + ".tmp");
-    Files.writeString(latestTmp, name);
+    Safetensors.writeFile(latestTmp, name.getBytes(StandardCharsets.UTF_8));
     Files.move(
         latestTmp,
         root.resolve(LATEST),
@@ -120,12 +129,11 @@ public final class Checkpoints {
     return dir;
   }
 
-  /**
-   * Removes every checkpoint of a run directory: a fresh run must not leave older epochs beside its
-   * own.
-   */
-  public static void clear(Path runDir) throws IOException {
-    deleteTree(runDir.resolve("checkpoints"));
+  /** A sink saving into {@code runDir}'s checkpoints, with {@code info} in every state.json. */
+  public static CheckpointSink into(Path runDir, Map<String, Object> info) {
+    Map<String, Object> fixed = new TreeMap<>(info);
+    return (epochsDone, globalStep, snapshot) ->
+        save(runDir, epochsDone, globalStep, snapshot, fixed);
   }
 
   /** The checkpoint {@code checkpoints/latest} of a run directory names. */
@@ -135,19 +143,35 @@ public final class Checkpoints {
     try {
       name = Files.readString(root.resolve(LATEST)).strip();
     } catch (NoSuchFileException e) {
+      throw new IOException(runDir + " has no checkpoint (no checkpoints/latest)", e);
+    }
+    if (!name.matches("epoch-\\d{4,9}")) {
       throw new IOException(
-          runDir + " has no checkpoint to resume from (no checkpoints/latest)", e);
+          root.resolve(LATEST) + " names '" + name + "', not a checkpoint folder (epoch-NNNN)");
     }
     return load(root.resolve(name));
   }
 
   public static Loaded load(Path dir) throws IOException {
+    Path file = dir.resolve("state.json");
     Map<String, Object> state;
     try {
-      state =
-          JSON.readValue(Files.readAllBytes(dir.resolve("state.json")), new TypeReference<>() {});
+      state = JSON.readValue(Files.readAllBytes(file), new TypeReference<>() {});
     } catch (NoSuchFileException e) {
       throw new IOException(dir + " is not a checkpoint (no state.json)", e);
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IOException(file + ": not valid JSON: " + e.getOriginalMessage(), e);
+    }
+    if (state == null) {
+      throw new IOException(file + ": empty");
+    }
+    for (String key : new String[] {"epochs_done", "global_step", "optimizer_steps"}) {
+      if (!(state.get(key) instanceof Number n) || n.longValue() < 0) {
+        throw new IOException(file + ": '" + key + "' is missing or not a count");
+      }
+    }
+    if (!(state.get("model") instanceof String)) {
+      throw new IOException(file + ": 'model' is missing or not a model spec");
     }
     Map<String, Safetensors.Tensor> weights =
         Safetensors.read(dir.resolve("model.safetensors"), new HashMap<>());

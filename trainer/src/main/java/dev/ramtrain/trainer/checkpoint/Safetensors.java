@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.checkpoint;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ramtrain.etl.shard.IoErrors;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
@@ -13,10 +14,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The safetensors format (what {@code safetensors.torch.load_file} reads): an 8-byte little-endian
@@ -43,12 +46,13 @@ public final class Safetensors {
     }
   }
 
+  /** Writes {@code tensors} in order, with {@code metadata} in the header in key order. */
   public static void write(Path file, List<Tensor> tensors, Map<String, String> metadata)
       throws IOException {
     ObjectNode header = JSON.createObjectNode();
     if (!metadata.isEmpty()) {
       ObjectNode meta = header.putObject("__metadata__");
-      metadata.forEach(meta::put);
+      new TreeMap<>(metadata).forEach(meta::put);
     }
     long offset = 0;
     for (Tensor t : tensors) {
@@ -76,16 +80,31 @@ public final class Safetensors {
         data.asFloatBuffer().put(t.values());
         out.write(data.array());
       }
+    } catch (IOException e) {
+      throw IoErrors.writing(file, e);
     }
   }
 
-  /** Reads every F32 tensor (in file order) and the metadata; the file is named in errors. */
+  /** Writes a small file whole, naming it when the write fails (a full disk, say). */
+  public static void writeFile(Path file, byte[] bytes) throws IOException {
+    try {
+      Files.write(file, bytes);
+    } catch (IOException e) {
+      throw IoErrors.writing(file, e);
+    }
+  }
+
+  /**
+   * Reads every F32 tensor (in file order) and the metadata. The file is untrusted: its header is
+   * checked (lengths, shapes, and data ranges that lie inside the file without overlapping) before
+   * anything is allocated, and every problem is an {@link IOException} naming the file.
+   */
   public static Map<String, Tensor> read(Path file, Map<String, String> metadataOut)
       throws IOException {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       long size = ch.size();
       ByteBuffer lengthBytes = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
-      if (size < 8 || ch.read(lengthBytes, 0) != 8) {
+      if (size < 8 || readFully(ch, lengthBytes, 0) != 8) {
         throw new IOException(file + ": not a safetensors file (shorter than its header length)");
       }
       long headerLength = lengthBytes.getLong(0);
@@ -99,10 +118,13 @@ public final class Safetensors {
                 + "-byte file");
       }
       ByteBuffer headerBytes = ByteBuffer.allocate((int) headerLength);
-      ch.read(headerBytes, 8);
+      readFully(ch, headerBytes, 8);
       JsonNode header = JSON.readTree(new String(headerBytes.array(), StandardCharsets.UTF_8));
+      if (header == null || !header.isObject()) {
+        throw new IOException(file + ": safetensors header is not a JSON object");
+      }
       long dataStart = 8 + headerLength;
-      Map<String, Tensor> tensors = new LinkedHashMap<>();
+      List<Entry> entries = new ArrayList<>();
       for (Iterator<Map.Entry<String, JsonNode>> it = header.fields(); it.hasNext(); ) {
         Map.Entry<String, JsonNode> e = it.next();
         if (e.getKey().equals("__metadata__")) {
@@ -111,43 +133,89 @@ public final class Safetensors {
               .forEachRemaining(m -> metadataOut.put(m.getKey(), m.getValue().asText()));
           continue;
         }
-        JsonNode entry = e.getValue();
-        if (!"F32".equals(entry.path("dtype").asText())) {
-          throw new IOException(
-              file
-                  + ": tensor "
-                  + e.getKey()
-                  + " is "
-                  + entry.path("dtype").asText()
-                  + "; only F32 is read");
+        entries.add(entry(file, e.getKey(), e.getValue(), size - dataStart));
+      }
+      List<Entry> byOffset = new ArrayList<>(entries);
+      byOffset.sort(Comparator.comparingLong(Entry::begin));
+      long previousEnd = 0;
+      for (Entry e : byOffset) {
+        if (e.begin() < previousEnd) {
+          throw new IOException(file + ": tensor " + e.name() + " overlaps another one's data");
         }
-        List<Long> shape = new ArrayList<>();
-        entry.path("shape").forEach(d -> shape.add(d.asLong()));
-        long begin = entry.path("data_offsets").path(0).asLong(-1);
-        long end = entry.path("data_offsets").path(1).asLong(-1);
-        if (begin < 0 || end < begin || dataStart + end > size || (end - begin) % 4 != 0) {
-          throw new IOException(
-              file
-                  + ": tensor "
-                  + e.getKey()
-                  + " has bad data offsets ["
-                  + begin
-                  + ", "
-                  + end
-                  + ") (truncated file?)");
-        }
-        ByteBuffer data = ByteBuffer.allocate((int) (end - begin)).order(ByteOrder.LITTLE_ENDIAN);
-        ch.read(data, dataStart + begin);
+        previousEnd = e.end();
+      }
+      Map<String, Tensor> tensors = new LinkedHashMap<>();
+      for (Entry e : entries) {
+        ByteBuffer data =
+            ByteBuffer.allocate((int) (e.end() - e.begin())).order(ByteOrder.LITTLE_ENDIAN);
+        readFully(ch, data, dataStart + e.begin());
         data.flip();
-        float[] values = new float[(int) ((end - begin) / 4)];
+        float[] values = new float[data.remaining() / 4];
         data.asFloatBuffer().get(values);
-        tensors.put(
-            e.getKey(),
-            new Tensor(e.getKey(), shape.stream().mapToLong(Long::longValue).toArray(), values));
+        tensors.put(e.name(), new Tensor(e.name(), e.shape(), values));
       }
       return tensors;
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-      throw new IOException(file + ": safetensors header is not valid JSON", e);
+      throw new IOException(
+          file + ": safetensors header is not valid JSON: " + e.getOriginalMessage(), e);
     }
+  }
+
+  /** One tensor's header entry, checked. */
+  private record Entry(String name, long[] shape, long begin, long end) {}
+
+  private static Entry entry(Path file, String name, JsonNode entry, long dataBytes)
+      throws IOException {
+    String where = file + ": tensor " + name;
+    if (!"F32".equals(entry.path("dtype").asText())) {
+      throw new IOException(
+          where + " is " + entry.path("dtype").asText("not a tensor") + "; only F32 is read");
+    }
+    JsonNode dims = entry.path("shape");
+    if (!dims.isArray() || dims.size() > 8) {
+      throw new IOException(where + " has no shape of at most 8 dimensions");
+    }
+    long[] shape = new long[dims.size()];
+    long count = 1;
+    for (int i = 0; i < shape.length; i++) {
+      JsonNode d = dims.get(i);
+      if (!d.canConvertToLong() || !d.isIntegralNumber() || d.asLong() < 0) {
+        throw new IOException(where + " has a bad dimension " + d);
+      }
+      shape[i] = d.asLong();
+      if (count != 0 && shape[i] > Integer.MAX_VALUE / count) {
+        throw new IOException(where + " has an impossible shape " + dims);
+      }
+      count *= shape[i];
+    }
+    JsonNode offsets = entry.path("data_offsets");
+    long begin = offsets.path(0).isIntegralNumber() ? offsets.path(0).asLong() : -1;
+    long end = offsets.path(1).isIntegralNumber() ? offsets.path(1).asLong() : -1;
+    if (offsets.size() != 2 || begin < 0 || end < begin || end > dataBytes) {
+      throw new IOException(
+          where
+              + " has bad data offsets "
+              + offsets
+              + " for "
+              + dataBytes
+              + " data bytes (truncated file?)");
+    }
+    if (end - begin != 4 * count) {
+      throw new IOException(
+          where + " holds " + (end - begin) + " bytes, its shape " + dims + " needs " + 4 * count);
+    }
+    return new Entry(name, shape, begin, end);
+  }
+
+  private static int readFully(FileChannel ch, ByteBuffer into, long position) throws IOException {
+    int total = 0;
+    while (into.hasRemaining()) {
+      int n = ch.read(into, position + total);
+      if (n < 0) {
+        break;
+      }
+      total += n;
+    }
+    return total;
   }
 }

@@ -1,0 +1,112 @@
+package dev.ramtrain.jobs.train;
+
+import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.SortedMap;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What a checkpoint records of the run that wrote it, so that {@code --resume} continues the same
+ * run: the settings that change its numbers ({@code TrainSettings.resumeSettings}) and a
+ * fingerprint of its data. A resume that would silently train on other data or with another
+ * learning rate is refused, naming what changed, unless {@code --resume-anyway}.
+ */
+public final class RunFingerprint {
+  private static final Logger LOG = LoggerFactory.getLogger(RunFingerprint.class);
+  static final String SETTINGS = "settings";
+  static final String DATA = "data_fingerprint";
+
+  private RunFingerprint() {}
+
+  /**
+   * SHA-256 over the image shape, the classes and every shard's rows, bytes and CRC32C in split
+   * order: the same data gives the same fingerprint wherever it lies (another directory, a later
+   * version folder, in memory) and other data another one.
+   */
+  public static String data(Manifest m) {
+    StringBuilder canonical = new StringBuilder();
+    canonical.append(m.image().shape()).append('\n').append(m.classes()).append('\n');
+    for (var split : new TreeMap<>(m.splits()).entrySet()) {
+      canonical.append(split.getKey()).append('\n');
+      for (Manifest.Shard s : split.getValue().shards()) {
+        canonical.append(s.rows()).append(' ').append(s.bytes()).append(' ').append(s.crc32c());
+        canonical.append('\n');
+      }
+    }
+    try {
+      byte[] hash =
+          MessageDigest.getInstance("SHA-256")
+              .digest(canonical.toString().getBytes(StandardCharsets.UTF_8));
+      return "sha256:" + HexFormat.of().formatHex(hash);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java runtime has SHA-256", e);
+    }
+  }
+
+  /** What a checkpoint's state.json gets: the settings and the data fingerprint. */
+  public static Map<String, Object> record(SortedMap<String, String> settings, String data) {
+    return Map.of(SETTINGS, settings, DATA, data);
+  }
+
+  /**
+   * Fails (a usage error) if {@code c} was written by a run with other settings or data, unless
+   * {@code anyway}, when the differences are only logged.
+   */
+  public static void requireSameRun(
+      Checkpoints.Loaded c, SortedMap<String, String> settings, String data, boolean anyway) {
+    Object recorded = c.state().get(SETTINGS);
+    if (!(recorded instanceof Map<?, ?> before)) {
+      LOG.warn(
+          "{} records no settings (written by an older ramtrain): resuming without checking them",
+          c.dir());
+      return;
+    }
+    List<String> changes = new ArrayList<>();
+    TreeSet<String> keys = new TreeSet<>(settings.keySet());
+    before.keySet().forEach(k -> keys.add(String.valueOf(k)));
+    for (String key : keys) {
+      Object was = before.get(key);
+      String now = settings.get(key);
+      String wasText = was == null ? null : String.valueOf(was);
+      if (!java.util.Objects.equals(wasText, now)) {
+        changes.add(
+            key
+                + " "
+                + (wasText == null ? "(unset)" : wasText)
+                + " -> "
+                + (now == null ? "(unset)" : now));
+      }
+    }
+    Object recordedData = c.state().get(DATA);
+    if (recordedData != null && !recordedData.equals(data)) {
+      changes.add(
+          "the data (dataset " + c.state().get("dataset") + " then; its shards differ from these)");
+    }
+    if (changes.isEmpty()) {
+      return;
+    }
+    String what = String.join("; ", changes);
+    if (anyway) {
+      LOG.warn("resuming {} with changes (--resume-anyway): {}", c.dir(), what);
+      System.out.println("resuming anyway with changes: " + what);
+      return;
+    }
+    throw new ConfigException(
+        "--resume: "
+            + c.dir()
+            + " was written by a run with other settings or data: "
+            + what
+            + ". Resume with the same ones, start a new run, or pass --resume-anyway");
+  }
+}

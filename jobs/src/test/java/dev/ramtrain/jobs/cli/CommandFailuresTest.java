@@ -1,0 +1,286 @@
+package dev.ramtrain.jobs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.jobs.Main;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Bad settings, bad inputs and unsafe outputs as a person meets them on the command line: the exit
+ * status (2 usage, 1 failed run), one line naming the key or file and the cause, and nothing lost
+ * or half-written.
+ */
+class CommandFailuresTest {
+  @TempDir static Path shared;
+  @TempDir Path tmp;
+  static Path images;
+  static Path dataset;
+
+  @BeforeAll
+  static void dataset() {
+    images = shared.resolve("images");
+    MainTest.Run g =
+        MainTest.run(
+            "generate",
+            "-o",
+            images.toString(),
+            "--classes",
+            "3",
+            "--images-per-class",
+            "10",
+            "--width",
+            "32",
+            "--height",
+            "32");
+    assertEquals(0, g.status(), g.err());
+    dataset = shared.resolve("dataset");
+    MainTest.Run p =
+        MainTest.run(
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--height",
+            "8",
+            "--width",
+            "8",
+            "--set",
+            "ramtrain.etl.val-fraction=0.3");
+    assertEquals(0, p.status(), p.err());
+  }
+
+  private static final List<String> FLAGS = List.of("--resume", "--resume-anyway", "--overwrite");
+
+  /** {@code train} with small defaults; {@code more} adds flags and replaces options' values. */
+  private static MainTest.Run train(Path run, String... more) {
+    Map<String, String> options = new LinkedHashMap<>();
+    options.put("-d", dataset.toString());
+    options.put("-o", run.toString());
+    options.put("--model", "mlp:192-16-3");
+    options.put("--epochs", "2");
+    options.put("--batch-size", "4");
+    List<String> flags = new ArrayList<>();
+    for (int i = 0; i < more.length; i++) {
+      if (FLAGS.contains(more[i])) {
+        flags.add(more[i]);
+      } else {
+        options.put(more[i], more[++i]);
+      }
+    }
+    List<String> args = new ArrayList<>(List.of("train"));
+    options.forEach((k, v) -> args.addAll(List.of(k, v)));
+    args.addAll(flags);
+    args.addAll(
+        List.of("--set", "ramtrain.train.threads=1", "--set", "ramtrain.train.log-every=1"));
+    return MainTest.run(args.toArray(String[]::new));
+  }
+
+  private static void assertOneLine(MainTest.Run r, int status, String... parts) {
+    assertEquals(status, r.status(), r.err());
+    assertEquals(1, r.err().strip().lines().count(), "one line: " + r.err());
+    for (String part : parts) {
+      assertTrue(r.err().contains(part), "'" + r.err() + "' should contain '" + part + "'");
+    }
+  }
+
+  private static byte[] bytes(Path p) throws Exception {
+    return Files.readAllBytes(p);
+  }
+
+  @Test
+  void aRunDirectoryIsReplacedOnlyWhenAskedAndOnlyOnceTheNewRunHasACheckpoint() throws Exception {
+    Path run = tmp.resolve("run");
+    assertEquals(0, train(run).status());
+    byte[] weights = bytes(run.resolve("checkpoints/epoch-0002/model.safetensors"));
+    assertOneLine(
+        train(run), Main.EXIT_USAGE, "ramtrain.train.output", "already holds a training run");
+    assertArrayEquals(weights, bytes(run.resolve("checkpoints/epoch-0002/model.safetensors")));
+
+    // An overwrite whose settings fail after the directory is opened: the old run stays whole.
+    MainTest.Run failed = train(run, "--overwrite", "--offload", "on", "--device-budget", "1KiB");
+    assertEquals(Main.EXIT_USAGE, failed.status(), failed.err());
+    assertArrayEquals(weights, bytes(run.resolve("checkpoints/epoch-0002/model.safetensors")));
+
+    MainTest.Run replaced = train(run, "--overwrite", "--epochs", "1", "--lr", "0.01");
+    assertEquals(0, replaced.status(), replaced.err());
+    assertFalse(Files.exists(run.resolve("checkpoints/epoch-0002")), "the old run is gone");
+    assertEquals("epoch-0001", Files.readString(run.resolve("checkpoints/latest")).strip());
+    assertFalse(Files.exists(run.resolve("_previous-run")));
+  }
+
+  @Test
+  void aModelThatDoesNotFitTheDataIsAUsageErrorBeforeAnythingIsAllocated() {
+    assertOneLine(
+        train(tmp.resolve("a"), "--model", "mlp:192-5"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.model = 'mlp:192-5' has 5 outputs; the dataset has 3 classes");
+    for (String spec : List.of("mlp:", "cnn:zz", "resnet:7-10", "transformer:12")) {
+      assertOneLine(
+          train(tmp.resolve("b"), "--model", spec),
+          Main.EXIT_USAGE,
+          "ramtrain.train.model = '" + spec + "'");
+    }
+    assertFalse(Files.exists(tmp.resolve("a")) || Files.exists(tmp.resolve("b")));
+    assertOneLine(
+        MainTest.run("plan", "--model", "cnn:zz"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.model = 'cnn:zz'");
+  }
+
+  @Test
+  void flagsOutsideTheirRangeAreUsageErrors() throws Exception {
+    Path run = tmp.resolve("run");
+    assertEquals(0, train(run).status());
+    assertOneLine(
+        MainTest.run("predict", "-c", run.toString(), "--batch-size", "0", images.toString()),
+        Main.EXIT_USAGE,
+        "--batch-size must be >= 1");
+    assertOneLine(
+        MainTest.run(
+            "evaluate",
+            "-c",
+            run.toString(),
+            "-d",
+            dataset.toString(),
+            "--split",
+            "test",
+            "--confusion",
+            tmp.resolve("c.png").toString()),
+        Main.EXIT_USAGE,
+        "--split test",
+        "[train, val]");
+    assertOneLine(
+        MainTest.run("evaluate", "-c", tmp.resolve("nowhere").toString(), "-d", dataset.toString()),
+        Main.EXIT_FAILURE,
+        "nowhere: no such checkpoint folder or run directory");
+    assertOneLine(
+        train(run, "--resume-anyway"), Main.EXIT_USAGE, "--resume-anyway goes with --resume");
+    assertOneLine(train(run, "--resume", "--overwrite"), Main.EXIT_USAGE, "give one");
+  }
+
+  @Test
+  void aResumeWithOtherSettingsOrDataIsRefusedNamingWhatChanged() throws Exception {
+    Path run = tmp.resolve("run");
+    assertEquals(0, train(run).status());
+    assertOneLine(
+        train(run, "--resume", "--epochs", "3", "--lr", "0.01"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.lr 0.001 -> 0.01",
+        "--resume-anyway");
+    Path other = tmp.resolve("other");
+    assertEquals(
+        0,
+        MainTest.run(
+                "preprocess",
+                "-i",
+                images.toString(),
+                "-o",
+                other.toString(),
+                "--height",
+                "8",
+                "--width",
+                "8",
+                "--seed",
+                "5",
+                "--set",
+                "ramtrain.etl.val-fraction=0.3")
+            .status());
+    MainTest.Run otherData =
+        MainTest.run(
+            "train",
+            "-d",
+            other.toString(),
+            "-o",
+            run.toString(),
+            "--model",
+            "mlp:192-16-3",
+            "--epochs",
+            "3",
+            "--batch-size",
+            "4",
+            "--resume",
+            "--set",
+            "ramtrain.train.threads=1",
+            "--set",
+            "ramtrain.train.log-every=1");
+    assertOneLine(otherData, Main.EXIT_USAGE, "the data (dataset " + dataset);
+    MainTest.Run anyway =
+        train(run, "--resume", "--epochs", "3", "--lr", "0.01", "--resume-anyway");
+    assertEquals(0, anyway.status(), anyway.err());
+    assertTrue(
+        anyway.out().contains("resuming anyway with changes: ramtrain.train.lr"), anyway.out());
+    // An extended run (constant learning rate) is the same run: no flag needed.
+    assertEquals(0, train(run, "--resume", "--epochs", "4", "--lr", "0.01").status());
+  }
+
+  @Test
+  void manifestsAreCheckedBeforeTheirFilesAreOpened() throws Exception {
+    Path copy = tmp.resolve("copy");
+    try (Stream<Path> walk = Files.walk(dataset)) {
+      for (Path p : walk.toList()) {
+        Path target = copy.resolve(dataset.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(target);
+        } else {
+          Files.copy(p, target);
+        }
+      }
+    }
+    Path manifest = copy.resolve("manifest.json");
+    String json = Files.readString(manifest);
+    Files.writeString(
+        manifest,
+        json.replaceFirst("v0001/train/part-00000.arrow", "../../../../../../etc/passwd"));
+    for (MainTest.Run r :
+        List.of(
+            MainTest.run("inspect", copy.toString(), "--verify-all", "--samples", "0"),
+            train(tmp.resolve("run"), "-d", copy.toString()))) {
+      assertOneLine(r, Main.EXIT_FAILURE, manifest.toString(), "not a plain relative path");
+    }
+
+    Files.writeString(manifest, json.replaceFirst("\"rows\" : (\\d+)", "\"rows\" : 1$1"));
+    assertOneLine(
+        train(tmp.resolve("run"), "-d", copy.toString()),
+        Main.EXIT_FAILURE,
+        "manifest is inconsistent");
+
+    Files.writeString(manifest, "{\"format\": \"ramtrain-dataset\", \"formatVersion\": 1,,}");
+    assertOneLine(
+        MainTest.run("inspect", copy.toString()), Main.EXIT_FAILURE, "not valid JSON", "line 1");
+    assertFalse(Files.exists(tmp.resolve("run")));
+  }
+
+  @Test
+  void unwritableOutputsGiveOneLineWithTheCause() {
+    assertOneLine(
+        MainTest.run(
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            "/proc/ramtrain-out",
+            "--height",
+            "8",
+            "--width",
+            "8"),
+        Main.EXIT_FAILURE,
+        "cannot create the output directory /proc/ramtrain-out: ");
+    MainTest.Run sheet =
+        MainTest.run("inspect", dataset.toString(), "--sheet", "/proc/ramtrain/sheet.png");
+    assertOneLine(sheet, Main.EXIT_FAILURE, "cannot write the PNG /proc/ramtrain/sheet.png");
+    assertFalse(sheet.err().contains("ImageOutputStream"), sheet.err());
+  }
+}
