@@ -25,6 +25,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSError;
 import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -421,7 +422,7 @@ public final class DatasetCommitter implements AutoCloseable {
   }
 
   /** A path as a person reads it: local ones without their {@code file:} scheme. */
-  static String shown(Path path) {
+  public static String shown(Path path) {
     return "file".equals(path.toUri().getScheme()) ? path.toUri().getPath() : path.toString();
   }
 
@@ -522,7 +523,9 @@ public final class DatasetCommitter implements AutoCloseable {
     try (OutputStream out = fs.create(path, true)) {
       out.write(bytes);
     } catch (IOException e) {
-      throw IoErrors.writing(path, e);
+      throw IoErrors.writing(shown(path), e);
+    } catch (FSError e) { // Hadoop's local filesystem throws a write's IOException as an Error
+      throw IoErrors.writing(shown(path), IoErrors.unwrap(e));
     }
   }
 

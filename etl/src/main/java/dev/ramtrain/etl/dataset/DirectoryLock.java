@@ -150,7 +150,7 @@ public final class DirectoryLock implements AutoCloseable {
     if (now == null || !Arrays.equals(now.content(), content)) {
       throw new IOException(
           "lost the writer's lock "
-              + file
+              + DatasetCommitter.shown(file)
               + ": another process removed or replaced it; nothing was committed");
     }
   }
@@ -285,7 +285,12 @@ public final class DirectoryLock implements AutoCloseable {
       } catch (FileAlreadyExistsException e) {
         return false;
       } catch (IOException e) {
-        throw new IOException("cannot create the lock file " + file + ": " + IoErrors.reason(e), e);
+        throw new IOException(
+            "cannot create the lock file "
+                + DatasetCommitter.shown(file)
+                + ": "
+                + IoErrors.reason(e),
+            e);
       }
     }
     try (OutputStream out = fs.create(file, false)) {
@@ -297,7 +302,9 @@ public final class DirectoryLock implements AutoCloseable {
       if (fs.exists(file)) {
         return false; // some filesystems report an existing file with a plain IOException
       }
-      throw new IOException("cannot create the lock file " + file + ": " + IoErrors.reason(e), e);
+      throw new IOException(
+          "cannot create the lock file " + DatasetCommitter.shown(file) + ": " + IoErrors.reason(e),
+          e);
     }
   }
 
@@ -338,11 +345,11 @@ public final class DirectoryLock implements AutoCloseable {
   public static final class LockedException extends IOException {
     LockedException(Path dir, Holder holder) {
       super(
-          dir
+          DatasetCommitter.shown(dir)
               + " is being written by another ramtrain process: "
               + (holder == null ? "an unknown writer" : holder.describe())
               + "; wait for it to finish (its lock is "
-              + new Path(dir, FILE)
+              + DatasetCommitter.shown(new Path(dir, FILE))
               + ")");
     }
   }

@@ -36,6 +36,11 @@ public final class IoErrors {
     return e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
   }
 
+  /** The I/O error inside an {@link Error} that wraps one (Hadoop's {@code FSError}). */
+  public static IOException unwrap(Error e) {
+    return e.getCause() instanceof IOException io ? io : new IOException(e.getMessage(), e);
+  }
+
   /** {@code e} restated as "REASON writing FILE", the cause kept. */
   public static IOException writing(Object file, IOException e) {
     return new IOException(reason(e) + " writing " + file, e);

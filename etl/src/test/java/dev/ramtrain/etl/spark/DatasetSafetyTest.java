@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.etl.TestFiles;
 import dev.ramtrain.etl.TestSpark;
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.dataset.DatasetLayout;
@@ -19,10 +20,8 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.BeforeAll;
@@ -58,54 +57,28 @@ class DatasetSafetyTest {
         .manifest();
   }
 
-  /** Every file under {@code dir} with its bytes: what "nothing was touched" compares. */
-  private static Map<String, String> snapshot(Path dir) throws IOException {
-    Map<String, String> files = new TreeMap<>();
-    try (Stream<Path> walk = Files.walk(dir)) {
-      for (Path p : walk.toList()) {
-        files.put(
-            dir.relativize(p).toString(),
-            Files.isDirectory(p) ? "dir" : Arrays.toString(Files.readAllBytes(p)));
-      }
-    }
-    return files;
-  }
-
-  private static void copyTree(Path from, Path to) throws IOException {
-    try (Stream<Path> walk = Files.walk(from)) {
-      for (Path p : walk.toList()) {
-        Path target = to.resolve(from.relativize(p).toString());
-        if (Files.isDirectory(p)) {
-          Files.createDirectories(target);
-        } else {
-          Files.copy(p, target);
-        }
-      }
-    }
-  }
-
   @Test
   void aFolderOfSomeoneElsesFilesIsRefusedWhateverTheFlagsAndNothingIsDeleted() throws Exception {
     Path user = tmp.resolve("user");
-    copyTree(images, user.resolve("train"));
+    TestFiles.copyTree(images, user.resolve("train"));
     Files.createDirectories(user.resolve("val"));
     Files.writeString(user.resolve("rejects.jsonl"), "my own notes\n");
-    Map<String, String> before = snapshot(user);
+    Map<String, String> before = TestFiles.contents(user);
     for (boolean overwrite : new boolean[] {false, true}) {
       var e =
           assertThrows(
               DatasetCommitter.UnsafeOutputException.class,
               () -> preprocess(images, user, overwrite));
       assertTrue(e.getMessage().contains("holds no ramtrain dataset"), e.getMessage());
-      assertEquals(before, snapshot(user), "overwrite=" + overwrite + " touched nothing");
+      assertEquals(before, TestFiles.contents(user), "overwrite=" + overwrite + " touched nothing");
     }
   }
 
   @Test
   void anOutputInsideTheInputOrAroundItIsRefused() throws Exception {
     Path dir = tmp.resolve("dir");
-    copyTree(images, dir.resolve("train"));
-    Map<String, String> before = snapshot(dir);
+    TestFiles.copyTree(images, dir.resolve("train"));
+    Map<String, String> before = TestFiles.contents(dir);
     var around =
         assertThrows(
             DatasetCommitter.UnsafeOutputException.class,
@@ -121,7 +94,7 @@ class DatasetSafetyTest {
     assertThrows(
         DatasetCommitter.UnsafeOutputException.class,
         () -> preprocess(dir.resolve("train"), link, false));
-    assertEquals(before, snapshot(dir));
+    assertEquals(before, TestFiles.contents(dir));
   }
 
   @Test
@@ -150,7 +123,7 @@ class DatasetSafetyTest {
 
     // Killed before the commit point: v0002 moved into place and the old files journaled, but
     // the manifest still names v0001.
-    copyTree(out.resolve("v0001"), out.resolve("v0002"));
+    TestFiles.copyTree(out.resolve("v0001"), out.resolve("v0002"));
     Files.createDirectories(out.resolve("_staging"));
     String journal = new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(v1Files);
     Files.writeString(out.resolve("_staging/retire-dead.json"), journal);
@@ -165,7 +138,7 @@ class DatasetSafetyTest {
     // Killed after the commit point: the manifest names v0003, v0002's files are still there.
     String v3Json =
         Files.readString(out.resolve(DatasetLayout.MANIFEST)).replace("v0002/", "v0003/");
-    copyTree(out.resolve("v0002"), out.resolve("v0003"));
+    TestFiles.copyTree(out.resolve("v0002"), out.resolve("v0003"));
     Files.writeString(out.resolve(DatasetLayout.MANIFEST), v3Json);
     Files.createDirectories(out.resolve("_staging"));
     Files.writeString(
@@ -198,7 +171,7 @@ class DatasetSafetyTest {
   @Test
   void imagesOutsideAnyClassFolderAreRejectedAndListed() throws Exception {
     Path input = tmp.resolve("input");
-    copyTree(images, input);
+    TestFiles.copyTree(images, input);
     Path stray =
         Files.list(input.resolve("circle"))
             .filter(p -> p.toString().endsWith(".png"))
@@ -268,5 +241,50 @@ class DatasetSafetyTest {
             && root.getMessage().endsWith(".arrow"),
         root.getMessage());
     assertFalse(Files.exists(out), "staging, lock and the folder the run created are gone");
+  }
+
+  @Test
+  void readersCheckWhatTheManifestSaysAgainstTheFilesBeforeUsingThem() throws Exception {
+    Path out = tmp.resolve("out");
+    Manifest m = preprocess(images, out, false);
+    Manifest.Shard shard = m.split(Manifest.TRAIN).shards().get(0);
+
+    // Counts that agree with each other but not with the file: refused when the shard is opened.
+    var json = new com.fasterxml.jackson.databind.ObjectMapper();
+    var tree =
+        (com.fasterxml.jackson.databind.node.ObjectNode)
+            json.readTree(out.resolve("manifest.json").toFile());
+    var split = (com.fasterxml.jackson.databind.node.ObjectNode) tree.at("/splits/train");
+    var first = (com.fasterxml.jackson.databind.node.ObjectNode) split.at("/shards/0");
+    first.put("rows", shard.rows() + 1);
+    ((com.fasterxml.jackson.databind.node.ArrayNode) first.get("classCounts"))
+        .set(0, shard.classCounts().get(0) + 1);
+    split.put("rows", m.split(Manifest.TRAIN).rows() + 1);
+    ((com.fasterxml.jackson.databind.node.ArrayNode) split.get("classCounts"))
+        .set(0, m.split(Manifest.TRAIN).classCounts().get(0) + 1);
+    byte[] original = Files.readAllBytes(out.resolve("manifest.json"));
+    Files.write(out.resolve("manifest.json"), json.writeValueAsBytes(tree));
+    var dataset = Preprocessing.open(out);
+    var e =
+        assertThrows(
+            dev.ramtrain.etl.shard.ShardFormatException.class,
+            () ->
+                dataset.openShard(dataset.manifest().split(Manifest.TRAIN).shards().get(0), false));
+    assertTrue(
+        e.getMessage()
+            .contains(
+                "shard holds " + shard.rows() + " rows, the manifest says " + (shard.rows() + 1)),
+        e.getMessage());
+
+    // A shard that is a symbolic link out of the dataset is refused before it is opened.
+    Files.write(out.resolve("manifest.json"), original);
+    Path outside = tmp.resolve("outside.arrow");
+    Files.move(out.resolve(shard.file()), outside);
+    Files.createSymbolicLink(out.resolve(shard.file()), outside);
+    var linked = Preprocessing.open(out);
+    var l =
+        assertThrows(
+            dev.ramtrain.etl.shard.ShardFormatException.class, () -> linked.openShard(shard, true));
+    assertTrue(l.getMessage().contains("leads out of the dataset directory"), l.getMessage());
   }
 }

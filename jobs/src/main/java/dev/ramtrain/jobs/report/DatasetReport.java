@@ -104,18 +104,16 @@ public final class DatasetReport {
     return out;
   }
 
-  /** Opens every shard with its checksum checked; returns the rows seen. */
+  /**
+   * Opens every shard with its checksum checked (opening also checks its rows against the
+   * manifest's); returns the rows seen.
+   */
   public static long verifyAll(Dataset dataset) throws IOException {
     long rows = 0;
     for (Manifest.Split split : dataset.manifest().splits().values()) {
       for (Manifest.Shard shard : split.shards()) {
         try (ShardReader reader = dataset.openShard(shard, true)) {
-          long found = reader.rowCount();
-          if (found != shard.rows()) {
-            throw new IOException(
-                shard.file() + ": " + found + " rows, manifest says " + shard.rows());
-          }
-          rows += found;
+          rows += reader.rowCount();
         }
       }
     }

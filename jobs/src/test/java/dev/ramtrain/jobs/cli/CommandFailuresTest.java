@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.etl.TestFiles;
 import dev.ramtrain.jobs.Main;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,7 +13,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -229,16 +229,7 @@ class CommandFailuresTest {
   @Test
   void manifestsAreCheckedBeforeTheirFilesAreOpened() throws Exception {
     Path copy = tmp.resolve("copy");
-    try (Stream<Path> walk = Files.walk(dataset)) {
-      for (Path p : walk.toList()) {
-        Path target = copy.resolve(dataset.relativize(p).toString());
-        if (Files.isDirectory(p)) {
-          Files.createDirectories(target);
-        } else {
-          Files.copy(p, target);
-        }
-      }
-    }
+    TestFiles.copyTree(dataset, copy);
     Path manifest = copy.resolve("manifest.json");
     String json = Files.readString(manifest);
     Files.writeString(

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.etl.TestFiles;
 import dev.ramtrain.etl.dataset.DirectoryLock;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.trainer.MetricsLog;
@@ -17,7 +18,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -56,13 +56,10 @@ class RunDirectoryTest {
     return r;
   }
 
+  /** The files under {@code dir} with their bytes (folders left out). */
   private static Map<String, String> snapshotOf(Path dir) throws Exception {
-    Map<String, String> files = new TreeMap<>();
-    try (Stream<Path> walk = Files.walk(dir)) {
-      for (Path p : walk.filter(Files::isRegularFile).toList()) {
-        files.put(dir.relativize(p).toString(), Arrays.toString(Files.readAllBytes(p)));
-      }
-    }
+    Map<String, String> files = new TreeMap<>(TestFiles.contents(dir));
+    files.values().removeIf("folder"::equals);
     return files;
   }
 

@@ -1,0 +1,79 @@
+package dev.ramtrain.trainer.checkpoint;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class CheckpointsTest {
+  @TempDir Path tmp;
+
+  private static Checkpoints.Snapshot snapshot() {
+    return new Checkpoints.Snapshot(
+        "mlp:2-1",
+        List.of(
+            new Safetensors.Tensor("fc1.weight", new long[] {1, 2}, new float[] {0.5f, -1f}),
+            new Safetensors.Tensor("fc1.bias", new long[] {1}, new float[] {2f})),
+        List.of(new float[] {1, 2, 3}, new float[] {4, 5, 6}),
+        9);
+  }
+
+  @Test
+  void theSameStateSavesToTheSameBytesWhateverTheOrderOfItsInfo() throws Exception {
+    List<String> keys = List.of("zeta", "classes", "mean", "dataset", "image", "alpha", "resize");
+    Map<String, Object> forward = new LinkedHashMap<>();
+    keys.forEach(k -> forward.put(k, "value of " + k));
+    Map<String, Object> backward = new LinkedHashMap<>();
+    for (int i = keys.size() - 1; i >= 0; i--) {
+      backward.put(keys.get(i), "value of " + keys.get(i));
+    }
+    Map<String, Object> hashed = new HashMap<>(256);
+    hashed.putAll(forward);
+    List<Path> saved = new ArrayList<>();
+    for (Map<String, Object> info : List.of(forward, backward, hashed)) {
+      saved.add(Checkpoints.save(tmp.resolve("run-" + saved.size()), 3, 42, snapshot(), info));
+    }
+    for (String file : List.of("model.safetensors", "optimizer.safetensors", "state.json")) {
+      for (Path dir : saved) {
+        assertArrayEquals(
+            Files.readAllBytes(saved.get(0).resolve(file)),
+            Files.readAllBytes(dir.resolve(file)),
+            file);
+      }
+    }
+    List<String> written = new ArrayList<>();
+    for (String line : Files.readAllLines(saved.get(0).resolve("state.json"))) {
+      if (line.startsWith("  \"")) {
+        written.add(line.substring(3, line.indexOf('"', 3)));
+      }
+    }
+    List<String> sorted = new ArrayList<>(written);
+    sorted.sort(null);
+    assertEquals(sorted, written, "state.json keys in a fixed (sorted) order");
+    assertEquals(9, Checkpoints.loadLatest(tmp.resolve("run-0")).optimizerSteps());
+  }
+
+  @Test
+  void aDamagedStateOrLatestPointerIsRefusedNamingTheFile() throws Exception {
+    Path run = tmp.resolve("run");
+    Path dir = Checkpoints.save(run, 1, 10, snapshot(), Map.of());
+    Files.writeString(
+        dir.resolve("state.json"), "{\"epochs_done\": \"one\", \"model\": \"mlp:2-1\"}");
+    var e = assertThrows(IOException.class, () -> Checkpoints.loadLatest(run));
+    assertTrue(e.getMessage().contains("state.json: 'epochs_done'"), e.getMessage());
+    Files.writeString(run.resolve("checkpoints/latest"), "../../../etc");
+    e = assertThrows(IOException.class, () -> Checkpoints.loadLatest(run));
+    assertTrue(e.getMessage().contains("not a checkpoint folder"), e.getMessage());
+  }
+}
