@@ -17,6 +17,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
@@ -63,7 +64,10 @@ public final class SyntheticImages {
     this.seed = seed;
   }
 
-  /** Writes {@code root/<shape>/img_NNNNN.{jpg,png}}; returns the number of files. */
+  /**
+   * Writes {@code root/<shape>/img_NNNNN.{jpg,png}}, never over an existing file; returns the
+   * number of files.
+   */
   public int writeTo(Path root) throws IOException {
     for (int c = 0; c < classes; c++) {
       Files.createDirectories(root.resolve(SHAPES.get(c)));
@@ -82,7 +86,7 @@ public final class SyntheticImages {
                     root.resolve(SHAPES.get(c))
                         .resolve(String.format("img_%05d.%s", i, jpeg ? "jpg" : "png"));
                 try {
-                  Files.write(file, bytes);
+                  Files.write(file, bytes, StandardOpenOption.CREATE_NEW);
                 } catch (IOException e) {
                   throw new UncheckedIOException(e);
                 }

@@ -10,12 +10,16 @@ import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.BarrierTraining;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.stream.Stream;
 import org.apache.spark.sql.SparkSession;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -71,7 +75,12 @@ public final class DemoCommand implements Callable<Integer> {
     if (Files.isDirectory(images)) {
       System.out.println("      (already there; delete it to regenerate)");
     } else {
-      GenerateCommand.run(config);
+      // Into a folder of the demo's own first, renamed when whole: a demo killed while
+      // generating leaves no half set that the next one would take for the whole.
+      Path partial = work.resolve("images.partial");
+      deleteTree(partial);
+      GenerateCommand.write(config, partial);
+      Files.move(partial, images, StandardCopyOption.ATOMIC_MOVE);
     }
     try (SparkSession spark = SparkSessions.open("ramtrain demo", common.master())) {
       System.out.println(
@@ -102,6 +111,16 @@ public final class DemoCommand implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  private static void deleteTree(Path dir) throws IOException {
+    if (Files.exists(dir)) {
+      try (Stream<Path> walk = Files.walk(dir)) {
+        for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+          Files.delete(p);
+        }
+      }
+    }
   }
 
   private Map<String, String> flags(Path work, String modelSpec) {

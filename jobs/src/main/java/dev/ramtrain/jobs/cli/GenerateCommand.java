@@ -4,10 +4,12 @@ import dev.ramtrain.etl.source.SyntheticImages;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -70,6 +72,11 @@ public final class GenerateCommand implements Callable<Integer> {
         !out.isBlank(),
         "ramtrain.generate.output",
         "an output directory is required (--output DIR)");
+    return write(config, Path.of(out));
+  }
+
+  /** Writes the images the settings describe into {@code root}, a new or empty directory. */
+  static int write(RamtrainConfig config, Path root) throws IOException {
     SyntheticImages images;
     try {
       images =
@@ -83,6 +90,17 @@ public final class GenerateCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new ConfigException("ramtrain.generate: " + e.getMessage());
     }
-    return images.writeTo(Path.of(out));
+    if (Files.isDirectory(root)) {
+      try (Stream<Path> entries = Files.list(root)) {
+        if (entries.findAny().isPresent()) {
+          throw new ConfigException(
+              "ramtrain.generate.output = "
+                  + root.toAbsolutePath()
+                  + " is not empty: generate writes only into a new or empty directory, so that"
+                  + " no file of yours is overwritten");
+        }
+      }
+    }
+    return images.writeTo(root);
   }
 }

@@ -255,6 +255,19 @@ class CommandFailuresTest {
   }
 
   @Test
+  void generateNeverWritesOverFilesOfYours() throws Exception {
+    Path mine = tmp.resolve("mine");
+    Files.createDirectories(mine.resolve("circle"));
+    Files.writeString(mine.resolve("circle/img_00000.png"), "my own picture");
+    assertOneLine(
+        MainTest.run("generate", "-o", mine.toString(), "--classes", "2"),
+        Main.EXIT_USAGE,
+        "ramtrain.generate.output",
+        "is not empty");
+    assertEquals("my own picture", Files.readString(mine.resolve("circle/img_00000.png")));
+  }
+
+  @Test
   void unwritableOutputsGiveOneLineWithTheCause() {
     assertOneLine(
         MainTest.run(

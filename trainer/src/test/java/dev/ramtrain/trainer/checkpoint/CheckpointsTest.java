@@ -76,4 +76,20 @@ class CheckpointsTest {
     e = assertThrows(IOException.class, () -> Checkpoints.loadLatest(run));
     assertTrue(e.getMessage().contains("not a checkpoint folder"), e.getMessage());
   }
+
+  @Test
+  void aFullDiskIsReportedWithTheFileBeingWritten() throws Exception {
+    Path full = Path.of("/dev/full"); // every write fails with ENOSPC, as on a full disk
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isWritable(full), "Linux's /dev/full");
+    var e =
+        assertThrows(
+            IOException.class, () -> Safetensors.write(full, snapshot().weights(), Map.of()));
+    assertEquals("No space left on device writing /dev/full", e.getMessage());
+    try (var metrics = new dev.ramtrain.trainer.MetricsLog(full, true)) {
+      var m =
+          assertThrows(
+              java.io.UncheckedIOException.class, () -> metrics.write(Map.of("type", "step")));
+      assertEquals("No space left on device writing /dev/full", m.getCause().getMessage());
+    }
+  }
 }
