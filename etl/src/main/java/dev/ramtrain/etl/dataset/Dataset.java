@@ -28,7 +28,7 @@ public final class Dataset {
   /** Opens a dataset on any Hadoop filesystem URI or local path. */
   public static Dataset open(String location, Configuration hadoopConf) throws IOException {
     Path dir = new Path(location);
-    FileSystem fs = DatasetCommitter.fileSystem(dir, hadoopConf);
+    FileSystem fs = DatasetFiles.fileSystem(dir, hadoopConf);
     Path manifestPath = new Path(dir, DatasetLayout.MANIFEST);
     byte[] json;
     try (InputStream in = fs.open(manifestPath)) {

@@ -115,7 +115,7 @@ public final class DirectoryLock implements AutoCloseable {
 
   static DirectoryLock acquire(Path dir, Configuration conf, String purpose, Duration staleAfter)
       throws IOException {
-    FileSystem fs = DatasetCommitter.fileSystem(dir, conf);
+    FileSystem fs = DatasetFiles.fileSystem(dir, conf);
     Path file = new Path(dir, FILE);
     byte[] content = JSON.writeValueAsBytes(Holder.current(purpose));
     Found found = null;
@@ -150,7 +150,7 @@ public final class DirectoryLock implements AutoCloseable {
     if (now == null || !Arrays.equals(now.content(), content)) {
       throw new IOException(
           "lost the writer's lock "
-              + DatasetCommitter.shown(file)
+              + DatasetFiles.shown(file)
               + ": another process removed or replaced it; nothing was committed");
     }
   }
@@ -277,19 +277,16 @@ public final class DirectoryLock implements AutoCloseable {
 
   private static boolean createExclusively(FileSystem fs, Path file, byte[] content)
       throws IOException {
-    if (isLocal(fs)) {
+    if (DatasetFiles.isLocal(fs)) {
       try (OutputStream out =
-          Files.newOutputStream(local(fs, file), StandardOpenOption.CREATE_NEW)) {
+          Files.newOutputStream(DatasetFiles.local(fs, file), StandardOpenOption.CREATE_NEW)) {
         out.write(content);
         return true;
       } catch (FileAlreadyExistsException e) {
         return false;
       } catch (IOException e) {
         throw new IOException(
-            "cannot create the lock file "
-                + DatasetCommitter.shown(file)
-                + ": "
-                + IoErrors.reason(e),
+            "cannot create the lock file " + DatasetFiles.shown(file) + ": " + IoErrors.reason(e),
             e);
       }
     }
@@ -303,25 +300,16 @@ public final class DirectoryLock implements AutoCloseable {
         return false; // some filesystems report an existing file with a plain IOException
       }
       throw new IOException(
-          "cannot create the lock file " + DatasetCommitter.shown(file) + ": " + IoErrors.reason(e),
-          e);
+          "cannot create the lock file " + DatasetFiles.shown(file) + ": " + IoErrors.reason(e), e);
     }
   }
 
   private static void touch(FileSystem fs, Path file) throws IOException {
-    if (isLocal(fs)) {
-      Files.setLastModifiedTime(local(fs, file), FileTime.from(Instant.now()));
+    if (DatasetFiles.isLocal(fs)) {
+      Files.setLastModifiedTime(DatasetFiles.local(fs, file), FileTime.from(Instant.now()));
     } else {
       fs.setTimes(file, System.currentTimeMillis(), -1);
     }
-  }
-
-  static boolean isLocal(FileSystem fs) {
-    return "file".equals(fs.getUri().getScheme());
-  }
-
-  static java.nio.file.Path local(FileSystem fs, Path path) {
-    return Paths.get(fs.makeQualified(path).toUri());
   }
 
   private static String currentHost() {
@@ -345,11 +333,11 @@ public final class DirectoryLock implements AutoCloseable {
   public static final class LockedException extends IOException {
     LockedException(Path dir, Holder holder) {
       super(
-          DatasetCommitter.shown(dir)
+          DatasetFiles.shown(dir)
               + " is being written by another ramtrain process: "
               + (holder == null ? "an unknown writer" : holder.describe())
               + "; wait for it to finish (its lock is "
-              + DatasetCommitter.shown(new Path(dir, FILE))
+              + DatasetFiles.shown(new Path(dir, FILE))
               + ")");
     }
   }

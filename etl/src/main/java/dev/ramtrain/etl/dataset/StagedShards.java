@@ -29,7 +29,7 @@ public final class StagedShards implements Serializable {
   /** Creates the staged shard; the caller closes the stream. */
   public OutputStream create(String split, int shard) throws IOException {
     Path path = path(split, shard);
-    FileSystem fs = DatasetCommitter.fileSystem(path, conf.get());
+    FileSystem fs = DatasetFiles.fileSystem(path, conf.get());
     return fs.createNonRecursive(
         path, true, 1 << 16, fs.getDefaultReplication(path), fs.getDefaultBlockSize(path), null);
   }
@@ -37,6 +37,6 @@ public final class StagedShards implements Serializable {
   /** Removes a staged shard that will not be committed (all its inputs were rejected). */
   public void discard(String split, int shard) throws IOException {
     Path path = path(split, shard);
-    DatasetCommitter.fileSystem(path, conf.get()).delete(path, false);
+    DatasetFiles.fileSystem(path, conf.get()).delete(path, false);
   }
 }

@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.etl.dataset.DatasetCommitter;
+import dev.ramtrain.etl.dataset.DatasetFiles;
 import dev.ramtrain.etl.dataset.StagedShards;
 import dev.ramtrain.etl.image.ImageProcessor;
 import dev.ramtrain.etl.image.RejectReason;
@@ -86,10 +86,9 @@ final class ShardTask implements Serializable {
         throw e;
       }
       // The one line a person reads: the system's reason and the file (Hadoop's are bare).
-      throw IoErrors.writing(DatasetCommitter.shown(staging.path(split, shard)), e);
+      throw IoErrors.writing(DatasetFiles.shown(staging.path(split, shard)), e);
     } catch (FSError e) { // Hadoop's local filesystem throws a write's IOException as an Error
-      throw IoErrors.writing(
-          DatasetCommitter.shown(staging.path(split, shard)), IoErrors.unwrap(e));
+      throw IoErrors.writing(DatasetFiles.shown(staging.path(split, shard)), IoErrors.unwrap(e));
     }
     if (staging != null && stats.rows() == 0) {
       // Every input of this shard was rejected: the manifest will not list it, so it goes.
