@@ -154,9 +154,7 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
                     + run
                     + " has no checkpoint to resume from; leave out --resume to start a new run");
           }
-          Checkpoints.Loaded latest = Checkpoints.loadLatest(run);
-          keepMetricsUntil(run, latest);
-          yield new RunDirectory(run, created, lock, latest, false);
+          yield new RunDirectory(run, created, lock, Checkpoints.loadLatest(run), false);
         }
         case OVERWRITE -> {
           if (!runEntries.isEmpty()) {
@@ -182,9 +180,13 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   }
 
   /**
-   * The run's metrics file: new for a new run, continued after the checkpoint for a resumed one.
+   * The run's metrics file: new for a new run; for a resumed one, cut back to the checkpoint and
+   * continued (called once the run is known to go ahead, so a refused resume changes nothing).
    */
   public MetricsLog metrics() throws IOException {
+    if (checkpoint != null) {
+      keepMetricsUntil(dir, checkpoint);
+    }
     return new MetricsLog(dir.resolve(METRICS), checkpoint != null);
   }
 

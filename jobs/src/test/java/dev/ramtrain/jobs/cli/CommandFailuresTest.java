@@ -175,11 +175,14 @@ class CommandFailuresTest {
   void aResumeWithOtherSettingsOrDataIsRefusedNamingWhatChanged() throws Exception {
     Path run = tmp.resolve("run");
     assertEquals(0, train(run).status());
+    byte[] metrics = bytes(run.resolve("metrics.jsonl"));
     assertOneLine(
         train(run, "--resume", "--epochs", "3", "--lr", "0.01"),
         Main.EXIT_USAGE,
         "ramtrain.train.lr 0.001 -> 0.01",
         "--resume-anyway");
+    assertArrayEquals(
+        metrics, bytes(run.resolve("metrics.jsonl")), "a refused resume changes nothing");
     Path other = tmp.resolve("other");
     assertEquals(
         0,
