@@ -73,7 +73,9 @@ public record Manifest(
    */
   public List<String> files() {
     List<String> files = new ArrayList<>();
-    splits.values().forEach(split -> split.shards().forEach(s -> files.add(s.file())));
+    new java.util.TreeMap<>(splits)
+        .values()
+        .forEach(split -> split.shards().forEach(s -> files.add(s.file())));
     if (rejects != null && rejects.file() != null) {
       files.add(rejects.file());
     }
@@ -84,7 +86,11 @@ public record Manifest(
     Split split = splits.get(name);
     if (split == null) {
       throw new IllegalArgumentException(
-          "dataset has no split '" + name + "' (it has " + splits.keySet() + ")");
+          "dataset has no split '"
+              + name
+              + "' (it has "
+              + new java.util.TreeSet<>(splits.keySet())
+              + ")");
     }
     return split;
   }

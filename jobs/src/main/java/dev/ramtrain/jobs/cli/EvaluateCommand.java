@@ -73,7 +73,12 @@ public final class EvaluateCommand implements Callable<Integer> {
     Manifest m = ds.manifest();
     if (!m.splits().containsKey(split)) {
       throw new ConfigException(
-          "--split " + split + ": " + s.dataset() + " has the splits " + m.splits().keySet());
+          "--split "
+              + split
+              + ": "
+              + s.dataset()
+              + " has the splits "
+              + new java.util.TreeSet<>(m.splits().keySet()));
     }
     ImageShape shape = trained.shape();
     if (!shape.equals(m.image().shape())) {

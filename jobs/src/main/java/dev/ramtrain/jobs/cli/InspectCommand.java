@@ -73,7 +73,7 @@ public final class InspectCommand implements Callable<Integer> {
               + ": "
               + location
               + " has the splits "
-              + ds.manifest().splits().keySet());
+              + new java.util.TreeSet<>(ds.manifest().splits().keySet()));
     }
     StringBuilder out = new StringBuilder(DatasetReport.summary(ds));
     if (config.bool("ramtrain.inspect.verify-all")) {
