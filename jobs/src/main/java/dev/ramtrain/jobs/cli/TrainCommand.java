@@ -103,9 +103,10 @@ public final class TrainCommand implements Callable<Integer> {
     RunDirectory.Mode mode = RunDirectory.Mode.of(resume, s.overwrite());
     Dataset ds = Dataset.open(s.dataset(), new Configuration());
     s.requireModelFits(ds.manifest().image().shape(), ds.manifest().classes());
-    try (ShardSet train = ShardSet.open(ds, Manifest.TRAIN);
-        ShardSet val = ShardSet.open(ds, Manifest.VAL);
-        RunDirectory run = RunDirectory.open(Path.of(s.output()), mode)) {
+    // The run directory first: refusing it is quick, checksumming every shard is not.
+    try (RunDirectory run = RunDirectory.open(Path.of(s.output()), mode);
+        ShardSet train = ShardSet.open(ds, Manifest.TRAIN);
+        ShardSet val = ShardSet.open(ds, Manifest.VAL)) {
       EvalResult eval =
           TrainingRun.run(s, offload, ds.manifest(), train, val, s.dataset(), run, resumeAnyway);
       Path report = TrainingRun.report(s, eval, train.classes());
