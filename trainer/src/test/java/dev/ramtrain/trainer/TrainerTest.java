@@ -29,6 +29,7 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -237,9 +238,11 @@ class TrainerTest {
                       5),
                   SHAPE,
                   metrics)) {
+        Map<String, Object> info = Map.of("classes", List.of("rows", "columns", "checker"));
         trainer.checkpointTo(
-            dev.ramtrain.trainer.checkpoint.Checkpoints.into(
-                run, java.util.Map.of("classes", List.of("rows", "columns", "checker"))));
+            (epochsDone, step, snapshot) ->
+                dev.ramtrain.trainer.checkpoint.Checkpoints.save(
+                    run, epochsDone, step, snapshot, info));
         if (resume) {
           var c = dev.ramtrain.trainer.checkpoint.Checkpoints.loadLatest(run);
           assertEquals(first, c.epochsDone());

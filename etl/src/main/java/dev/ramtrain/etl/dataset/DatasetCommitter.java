@@ -126,11 +126,6 @@ public final class DatasetCommitter implements AutoCloseable {
     }
   }
 
-  /** The dataset directory, qualified. */
-  public String output() {
-    return dir.toString();
-  }
-
   /** Where this run's tasks write (serializable, for the executors). */
   public StagedShards staging() {
     return new StagedShards(runDir, new HadoopConf(conf));

@@ -65,6 +65,17 @@ public final class SyntheticImages {
   }
 
   /**
+   * Whether {@code file} (under {@code root}) has the name and place of a file {@link #writeTo}
+   * writes.
+   */
+  public static boolean isGenerated(Path root, Path file) {
+    Path relative = root.relativize(file);
+    return relative.getNameCount() == 2
+        && SHAPES.contains(relative.getName(0).toString())
+        && relative.getName(1).toString().matches("img_\\d{5}\\.(jpg|png)");
+  }
+
+  /**
    * Writes {@code root/<shape>/img_NNNNN.{jpg,png}}, never over an existing file; returns the
    * number of files.
    */

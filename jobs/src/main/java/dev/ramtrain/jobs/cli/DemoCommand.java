@@ -1,9 +1,11 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.etl.source.SyntheticImages;
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.jobs.SparkSessions;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
@@ -78,7 +80,7 @@ public final class DemoCommand implements Callable<Integer> {
       // Into a folder of the demo's own first, renamed when whole: a demo killed while
       // generating leaves no half set that the next one would take for the whole.
       Path partial = work.resolve("images.partial");
-      deleteTree(partial);
+      discardPartialImages(partial);
       GenerateCommand.write(config, partial);
       Files.move(partial, images, StandardCopyOption.ATOMIC_MOVE);
     }
@@ -113,13 +115,34 @@ public final class DemoCommand implements Callable<Integer> {
     return 0;
   }
 
-  private static void deleteTree(Path dir) throws IOException {
-    if (Files.exists(dir)) {
-      try (Stream<Path> walk = Files.walk(dir)) {
-        for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-          Files.delete(p);
-        }
+  /**
+   * Removes what a killed demo's generation left, but only if every file in it has the name and
+   * place of a generated image: anything else there is someone's, and the demo stops instead.
+   */
+  private static void discardPartialImages(Path partial) throws IOException {
+    if (!Files.exists(partial)) {
+      return;
+    }
+    List<Path> entries;
+    try (Stream<Path> walk = Files.walk(partial)) {
+      entries = walk.sorted(Comparator.reverseOrder()).toList();
+    }
+    for (Path p : entries) {
+      boolean ours =
+          Files.isDirectory(p)
+              ? p.equals(partial) || partial.relativize(p).getNameCount() == 1
+              : SyntheticImages.isGenerated(partial, p);
+      if (!ours) {
+        throw new ConfigException(
+            "ramtrain.demo.workdir: "
+                + p
+                + " was not written by the demo; move "
+                + partial
+                + " away to let the demo generate its images there");
       }
+    }
+    for (Path p : entries) {
+      Files.delete(p);
     }
   }
 

@@ -19,9 +19,10 @@ public final class Png {
 
   public static void write(RenderedImage image, Path png) throws IOException {
     Path target = png.toAbsolutePath();
-    Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
+    Path tmp = null; // created here, so the only file a failure removes is this call's own
     try {
       Files.createDirectories(target.getParent());
+      tmp = Files.createTempFile(target.getParent(), "." + target.getFileName(), ".tmp");
       try (OutputStream out = Files.newOutputStream(tmp)) {
         if (!ImageIO.write(image, "png", out)) {
           throw new IOException("no PNG writer in this Java runtime");
@@ -29,7 +30,9 @@ public final class Png {
       }
       Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     } catch (IOException e) {
-      Files.deleteIfExists(tmp);
+      if (tmp != null) {
+        Files.deleteIfExists(tmp);
+      }
       throw new IOException("cannot write the PNG " + target + ": " + IoErrors.reason(e), e);
     }
   }

@@ -268,6 +268,18 @@ class CommandFailuresTest {
         "ramtrain.generate.output",
         "is not empty");
     assertEquals("my own picture", Files.readString(mine.resolve("circle/img_00000.png")));
+
+    // The demo clears a half-generated image folder of its own, never one with other files.
+    Path work = tmp.resolve("work");
+    Files.createDirectories(work.resolve("images.partial/circle"));
+    Files.writeString(work.resolve("images.partial/circle/img_00003.png"), "half written");
+    Files.writeString(work.resolve("images.partial/circle/notes.txt"), "mine");
+    assertOneLine(
+        MainTest.run("demo", "--workdir", work.toString()),
+        Main.EXIT_USAGE,
+        "notes.txt was not written by the demo");
+    assertEquals("mine", Files.readString(work.resolve("images.partial/circle/notes.txt")));
+    assertTrue(Files.exists(work.resolve("images.partial/circle/img_00003.png")));
   }
 
   @Test

@@ -129,13 +129,6 @@ public final class Checkpoints {
     return dir;
   }
 
-  /** A sink saving into {@code runDir}'s checkpoints, with {@code info} in every state.json. */
-  public static CheckpointSink into(Path runDir, Map<String, Object> info) {
-    Map<String, Object> fixed = new TreeMap<>(info);
-    return (epochsDone, globalStep, snapshot) ->
-        save(runDir, epochsDone, globalStep, snapshot, fixed);
-  }
-
   /** The checkpoint {@code checkpoints/latest} of a run directory names. */
   public static Loaded loadLatest(Path runDir) throws IOException {
     Path root = runDir.resolve("checkpoints");
