@@ -1,11 +1,11 @@
 package dev.ramtrain.bench;
 
 import com.sun.management.ThreadMXBean;
-import dev.ramtrain.etl.shard.ImageShape;
-import dev.ramtrain.etl.shard.ShardBatch;
-import dev.ramtrain.etl.shard.ShardReader;
-import dev.ramtrain.etl.shard.ShardSchema;
-import dev.ramtrain.etl.shard.ShardWriter;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.ShardBatch;
+import dev.ramtrain.format.ShardReader;
+import dev.ramtrain.format.ShardSchema;
+import dev.ramtrain.format.ShardWriter;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;

@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.ramtrain.etl.TestFiles;
 import dev.ramtrain.etl.dataset.Dataset;
-import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.report.DatasetReport;
 import java.io.BufferedReader;
 import java.io.IOException;

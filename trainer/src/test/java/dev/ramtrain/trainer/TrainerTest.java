@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ramtrain.etl.shard.ImageShape;
-import dev.ramtrain.etl.shard.ShardReader;
-import dev.ramtrain.etl.shard.ShardSchema;
-import dev.ramtrain.etl.shard.ShardWriter;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.ShardReader;
+import dev.ramtrain.format.ShardSchema;
+import dev.ramtrain.format.ShardWriter;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;

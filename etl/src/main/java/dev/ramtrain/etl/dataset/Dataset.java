@@ -1,14 +1,16 @@
 package dev.ramtrain.etl.dataset;
 
-import dev.ramtrain.etl.shard.Manifest;
-import dev.ramtrain.etl.shard.ManifestCodec;
-import dev.ramtrain.etl.shard.ShardFormatException;
-import dev.ramtrain.etl.shard.ShardReader;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ManifestCodec;
+import dev.ramtrain.format.ShardFormatException;
+import dev.ramtrain.format.ShardReader;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -52,6 +54,23 @@ public final class Dataset {
 
   public String location() {
     return location;
+  }
+
+  /**
+   * Opens (and checksums) every shard of {@code split}, in manifest order; on failure closes the
+   * ones already opened. The caller owns the readers.
+   */
+  public List<ShardReader> openSplit(String split) throws IOException {
+    List<ShardReader> readers = new ArrayList<>();
+    try {
+      for (Manifest.Shard shard : manifest.split(split).shards()) {
+        readers.add(openShard(shard, true));
+      }
+    } catch (IOException | RuntimeException e) {
+      readers.forEach(ShardReader::close);
+      throw e;
+    }
+    return readers;
   }
 
   /**

@@ -1,10 +1,10 @@
 package dev.ramtrain.etl.dataset;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ramtrain.etl.progress.PausePoints;
-import dev.ramtrain.etl.shard.Manifest;
-import dev.ramtrain.etl.shard.ManifestCodec;
-import dev.ramtrain.etl.shard.ShardFormatException;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ManifestCodec;
+import dev.ramtrain.format.PausePoints;
+import dev.ramtrain.format.ShardFormatException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;

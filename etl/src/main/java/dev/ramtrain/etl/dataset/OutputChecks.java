@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.dataset;
 
-import dev.ramtrain.etl.shard.IoErrors;
+import dev.ramtrain.format.IoErrors;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.ArrayList;

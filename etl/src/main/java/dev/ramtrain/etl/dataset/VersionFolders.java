@@ -2,8 +2,8 @@ package dev.ramtrain.etl.dataset;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ramtrain.etl.shard.Manifest;
-import dev.ramtrain.etl.shard.SafePaths;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.SafePaths;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;

@@ -6,9 +6,9 @@ import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_GRAY2RGB;
 import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_RGB2GRAY;
 import static org.bytedeco.opencv.global.opencv_imgproc.cvtColor;
 
-import dev.ramtrain.etl.shard.ImageShape;
 import dev.ramtrain.etl.source.RawSample;
-import dev.ramtrain.etl.source.SampleIds;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.ids.SampleIds;
 import java.io.IOException;
 import java.io.Serializable;
 import java.util.SplittableRandom;

@@ -14,7 +14,7 @@ import static org.bytedeco.opencv.global.opencv_imgproc.getRotationMatrix2D;
 import static org.bytedeco.opencv.global.opencv_imgproc.resize;
 import static org.bytedeco.opencv.global.opencv_imgproc.warpAffine;
 
-import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.format.ImageShape;
 import java.io.Serializable;
 import java.util.SplittableRandom;
 import org.bytedeco.opencv.opencv_core.Mat;

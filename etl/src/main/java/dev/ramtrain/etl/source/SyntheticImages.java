@@ -1,5 +1,6 @@
 package dev.ramtrain.etl.source;
 
+import dev.ramtrain.format.ids.SampleIds;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.GradientPaint;

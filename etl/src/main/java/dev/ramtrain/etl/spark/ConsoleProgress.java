@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.etl.progress.ProgressLine;
+import dev.ramtrain.format.console.ProgressLine;
 import java.time.Duration;
 import org.apache.spark.util.LongAccumulator;
 

@@ -1,8 +1,8 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.etl.shard.Manifest;
-import dev.ramtrain.etl.shard.ShardFormatException;
-import dev.ramtrain.etl.shard.ShardReader;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ShardFormatException;
+import dev.ramtrain.format.ShardReader;
 import java.nio.ByteBuffer;
 import org.apache.spark.api.java.JavaRDD;
 

@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.format.Manifest;
 import java.util.List;
 
 /** The manifest of what was produced, the skipped inputs, and in memory mode the shards' handle. */

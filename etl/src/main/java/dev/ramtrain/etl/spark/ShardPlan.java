@@ -1,7 +1,7 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.etl.shard.Manifest;
-import dev.ramtrain.etl.source.SampleIds;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ids.SampleIds;
 import java.io.Serializable;
 import java.util.Map;
 

@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.etl.shard.ShardStats;
+import dev.ramtrain.format.ShardStats;
 import java.io.Serializable;
 import java.util.List;
 

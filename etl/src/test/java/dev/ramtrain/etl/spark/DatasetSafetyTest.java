@@ -12,10 +12,10 @@ import dev.ramtrain.etl.dataset.DatasetLayout;
 import dev.ramtrain.etl.dataset.DirectoryLock;
 import dev.ramtrain.etl.dataset.FullDiskFileSystem;
 import dev.ramtrain.etl.image.Augmentation;
-import dev.ramtrain.etl.shard.ImageShape;
-import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.etl.source.ImageFolderSource;
 import dev.ramtrain.etl.source.SyntheticImages;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.Manifest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -267,7 +267,7 @@ class DatasetSafetyTest {
     var dataset = Preprocessing.open(out);
     var e =
         assertThrows(
-            dev.ramtrain.etl.shard.ShardFormatException.class,
+            dev.ramtrain.format.ShardFormatException.class,
             () ->
                 dataset.openShard(dataset.manifest().split(Manifest.TRAIN).shards().get(0), false));
     assertTrue(
@@ -284,7 +284,7 @@ class DatasetSafetyTest {
     var linked = Preprocessing.open(out);
     var l =
         assertThrows(
-            dev.ramtrain.etl.shard.ShardFormatException.class, () -> linked.openShard(shard, true));
+            dev.ramtrain.format.ShardFormatException.class, () -> linked.openShard(shard, true));
     assertTrue(l.getMessage().contains("leads out of the dataset directory"), l.getMessage());
   }
 }

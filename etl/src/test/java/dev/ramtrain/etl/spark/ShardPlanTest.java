@@ -9,7 +9,7 @@ import dev.ramtrain.etl.image.Augmentation;
 import dev.ramtrain.etl.image.ImageDecoder;
 import dev.ramtrain.etl.image.ImageTransform;
 import dev.ramtrain.etl.image.ResizeMode;
-import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.format.ImageShape;
 import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

@@ -1,9 +1,9 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.etl.source.SyntheticImages;
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.PreprocessJob;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.EtlSettings;

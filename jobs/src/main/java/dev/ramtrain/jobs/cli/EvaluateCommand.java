@@ -1,11 +1,12 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
-import dev.ramtrain.etl.shard.ImageShape;
-import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.Charts;
+import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.DeviceInputs;
 import dev.ramtrain.trainer.EvalResult;
@@ -104,7 +105,7 @@ public final class EvaluateCommand implements Callable<Integer> {
     String spec = trained.model();
     Normalization norm = trained.normalization();
     try (Backend backend = new CpuBackend(s.threads());
-        ShardSet shards = ShardSet.open(ds, split);
+        ShardSet shards = DatasetShards.open(ds, split);
         DataLoader loader = new DataLoader(backend, shards, s.evalLoader())) {
       Stream stream = backend.createStream("evaluate");
       try (Model model =

@@ -1,7 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
-import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.ContactSheet;

@@ -1,7 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.etl.shard.Manifest;
 import dev.ramtrain.etl.spark.PreprocessJob;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;

@@ -1,11 +1,12 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
-import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
@@ -105,8 +106,8 @@ public final class TrainCommand implements Callable<Integer> {
     s.requireModelFits(ds.manifest().image().shape(), ds.manifest().classes());
     // The run directory first: refusing it is quick, checksumming every shard is not.
     try (RunDirectory run = RunDirectory.open(Path.of(s.output()), mode);
-        ShardSet train = ShardSet.open(ds, Manifest.TRAIN);
-        ShardSet val = ShardSet.open(ds, Manifest.VAL)) {
+        ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
+        ShardSet val = DatasetShards.open(ds, Manifest.VAL)) {
       EvalResult eval =
           TrainingRun.run(s, offload, ds.manifest(), train, val, s.dataset(), run, resumeAnyway);
       Path report = TrainingRun.report(s, eval, train.classes());

@@ -2,7 +2,7 @@ package dev.ramtrain.jobs.config;
 
 import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
-import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.data.LoaderOptions;

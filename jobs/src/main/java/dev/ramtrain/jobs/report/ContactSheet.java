@@ -1,6 +1,6 @@
 package dev.ramtrain.jobs.report;
 
-import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.format.ImageShape;
 import java.awt.Color;
 import java.awt.Font;
 import java.awt.Graphics2D;

@@ -1,9 +1,9 @@
 package dev.ramtrain.jobs.report;
 
 import dev.ramtrain.etl.dataset.Dataset;
-import dev.ramtrain.etl.shard.Manifest;
-import dev.ramtrain.etl.shard.ShardBatch;
-import dev.ramtrain.etl.shard.ShardReader;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ShardBatch;
+import dev.ramtrain.format.ShardReader;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;

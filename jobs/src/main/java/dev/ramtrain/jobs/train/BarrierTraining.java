@@ -1,9 +1,9 @@
 package dev.ramtrain.jobs.train;
 
-import dev.ramtrain.etl.shard.Manifest;
-import dev.ramtrain.etl.shard.ShardReader;
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.ShardResult;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;

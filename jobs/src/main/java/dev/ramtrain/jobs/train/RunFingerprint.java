@@ -1,6 +1,6 @@
 package dev.ramtrain.jobs.train;
 
-import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import java.nio.charset.StandardCharsets;

@@ -2,7 +2,7 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.image.ImageDecoder;
 import dev.ramtrain.etl.image.ResizeMode;
-import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.Normalization;

@@ -1,7 +1,7 @@
 package dev.ramtrain.jobs.train;
 
-import dev.ramtrain.etl.shard.ImageShape;
-import dev.ramtrain.etl.shard.Manifest;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.TrainingReport;

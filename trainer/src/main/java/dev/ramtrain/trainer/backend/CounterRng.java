@@ -1,5 +1,7 @@
 package dev.ramtrain.trainer.backend;
 
+import dev.ramtrain.format.ids.SplitMix64;
+
 /**
  * A counter-based random number: the value for (seed, i) is a pure function of both, so a GPU
  * thread, a CPU chunk or a test computes the same draw for element i without shared state (the idea
@@ -10,10 +12,6 @@ public final class CounterRng {
 
   /** A uniform float in [0, 1) with 24 random bits. */
   public static float uniform(long seed, long i) {
-    long z = seed + (i + 1) * 0x9E3779B97F4A7C15L;
-    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-    z ^= z >>> 31;
-    return (z >>> 40) * 0x1.0p-24f;
+    return (SplitMix64.at(seed, i) >>> 40) * 0x1.0p-24f;
   }
 }

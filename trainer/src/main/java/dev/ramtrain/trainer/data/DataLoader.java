@@ -1,9 +1,9 @@
 package dev.ramtrain.trainer.data;
 
-import dev.ramtrain.etl.shard.ImageShape;
-import dev.ramtrain.etl.shard.ShardBatch;
-import dev.ramtrain.etl.shard.ShardReader;
-import dev.ramtrain.etl.source.SampleIds;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.ShardBatch;
+import dev.ramtrain.format.ShardReader;
+import dev.ramtrain.format.ids.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import java.nio.IntBuffer;

@@ -1,8 +1,8 @@
 package dev.ramtrain.trainer.data;
 
-import dev.ramtrain.etl.shard.ImageShape;
-import dev.ramtrain.etl.shard.ShardBatch;
-import dev.ramtrain.etl.shard.ShardReader;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.ShardBatch;
+import dev.ramtrain.format.ShardReader;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.util.MemoryUtil;

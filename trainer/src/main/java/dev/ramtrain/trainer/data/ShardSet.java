@@ -1,14 +1,14 @@
 package dev.ramtrain.trainer.data;
 
-import dev.ramtrain.etl.dataset.Dataset;
-import dev.ramtrain.etl.shard.ImageShape;
-import dev.ramtrain.etl.shard.Manifest;
-import dev.ramtrain.etl.shard.ShardReader;
-import java.io.IOException;
-import java.util.ArrayList;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.ShardReader;
 import java.util.List;
 
-/** The opened shards of one split: what a loader reads. Owns the readers. */
+/**
+ * The opened shards of one split: what a loader reads. Owns the readers. Whoever knows where the
+ * shards live opens them (a dataset directory on a Hadoop filesystem, blocks of a Spark job, a
+ * test's files); the trainer only reads.
+ */
 public final class ShardSet implements AutoCloseable {
   private final ImageShape shape;
   private final List<String> classes;
@@ -24,21 +24,6 @@ public final class ShardSet implements AutoCloseable {
             r.name() + " holds " + r.schema().shape() + " images, expected " + shape);
       }
     }
-  }
-
-  /** Opens (and checksums) every shard of {@code split}. */
-  public static ShardSet open(Dataset dataset, String split) throws IOException {
-    Manifest m = dataset.manifest();
-    List<ShardReader> readers = new ArrayList<>();
-    try {
-      for (Manifest.Shard shard : m.split(split).shards()) {
-        readers.add(dataset.openShard(shard, true));
-      }
-    } catch (IOException | RuntimeException e) {
-      readers.forEach(ShardReader::close);
-      throw e;
-    }
-    return new ShardSet(m.image().shape(), m.classes(), readers);
   }
 
   public ImageShape shape() {

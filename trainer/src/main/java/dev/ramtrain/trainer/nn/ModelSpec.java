@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
-import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.format.ImageShape;
 import java.util.ArrayList;
 import java.util.List;
 

@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.offload;
 
-import dev.ramtrain.etl.source.SampleIds;
+import dev.ramtrain.format.ids.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.DType;

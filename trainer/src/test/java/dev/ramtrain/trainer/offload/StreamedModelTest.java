@@ -3,7 +3,7 @@ package dev.ramtrain.trainer.offload;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.ramtrain.etl.shard.ImageShape;
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.DeviceArrays;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Bf16;

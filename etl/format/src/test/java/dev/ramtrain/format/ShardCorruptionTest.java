@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.shard;
+package dev.ramtrain.format;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.progress;
+package dev.ramtrain.format;
 
 import java.util.Arrays;
 

@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.shard;
+package dev.ramtrain.format;
 
 import java.nio.ByteBuffer;
 import org.apache.arrow.memory.util.MemoryUtil;

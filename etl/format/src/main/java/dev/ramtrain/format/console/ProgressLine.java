@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.progress;
+package dev.ramtrain.format.console;
 
 import java.io.PrintStream;
 import java.time.Duration;

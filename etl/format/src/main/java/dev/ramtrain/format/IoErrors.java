@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.shard;
+package dev.ramtrain.format;
 
 import java.io.IOException;
 import java.nio.file.AccessDeniedException;

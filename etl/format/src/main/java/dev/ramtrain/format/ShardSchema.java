@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.shard;
+package dev.ramtrain.format;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;

@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.source;
+package dev.ramtrain.format.ids;
 
 import java.nio.charset.StandardCharsets;
 
@@ -17,14 +17,14 @@ public final class SampleIds {
       h ^= b & 0xFF;
       h *= 0x100000001b3L;
     }
-    return avalanche(h) & Long.MAX_VALUE;
+    return SplitMix64.mix(h) & Long.MAX_VALUE;
   }
 
   /** Mixes several values into one well-distributed 64-bit seed. */
   public static long mix(long... values) {
-    long h = 0x9E3779B97F4A7C15L;
+    long h = SplitMix64.GOLDEN_GAMMA;
     for (long v : values) {
-      h = avalanche(h ^ avalanche(v + 0x9E3779B97F4A7C15L));
+      h = SplitMix64.mix(h ^ SplitMix64.mix(v + SplitMix64.GOLDEN_GAMMA));
     }
     return h;
   }
@@ -32,11 +32,5 @@ public final class SampleIds {
   /** The id of augmented copy {@code copy} of sample {@code id} (copy 0 is the sample itself). */
   public static long copyId(long id, int copy) {
     return copy == 0 ? id : mix(id, copy) & Long.MAX_VALUE;
-  }
-
-  private static long avalanche(long z) {
-    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-    return z ^ (z >>> 31);
   }
 }

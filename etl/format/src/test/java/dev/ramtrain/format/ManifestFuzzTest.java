@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.shard;
+package dev.ramtrain.format;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
