@@ -5,6 +5,7 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.HostThreads;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import java.nio.FloatBuffer;
 
 /**
@@ -23,7 +24,8 @@ public final class AdamWBench {
       try (HostBuffer p = backend.allocateHost("param", 4L * n);
           HostBuffer g = backend.allocateHost("grad", 4L * n);
           HostThreads pool = new HostThreads(threads);
-          HostAdamW adamw = new HostAdamW(backend, p, g, 0.9f, 0.999f, 1e-8f, 0.01f, pool)) {
+          HostAdamW adamw =
+              new HostAdamW(backend, p, g, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool)) {
         FloatBuffer fp = p.asByteBuffer().asFloatBuffer();
         FloatBuffer fg = g.asByteBuffer().asFloatBuffer();
         for (int i = 0; i < n; i++) {

@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.backend.cpu.SimulatedBus;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.HostAdamW;
@@ -20,6 +21,7 @@ import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -161,20 +163,18 @@ public final class OffloadBench {
       String spec, int batch, int threads, Streaming how, Backend b, Stream s) {
     if (how == null) {
       Model model = Model.build(spec, ModelSpec.parse(spec), b, s, batch, 1);
-      AdamW adamw = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      AdamW adamw =
+          new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
       return new ResidentLearner(b, model, adamw, 0f);
     }
     return OffloadedLearner.build(
-        spec,
-        () -> ModelSpec.parse(spec),
+        new ModelConfig(spec, () -> ModelSpec.parse(spec), batch, 1),
         how,
-        b,
-        s,
-        batch,
-        1,
         (masters, grads, pool) ->
-            new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0.01f, pool),
+            new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),
         threads,
-        0f);
+        0f,
+        b,
+        s);
   }
 }

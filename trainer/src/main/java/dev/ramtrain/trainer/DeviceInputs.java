@@ -55,8 +55,8 @@ public final class DeviceInputs implements AutoCloseable {
     for (int s = 0; s < SLOTS; s++) {
       pixels[s] = backend.allocate("input.u8." + s, DType.U8, (long) maxBatch * shape.bytes());
       labels[s] = backend.allocate("input.labels." + s, DType.I32, maxBatch);
-      copied[s] = backend.createEvent();
-      consumed[s] = backend.createEvent();
+      copied[s] = backend.createEvent("input.copied." + s);
+      consumed[s] = backend.createEvent("input.consumed." + s);
     }
     this.input = backend.allocate("input.f32", DType.F32, (long) maxBatch * shape.bytes());
     this.readback = backend.allocateHost("readback", 4L * maxBatch * (classes + 2));
@@ -154,6 +154,8 @@ public final class DeviceInputs implements AutoCloseable {
     for (int s = 0; s < SLOTS; s++) {
       pixels[s].close();
       labels[s].close();
+      copied[s].close();
+      consumed[s].close();
     }
     input.close();
     readback.close();

@@ -1,6 +1,12 @@
 package dev.ramtrain.trainer;
 
-/** Settings of the training loop ({@code ramtrain.train.*}). */
+import java.io.Serializable;
+
+/**
+ * Settings of the training loop ({@code ramtrain.train.*}). {@code mean} and {@code std} hold one
+ * value per channel, or are both empty until {@link #withNormalization} fills them with what was
+ * measured on the training data (the loop needs them given).
+ */
 public record TrainOptions(
     int epochs,
     float labelSmoothing,
@@ -8,7 +14,8 @@ public record TrainOptions(
     NanPolicy nanPolicy,
     float[] mean,
     float[] std,
-    int logEvery) {
+    int logEvery)
+    implements Serializable {
 
   /** What a NaN or infinite loss does: stop with a message, or skip that step's update. */
   public enum NanPolicy {
@@ -25,5 +32,15 @@ public record TrainOptions(
     }
     mean = mean.clone();
     std = std.clone();
+  }
+
+  /** Whether the settings gave the normalization (else it is measured on the training data). */
+  public boolean normalizationGiven() {
+    return mean.length > 0;
+  }
+
+  /** These options with the normalization {@code mean}/{@code std}. */
+  public TrainOptions withNormalization(float[] mean, float[] std) {
+    return new TrainOptions(epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery);
   }
 }

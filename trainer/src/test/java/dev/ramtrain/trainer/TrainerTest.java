@@ -16,15 +16,18 @@ import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.HostSgd;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.Sgd;
+import dev.ramtrain.trainer.optim.SgdSpec;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -80,11 +83,17 @@ class TrainerTest {
                 b,
                 train,
                 new LoaderOptions(
-                    32, 2, 3, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 0, false));
+                    32,
+                    2,
+                    3,
+                    new LoaderOptions.Sampling(7, true, LoaderOptions.Remainder.DROP),
+                    new LoaderOptions.Augmentation(0, false),
+                    new LoaderOptions.Rank(0, 1)));
         DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
       var stream = b.createStream("setup");
       Model model = Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
-      Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      Optimizer opt =
+          new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
       try (Learner learner = new ResidentLearner(b, model, opt, 1f);
           MetricsLog metrics = new MetricsLog(metricsFile);
           Trainer trainer =
@@ -133,7 +142,12 @@ class TrainerTest {
                 b,
                 train,
                 new LoaderOptions(
-                    32, 1, 2, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 0, false))) {
+                    32,
+                    1,
+                    2,
+                    new LoaderOptions.Sampling(7, true, LoaderOptions.Remainder.DROP),
+                    new LoaderOptions.Augmentation(0, false),
+                    new LoaderOptions.Rank(0, 1)))) {
       var stream = b.createStream("setup");
       for (int run = 0; run < 4; run++) {
         TrainOptions.NanPolicy policy = TrainOptions.NanPolicy.values()[run % 2];
@@ -157,22 +171,21 @@ class TrainerTest {
 
   private static Learner residentSgd(Backend b, Stream stream) {
     Model model = Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
-    return new ResidentLearner(b, model, new Sgd(b, model.parameters().count(), 0f, 0f, false), 0f);
+    return new ResidentLearner(
+        b, model, new Sgd(b, model.parameters().count(), new SgdSpec(0f, 0f, false)), 0f);
   }
 
   /** fc1 streamed, the update layer by layer on the host: the NaN policies hold offloaded too. */
   private static Learner offloadedSgd(Backend b, Stream stream) {
     return OffloadedLearner.build(
-        "mlp:64-32-3",
-        () -> ModelSpec.parse("mlp:64-32-3"),
+        new ModelConfig("mlp:64-32-3", () -> ModelSpec.parse("mlp:64-32-3"), 32, 1),
         new Streaming(Set.of("fc1"), 1, false, false, false, 0),
+        (masters, grads, threads) ->
+            new HostSgd(b, masters, grads, new SgdSpec(0f, 0f, false), threads),
+        1,
+        0f,
         b,
-        stream,
-        32,
-        1,
-        (masters, grads, threads) -> new HostSgd(b, masters, grads, 0f, 0f, false, threads),
-        1,
-        0f);
+        stream);
   }
 
   /** Batch norm (running statistics are checkpointed) and dropout (masks drawn per step). */
@@ -188,21 +201,19 @@ class TrainerTest {
     if (placement == Placement.RESIDENT) {
       Model model =
           Model.build(RESUMED_MODEL, ModelSpec.parse(RESUMED_MODEL, SHAPE), b, stream, 32, 1);
-      Optimizer opt = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f);
+      Optimizer opt =
+          new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
       return new ResidentLearner(b, model, opt, 1f);
     }
     return OffloadedLearner.build(
-        RESUMED_MODEL,
-        () -> ModelSpec.parse(RESUMED_MODEL, SHAPE),
+        new ModelConfig(RESUMED_MODEL, () -> ModelSpec.parse(RESUMED_MODEL, SHAPE), 32, 1),
         new Streaming(Set.of("conv1", "fc2"), 1, false, true, false, 0),
-        b,
-        stream,
-        32,
-        1,
         (masters, grads, threads) ->
-            new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0.01f, threads),
+            new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), threads),
         2,
-        1f);
+        1f,
+        b,
+        stream);
   }
 
   /**
@@ -218,7 +229,13 @@ class TrainerTest {
             new DataLoader(
                 b,
                 train,
-                new LoaderOptions(32, 2, 3, 7, true, LoaderOptions.Remainder.DROP, 0, 1, 1, true));
+                new LoaderOptions(
+                    32,
+                    2,
+                    3,
+                    new LoaderOptions.Sampling(7, true, LoaderOptions.Remainder.DROP),
+                    new LoaderOptions.Augmentation(1, true),
+                    new LoaderOptions.Rank(0, 1)));
         DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
       var stream = b.createStream("setup");
       try (Learner learner = learner(placement, b, stream);

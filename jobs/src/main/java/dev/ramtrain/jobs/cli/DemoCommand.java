@@ -10,6 +10,7 @@ import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.BarrierTraining;
+import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import java.io.IOException;
@@ -98,10 +99,11 @@ public final class DemoCommand implements Callable<Integer> {
         RamtrainConfig trainConfig =
             common.load(
                 flags(work, model != null ? model : MODEL + "-" + manifest.classes().size()));
-        EvalResult eval = BarrierTraining.run(trainConfig, shards);
+        RunSpec spec = TrainSettings.read(trainConfig);
+        EvalResult eval = BarrierTraining.run(spec, shards);
 
         System.out.println("[4/4] report:");
-        Path report = TrainingRun.report(new TrainSettings(trainConfig), eval, manifest.classes());
+        Path report = TrainingRun.report(spec.output().path(), eval, manifest.classes());
         StringBuilder perClassText = new StringBuilder();
         List<String> classes = manifest.classes();
         for (int c = 0; c < classes.size(); c++) {

@@ -7,13 +7,14 @@ import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.Charts;
 import dev.ramtrain.jobs.train.DatasetShards;
+import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.DeviceInputs;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.Evaluator;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.Stream;
-import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.Normalization;
@@ -67,17 +68,18 @@ public final class EvaluateCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     Map<String, String> flags = new LinkedHashMap<>();
     flags.put("ramtrain.train.dataset", dataset);
-    TrainSettings s = new TrainSettings(common.load(flags));
+    RunSpec s = TrainSettings.read(common.load(flags));
+    String location = s.data().requireLocation();
     TrainedCheckpoint trained = checkpoint.open();
     Checkpoints.Loaded c = trained.loaded();
-    Dataset ds = Dataset.open(s.dataset(), new Configuration());
+    Dataset ds = Dataset.open(location, new Configuration());
     Manifest m = ds.manifest();
     if (!m.splits().containsKey(split)) {
       throw new ConfigException(
           "--split "
               + split
               + ": "
-              + s.dataset()
+              + location
               + " has the splits "
               + new java.util.TreeSet<>(m.splits().keySet()));
     }
@@ -88,7 +90,7 @@ public final class EvaluateCommand implements Callable<Integer> {
               + " was trained on "
               + shape
               + " images; "
-              + s.dataset()
+              + location
               + " holds "
               + m.image().shape());
     }
@@ -98,15 +100,15 @@ public final class EvaluateCommand implements Callable<Integer> {
               + " was trained on classes "
               + trained.classes()
               + "; "
-              + s.dataset()
+              + location
               + " has "
               + m.classes());
     }
     String spec = trained.model();
     Normalization norm = trained.normalization();
-    try (Backend backend = new CpuBackend(s.threads());
+    try (Backend backend = Backends.open(s.backend());
         ShardSet shards = DatasetShards.open(ds, split);
-        DataLoader loader = new DataLoader(backend, shards, s.evalLoader())) {
+        DataLoader loader = new DataLoader(backend, shards, s.data().eval())) {
       Stream stream = backend.createStream("evaluate");
       try (Model model =
               Model.build(spec, ModelSpec.parse(spec, shape), backend, stream, s.batchSize(), 0);
@@ -125,7 +127,7 @@ public final class EvaluateCommand implements Callable<Integer> {
         EvalResult eval = Evaluator.evaluate(model, loss, inputs, loader);
         System.out.printf(
             "%s on %s/%s: accuracy %.4f, loss %.4f over %,d samples%n",
-            c.dir(), s.dataset(), split, eval.accuracy(), eval.loss(), eval.samples());
+            c.dir(), location, split, eval.accuracy(), eval.loss(), eval.samples());
         for (int k = 0; k < m.classes().size(); k++) {
           System.out.printf("  %-20s %.4f%n", m.classes().get(k), eval.classAccuracy(k));
         }

@@ -3,13 +3,15 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.DeviceProfiles;
-import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.TrainingPlacement;
 import dev.ramtrain.trainer.backend.Backend;
-import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
+import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -74,21 +76,21 @@ public final class PlanCommand implements Callable<Integer> {
     f.put("ramtrain.offload.prefetch-depth", CommonOptions.text(prefetchDepth));
     f.put("ramtrain.offload.bf16-weights", CommonOptions.text(bf16));
     RamtrainConfig c = common.load(f);
-    OffloadSettings offload = new OffloadSettings(c);
+    OffloadSpec offload = TrainSettings.offload(c);
     String spec = c.string("ramtrain.train.model");
     int batch = c.integer("ramtrain.train.batch-size");
     ImageShape shape = shape(image);
-    TrainSettings.parseModel("ramtrain.train.model", spec, shape); // a bad spec fails here, exit 2
-    try (Backend backend = new CpuBackend(Runtime.getRuntime().availableProcessors())) {
+    RunSpec.Model.parse("ramtrain.train.model", spec, shape); // a bad spec fails here, exit 2
+    try (Backend backend = Backends.open(TrainSettings.backend(c))) {
       String deviceName = c.string("ramtrain.plan.device");
       DeviceProfile profile =
           deviceName.equals("measured")
               ? DeviceProfile.measure(backend, "measured (cpu backend)", backend.freeMemoryBytes())
               : DeviceProfiles.named(c, deviceName);
-      long budgetBytes = offload.budget(profile.memoryBytes());
+      long budgetBytes = TrainingPlacement.budget(offload, profile.memoryBytes());
       List<LayerCost> costs =
           LayerCost.measure(
-              () -> TrainSettings.parseModel("ramtrain.train.model", spec, shape), backend);
+              () -> RunSpec.Model.parse("ramtrain.train.model", spec, shape), backend);
       PlacementPlan plan =
           PlacementPlan.plan(
               costs, batch, budgetBytes, offload.prefetchDepth(), offload.bf16Weights(), profile);

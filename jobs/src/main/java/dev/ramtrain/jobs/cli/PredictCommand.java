@@ -11,8 +11,9 @@ import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.Predictor;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.HostBuffer;
-import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
@@ -77,7 +78,7 @@ public final class PredictCommand implements Callable<Integer> {
       throw new ConfigException("predict --batch-size must be >= 1, got " + batchSize);
     }
     RamtrainConfig config = common.load(Map.of());
-    TrainSettings settings = new TrainSettings(config);
+    BackendSpec backendSpec = TrainSettings.backend(config);
     TrainedCheckpoint trained = checkpoint.open();
     List<Path> files = imageFiles(inputs);
     ImageProcessor processor =
@@ -88,7 +89,7 @@ public final class PredictCommand implements Callable<Integer> {
             0);
     int failed = 0;
     try (PrintWriter csv = writer();
-        Backend backend = new CpuBackend(settings.threads())) {
+        Backend backend = Backends.open(backendSpec)) {
       Stream<String> header =
           Stream.concat(
               Stream.of("path", "prediction", "probability"),

@@ -3,11 +3,12 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
-import dev.ramtrain.jobs.config.OffloadSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.RunDirectory;
+import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.TrainingData;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
@@ -96,21 +97,22 @@ public final class TrainCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     RamtrainConfig config = common.load(flags());
-    TrainSettings s = new TrainSettings(config);
-    OffloadSettings offload = new OffloadSettings(config);
-    if (resumeAnyway && !resume) {
+    RunSpec spec = TrainSettings.read(config);
+    if (resume) {
+      spec = spec.resuming(resumeAnyway);
+    } else if (resumeAnyway) {
       throw new ConfigException("--resume-anyway goes with --resume");
     }
-    RunDirectory.Mode mode = RunDirectory.Mode.of(resume, s.overwrite());
-    Dataset ds = Dataset.open(s.dataset(), new Configuration());
-    s.requireModelFits(ds.manifest().image().shape(), ds.manifest().classes());
+    String location = spec.data().requireLocation();
+    Dataset ds = Dataset.open(location, new Configuration());
+    spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
     // The run directory first: refusing it is quick, checksumming every shard is not.
-    try (RunDirectory run = RunDirectory.open(Path.of(s.output()), mode);
+    try (RunDirectory run = RunDirectory.open(spec.output().path(), spec.output().mode());
         ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
         ShardSet val = DatasetShards.open(ds, Manifest.VAL)) {
       EvalResult eval =
-          TrainingRun.run(s, offload, ds.manifest(), train, val, s.dataset(), run, resumeAnyway);
-      Path report = TrainingRun.report(s, eval, train.classes());
+          TrainingRun.run(spec, new TrainingData(train, val, ds.manifest(), location), run);
+      Path report = TrainingRun.report(spec.output().path(), eval, train.classes());
       System.out.printf(
           "val accuracy %.4f, loss %.4f over %,d samples; report %s%n",
           eval.accuracy(), eval.loss(), eval.samples(), report);

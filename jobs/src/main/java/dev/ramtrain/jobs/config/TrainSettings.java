@@ -2,110 +2,32 @@ package dev.ramtrain.jobs.config;
 
 import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
-import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.jobs.train.RunDirectory;
+import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.trainer.TrainOptions;
-import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.data.LoaderOptions;
-import dev.ramtrain.trainer.nn.Layer;
-import dev.ramtrain.trainer.nn.ModelSpec;
-import dev.ramtrain.trainer.offload.HostAdamW;
-import dev.ramtrain.trainer.offload.HostSgd;
-import dev.ramtrain.trainer.offload.OffloadedLearner;
-import dev.ramtrain.trainer.optim.AdamW;
-import dev.ramtrain.trainer.optim.LrSchedule;
-import dev.ramtrain.trainer.optim.Optimizer;
-import dev.ramtrain.trainer.optim.Sgd;
+import dev.ramtrain.trainer.offload.OffloadSpec;
+import dev.ramtrain.trainer.optim.AdamWSpec;
+import dev.ramtrain.trainer.optim.OptimizerSpec;
+import dev.ramtrain.trainer.optim.ScheduleSpec;
+import dev.ramtrain.trainer.optim.SgdSpec;
 import java.util.List;
 import java.util.SortedMap;
 import java.util.TreeMap;
+import java.util.function.Supplier;
 
-/** Turns {@code ramtrain.train.*} settings into the trainer's objects. */
+/**
+ * Reads {@code ramtrain.train.*}, {@code ramtrain.offload.*} and the seed once into a {@link
+ * RunSpec}: every value is checked here, and a bad one is a usage error naming its key.
+ */
 public final class TrainSettings {
   private static final String P = "ramtrain.train.";
+  private static final String O = "ramtrain.offload.";
 
   public enum OptimizerKind {
     ADAMW,
     SGD
-  }
-
-  public enum Schedule {
-    CONSTANT,
-    STEP,
-    COSINE,
-    ONE_CYCLE
-  }
-
-  public enum BackendKind {
-    CPU
-  }
-
-  private final RamtrainConfig c;
-
-  public TrainSettings(RamtrainConfig c) {
-    this.c = c;
-    require(c.integer(P + "epochs") >= 1, P + "epochs", "must be >= 1");
-    require(c.integer(P + "batch-size") >= 1, P + "batch-size", "must be >= 1");
-    require(c.number(P + "lr") > 0, P + "lr", "must be > 0");
-    require(
-        c.integer(P + "workers") >= 1 && c.integer(P + "prefetch") >= 1,
-        P + "workers/prefetch",
-        "must be >= 1");
-    c.choice(P + "backend", BackendKind.class);
-  }
-
-  public String dataset() {
-    String d = c.string(P + "dataset");
-    require(!d.isBlank(), P + "dataset", "a dataset directory is required (--dataset DIR)");
-    return d;
-  }
-
-  public String output() {
-    return c.string(P + "output");
-  }
-
-  public String model() {
-    return c.string(P + "model");
-  }
-
-  /** Replace the run in the output directory ({@code --overwrite}). */
-  public boolean overwrite() {
-    return c.bool(P + "overwrite");
-  }
-
-  /** The model's layers for images of {@code shape}, unbound: nothing is allocated. */
-  public List<Layer> layers(ImageShape shape) {
-    return parseModel(P + "model", model(), shape);
-  }
-
-  /** Parses a model spec; a bad one is a usage error naming {@code key}. */
-  public static List<Layer> parseModel(String key, String spec, ImageShape shape) {
-    try {
-      return ModelSpec.parse(spec, shape);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException(key + " = '" + spec + "': " + e.getMessage());
-    }
-  }
-
-  /**
-   * Fails, naming the key, unless the model takes images of {@code shape} and has one output per
-   * class: checked before anything is allocated, instead of failing in the first step.
-   */
-  public void requireModelFits(ImageShape shape, List<String> classes) {
-    List<Layer> layers = layers(shape);
-    int in = layers.get(0).inputSize();
-    int out = layers.get(layers.size() - 1).outputSize();
-    if (in != shape.bytes()) {
-      throw new ConfigException(
-          String.format(
-              "%smodel = '%s' takes %d values per sample; the dataset's images are %dx%dx%d = %d",
-              P, model(), in, shape.height(), shape.width(), shape.channels(), shape.bytes()));
-    }
-    if (out != classes.size()) {
-      throw new ConfigException(
-          String.format(
-              "%smodel = '%s' has %d outputs; the dataset has %d classes (%s)",
-              P, model(), out, classes.size(), String.join(", ", classes)));
-    }
   }
 
   /** Keys that change how a run executes but not its numbers: a resumed run may change them. */
@@ -120,12 +42,135 @@ public final class TrainSettings {
           "prefetch",
           "log-every");
 
+  private TrainSettings() {}
+
+  /** The run the settings describe. */
+  public static RunSpec read(RamtrainConfig c) {
+    require(c.integer(P + "epochs") >= 1, P + "epochs", "must be >= 1");
+    require(c.integer(P + "batch-size") >= 1, P + "batch-size", "must be >= 1");
+    require(c.number(P + "lr") > 0, P + "lr", "must be > 0");
+    require(
+        c.integer(P + "workers") >= 1 && c.integer(P + "prefetch") >= 1,
+        P + "workers/prefetch",
+        "must be >= 1");
+    long seed = c.longValue("ramtrain.seed");
+    ScheduleSpec schedule = schedule(c);
+    return new RunSpec(
+        data(c, seed),
+        new RunSpec.Model(c.string(P + "model"), seed),
+        checked(P + "optimizer", () -> optimizer(c)),
+        schedule,
+        loop(c),
+        offload(c),
+        backend(c),
+        new RunSpec.Output(
+            c.string(P + "output"), RunDirectory.Mode.of(false, c.bool(P + "overwrite")), false),
+        resumeSettings(c, schedule, seed));
+  }
+
+  /** The backend {@code ramtrain.train.backend} and {@code .threads} ask for. */
+  public static BackendSpec backend(RamtrainConfig c) {
+    int t = c.integer(P + "threads");
+    require(t >= 0, P + "threads", "must be >= 0 (0 = all cores)");
+    return new BackendSpec(
+        c.choice(P + "backend", BackendSpec.Kind.class),
+        t == 0 ? Runtime.getRuntime().availableProcessors() : t);
+  }
+
+  /** {@code ramtrain.offload.*}. */
+  public static OffloadSpec offload(RamtrainConfig c) {
+    require(c.integer(O + "prefetch-depth") >= 1, O + "prefetch-depth", "must be >= 1");
+    require(c.integer(O + "host-threads") >= 0, O + "host-threads", "must be >= 0 (0 = all cores)");
+    require(c.bytes(O + "budget") >= 0, O + "budget", "must be >= 0 (0 = device memory - margin)");
+    require(
+        c.integer(O + "delayed-update-warmup-steps") >= 0,
+        O + "delayed-update-warmup-steps",
+        "must be >= 0");
+    int hostThreads = c.integer(O + "host-threads");
+    return checked(
+        O + "*",
+        () ->
+            new OffloadSpec(
+                c.choice(O + "mode", OffloadSpec.Mode.class),
+                c.bytes(O + "budget"),
+                c.bytes(O + "margin"),
+                c.integer(O + "prefetch-depth"),
+                c.bool(O + "bf16-weights"),
+                c.bool(O + "delayed-update"),
+                c.integer(O + "delayed-update-warmup-steps"),
+                hostThreads == 0 ? Runtime.getRuntime().availableProcessors() : hostThreads));
+  }
+
+  private static RunSpec.Data data(RamtrainConfig c, long seed) {
+    int batch = c.integer(P + "batch-size");
+    int workers = c.integer(P + "workers");
+    LoaderOptions.Augmentation augmentation =
+        checked(
+            P + "crop-padding",
+            () ->
+                new LoaderOptions.Augmentation(c.integer(P + "crop-padding"), c.bool(P + "flip")));
+    LoaderOptions train =
+        LoaderOptions.training(
+            batch,
+            workers,
+            c.integer(P + "prefetch"),
+            seed,
+            c.choice(P + "remainder", LoaderOptions.Remainder.class),
+            augmentation);
+    return new RunSpec.Data(
+        c.string(P + "dataset"), train, LoaderOptions.evaluation(batch, workers));
+  }
+
+  private static OptimizerSpec optimizer(RamtrainConfig c) {
+    float wd = (float) c.number(P + "weight-decay");
+    return switch (c.choice(P + "optimizer", OptimizerKind.class)) {
+      case ADAMW ->
+          new AdamWSpec(
+              (float) c.number(P + "beta1"),
+              (float) c.number(P + "beta2"),
+              (float) c.number(P + "eps"),
+              wd);
+      case SGD -> new SgdSpec((float) c.number(P + "momentum"), wd, c.bool(P + "nesterov"));
+    };
+  }
+
+  private static ScheduleSpec schedule(RamtrainConfig c) {
+    return checked(
+        P + "schedule",
+        () ->
+            new ScheduleSpec(
+                c.choice(P + "schedule", ScheduleSpec.Kind.class),
+                c.number(P + "lr"),
+                c.integer(P + "step-epochs"),
+                c.number(P + "step-gamma"),
+                c.integer(P + "warmup-epochs"),
+                c.number(P + "min-lr")));
+  }
+
+  private static TrainOptions loop(RamtrainConfig c) {
+    List<String> mean = c.strings(P + "mean");
+    List<String> std = c.strings(P + "std");
+    require(mean.size() == std.size(), P + "mean/std", "must have the same number of channels");
+    return checked(
+        P + "*",
+        () ->
+            new TrainOptions(
+                c.integer(P + "epochs"),
+                (float) c.number(P + "label-smoothing"),
+                (float) c.number(P + "clip-norm"),
+                c.choice(P + "nan-policy", TrainOptions.NanPolicy.class),
+                floats(P + "mean", mean),
+                floats(P + "std", std),
+                c.integer(P + "log-every")));
+  }
+
   /**
    * The settings a resumed run must share with its checkpoint: every {@code ramtrain.train.*} value
    * that changes the numbers, and the seed. {@code epochs} only counts where the learning rate
    * schedule depends on the run's length; otherwise a finished run may be extended.
    */
-  public SortedMap<String, String> resumeSettings() {
+  private static SortedMap<String, String> resumeSettings(
+      RamtrainConfig c, ScheduleSpec schedule, long seed) {
     SortedMap<String, String> settings = new TreeMap<>();
     c.raw()
         .getConfig("ramtrain.train")
@@ -136,130 +181,20 @@ public final class TrainSettings {
                 settings.put(P + e.getKey(), String.valueOf(e.getValue().unwrapped()));
               }
             });
-    Schedule schedule = c.choice(P + "schedule", Schedule.class);
-    if (schedule != Schedule.COSINE && schedule != Schedule.ONE_CYCLE) {
+    if (!schedule.dependsOnRunLength()) {
       settings.remove(P + "epochs");
     }
-    settings.put("ramtrain.seed", Long.toString(seed()));
+    settings.put("ramtrain.seed", Long.toString(seed));
     return settings;
   }
 
-  public int threads() {
-    int t = c.integer(P + "threads");
-    require(t >= 0, P + "threads", "must be >= 0 (0 = all cores)");
-    return t == 0 ? Runtime.getRuntime().availableProcessors() : t;
-  }
-
-  public int batchSize() {
-    return c.integer(P + "batch-size");
-  }
-
-  public int epochs() {
-    return c.integer(P + "epochs");
-  }
-
-  public long seed() {
-    return c.longValue("ramtrain.seed");
-  }
-
-  public LoaderOptions trainLoader() {
-    return new LoaderOptions(
-        batchSize(),
-        c.integer(P + "workers"),
-        c.integer(P + "prefetch"),
-        seed(),
-        true,
-        c.choice(P + "remainder", LoaderOptions.Remainder.class),
-        0,
-        1,
-        c.integer(P + "crop-padding"),
-        c.bool(P + "flip"));
-  }
-
-  public LoaderOptions evalLoader() {
-    return LoaderOptions.evaluation(batchSize(), c.integer(P + "workers"));
-  }
-
-  public Optimizer optimizer(Backend backend, long parameters) {
-    float wd = (float) c.number(P + "weight-decay");
-    return switch (c.choice(P + "optimizer", OptimizerKind.class)) {
-      case ADAMW ->
-          new AdamW(
-              backend,
-              parameters,
-              (float) c.number(P + "beta1"),
-              (float) c.number(P + "beta2"),
-              (float) c.number(P + "eps"),
-              wd);
-      case SGD ->
-          new Sgd(
-              backend, parameters, (float) c.number(P + "momentum"), wd, c.bool(P + "nesterov"));
-    };
-  }
-
-  /** The same optimizer on the host, for offloaded training. */
-  public OffloadedLearner.OptimizerFactory hostOptimizer(Backend backend) {
-    float wd = (float) c.number(P + "weight-decay");
-    return switch (c.choice(P + "optimizer", OptimizerKind.class)) {
-      case ADAMW ->
-          (masters, grads, threads) ->
-              new HostAdamW(
-                  backend,
-                  masters,
-                  grads,
-                  (float) c.number(P + "beta1"),
-                  (float) c.number(P + "beta2"),
-                  (float) c.number(P + "eps"),
-                  wd,
-                  threads);
-      case SGD ->
-          (masters, grads, threads) ->
-              new HostSgd(
-                  backend,
-                  masters,
-                  grads,
-                  (float) c.number(P + "momentum"),
-                  wd,
-                  c.bool(P + "nesterov"),
-                  threads);
-    };
-  }
-
-  public LrSchedule schedule(int stepsPerEpoch) {
-    double lr = c.number(P + "lr");
-    long total = (long) stepsPerEpoch * epochs();
-    return switch (c.choice(P + "schedule", Schedule.class)) {
-      case CONSTANT -> LrSchedule.constant(lr);
-      case STEP ->
-          LrSchedule.stepDecay(
-              lr, (long) c.integer(P + "step-epochs") * stepsPerEpoch, c.number(P + "step-gamma"));
-      case COSINE ->
-          LrSchedule.cosine(
-              lr,
-              (long) c.integer(P + "warmup-epochs") * stepsPerEpoch,
-              total,
-              c.number(P + "min-lr"));
-      case ONE_CYCLE -> LrSchedule.oneCycle(lr, total, 0.3, 25, 1e4);
-    };
-  }
-
-  /** Training options; {@code measured} fills mean/std when the settings leave them empty. */
-  public TrainOptions options(float[] measuredMean, float[] measuredStd) {
-    List<String> mean = c.strings(P + "mean");
-    List<String> std = c.strings(P + "std");
-    require(mean.size() == std.size(), P + "mean/std", "must have the same number of channels");
-    return new TrainOptions(
-        epochs(),
-        (float) c.number(P + "label-smoothing"),
-        (float) c.number(P + "clip-norm"),
-        c.choice(P + "nan-policy", TrainOptions.NanPolicy.class),
-        mean.isEmpty() ? measuredMean : floats(P + "mean", mean),
-        std.isEmpty() ? measuredStd : floats(P + "std", std),
-        c.integer(P + "log-every"));
-  }
-
-  public boolean normalizationGiven() {
-    return !c.strings(P + "mean").isEmpty();
+  /** Builds a record whose own checks throw IllegalArgumentException: a usage error naming keys. */
+  private static <T> T checked(String keys, Supplier<T> build) {
+    try {
+      return build.get();
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(keys + ": " + e.getMessage());
+    }
   }
 
   private static float[] floats(String key, List<String> values) {

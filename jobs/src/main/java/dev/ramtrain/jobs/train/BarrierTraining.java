@@ -4,15 +4,11 @@ import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.ShardResult;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.ShardReader;
-import dev.ramtrain.jobs.config.OffloadSettings;
-import dev.ramtrain.jobs.config.RamtrainConfig;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -32,23 +28,26 @@ import scala.runtime.AbstractFunction1;
  */
 public final class BarrierTraining
     extends AbstractFunction1<Iterator<ShardResult>, Iterator<EvalResult>> implements Serializable {
-  private final String settings;
+  private final RunSpec spec;
   private final Manifest manifest;
 
-  private BarrierTraining(String settings, Manifest manifest) {
-    this.settings = settings;
+  private BarrierTraining(RunSpec spec, Manifest manifest) {
+    this.spec = spec;
     this.manifest = manifest;
   }
 
-  /** Runs the trainer task; returns its final evaluation on the val split. */
-  public static EvalResult run(RamtrainConfig config, InMemoryShards shards) {
+  /**
+   * Runs the trainer task as {@code spec} says (the record travels to the executor as it is);
+   * returns its final evaluation on the val split.
+   */
+  public static EvalResult run(RunSpec spec, InMemoryShards shards) {
     JavaRDD<ShardResult> gathered = shards.blocks().repartition(1);
     RDD<EvalResult> trained =
         gathered
             .rdd()
             .barrier()
             .mapPartitions(
-                new BarrierTraining(config.render(), shards.manifest()),
+                new BarrierTraining(spec, shards.manifest()),
                 false,
                 ClassTag$.MODULE$.apply(EvalResult.class));
     gathered.context().setJobDescription("ramtrain train: one trainer task (barrier stage)");
@@ -66,17 +65,13 @@ public final class BarrierTraining
     List<ShardResult> blocks = new ArrayList<>();
     CollectionConverters.asJava(input).forEachRemaining(blocks::add);
     blocks.sort(Comparator.comparing(ShardResult::split).thenComparingInt(ShardResult::shard));
-    RamtrainConfig config = RamtrainConfig.fromRendered(settings);
-    TrainSettings s = new TrainSettings(config);
     try (ShardSet train = open(blocks, Manifest.TRAIN);
         ShardSet val = open(blocks, Manifest.VAL)) {
       String source =
           "in-memory shards (stage " + task.stageId() + ", task " + task.partitionId() + ")";
-      try (RunDirectory run =
-          RunDirectory.open(Path.of(s.output()), RunDirectory.Mode.of(false, s.overwrite()))) {
+      try (RunDirectory run = RunDirectory.open(spec.output().path(), spec.output().mode())) {
         EvalResult eval =
-            TrainingRun.run(
-                s, new OffloadSettings(config), manifest, train, val, source, run, false);
+            TrainingRun.run(spec, new TrainingData(train, val, manifest, source), run);
         return CollectionConverters.asScala(List.of(eval).iterator());
       }
     } catch (IOException e) {

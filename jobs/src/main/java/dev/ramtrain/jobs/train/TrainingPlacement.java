@@ -2,16 +2,16 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
-import dev.ramtrain.jobs.config.OffloadSettings;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
+import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
@@ -22,38 +22,34 @@ import java.util.List;
  * Where a training run's weights live: plans the model for the device budget ({@code
  * ramtrain.offload.*}), prints the plan, and builds a resident or offloaded learner.
  */
-final class TrainingPlacement {
+public final class TrainingPlacement {
   private TrainingPlacement() {}
 
-  /** The learner for settings {@code s}; {@code clipNorm} 0: no clipping. */
+  /** The learner for {@code spec} on images of {@code shape}; {@code clipNorm} 0: no clipping. */
   static Learner learner(
-      TrainSettings s,
-      OffloadSettings offload,
-      ImageShape shape,
-      float clipNorm,
-      Backend backend,
-      Stream setup) {
-    if (offload.mode() == OffloadSettings.Mode.OFF) {
-      return resident(s, shape, clipNorm, backend, setup);
+      RunSpec spec, ImageShape shape, float clipNorm, Backend backend, Stream setup) {
+    OffloadSpec offload = spec.offload();
+    ModelConfig model = spec.model().config(shape, spec.batchSize());
+    if (offload.mode() == OffloadSpec.Mode.OFF) {
+      return resident(spec, model, clipNorm, backend, setup);
     }
     long free = backend.freeMemoryBytes();
-    long budget = offload.budget(free);
-    List<LayerCost> costs = LayerCost.measure(() -> s.layers(shape), backend);
+    long budget = budget(offload, free);
+    List<LayerCost> costs = LayerCost.measure(model.layers(), backend);
     // Placement depends on memory only; the copy and GEMM rates, which take a second to measure,
     // only feed the printed predictions of an offloaded run.
-    PlacementPlan plan =
-        plan(s, offload, costs, budget, new DeviceProfile("unmeasured", free, 1, 1));
+    PlacementPlan plan = plan(spec, costs, budget, new DeviceProfile("unmeasured", free, 1, 1));
     if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
       backend.resetPeakAllocatedBytes();
       System.out.printf(
           "placement: resident (%s of a %s device budget; ramtrain.offload.mode=auto)%n",
           PlacementPlan.bytes(plan.deviceBytes()), PlacementPlan.bytes(budget));
-      return resident(s, shape, clipNorm, backend, setup);
+      return resident(spec, model, clipNorm, backend, setup);
     }
     DeviceProfile profile =
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
-    plan = plan(s, offload, costs, budget, profile);
-    System.out.print(plan.render(s.model(), profile, budget));
+    plan = plan(spec, costs, budget, profile);
+    System.out.print(plan.render(model.spec(), profile, budget));
     long publishedBytes =
         offload.delayedUpdate() ? 4 * costs.stream().mapToLong(LayerCost::parameters).sum() : 0;
     long pinned = plan.hostPinnedBytes() + publishedBytes;
@@ -78,43 +74,48 @@ final class TrainingPlacement {
     }
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
     return OffloadedLearner.build(
-        s.model(),
-        () -> s.layers(shape),
+        model,
         Streaming.of(plan, offload.delayedUpdate(), offload.delayWarmupSteps()),
-        backend,
-        setup,
-        s.batchSize(),
-        s.seed(),
-        s.hostOptimizer(backend),
+        OffloadedLearner.OptimizerFactory.of(spec.optimizer(), backend),
         offload.hostThreads(),
-        clipNorm);
+        clipNorm,
+        backend,
+        setup);
+  }
+
+  /**
+   * The device budget for a device with {@code free} bytes; a margin too large is a usage error.
+   */
+  public static long budget(OffloadSpec offload, long free) {
+    try {
+      return offload.budget(free);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("ramtrain.offload.margin: " + e.getMessage());
+    }
   }
 
   private static PlacementPlan plan(
-      TrainSettings s,
-      OffloadSettings offload,
-      List<LayerCost> costs,
-      long budget,
-      DeviceProfile profile) {
+      RunSpec spec, List<LayerCost> costs, long budget, DeviceProfile profile) {
+    OffloadSpec offload = spec.offload();
     try {
       return PlacementPlan.plan(
           costs,
-          s.batchSize(),
+          spec.batchSize(),
           budget,
           offload.prefetchDepth(),
           offload.bf16Weights(),
           profile,
-          offload.mode() == OffloadSettings.Mode.ON);
+          offload.mode() == OffloadSpec.Mode.ON);
     } catch (IllegalArgumentException e) {
       throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
     }
   }
 
   private static Learner resident(
-      TrainSettings s, ImageShape shape, float clipNorm, Backend backend, Stream setup) {
-    Model model = Model.build(s.model(), s.layers(shape), backend, setup, s.batchSize(), s.seed());
+      RunSpec spec, ModelConfig config, float clipNorm, Backend backend, Stream setup) {
+    Model model = config.buildResident(backend, setup);
     try {
-      Optimizer opt = s.optimizer(backend, model.parameters().count());
+      Optimizer opt = spec.optimizer().onDevice(backend, model.parameters().count());
       return new ResidentLearner(backend, model, opt, clipNorm);
     } catch (RuntimeException e) {
       model.close();

@@ -1,17 +1,15 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.config.OffloadSettings;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.MetricsLog;
+import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.Trainer;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.Stream;
-import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.Normalization;
@@ -35,72 +33,67 @@ public final class TrainingRun {
   private TrainingRun() {}
 
   /**
-   * Trains on {@code train}, evaluating on {@code val}, writing metrics and checkpoints into {@code
-   * run}; {@code source} names the data in the checkpoints, which also record the manifest's resize
-   * mode and decoder so that prediction prepares images the same way, and the settings and data
-   * fingerprint that a resume is checked against ({@code resumeAnyway} skips that check).
+   * Trains as {@code spec} says on {@code data}, evaluating on its val split, writing metrics and
+   * checkpoints into {@code run}. The checkpoints record the settings and data fingerprint that a
+   * resume is checked against (unless the spec's output says to resume anyway).
    */
-  public static EvalResult run(
-      TrainSettings s,
-      OffloadSettings offload,
-      Manifest manifest,
-      ShardSet train,
-      ShardSet val,
-      String source,
-      RunDirectory run,
-      boolean resumeAnyway)
+  public static EvalResult run(RunSpec spec, TrainingData data, RunDirectory run)
       throws IOException {
+    ShardSet train = data.train();
+    ShardSet val = data.val();
     ImageShape shape = train.shape();
     List<String> classes = train.classes();
-    s.requireModelFits(shape, classes);
-    SortedMap<String, String> settings = s.resumeSettings();
-    String data = RunFingerprint.data(manifest);
+    spec.model().requireFits(shape, classes);
+    SortedMap<String, String> settings = spec.resumeSettings();
+    String fingerprint = RunFingerprint.data(data.manifest());
     Checkpoints.Loaded checkpoint = run.checkpoint();
     if (checkpoint != null) {
-      RunFingerprint.requireSameRun(checkpoint, settings, data, resumeAnyway);
+      RunFingerprint.requireSameRun(
+          checkpoint, settings, fingerprint, spec.output().resumeAnyway());
     }
-    try (Backend backend = new CpuBackend(s.threads());
-        DataLoader trainLoader = new DataLoader(backend, train, s.trainLoader());
-        DataLoader valLoader = new DataLoader(backend, val, s.evalLoader())) {
-      Normalization measured =
-          checkpoint != null
-              ? Normalization.fromState(checkpoint.state())
-              : s.normalizationGiven() ? null : Normalization.measure(train, 10_000);
-      var options =
-          s.options(
-              measured == null ? null : measured.mean(), measured == null ? null : measured.std());
+    try (Backend backend = Backends.open(spec.backend());
+        DataLoader trainLoader = new DataLoader(backend, train, spec.data().train());
+        DataLoader valLoader = new DataLoader(backend, val, spec.data().eval())) {
+      TrainOptions options = spec.loop();
+      if (!options.normalizationGiven()) { // a resumed run keeps what its first epoch measured
+        Normalization n =
+            checkpoint != null
+                ? Normalization.fromState(checkpoint.state())
+                : Normalization.measure(train, 10_000);
+        options = options.withNormalization(n.mean(), n.std());
+      }
       Stream setup = backend.createStream("setup");
       try (Learner learner =
-              TrainingPlacement.learner(s, offload, shape, options.clipNorm(), backend, setup);
+              TrainingPlacement.learner(spec, shape, options.clipNorm(), backend, setup);
           MetricsLog metrics = run.metrics();
           Trainer trainer =
               new Trainer(
                   backend,
                   learner,
-                  s.schedule(trainLoader.batchesPerEpoch()),
+                  spec.schedule().forRun(trainLoader.batchesPerEpoch(), options.epochs()),
                   options,
                   shape,
                   metrics)) {
         System.out.printf(
             "training %s (%,d parameters) on %s: %,d train / %,d val samples, %d classes, %d batches of %d per epoch; normalization mean %s std %s%n",
-            s.model(),
+            spec.model().spec(),
             learner.parameterCount(),
-            source,
+            data.source(),
             trainLoader.samples(),
             valLoader.samples(),
             classes.size(),
             trainLoader.batchesPerEpoch(),
-            s.batchSize(),
+            spec.batchSize(),
             Arrays.toString(options.mean()),
             Arrays.toString(options.std()));
-        Map<String, Object> info = new TreeMap<>(RunFingerprint.record(settings, data));
+        Map<String, Object> info = new TreeMap<>(RunFingerprint.record(settings, fingerprint));
         info.put("classes", classes);
         info.put("image", List.of(shape.height(), shape.width(), shape.channels()));
         info.put("mean", options.mean());
         info.put("std", options.std());
-        info.put("dataset", source);
-        info.put("resize", manifest.transforms().get("resize"));
-        info.put("decoder", manifest.transforms().get("decoder"));
+        info.put("dataset", data.source());
+        info.put("resize", data.manifest().transforms().get("resize"));
+        info.put("decoder", data.manifest().transforms().get("decoder"));
         run.recordInCheckpoints(info);
         trainer.checkpointTo(run);
         int firstEpoch = 0;
@@ -118,10 +111,8 @@ public final class TrainingRun {
     }
   }
 
-  /** Writes the run's report from its metrics and final evaluation; returns index.html. */
-  public static Path report(TrainSettings s, EvalResult eval, List<String> classes)
-      throws IOException {
-    Path run = Path.of(s.output());
-    return TrainingReport.write(run, run.resolve(RunDirectory.METRICS), eval, classes);
+  /** Writes the report of the run in {@code runDir} from its metrics and final evaluation. */
+  public static Path report(Path runDir, EvalResult eval, List<String> classes) throws IOException {
+    return TrainingReport.write(runDir, runDir.resolve(RunDirectory.METRICS), eval, classes);
   }
 }

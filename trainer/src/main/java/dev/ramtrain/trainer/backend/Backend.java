@@ -6,7 +6,9 @@ package dev.ramtrain.trainer.backend;
  * and returns at once. Matrices are row-major; sizes are in elements.
  *
  * <p>Implementations: {@code cpu} (the reference, also used without a GPU) and {@code cuda}. Both
- * pass the same conformance suite. Closing a backend with live allocations throws, naming them.
+ * pass the same conformance suite. The backend owns its streams (closing it closes them); buffers
+ * and events belong to whoever created them, and closing a backend while any is still open throws,
+ * naming them. {@link Backends#open} is the one way commands get a backend.
  */
 public interface Backend extends AutoCloseable {
 
@@ -20,7 +22,8 @@ public interface Backend extends AutoCloseable {
 
   Stream createStream(String label);
 
-  Event createEvent();
+  /** A new event; {@code label} names it in a leak report. The caller closes it. */
+  Event createEvent(String label);
 
   /** Bytes of device memory allocated now, and the most ever allocated at once. */
   long allocatedBytes();

@@ -54,7 +54,7 @@ public final class DataLoader implements AutoCloseable {
     this.index = samples.stream().mapToLong(Long::longValue).toArray();
     if (perRank() == 0) {
       throw new IllegalArgumentException(
-          "no samples for rank " + options.rank() + " of " + options.worldSize());
+          "no samples for rank " + options.rank().rank() + " of " + options.rank().worldSize());
     }
     for (int i = 0; i < options.prefetch(); i++) {
       pixelSlots.add(
@@ -81,8 +81,8 @@ public final class DataLoader implements AutoCloseable {
 
   /** Samples this rank sees per epoch (remainder rule applied at rank level). */
   long perRank() {
-    int world = options.worldSize();
-    return options.remainder() == LoaderOptions.Remainder.PAD
+    int world = options.rank().worldSize();
+    return options.sampling().remainder() == LoaderOptions.Remainder.PAD
         ? (index.length + world - 1) / world
         : index.length / world;
   }
@@ -90,7 +90,7 @@ public final class DataLoader implements AutoCloseable {
   public int batchesPerEpoch() {
     long b = options.batchSize();
     return (int)
-        (options.remainder() == LoaderOptions.Remainder.DROP
+        (options.sampling().remainder() == LoaderOptions.Remainder.DROP
             ? perRank() / b
             : (perRank() + b - 1) / b);
   }
@@ -150,13 +150,13 @@ public final class DataLoader implements AutoCloseable {
         ShardBatch source = batches[(int) (sample >>> 40)][(int) (sample >>> 20 & 0xFFFFF)];
         int row = (int) (sample & 0xFFFFF);
         SplittableRandom rng =
-            new SplittableRandom(SampleIds.mix(options.seed(), epoch, source.id(row)));
+            new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, source.id(row)));
         Augment.copy(
             source.imageAddress(row),
             base + (long) j * shape.bytes(),
             shape,
-            options.cropPadding(),
-            options.flip(),
+            options.augmentation().cropPadding(),
+            options.augmentation().flip(),
             rng);
         labelInts.put(j, source.label(row));
       }
@@ -179,8 +179,9 @@ public final class DataLoader implements AutoCloseable {
   /** This rank's samples for an epoch: a seeded shuffle, every worldSize-th, remainder applied. */
   private long[] rankOrder(int epoch) {
     long[] all = index.clone();
-    if (options.shuffle()) {
-      SplittableRandom rng = new SplittableRandom(SampleIds.mix(options.seed(), epoch, 0x5E1F));
+    if (options.sampling().shuffle()) {
+      SplittableRandom rng =
+          new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, 0x5E1F));
       for (int i = all.length - 1; i > 0; i--) {
         int j = rng.nextInt(i + 1);
         long t = all[i];
@@ -190,12 +191,12 @@ public final class DataLoader implements AutoCloseable {
     }
     // Full batches for DROP and PAD (PAD wraps around the order); KEEP ends with a short batch.
     long count =
-        options.remainder() == LoaderOptions.Remainder.KEEP
+        options.sampling().remainder() == LoaderOptions.Remainder.KEEP
             ? perRank()
             : (long) batchesPerEpoch() * options.batchSize();
     long[] mine = new long[(int) count];
     for (int i = 0; i < count; i++) {
-      long position = (long) i * options.worldSize() + options.rank();
+      long position = (long) i * options.rank().worldSize() + options.rank().rank();
       mine[i] = all[(int) (position % all.length)];
     }
     return mine;

@@ -1,20 +1,19 @@
 package dev.ramtrain.trainer.data;
 
+import java.io.Serializable;
+
 /**
- * How a loader walks its shards: batch size, workers, prefetched batches, the seed of the per-epoch
- * shuffle and augmentation, this rank of {@code worldSize}, and what to do with the remainder.
+ * How a loader walks its shards: samples per batch, worker threads, batches prefetched into pinned
+ * staging, the order ({@link Sampling}), the augmentation, and which rank of how many it is.
  */
 public record LoaderOptions(
     int batchSize,
     int workers,
     int prefetch,
-    long seed,
-    boolean shuffle,
-    Remainder remainder,
-    int rank,
-    int worldSize,
-    int cropPadding,
-    boolean flip) {
+    Sampling sampling,
+    Augmentation augmentation,
+    Rank rank)
+    implements Serializable {
 
   /**
    * Every rank gets the same number of batches: DROP the samples that do not fill a batch, PAD the
@@ -26,20 +25,69 @@ public record LoaderOptions(
     KEEP
   }
 
+  /** The per-epoch order: shuffled or not, from {@code seed} (which also seeds augmentation). */
+  public record Sampling(long seed, boolean shuffle, Remainder remainder) implements Serializable {
+    public static final Sampling IN_ORDER = new Sampling(0, false, Remainder.KEEP);
+
+    public static Sampling shuffled(long seed, Remainder remainder) {
+      return new Sampling(seed, true, remainder);
+    }
+  }
+
+  /** Random crop after zero padding by {@code cropPadding} pixels, and horizontal flips. */
+  public record Augmentation(int cropPadding, boolean flip) implements Serializable {
+    public static final Augmentation NONE = new Augmentation(0, false);
+
+    public Augmentation {
+      if (cropPadding < 0) {
+        throw new IllegalArgumentException("crop padding must be >= 0");
+      }
+    }
+  }
+
+  /** This loader's slice: rank {@code rank} of {@code worldSize} (data parallel training). */
+  public record Rank(int rank, int worldSize) implements Serializable {
+    public static final Rank SINGLE = new Rank(0, 1);
+
+    public Rank {
+      if (worldSize < 1 || rank < 0 || rank >= worldSize) {
+        throw new IllegalArgumentException("rank " + rank + " outside [0, " + worldSize + ")");
+      }
+    }
+  }
+
   public LoaderOptions {
     if (batchSize < 1 || workers < 1 || prefetch < 1) {
       throw new IllegalArgumentException("batch size, workers and prefetch must be >= 1");
     }
-    if (worldSize < 1 || rank < 0 || rank >= worldSize) {
-      throw new IllegalArgumentException("rank " + rank + " outside [0, " + worldSize + ")");
-    }
-    if (cropPadding < 0) {
-      throw new IllegalArgumentException("crop padding must be >= 0");
-    }
+  }
+
+  /** Shuffled, augmented, a single rank: for training. */
+  public static LoaderOptions training(
+      int batchSize,
+      int workers,
+      int prefetch,
+      long seed,
+      Remainder remainder,
+      Augmentation augmentation) {
+    return new LoaderOptions(
+        batchSize,
+        workers,
+        prefetch,
+        Sampling.shuffled(seed, remainder),
+        augmentation,
+        Rank.SINGLE);
   }
 
   /** In order, no augmentation: for evaluation. */
   public static LoaderOptions evaluation(int batchSize, int workers) {
-    return new LoaderOptions(batchSize, workers, 2, 0, false, Remainder.KEEP, 0, 1, 0, false);
+    return new LoaderOptions(
+        batchSize, workers, 2, Sampling.IN_ORDER, Augmentation.NONE, Rank.SINGLE);
+  }
+
+  /** The same loader for rank {@code rank} of {@code worldSize}. */
+  public LoaderOptions forRank(int rank, int worldSize) {
+    return new LoaderOptions(
+        batchSize, workers, prefetch, sampling, augmentation, new Rank(rank, worldSize));
   }
 }

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.offload;
 import dev.ramtrain.trainer.backend.AdamWMath;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import java.nio.FloatBuffer;
 import java.util.List;
 import org.apache.arrow.memory.util.MemoryUtil;
@@ -13,10 +14,7 @@ import org.apache.arrow.memory.util.MemoryUtil;
  * resident training agree bit for bit.
  */
 public final class HostAdamW implements HostOptimizer {
-  private final float beta1;
-  private final float beta2;
-  private final float eps;
-  private final float weightDecay;
+  private final AdamWSpec spec;
   private final FloatBuffer params;
   private final FloatBuffer grads;
   private final HostBuffer m;
@@ -28,26 +26,13 @@ public final class HostAdamW implements HostOptimizer {
 
   /** AdamW over {@code params} with {@code grads} (host slabs of equal length). */
   public HostAdamW(
-      Backend backend,
-      HostBuffer params,
-      HostBuffer grads,
-      float beta1,
-      float beta2,
-      float eps,
-      float weightDecay,
-      HostThreads threads) {
-    if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1 || eps <= 0) {
-      throw new IllegalArgumentException("AdamW needs 0 <= beta < 1 and eps > 0");
-    }
-    this.beta1 = beta1;
-    this.beta2 = beta2;
-    this.eps = eps;
-    this.weightDecay = weightDecay;
+      Backend backend, HostBuffer params, HostBuffer grads, AdamWSpec spec, HostThreads threads) {
+    this.spec = spec;
     this.params = params.asByteBuffer().asFloatBuffer();
     this.grads = grads.asByteBuffer().asFloatBuffer();
     this.threads = threads;
-    this.m = backend.allocateHost("adamw.m", params.bytes());
-    this.v = backend.allocateHost("adamw.v", params.bytes());
+    this.m = backend.allocateHost(spec.stateSlabs().get(0), params.bytes());
+    this.v = backend.allocateHost(spec.stateSlabs().get(1), params.bytes());
     MemoryUtil.setMemory(m.address(), m.bytes(), (byte) 0); // both moments start at zero
     MemoryUtil.setMemory(v.address(), v.bytes(), (byte) 0);
     this.fm = m.asByteBuffer().asFloatBuffer();
@@ -55,9 +40,10 @@ public final class HostAdamW implements HostOptimizer {
   }
 
   @Override
-  public StreamedModel.HostUpdate beginStep(float lr) {
+  public HostUpdate beginStep(float lr) {
     steps++;
-    AdamWMath step = AdamWMath.of(lr, beta1, beta2, eps, weightDecay, steps);
+    AdamWMath step =
+        AdamWMath.of(lr, spec.beta1(), spec.beta2(), spec.eps(), spec.weightDecay(), steps);
     return (from, to) ->
         threads.forRange(from, to, (a, b) -> step.update(params, grads, fm, fv, a, b));
   }

@@ -1,6 +1,10 @@
 package dev.ramtrain.trainer.offload;
 
+import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.optim.AdamWSpec;
+import dev.ramtrain.trainer.optim.OptimizerSpec;
+import dev.ramtrain.trainer.optim.SgdSpec;
 import java.util.List;
 
 /**
@@ -9,12 +13,25 @@ import java.util.List;
  * layer's range as soon as its gradient has reached the host, while backward goes on.
  */
 public interface HostOptimizer extends AutoCloseable {
+  /** The host optimizer {@code spec} describes, over {@code masters} and {@code gradients}. */
+  static HostOptimizer create(
+      OptimizerSpec spec,
+      Backend backend,
+      HostBuffer masters,
+      HostBuffer gradients,
+      HostThreads threads) {
+    if (spec instanceof AdamWSpec adamw) {
+      return new HostAdamW(backend, masters, gradients, adamw, threads);
+    }
+    return new HostSgd(backend, masters, gradients, (SgdSpec) spec, threads);
+  }
+
   /**
    * Starts step {@code steps() + 1} at learning rate {@code lr}; its ranges are then updated
    * through what this returns, which keeps the step's coefficients (with a delayed update, the
    * previous step's ranges may still be updating after the next step has begun).
    */
-  StreamedModel.HostUpdate beginStep(float lr);
+  HostUpdate beginStep(float lr);
 
   /** Steps begun so far. */
   int steps();

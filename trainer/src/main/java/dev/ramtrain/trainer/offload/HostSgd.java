@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.offload;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.SgdMath;
+import dev.ramtrain.trainer.optim.SgdSpec;
 import java.nio.FloatBuffer;
 import java.util.List;
 import org.apache.arrow.memory.util.MemoryUtil;
@@ -12,9 +13,7 @@ import org.apache.arrow.memory.util.MemoryUtil;
  * arithmetic is {@link SgdMath}, the CPU backend's.
  */
 public final class HostSgd implements HostOptimizer {
-  private final float momentum;
-  private final float weightDecay;
-  private final boolean nesterov;
+  private final SgdSpec spec;
   private final FloatBuffer params;
   private final FloatBuffer grads;
   private final HostBuffer buffer;
@@ -23,31 +22,20 @@ public final class HostSgd implements HostOptimizer {
   private int steps;
 
   public HostSgd(
-      Backend backend,
-      HostBuffer params,
-      HostBuffer grads,
-      float momentum,
-      float weightDecay,
-      boolean nesterov,
-      HostThreads threads) {
-    if (nesterov && momentum <= 0) {
-      throw new IllegalArgumentException("Nesterov momentum needs momentum > 0");
-    }
-    this.momentum = momentum;
-    this.weightDecay = weightDecay;
-    this.nesterov = nesterov;
+      Backend backend, HostBuffer params, HostBuffer grads, SgdSpec spec, HostThreads threads) {
+    this.spec = spec;
     this.params = params.asByteBuffer().asFloatBuffer();
     this.grads = grads.asByteBuffer().asFloatBuffer();
     this.threads = threads;
-    this.buffer = backend.allocateHost("sgd.momentum", params.bytes());
+    this.buffer = backend.allocateHost(spec.stateSlabs().get(0), params.bytes());
     MemoryUtil.setMemory(buffer.address(), buffer.bytes(), (byte) 0);
     this.momentumBuffer = buffer.asByteBuffer().asFloatBuffer();
   }
 
   @Override
-  public StreamedModel.HostUpdate beginStep(float lr) {
+  public HostUpdate beginStep(float lr) {
     steps++;
-    SgdMath step = new SgdMath(lr, momentum, weightDecay, nesterov);
+    SgdMath step = new SgdMath(lr, spec.momentum(), spec.weightDecay(), spec.nesterov());
     return (from, to) ->
         threads.forRange(from, to, (a, b) -> step.update(params, grads, momentumBuffer, a, b));
   }

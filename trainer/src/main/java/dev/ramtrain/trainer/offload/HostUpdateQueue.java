@@ -36,12 +36,7 @@ final class HostUpdateQueue implements AutoCloseable {
    * {@code refreshCopies} after it, or before it when {@code late} (a delayed update).
    */
   void submit(
-      Event landed,
-      int from,
-      int to,
-      StreamedModel.HostUpdate update,
-      boolean late,
-      Runnable refreshCopies) {
+      Event landed, int from, int to, HostUpdate update, boolean late, Runnable refreshCopies) {
     CompletableFuture<Void> copiesReady = new CompletableFuture<>();
     published.add(copiesReady);
     updates.add(

@@ -24,11 +24,6 @@ public record LayerCost(
     long outputBytesPerSample,
     long flopsPerSample) {
 
-  /** fp32 bytes of the layer's parameters. */
-  public long parameterBytes() {
-    return 4 * parameters;
-  }
-
   public long activationBytes(int batch) {
     return activationBytesFixed + activationBytesPerSample * batch;
   }

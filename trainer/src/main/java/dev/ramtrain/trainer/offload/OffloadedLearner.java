@@ -8,14 +8,14 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
-import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.optim.OptimizerSpec;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Supplier;
 
 /**
  * Offloaded training: a {@link StreamedModel} (masters and gradients in pinned host memory, layers
@@ -35,36 +35,39 @@ public final class OffloadedLearner implements Learner {
   /** Makes the host optimizer over a model's host slabs. */
   public interface OptimizerFactory {
     HostOptimizer create(HostBuffer masters, HostBuffer gradients, HostThreads threads);
+
+    /** The host optimizer {@code spec} describes. */
+    static OptimizerFactory of(OptimizerSpec spec, Backend backend) {
+      return (masters, gradients, threads) ->
+          HostOptimizer.create(spec, backend, masters, gradients, threads);
+    }
   }
 
   /**
-   * Builds the streamed model as {@code how} says, {@code hostThreads} host threads and the
+   * Builds {@code model} streamed as {@code how} says, {@code hostThreads} host threads and the
    * optimizer; {@code clipNorm} 0: no clipping (which a delayed update requires).
    */
   public static OffloadedLearner build(
-      String spec,
-      Supplier<List<Layer>> layers,
+      ModelConfig model,
       Streaming how,
-      Backend backend,
-      Stream stream,
-      int maxBatch,
-      long seed,
       OptimizerFactory optimizer,
       int hostThreads,
-      float clipNorm) {
+      float clipNorm,
+      Backend backend,
+      Stream stream) {
     if (how.delayedUpdate() && clipNorm > 0) {
       throw new IllegalArgumentException(
           "a delayed update cannot clip: clipping needs every gradient before any update");
     }
     HostThreads threads = new HostThreads(hostThreads);
-    StreamedModel model = null;
+    StreamedModel streamed = null;
     try {
-      model = new StreamedModel(spec, layers, how, backend, stream, maxBatch, seed);
-      HostOptimizer opt = optimizer.create(model.masters(), model.hostGradients(), threads);
-      return new OffloadedLearner(backend, model, opt, threads, clipNorm);
+      streamed = new StreamedModel(model, how, backend, stream);
+      HostOptimizer opt = optimizer.create(streamed.masters(), streamed.hostGradients(), threads);
+      return new OffloadedLearner(backend, streamed, opt, threads, clipNorm);
     } catch (RuntimeException e) {
-      if (model != null) {
-        model.close();
+      if (streamed != null) {
+        streamed.close();
       }
       threads.close();
       throw e;
@@ -102,7 +105,7 @@ public final class OffloadedLearner implements Learner {
 
   @Override
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
-    StreamedModel.HostUpdate step = optimizer.beginStep(lr);
+    HostUpdate step = optimizer.beginStep(lr);
     serialUpdateNanos = 0;
     if (clipNorm <= 0) {
       model.backward(compute, dlogits, batch, step);

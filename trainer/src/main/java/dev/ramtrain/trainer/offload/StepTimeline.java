@@ -45,17 +45,17 @@ final class StepTimeline implements AutoCloseable {
   StepTimeline(Backend backend, int capacity) {
     this.capacity = capacity;
     for (Lane lane : Lane.values()) {
-      starts[lane.ordinal()] = events(backend, capacity);
-      ends[lane.ordinal()] = events(backend, capacity);
+      starts[lane.ordinal()] = events(backend, "timeline." + lane + ".start", capacity);
+      ends[lane.ordinal()] = events(backend, "timeline." + lane + ".end", capacity);
     }
     this.gapFrom = new Event[capacity];
-    this.passStarts = events(backend, 2);
+    this.passStarts = events(backend, "timeline.pass", 2);
   }
 
-  private static Event[] events(Backend backend, int n) {
+  private static Event[] events(Backend backend, String label, int n) {
     Event[] e = new Event[n];
     for (int i = 0; i < n; i++) {
-      e[i] = backend.createEvent();
+      e[i] = backend.createEvent(label + "." + i);
     }
     return e;
   }

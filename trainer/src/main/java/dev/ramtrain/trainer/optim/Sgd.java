@@ -10,27 +10,27 @@ import java.util.List;
 /** SGD with momentum, optional Nesterov, and L2 weight decay, as torch.optim.SGD. */
 public final class Sgd implements Optimizer {
   private final Backend backend;
-  private final float momentum;
-  private final float weightDecay;
-  private final boolean nesterov;
+  private final SgdSpec spec;
   private final DeviceBuffer buffer;
   private int steps;
 
-  public Sgd(
-      Backend backend, long parameters, float momentum, float weightDecay, boolean nesterov) {
-    if (nesterov && momentum <= 0) {
-      throw new IllegalArgumentException("Nesterov momentum needs momentum > 0");
-    }
+  public Sgd(Backend backend, long parameters, SgdSpec spec) {
     this.backend = backend;
-    this.momentum = momentum;
-    this.weightDecay = weightDecay;
-    this.nesterov = nesterov;
-    this.buffer = backend.allocate("sgd.momentum", DType.F32, parameters);
+    this.spec = spec;
+    this.buffer = backend.allocate(spec.stateSlabs().get(0), DType.F32, parameters);
   }
 
   @Override
   public void step(Stream stream, Parameters p, float lr) {
-    backend.sgdStep(stream, p.values(), p.grads(), buffer, lr, momentum, weightDecay, nesterov);
+    backend.sgdStep(
+        stream,
+        p.values(),
+        p.grads(),
+        buffer,
+        lr,
+        spec.momentum(),
+        spec.weightDecay(),
+        spec.nesterov());
     steps++;
   }
 

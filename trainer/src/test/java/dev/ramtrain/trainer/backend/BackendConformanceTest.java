@@ -969,8 +969,8 @@ public abstract class BackendConformanceTest {
     float[] expected = gemmReference(false, false, n, n, n, 1, a, n, a, n, 0, new float[n * n], n);
     Stream compute = backend.createStream("compute");
     Stream copy = backend.createStream("copy");
-    Event produced = backend.createEvent();
-    try (DeviceBuffer da = upload("a", a);
+    try (Event produced = backend.createEvent("produced");
+        DeviceBuffer da = upload("a", a);
         DeviceBuffer c = backend.allocate("c", DType.F32, (long) n * n);
         HostBuffer out = backend.allocateHost("out", 4L * n * n)) {
       backend.gemm(compute, false, false, n, n, n, 1, da, n, da, n, 0, c, n);
@@ -998,6 +998,18 @@ public abstract class BackendConformanceTest {
         e.getMessage());
     kept.close();
     staging.close();
+    other.close();
+  }
+
+  @Test
+  void closingWithAnOpenEventNamesIt() {
+    Backend other = create();
+    Event loaded = other.createEvent("slot.loaded.3");
+    Stream s = other.createStream("s");
+    loaded.record(s);
+    var e = assertThrows(IllegalStateException.class, other::close);
+    assertTrue(e.getMessage().contains("1 open event(s): slot.loaded.3"), e.getMessage());
+    loaded.close();
   }
 
   @Test

@@ -81,7 +81,13 @@ class DataLoaderTest {
       int world,
       int pad,
       boolean flip) {
-    return new LoaderOptions(8, workers, prefetch, 42, true, rest, rank, world, pad, flip);
+    return new LoaderOptions(
+        8,
+        workers,
+        prefetch,
+        new LoaderOptions.Sampling(42, true, rest),
+        new LoaderOptions.Augmentation(pad, flip),
+        new LoaderOptions.Rank(rank, world));
   }
 
   @Test

@@ -11,9 +11,11 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.Sgd;
+import dev.ramtrain.trainer.optim.SgdSpec;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
@@ -47,8 +49,9 @@ class MlpTrainingTest {
           CrossEntropyLoss loss = new CrossEntropyLoss(b, batch, 3, 0f);
           Optimizer opt =
               adamw
-                  ? new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f)
-                  : new Sgd(b, model.parameters().count(), 0.9f, 1e-4f, true);
+                  ? new AdamW(
+                      b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f))
+                  : new Sgd(b, model.parameters().count(), new SgdSpec(0.9f, 1e-4f, true));
           DeviceBuffer x = b.allocate("x", DType.F32, (long) n * in);
           DeviceBuffer labels = b.allocate("labels", DType.I32, n);
           HostBuffer staging = b.allocateHost("staging", 4L * n * in)) {

@@ -19,10 +19,13 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.Sgd;
+import dev.ramtrain.trainer.optim.SgdSpec;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
@@ -130,29 +133,27 @@ class OffloadedTrainingTest {
       long n = model.parameters().count();
       Optimizer opt =
           setup.sgd()
-              ? new Sgd(b, n, 0.9f, 0.01f, true)
-              : new AdamW(b, n, 0.9f, 0.999f, 1e-8f, 0.01f);
+              ? new Sgd(b, n, new SgdSpec(0.9f, 0.01f, true))
+              : new AdamW(b, n, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
       return setup.reference() == null
           ? new ResidentLearner(b, model, opt, setup.clipNorm())
           : new Reference(b, model, opt, setup.reference());
     }
     return OffloadedLearner.build(
-        SPEC,
-        () -> ModelSpec.parse(SPEC, SHAPE),
+        new ModelConfig(SPEC, () -> ModelSpec.parse(SPEC, SHAPE), BATCH, 3),
         setup.how(),
-        b,
-        s,
-        BATCH,
-        3,
         (masters, grads, threads) -> {
           HostOptimizer opt =
               setup.sgd()
-                  ? new HostSgd(b, masters, grads, 0.9f, 0.01f, true, threads)
-                  : new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0.01f, threads);
+                  ? new HostSgd(b, masters, grads, new SgdSpec(0.9f, 0.01f, true), threads)
+                  : new HostAdamW(
+                      b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), threads);
           return setup.slowHost() ? new SlowHost(opt) : opt;
         },
         2,
-        setup.clipNorm());
+        setup.clipNorm(),
+        b,
+        s);
   }
 
   /** Delays every range update by up to 15 ms (seeded), then runs it. */
@@ -160,8 +161,8 @@ class OffloadedTrainingTest {
     private static final java.util.SplittableRandom RANDOM = new java.util.SplittableRandom(8);
 
     @Override
-    public StreamedModel.HostUpdate beginStep(float lr) {
-      StreamedModel.HostUpdate step = inner.beginStep(lr);
+    public HostUpdate beginStep(float lr) {
+      HostUpdate step = inner.beginStep(lr);
       return (from, to) -> {
         long nanos;
         synchronized (RANDOM) {

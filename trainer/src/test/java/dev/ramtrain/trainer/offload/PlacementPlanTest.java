@@ -8,8 +8,10 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.Optimizer;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -32,7 +34,8 @@ class PlacementPlanTest {
     try (Backend b = new CpuBackend(1)) {
       var s = b.createStream("s");
       try (Model model = Model.build(spec, ModelSpec.parse(spec, shape), b, s, batch, 1);
-          Optimizer adamw = new AdamW(b, model.parameters().count(), 0.9f, 0.999f, 1e-8f, 0.01f)) {
+          Optimizer adamw =
+              new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f))) {
         assertEquals(
             b.allocatedBytes(),
             plan.deviceBytes(),
@@ -130,17 +133,14 @@ class PlacementPlanTest {
       var s = b.createStream("s");
       try (OffloadedLearner learner =
           OffloadedLearner.build(
-              spec,
-              () -> ModelSpec.parse(spec),
+              new ModelConfig(spec, () -> ModelSpec.parse(spec), batch, 1),
               Streaming.of(plan),
-              b,
-              s,
-              batch,
-              1,
               (masters, grads, threads) ->
-                  new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0f, threads),
+                  new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), threads),
               1,
-              0f)) {
+              0f,
+              b,
+              s)) {
         assertEquals(plan.deviceBytes(), b.allocatedBytes(), "device memory as planned");
         try (var x = b.allocate("x", dev.ramtrain.trainer.backend.DType.F32, batch * 64L);
             var dy = b.allocate("dy", dev.ramtrain.trainer.backend.DType.F32, batch * 10L)) {
@@ -184,17 +184,14 @@ class PlacementPlanTest {
       PlacementPlan planned = plan;
       try (OffloadedLearner learner =
           OffloadedLearner.build(
-              spec,
-              () -> ModelSpec.parse(spec, shape),
+              new ModelConfig(spec, () -> ModelSpec.parse(spec, shape), batch, 1),
               Streaming.of(planned),
-              b,
-              s,
-              batch,
-              1,
               (masters, grads, threads) ->
-                  new HostAdamW(b, masters, grads, 0.9f, 0.999f, 1e-8f, 0f, threads),
+                  new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), threads),
               1,
-              0f)) {
+              0f,
+              b,
+              s)) {
         long allocated = b.allocatedBytes();
         assertTrue(
             allocated <= plan.deviceBytes() && plan.deviceBytes() <= budget,

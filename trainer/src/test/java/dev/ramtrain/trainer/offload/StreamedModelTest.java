@@ -13,6 +13,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import java.util.List;
 import java.util.Random;
@@ -90,13 +91,10 @@ class StreamedModelTest {
       Stream s = b.createStream("compute");
       try (StreamedModel model =
               new StreamedModel(
-                  "test",
-                  layers,
+                  new ModelConfig("test", layers, BATCH, 3),
                   new Streaming(streamedNames, depth, bf16, checkpointing, false, 0),
                   b,
-                  s,
-                  BATCH,
-                  3);
+                  s);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * inputSize(layers));
           DeviceBuffer dy = b.allocate("dy", DType.F32, (long) BATCH * outputSize(layers))) {
         Random rng = new Random(9);

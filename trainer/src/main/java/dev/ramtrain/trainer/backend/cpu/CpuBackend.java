@@ -1,5 +1,10 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkCount;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkGemm;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkGemmStridedBatched;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkRange;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.convOut;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
@@ -15,6 +20,9 @@ import dev.ramtrain.trainer.backend.Stream;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.StringJoiner;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ForkJoinPool;
 import org.apache.arrow.memory.util.MemoryUtil;
 import org.bytedeco.javacpp.FloatPointer;
@@ -29,6 +37,7 @@ public final class CpuBackend implements Backend {
   private final CpuMemory device = new CpuMemory();
   private final CpuMemory host = new CpuMemory();
   private final List<CpuStream> streams = new ArrayList<>();
+  private final Map<CpuEvent, String> liveEvents = new ConcurrentHashMap<>();
   private final ForkJoinPool pool;
   private final CpuKernels kernels;
   private final SimulatedBus bus;
@@ -80,8 +89,10 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
-  public Event createEvent() {
-    return new CpuEvent();
+  public Event createEvent(String label) {
+    CpuEvent event = new CpuEvent(liveEvents::remove);
+    liveEvents.put(event, label);
+    return event;
   }
 
   @Override
@@ -175,9 +186,7 @@ public final class CpuBackend implements Backend {
       float beta,
       DeviceBuffer c,
       int ldc) {
-    checkMatrix(a, transA ? k : m, transA ? m : k, lda);
-    checkMatrix(b, transB ? n : k, transB ? k : n, ldb);
-    checkMatrix(c, m, n, ldc);
+    checkGemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc);
     CpuBuffer ca = cpu(a);
     CpuBuffer cb = cpu(b);
     CpuBuffer cc = cpu(c);
@@ -262,13 +271,8 @@ public final class CpuBackend implements Backend {
       int ldc,
       long strideC,
       int count) {
-    if (count < 1 || strideA < 0 || strideB < 0 || strideC < 0) {
-      throw new IllegalArgumentException(
-          "batched GEMM: count " + count + ", strides " + strideA + "/" + strideB + "/" + strideC);
-    }
-    checkBatch(a, transA ? k : m, transA ? m : k, lda, strideA, count);
-    checkBatch(b, transB ? n : k, transB ? k : n, ldb, strideB, count);
-    checkBatch(c, m, n, ldc, strideC, count);
+    checkGemmStridedBatched(
+        transA, transB, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC, count);
     CpuBuffer ca = cpu(a);
     CpuBuffer cb = cpu(b);
     CpuBuffer cc = cpu(c);
@@ -576,21 +580,6 @@ public final class CpuBackend implements Backend {
                 kernels.maxPoolBackward(cdy.floats(), ca.ints(), n, c, h, w, oh, ow, cdx.floats()));
   }
 
-  private static int convOut(int size, int k, int stride, int pad) {
-    if (stride < 1 || k < 1 || size + 2 * pad < k) {
-      throw new IllegalArgumentException(
-          "a "
-              + k
-              + "-wide window with stride "
-              + stride
-              + " and padding "
-              + pad
-              + " does not fit "
-              + size);
-    }
-    return (size + 2 * pad - k) / stride + 1;
-  }
-
   @Override
   public void clipGradNorm(Stream stream, DeviceBuffer grads, float maxNorm, DeviceBuffer norm) {
     checkCount(norm, 1);
@@ -767,14 +756,18 @@ public final class CpuBackend implements Backend {
     streams.forEach(CpuStream::close);
     streams.clear();
     pool.shutdown();
-    String deviceLeaks = device.leaks();
-    String hostLeaks = host.leaks();
-    if (deviceLeaks != null || hostLeaks != null) {
-      throw new IllegalStateException(
-          "cpu backend closed with memory still allocated: "
-              + (deviceLeaks == null ? "" : "device " + deviceLeaks)
-              + (deviceLeaks != null && hostLeaks != null ? "; " : "")
-              + (hostLeaks == null ? "" : "host " + hostLeaks));
+    StringJoiner leaks = new StringJoiner("; ");
+    if (device.leaks() != null) {
+      leaks.add("device " + device.leaks());
+    }
+    if (host.leaks() != null) {
+      leaks.add("host " + host.leaks());
+    }
+    if (!liveEvents.isEmpty()) {
+      leaks.add(liveEvents.size() + " open event(s): " + String.join(", ", liveEvents.values()));
+    }
+    if (leaks.length() > 0) {
+      throw new IllegalStateException("cpu backend closed with resources still open: " + leaks);
     }
   }
 
@@ -787,63 +780,5 @@ public final class CpuBackend implements Backend {
     CpuBuffer b = (CpuBuffer) buffer;
     b.requireLive();
     return b;
-  }
-
-  private static void checkCount(DeviceBuffer x, long expected) {
-    if (x.count() != expected) {
-      throw new IllegalArgumentException(
-          x.label() + " has " + x.count() + " elements, expected " + expected);
-    }
-  }
-
-  private static void checkMatrix(DeviceBuffer x, int rows, int cols, int ld) {
-    if (ld < cols) {
-      throw new IllegalArgumentException(
-          x.label() + ": leading dimension " + ld + " < " + cols + " columns");
-    }
-    long needed = rows == 0 ? 0 : (long) (rows - 1) * ld + cols;
-    if (x.count() < needed) {
-      throw new IllegalArgumentException(
-          x.label()
-              + " has "
-              + x.count()
-              + " elements, a "
-              + rows
-              + "x"
-              + cols
-              + " matrix with stride "
-              + ld
-              + " needs "
-              + needed);
-    }
-  }
-
-  private static void checkBatch(
-      DeviceBuffer x, int rows, int cols, int ld, long stride, int count) {
-    checkMatrix(x, rows, cols, ld);
-    long needed = (count - 1) * stride + (rows == 0 ? 0 : (long) (rows - 1) * ld + cols);
-    if (x.count() < needed) {
-      throw new IllegalArgumentException(
-          x.label()
-              + " has "
-              + x.count()
-              + " elements, "
-              + count
-              + " matrices "
-              + rows
-              + "x"
-              + cols
-              + " with stride "
-              + stride
-              + " need "
-              + needed);
-    }
-  }
-
-  private static void checkRange(String label, long offset, long bytes, long size) {
-    if (offset < 0 || bytes < 0 || offset + bytes > size) {
-      throw new IndexOutOfBoundsException(
-          label + ": bytes [" + offset + ", " + (offset + bytes) + ") of " + size);
-    }
   }
 }

@@ -3,13 +3,20 @@ package dev.ramtrain.trainer.backend.cpu;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.Stream;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 /**
  * A completion point: a future completed, with the time it was reached, by a marker task enqueued
  * on the recording stream.
  */
 final class CpuEvent implements Event {
+  private final Consumer<CpuEvent> onClose;
   private volatile CompletableFuture<Long> point = CompletableFuture.completedFuture(0L);
+
+  /** {@code onClose} tells the backend's leak check that this event is gone. */
+  CpuEvent(Consumer<CpuEvent> onClose) {
+    this.onClose = onClose;
+  }
 
   @Override
   public void record(Stream stream) {
@@ -43,5 +50,7 @@ final class CpuEvent implements Event {
   }
 
   @Override
-  public void close() {}
+  public void close() {
+    onClose.accept(this);
+  }
 }

@@ -1,0 +1,134 @@
+package dev.ramtrain.jobs.train;
+
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.trainer.TrainOptions;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.offload.OffloadSpec;
+import dev.ramtrain.trainer.optim.OptimizerSpec;
+import dev.ramtrain.trainer.optim.ScheduleSpec;
+import java.io.Serializable;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.List;
+import java.util.SortedMap;
+import java.util.TreeMap;
+
+/**
+ * Everything a training run needs to know, read and checked once ({@code TrainSettings.read}) and
+ * passed down as values: the CLI's {@code train}, the Spark barrier task and a notebook all hand
+ * the same record to {@link TrainingRun#run}.
+ *
+ * @param resumeSettings the settings a resumed run must share with its checkpoint (every {@code
+ *     ramtrain.train.*} value that changes the numbers, and the seed), by key
+ */
+public record RunSpec(
+    Data data,
+    Model model,
+    OptimizerSpec optimizer,
+    ScheduleSpec schedule,
+    TrainOptions loop,
+    OffloadSpec offload,
+    BackendSpec backend,
+    Output output,
+    SortedMap<String, String> resumeSettings)
+    implements Serializable {
+
+  public RunSpec {
+    resumeSettings = Collections.unmodifiableSortedMap(new TreeMap<>(resumeSettings));
+  }
+
+  /** Where the samples come from and how they are loaded for training and for evaluation. */
+  public record Data(String location, LoaderOptions train, LoaderOptions eval)
+      implements Serializable {
+    /** The dataset directory; a usage error when none was given. */
+    public String requireLocation() {
+      if (location.isBlank()) {
+        throw new ConfigException(
+            "ramtrain.train.dataset: a dataset directory is required (--dataset DIR)");
+      }
+      return location;
+    }
+  }
+
+  /** The model spec ({@code ramtrain.train.model}) and the seed of its initial weights. */
+  public record Model(String spec, long seed) implements Serializable {
+    private static final String KEY = "ramtrain.train.model";
+
+    /** The layers for images of {@code shape}, unbound; a bad spec is a usage error. */
+    public List<Layer> layers(ImageShape shape) {
+      return parse(KEY, spec, shape);
+    }
+
+    /** What the trainer builds: this model for images of {@code shape}, up to {@code maxBatch}. */
+    public ModelConfig config(ImageShape shape, int maxBatch) {
+      layers(shape); // a bad spec fails here as a usage error, not later inside the trainer
+      return ModelConfig.of(spec, shape, maxBatch, seed);
+    }
+
+    /**
+     * Fails, naming the key, unless the model takes images of {@code shape} and has one output per
+     * class: checked before anything is allocated, instead of failing in the first step.
+     */
+    public void requireFits(ImageShape shape, List<String> classes) {
+      List<Layer> layers = layers(shape);
+      int in = layers.get(0).inputSize();
+      int out = layers.get(layers.size() - 1).outputSize();
+      if (in != shape.bytes()) {
+        throw new ConfigException(
+            String.format(
+                "%s = '%s' takes %d values per sample; the dataset's images are %dx%dx%d = %d",
+                KEY, spec, in, shape.height(), shape.width(), shape.channels(), shape.bytes()));
+      }
+      if (out != classes.size()) {
+        throw new ConfigException(
+            String.format(
+                "%s = '%s' has %d outputs; the dataset has %d classes (%s)",
+                KEY, spec, out, classes.size(), String.join(", ", classes)));
+      }
+    }
+
+    /** Parses a model spec; a bad one is a usage error naming {@code key}. */
+    public static List<Layer> parse(String key, String spec, ImageShape shape) {
+      try {
+        return ModelSpec.parse(spec, shape);
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException(key + " = '" + spec + "': " + e.getMessage());
+      }
+    }
+  }
+
+  /**
+   * The run directory and what to do with a run already there; {@code resumeAnyway} resumes even
+   * though the settings or data differ from the checkpoint's.
+   */
+  public record Output(String dir, RunDirectory.Mode mode, boolean resumeAnyway)
+      implements Serializable {
+    public Output {
+      if (resumeAnyway && mode != RunDirectory.Mode.RESUME) {
+        throw new ConfigException("--resume-anyway goes with --resume");
+      }
+    }
+
+    public Path path() {
+      return Path.of(dir);
+    }
+  }
+
+  /** The samples per step (the largest batch the model runs). */
+  public int batchSize() {
+    return data.train().batchSize();
+  }
+
+  /** This run continuing the one in its directory ({@code --resume}). */
+  public RunSpec resuming(boolean anyway) {
+    boolean overwrite = output.mode() == RunDirectory.Mode.OVERWRITE;
+    Output resumed = new Output(output.dir(), RunDirectory.Mode.of(true, overwrite), anyway);
+    return new RunSpec(
+        data, model, optimizer, schedule, loop, offload, backend, resumed, resumeSettings);
+  }
+}

@@ -1,0 +1,30 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Stream;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * A model to build: its spec (the name checkpoints carry), a source of fresh unbound layers (an
+ * offloaded model may ask twice: with activation checkpointing a second copy sizes the shared
+ * arena), the largest batch it runs and the seed of its initial weights.
+ */
+public record ModelConfig(String spec, Supplier<List<Layer>> layers, int maxBatch, long seed) {
+  public ModelConfig {
+    if (maxBatch < 1) {
+      throw new IllegalArgumentException(spec + ": the batch size must be >= 1, got " + maxBatch);
+    }
+  }
+
+  /** The model {@code spec} describes for images of {@code input}. */
+  public static ModelConfig of(String spec, ImageShape input, int maxBatch, long seed) {
+    return new ModelConfig(spec, () -> ModelSpec.parse(spec, input), maxBatch, seed);
+  }
+
+  /** Binds a fresh copy of the layers on the device: the resident model. */
+  public Model buildResident(Backend backend, Stream stream) {
+    return Model.build(spec, layers.get(), backend, stream, maxBatch, seed);
+  }
+}

@@ -1,0 +1,118 @@
+package dev.ramtrain.trainer.offload;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Event;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.nn.Parameters;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The way gradients leave the device: streamed layers compute theirs into two alternating gradient
+ * slots (streamed layer j in slot {@code j mod 2}), resident layers into the resident slab; as soon
+ * as a layer's backward is done its gradient is copied into the host gradient slab on the copy-out
+ * stream. Per layer, {@link #done} marks its backward and {@link #onHost} its gradient in the host
+ * slab (what the host update waits for).
+ */
+final class GradientReturn implements AutoCloseable {
+  private final Backend backend;
+  private final HostLayout layout;
+  private final HostSlabs slabs;
+  private final Parameters resident;
+  private final StepTimeline timeline;
+  private final Stream copyOut;
+  private final List<DeviceBuffer> slots = new ArrayList<>();
+  private final Event[] returned; // per slot: its last copy to the host is done
+  private final Event[] done; // per layer: its backward is done (compute stream)
+  private final Event[] onHost; // per layer: its gradient is in the host slab
+
+  GradientReturn(
+      Backend backend,
+      HostLayout layout,
+      HostSlabs slabs,
+      Parameters resident,
+      StepTimeline timeline) {
+    this.backend = backend;
+    this.layout = layout;
+    this.slabs = slabs;
+    this.resident = resident;
+    this.timeline = timeline;
+    for (int s = 0; s < Math.min(2, layout.streamedCount()); s++) {
+      slots.add(backend.allocate("grad-slot." + s, DType.F32, layout.largestStreamed()));
+    }
+    this.copyOut = backend.createStream("gradients-out");
+    this.returned = new Event[slots.size()];
+    for (int s = 0; s < returned.length; s++) {
+      returned[s] = backend.createEvent("grad-slot.returned." + s);
+    }
+    int n = layout.layers();
+    this.done = new Event[n];
+    this.onHost = new Event[n];
+    for (int i = 0; i < n; i++) {
+      done[i] = backend.createEvent("grad.done." + i);
+      onHost[i] = backend.createEvent("grad.on-host." + i);
+    }
+  }
+
+  /** The device buffer streamed layer {@code j} binds its gradients to. */
+  DeviceBuffer slotOf(int j) {
+    return slots.get(j % slots.size());
+  }
+
+  /** Makes the compute stream wait until streamed layer j's slot has sent its last gradient. */
+  void awaitSlot(Stream compute, int j) {
+    compute.waitFor(returned[j % slots.size()]);
+  }
+
+  /** Zeroes streamed layer i's gradient slot (its backward accumulates into it). */
+  void zeroSlot(Stream compute, int i) {
+    backend.fill(compute, slotOf(layout.ordinal(i)).view(0, layout.count(i)), 0f);
+  }
+
+  /** Copies layer i's gradient to the host slab on the copy-out stream once backward made it. */
+  void send(Stream compute, int i) {
+    int j = layout.ordinal(i);
+    long count = layout.count(i);
+    done[i].record(compute);
+    copyOut.waitFor(done[i]);
+    DeviceBuffer source =
+        j >= 0 ? slotOf(j).view(0, count) : resident.grads().view(layout.residentAt(i), count);
+    int k = timeline.begin(StepTimeline.Lane.COPY_OUT, copyOut);
+    backend.copy(source, slabs.gradients(), 4 * layout.offset(i), 4 * count, copyOut);
+    timeline.end(StepTimeline.Lane.COPY_OUT, k, copyOut, 4 * count);
+    onHost[i].record(copyOut);
+    if (j >= 0) {
+      returned[j % slots.size()].record(copyOut);
+    }
+  }
+
+  /** Layer i's backward is done (recorded on the compute stream). */
+  Event done(int i) {
+    return done[i];
+  }
+
+  /** Layer i's gradient is in the host slab (recorded on the copy-out stream). */
+  Event onHost(int i) {
+    return onHost[i];
+  }
+
+  /** Blocks until every gradient copy enqueued so far has run. */
+  void synchronize() {
+    copyOut.synchronize();
+  }
+
+  @Override
+  public void close() {
+    copyOut.synchronize();
+    slots.forEach(DeviceBuffer::close);
+    for (Event e : returned) {
+      e.close();
+    }
+    for (int i = 0; i < done.length; i++) {
+      done[i].close();
+      onHost[i].close();
+    }
+  }
+}

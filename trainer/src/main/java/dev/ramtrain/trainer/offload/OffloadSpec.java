@@ -1,0 +1,56 @@
+package dev.ramtrain.trainer.offload;
+
+import java.io.Serializable;
+
+/**
+ * Whether and how a run offloads to host memory ({@code ramtrain.offload.*}): the mode, the device
+ * budget (0: the device's memory minus {@code marginBytes}), the weight ring's depth, bf16 slots,
+ * ZeRO-Offload's delayed update after {@code delayWarmupSteps} plain steps, and the host threads of
+ * the optimizer.
+ */
+public record OffloadSpec(
+    Mode mode,
+    long budgetBytes,
+    long marginBytes,
+    int prefetchDepth,
+    boolean bf16Weights,
+    boolean delayedUpdate,
+    int delayWarmupSteps,
+    int hostThreads)
+    implements Serializable {
+
+  /** When training offloads: only if resident does not fit, always, or never. */
+  public enum Mode {
+    AUTO,
+    ON,
+    OFF
+  }
+
+  public OffloadSpec {
+    if (budgetBytes < 0 || marginBytes < 0) {
+      throw new IllegalArgumentException("budget and margin must be >= 0");
+    }
+    if (prefetchDepth < 1 || delayWarmupSteps < 0 || hostThreads < 1) {
+      throw new IllegalArgumentException(
+          "prefetch depth and host threads must be >= 1, delay warm-up steps >= 0");
+    }
+  }
+
+  /** Never offload. */
+  public static OffloadSpec off() {
+    return new OffloadSpec(Mode.OFF, 0, 0, 1, false, false, 0, 1);
+  }
+
+  /**
+   * The budget on a device of {@code memoryBytes}: the one given, or memory minus the margin;
+   * throws when the margin leaves nothing.
+   */
+  public long budget(long memoryBytes) {
+    long budget = budgetBytes > 0 ? budgetBytes : memoryBytes - marginBytes;
+    if (budget <= 0) {
+      throw new IllegalArgumentException(
+          "the margin (" + marginBytes + " bytes) leaves no device memory of " + memoryBytes);
+    }
+    return budget;
+  }
+}

@@ -1,0 +1,25 @@
+package dev.ramtrain.trainer.optim;
+
+import dev.ramtrain.trainer.backend.Backend;
+import java.util.List;
+
+/** AdamW's hyper-parameters (torch.optim.AdamW's betas, eps, weight_decay). */
+public record AdamWSpec(float beta1, float beta2, float eps, float weightDecay)
+    implements OptimizerSpec {
+  public AdamWSpec {
+    if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0 && weightDecay >= 0)) {
+      throw new IllegalArgumentException(
+          "AdamW needs 0 <= beta < 1, eps > 0 and weight decay >= 0");
+    }
+  }
+
+  @Override
+  public List<String> stateSlabs() {
+    return List.of("adamw.m", "adamw.v");
+  }
+
+  @Override
+  public Optimizer onDevice(Backend backend, long parameters) {
+    return new AdamW(backend, parameters, this);
+  }
+}

@@ -1,0 +1,27 @@
+package dev.ramtrain.trainer.optim;
+
+import dev.ramtrain.trainer.backend.Backend;
+import java.util.List;
+
+/** SGD's hyper-parameters (torch.optim.SGD's momentum, weight_decay, nesterov). */
+public record SgdSpec(float momentum, float weightDecay, boolean nesterov)
+    implements OptimizerSpec {
+  public SgdSpec {
+    if (!(momentum >= 0 && weightDecay >= 0)) {
+      throw new IllegalArgumentException("SGD needs momentum >= 0 and weight decay >= 0");
+    }
+    if (nesterov && momentum <= 0) {
+      throw new IllegalArgumentException("Nesterov momentum needs momentum > 0");
+    }
+  }
+
+  @Override
+  public List<String> stateSlabs() {
+    return List.of("sgd.momentum");
+  }
+
+  @Override
+  public Optimizer onDevice(Backend backend, long parameters) {
+    return new Sgd(backend, parameters, this);
+  }
+}
