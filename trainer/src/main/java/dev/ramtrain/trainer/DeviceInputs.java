@@ -64,10 +64,18 @@ public final class DeviceInputs implements AutoCloseable {
 
   /** Enqueues the copy of a staged batch into device slot {@code slot}, after its last use. */
   public void stage(Batch batch, int slot) {
-    long bytes = (long) batch.size() * shape.bytes();
+    stage(batch.pixels(), batch.labels(), batch.size(), slot);
+  }
+
+  /**
+   * Enqueues the copy of {@code n} images and labels from pinned {@code pixelStaging} and {@code
+   * labelStaging} into device slot {@code slot}, after its last use.
+   */
+  public void stage(HostBuffer pixelStaging, HostBuffer labelStaging, int n, int slot) {
+    long bytes = (long) n * shape.bytes();
     copy.waitFor(consumed[slot]);
-    backend.copy(batch.pixels(), 0, pixels[slot].view(0, bytes), bytes, copy);
-    backend.copy(batch.labels(), 0, labels[slot].view(0, batch.size()), 4L * batch.size(), copy);
+    backend.copy(pixelStaging, 0, pixels[slot].view(0, bytes), bytes, copy);
+    backend.copy(labelStaging, 0, labels[slot].view(0, n), 4L * n, copy);
     copied[slot].record(copy);
   }
 

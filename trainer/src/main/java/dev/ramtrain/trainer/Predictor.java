@@ -2,7 +2,6 @@ package dev.ramtrain.trainer;
 
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
-import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -18,13 +17,10 @@ public final class Predictor implements AutoCloseable {
   private final Backend backend;
   private final Stream stream;
   private final Model model;
-  private final ImageShape shape;
-  private final float[] mean;
-  private final float[] std;
+  private final DeviceInputs inputs;
   private final HostBuffer staging;
+  private final HostBuffer labels; // unused by prediction, but a device input slot carries labels
   private final HostBuffer logitsHost;
-  private final DeviceBuffer pixels;
-  private final DeviceBuffer input;
 
   public Predictor(
       Backend backend, Stream stream, Model model, ImageShape shape, float[] mean, float[] std) {
@@ -32,21 +28,14 @@ public final class Predictor implements AutoCloseable {
       throw new IllegalArgumentException(
           "model " + model.spec() + " takes " + model.inputSize() + " inputs, not " + shape);
     }
-    if (mean.length != shape.channels() || std.length != shape.channels()) {
-      throw new IllegalArgumentException(
-          "normalization has " + mean.length + " channels, images have " + shape.channels());
-    }
     this.backend = backend;
     this.stream = stream;
     this.model = model;
-    this.shape = shape;
-    this.mean = mean.clone();
-    this.std = std.clone();
-    long bytes = (long) model.maxBatch() * shape.bytes();
-    this.staging = backend.allocateHost("predict.staging", bytes);
+    // The same device slots, copies and normalization as training and evaluation use.
+    this.inputs = new DeviceInputs(backend, stream, shape, model.maxBatch(), classes(), mean, std);
+    this.staging = backend.allocateHost("predict.staging", (long) model.maxBatch() * shape.bytes());
+    this.labels = backend.allocateHost("predict.labels", 4L * model.maxBatch());
     this.logitsHost = backend.allocateHost("predict.logits", 4L * model.maxBatch() * classes());
-    this.pixels = backend.allocate("predict.u8", DType.U8, bytes);
-    this.input = backend.allocate("predict.f32", DType.F32, bytes);
   }
 
   public int classes() {
@@ -67,20 +56,9 @@ public final class Predictor implements AutoCloseable {
     if (n < 1 || n > maxBatch()) {
       throw new IllegalArgumentException("batch " + n + " outside [1, " + maxBatch() + "]");
     }
-    long bytes = (long) n * shape.bytes();
-    backend.copy(staging, 0, pixels.view(0, bytes), bytes, stream);
-    DeviceBuffer x = input.view(0, bytes);
-    backend.normalizeImages(
-        stream,
-        pixels.view(0, bytes),
-        n,
-        shape.height(),
-        shape.width(),
-        shape.channels(),
-        mean,
-        std,
-        x);
-    DeviceBuffer logits = model.forward(stream, x, n, false);
+    inputs.stage(staging, labels, n, 0);
+    DeviceBuffer logits = model.forward(stream, inputs.normalized(0, n), n, false);
+    inputs.consumed(0);
     int classes = classes();
     backend.copy(logits, logitsHost, 0, 4L * n * classes, stream);
     stream.synchronize();
@@ -105,9 +83,10 @@ public final class Predictor implements AutoCloseable {
   @Override
   public void close() {
     stream.synchronize();
-    staging.close();
-    logitsHost.close();
-    pixels.close();
-    input.close();
+    try (inputs) {
+      staging.close();
+      labels.close();
+      logitsHost.close();
+    }
   }
 }
