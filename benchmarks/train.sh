@@ -32,8 +32,9 @@ for round in $(seq "$ROUNDS"); do
     --epochs "$EPOCHS" --batch-size "$BATCH" --threads 2 --seed "$round" 2>/dev/null | tail -n 1 | tee -a "$OUT"
   echo "peak RSS $(( $(tail -n 1 "$RSS") / 1024 )) MiB" | tee -a "$OUT"
   echo "## round $round: ramtrain" | tee -a "$OUT"
-  /usr/bin/time -f "%M" -o "$RSS" env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$ROOT/bin/ramtrain" train -d "$DATA" -o "/tmp/ramtrain-bench-run" \
+  RUN="$(mktemp -d)/run" # a new run directory each round: train refuses to write over a run
+  /usr/bin/time -f "%M" -o "$RSS" env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$ROOT/bin/ramtrain" train -d "$DATA" -o "$RUN" \
     --model "$SPEC" --epochs "$EPOCHS" --batch-size "$BATCH" --seed "$round" --set ramtrain.train.threads=2 2>&1 \
-    | grep -E "epoch [0-9]+: train|val accuracy" | tee -a "$OUT"
+    | grep -E "epoch [0-9]+/[0-9]+: train|val accuracy" | tee -a "$OUT"
   echo "peak RSS $(( $(tail -n 1 "$RSS") / 1024 )) MiB" | tee -a "$OUT"
 done
