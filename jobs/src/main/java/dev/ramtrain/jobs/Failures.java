@@ -3,6 +3,7 @@ package dev.ramtrain.jobs;
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.spark.PreprocessException;
 import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.trainer.backend.BackendUnavailableException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -30,13 +31,17 @@ final class Failures {
 
   private Failures() {}
 
-  /** Bad settings, flags or an output that cannot be written safely: exit 2. */
+  /**
+   * Bad settings, flags, an output that cannot be written safely, or a backend this machine cannot
+   * give: exit 2.
+   */
   static boolean isUsage(Throwable e) {
     return chain(e).stream()
         .anyMatch(
             t ->
                 t instanceof ConfigException
-                    || t instanceof DatasetCommitter.UnsafeOutputException);
+                    || t instanceof DatasetCommitter.UnsafeOutputException
+                    || t instanceof BackendUnavailableException);
   }
 
   /** Failures ramtrain expects and explains (bad data, I/O, settings): no stack trace needed. */
@@ -48,6 +53,7 @@ final class Failures {
                     || t instanceof UncheckedIOException
                     || t instanceof ConfigException
                     || t instanceof PreprocessException
+                    || t instanceof BackendUnavailableException
                     || t instanceof IllegalArgumentException);
   }
 

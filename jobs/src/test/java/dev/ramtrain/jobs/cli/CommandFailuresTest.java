@@ -169,6 +169,16 @@ class CommandFailuresTest {
     assertOneLine(
         train(run, "--resume-anyway"), Main.EXIT_USAGE, "--resume-anyway goes with --resume");
     assertOneLine(train(run, "--resume", "--overwrite"), Main.EXIT_USAGE, "give one");
+    // Settings are checked once, by the records they become: a usage error naming the key.
+    assertOneLine(
+        train(tmp.resolve("beta"), "--set", "ramtrain.train.beta1=1.5"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.optimizer",
+        "0 <= beta < 1");
+    assertOneLine(
+        train(tmp.resolve("cuda"), "--set", "ramtrain.train.backend=cuda"),
+        Main.EXIT_USAGE,
+        "backend cuda: this build of ramtrain has no CUDA backend");
   }
 
   @Test

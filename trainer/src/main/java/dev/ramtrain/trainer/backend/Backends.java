@@ -20,7 +20,7 @@ public final class Backends {
   public static Backend open(BackendSpec spec) {
     return switch (spec.kind()) {
       case CPU -> new CpuBackend(spec.threads());
-      case CUDA -> throw new BackendUnavailableException(cudaUnavailable());
+      case CUDA -> throw new BackendUnavailableException("backend cuda: " + cudaUnavailable());
       case AUTO -> {
         LOG.info("backend auto: {}; using the cpu backend", cudaUnavailable());
         yield new CpuBackend(spec.threads());
