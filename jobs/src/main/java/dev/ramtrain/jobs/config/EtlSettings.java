@@ -77,22 +77,21 @@ public final class EtlSettings {
 
   static Augmentation augmentation(RamtrainConfig c) {
     String p = "ramtrain.etl.augment.";
-    try {
-      return new Augmentation(
-          c.integer(p + "copies"),
-          c.bool(p + "keep-original"),
-          c.number(p + "scale-min"),
-          c.number(p + "scale-max"),
-          c.number(p + "ratio-min"),
-          c.number(p + "ratio-max"),
-          c.number(p + "flip-probability"),
-          c.number(p + "rotation-degrees"),
-          c.number(p + "brightness"),
-          c.number(p + "contrast"),
-          c.number(p + "saturation"));
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("ramtrain.etl.augment: " + e.getMessage());
-    }
+    return RamtrainConfig.checked(
+        "ramtrain.etl.augment",
+        () ->
+            new Augmentation(
+                c.integer(p + "copies"),
+                c.bool(p + "keep-original"),
+                c.number(p + "scale-min"),
+                c.number(p + "scale-max"),
+                c.number(p + "ratio-min"),
+                c.number(p + "ratio-max"),
+                c.number(p + "flip-probability"),
+                c.number(p + "rotation-degrees"),
+                c.number(p + "brightness"),
+                c.number(p + "contrast"),
+                c.number(p + "saturation")));
   }
 
   /** The source named by {@code ramtrain.source.*}, detecting its type from the path if auto. */

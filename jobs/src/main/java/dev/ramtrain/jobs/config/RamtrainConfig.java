@@ -15,6 +15,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 
 /**
  * The merged configuration: the documented defaults (conf/ramtrain-defaults.conf, also inside the
@@ -151,6 +152,18 @@ public final class RamtrainConfig {
   public static void require(boolean ok, String key, String rule) {
     if (!ok) {
       throw new ConfigException(key + ": " + rule);
+    }
+  }
+
+  /**
+   * Builds a value whose own checks throw IllegalArgumentException (a trainer or ETL record); such
+   * a failure is a usage error naming {@code key}.
+   */
+  public static <T> T checked(String key, Supplier<T> build) {
+    try {
+      return build.get();
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(key + ": " + e.getMessage());
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.config;
 
+import static dev.ramtrain.jobs.config.RamtrainConfig.checked;
 import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
 import dev.ramtrain.jobs.train.RunDirectory;
@@ -15,7 +16,6 @@ import dev.ramtrain.trainer.optim.SgdSpec;
 import java.util.List;
 import java.util.SortedMap;
 import java.util.TreeMap;
-import java.util.function.Supplier;
 
 /**
  * Reads {@code ramtrain.train.*}, {@code ramtrain.offload.*} and the seed once into a {@link
@@ -87,8 +87,8 @@ public final class TrainSettings {
         O + "delayed-update-warmup-steps",
         "must be >= 0");
     int hostThreads = c.integer(O + "host-threads");
-    return checked(
-        O + "*",
+    return checked( // the other limits were checked above, naming their keys
+        O + "margin",
         () ->
             new OffloadSpec(
                 c.choice(O + "mode", OffloadSpec.Mode.class),
@@ -151,8 +151,8 @@ public final class TrainSettings {
     List<String> mean = c.strings(P + "mean");
     List<String> std = c.strings(P + "std");
     require(mean.size() == std.size(), P + "mean/std", "must have the same number of channels");
-    return checked(
-        P + "*",
+    return checked( // the other limits were checked above, naming their keys
+        P + "log-every",
         () ->
             new TrainOptions(
                 c.integer(P + "epochs"),
@@ -186,15 +186,6 @@ public final class TrainSettings {
     }
     settings.put("ramtrain.seed", Long.toString(seed));
     return settings;
-  }
-
-  /** Builds a record whose own checks throw IllegalArgumentException: a usage error naming keys. */
-  private static <T> T checked(String keys, Supplier<T> build) {
-    try {
-      return build.get();
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException(keys + ": " + e.getMessage());
-    }
   }
 
   private static float[] floats(String key, List<String> values) {

@@ -2,6 +2,7 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
@@ -87,28 +88,23 @@ public final class TrainingPlacement {
    * The device budget for a device with {@code free} bytes; a margin too large is a usage error.
    */
   public static long budget(OffloadSpec offload, long free) {
-    try {
-      return offload.budget(free);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("ramtrain.offload.margin: " + e.getMessage());
-    }
+    return RamtrainConfig.checked("ramtrain.offload.margin", () -> offload.budget(free));
   }
 
   private static PlacementPlan plan(
       RunSpec spec, List<LayerCost> costs, long budget, DeviceProfile profile) {
     OffloadSpec offload = spec.offload();
-    try {
-      return PlacementPlan.plan(
-          costs,
-          spec.batchSize(),
-          budget,
-          offload.prefetchDepth(),
-          offload.bf16Weights(),
-          profile,
-          offload.mode() == OffloadSpec.Mode.ON);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
-    }
+    return RamtrainConfig.checked(
+        "ramtrain.offload.budget",
+        () ->
+            PlacementPlan.plan(
+                costs,
+                spec.batchSize(),
+                budget,
+                offload.prefetchDepth(),
+                offload.bf16Weights(),
+                profile,
+                offload.mode() == OffloadSpec.Mode.ON));
   }
 
   private static Learner resident(

@@ -17,8 +17,4 @@ public record BackendSpec(Kind kind, int threads) implements Serializable {
       throw new IllegalArgumentException("threads must be >= 1, got " + threads);
     }
   }
-
-  public static BackendSpec cpu(int threads) {
-    return new BackendSpec(Kind.CPU, threads);
-  }
 }

@@ -84,10 +84,4 @@ public record LoaderOptions(
     return new LoaderOptions(
         batchSize, workers, 2, Sampling.IN_ORDER, Augmentation.NONE, Rank.SINGLE);
   }
-
-  /** The same loader for rank {@code rank} of {@code worldSize}. */
-  public LoaderOptions forRank(int rank, int worldSize) {
-    return new LoaderOptions(
-        batchSize, workers, prefetch, sampling, augmentation, new Rank(rank, worldSize));
-  }
 }

@@ -36,11 +36,6 @@ public record OffloadSpec(
     }
   }
 
-  /** Never offload. */
-  public static OffloadSpec off() {
-    return new OffloadSpec(Mode.OFF, 0, 0, 1, false, false, 0, 1);
-  }
-
   /**
    * The budget on a device of {@code memoryBytes}: the one given, or memory minus the margin;
    * throws when the margin leaves nothing.

@@ -28,11 +28,6 @@ public record ScheduleSpec(
     }
   }
 
-  /** A constant learning rate. */
-  public static ScheduleSpec constant(double lr) {
-    return new ScheduleSpec(Kind.CONSTANT, lr, 1, 1, 0, 0);
-  }
-
   /** Whether the rate at a step depends on the run's length (so extending a run changes it). */
   public boolean dependsOnRunLength() {
     return kind == Kind.COSINE || kind == Kind.ONE_CYCLE;
