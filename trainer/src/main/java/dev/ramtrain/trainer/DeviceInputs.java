@@ -158,14 +158,17 @@ public final class DeviceInputs implements AutoCloseable {
 
   @Override
   public void close() {
-    copy.synchronize();
-    for (int s = 0; s < SLOTS; s++) {
-      pixels[s].close();
-      labels[s].close();
-      copied[s].close();
-      consumed[s].close();
+    try {
+      copy.synchronize(); // after a failed step this raises its error again: free regardless
+    } finally {
+      for (int s = 0; s < SLOTS; s++) {
+        pixels[s].close();
+        labels[s].close();
+        copied[s].close();
+        consumed[s].close();
+      }
+      input.close();
+      readback.close();
     }
-    input.close();
-    readback.close();
   }
 }

@@ -261,8 +261,10 @@ public final class Trainer implements AutoCloseable {
 
   @Override
   public void close() {
-    compute.synchronize();
-    inputs.close();
-    loss.close();
+    // After a failed step synchronize raises its error again: both are freed regardless.
+    try (DeviceInputs closedInputs = inputs;
+        CrossEntropyLoss closedLoss = loss) {
+      compute.synchronize();
+    }
   }
 }

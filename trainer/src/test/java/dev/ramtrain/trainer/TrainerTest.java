@@ -9,8 +9,11 @@ import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.format.ShardSchema;
 import dev.ramtrain.format.ShardWriter;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendException;
+import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.cuda.EmulatorFaults;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.LoaderOptions;
@@ -35,6 +38,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -222,7 +226,20 @@ class TrainerTest {
    */
   private float[] run(Path run, int first, int epochs, boolean resume, Placement placement)
       throws Exception {
-    try (Backend b = new CpuBackend(2);
+    return run(run, first, epochs, resume, placement, () -> new CpuBackend(2), () -> {});
+  }
+
+  /** As above, on the backend {@code backend} opens, running {@code afterCheckpoint} after each. */
+  private float[] run(
+      Path run,
+      int first,
+      int epochs,
+      boolean resume,
+      Placement placement,
+      Supplier<Backend> backend,
+      Runnable afterCheckpoint)
+      throws Exception {
+    try (Backend b = backend.get();
         ShardSet train = patterns("train", 300, 1);
         ShardSet val = patterns("val", 60, 2);
         DataLoader trainLoader =
@@ -257,9 +274,13 @@ class TrainerTest {
                   metrics)) {
         Map<String, Object> info = Map.of("classes", List.of("rows", "columns", "checker"));
         trainer.checkpointTo(
-            (epochsDone, step, snapshot) ->
-                dev.ramtrain.trainer.checkpoint.Checkpoints.save(
-                    run, epochsDone, step, snapshot, info));
+            (epochsDone, step, snapshot) -> {
+              Path saved =
+                  dev.ramtrain.trainer.checkpoint.Checkpoints.save(
+                      run, epochsDone, step, snapshot, info);
+              afterCheckpoint.run();
+              return saved;
+            });
         if (resume) {
           var c = dev.ramtrain.trainer.checkpoint.Checkpoints.loadLatest(run);
           assertEquals(first, c.epochsDone());
@@ -308,5 +329,77 @@ class TrainerTest {
         straight,
         run(tmp.resolve("interrupted"), 1, 3, true, Placement.OFFLOADED),
         "offloaded, resumed after epoch 1");
+  }
+
+  private static Supplier<Backend> cuda(BackendSpec.Gemm gemm, String... faults) {
+    return () -> EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 2, gemm), faults);
+  }
+
+  /**
+   * The same training (loader with augmentation, batch norm, dropout, AdamW, clipping) on the
+   * emulated GPU, with cuBLAS and with the backend's own GEMM: the CPU run's weights up to
+   * summation order, and an offloaded CUDA run the resident CUDA run's bit for bit.
+   */
+  @Test
+  void theCudaBackendTrainsAsTheCpuBackendDoes() throws Exception {
+    float[] cpu = run(tmp.resolve("cpu"), 0, 3, false, Placement.RESIDENT);
+    for (BackendSpec.Gemm gemm :
+        new BackendSpec.Gemm[] {BackendSpec.Gemm.CUBLAS, BackendSpec.Gemm.KERNELS}) {
+      float[] gpu =
+          run(tmp.resolve("cuda-" + gemm), 0, 3, false, Placement.RESIDENT, cuda(gemm), () -> {});
+      double worst = 0;
+      for (int i = 0; i < cpu.length; i++) {
+        worst = Math.max(worst, Math.abs(cpu[i] - gpu[i]) / Math.max(1, Math.abs(cpu[i])));
+      }
+      assertTrue(worst < 1e-3, gemm + ": largest difference from the cpu run " + worst);
+      System.out.printf("cuda (%s) vs cpu after 3 epochs: largest difference %.2e%n", gemm, worst);
+      if (gemm == BackendSpec.Gemm.KERNELS) {
+        org.junit.jupiter.api.Assertions.assertArrayEquals(
+            gpu,
+            run(
+                tmp.resolve("cuda-offloaded"),
+                0,
+                3,
+                false,
+                Placement.OFFLOADED,
+                cuda(gemm),
+                () -> {}),
+            "offloaded on cuda, bit for bit");
+      }
+    }
+  }
+
+  /**
+   * The GPU falls off the bus in epoch 2: the run stops with an error, epoch 1's checkpoint loads.
+   */
+  @Test
+  void aLostGpuStopsTheRunWithItsLastCheckpointIntact() throws Exception {
+    Path unplugged = tmp.resolve("unplugged");
+    Path run = tmp.resolve("lost");
+    var e =
+        assertThrows(
+            BackendException.class,
+            () ->
+                run(
+                    run,
+                    0,
+                    3,
+                    false,
+                    Placement.RESIDENT,
+                    cuda(BackendSpec.Gemm.AUTO, "lose-device-when=" + unplugged),
+                    () -> {
+                      try {
+                        Files.writeString(unplugged, "gone");
+                      } catch (java.io.IOException io) {
+                        throw new java.io.UncheckedIOException(io);
+                      }
+                    }));
+    assertTrue(e.getMessage().contains("CUDA_ERROR_UNKNOWN"), e.getMessage());
+    for (Throwable closing : e.getSuppressed()) { // the fault again, never a leak
+      assertTrue(closing.getMessage().contains("CUDA_ERROR_UNKNOWN"), closing.toString());
+    }
+    var latest = dev.ramtrain.trainer.checkpoint.Checkpoints.loadLatest(run);
+    assertEquals(1, latest.epochsDone());
+    assertEquals(9, latest.globalStep());
   }
 }

@@ -85,7 +85,8 @@ public final class PlanCommand implements Callable<Integer> {
       String deviceName = c.string("ramtrain.plan.device");
       DeviceProfile profile =
           deviceName.equals("measured")
-              ? DeviceProfile.measure(backend, "measured (cpu backend)", backend.freeMemoryBytes())
+              ? DeviceProfile.measure(
+                  backend, "measured (" + backend.name() + " backend)", backend.freeMemoryBytes())
               : DeviceProfiles.named(c, deviceName);
       long budgetBytes = TrainingPlacement.budget(offload, profile.memoryBytes());
       List<LayerCost> costs =

@@ -68,13 +68,17 @@ public final class TrainSettings {
         resumeSettings(c, schedule, seed));
   }
 
-  /** The backend {@code ramtrain.train.backend} and {@code .threads} ask for. */
+  /**
+   * The backend {@code ramtrain.train.backend} and {@code .threads} ask for, with {@code
+   * ramtrain.cuda.gemm}.
+   */
   public static BackendSpec backend(RamtrainConfig c) {
     int t = c.integer(P + "threads");
     require(t >= 0, P + "threads", "must be >= 0 (0 = all cores)");
     return new BackendSpec(
         c.choice(P + "backend", BackendSpec.Kind.class),
-        t == 0 ? Runtime.getRuntime().availableProcessors() : t);
+        t == 0 ? Runtime.getRuntime().availableProcessors() : t,
+        c.choice("ramtrain.cuda.gemm", BackendSpec.Gemm.class));
   }
 
   /** {@code ramtrain.offload.*}. */

@@ -120,6 +120,66 @@ public final class ArgumentChecks {
     }
   }
 
+  /** Elements [offset, offset + length) of a buffer of {@code count} elements. */
+  public static void checkView(String label, long offset, long length, long count) {
+    if (offset < 0 || length < 0 || offset + length > count) {
+      throw new IndexOutOfBoundsException(
+          label + ": view [" + offset + ", " + (offset + length) + ") of " + count + " elements");
+    }
+  }
+
+  /**
+   * {@code length} elements of {@code type} at byte {@code offset} of a buffer of {@code bytes}.
+   */
+  public static void checkViewAs(String label, DType type, long offset, long length, long bytes) {
+    if (offset < 0
+        || length < 0
+        || offset % type.bytes() != 0
+        || offset + length * type.bytes() > bytes) {
+      throw new IndexOutOfBoundsException(
+          label + ": " + length + " " + type + " at byte " + offset + " of " + bytes + " bytes");
+    }
+  }
+
+  /** The two buffers of a device-to-device copy hold the same number of bytes. */
+  public static void checkSameBytes(DeviceBuffer src, DeviceBuffer dst) {
+    if (src.bytes() != dst.bytes()) {
+      throw new IllegalArgumentException(
+          "copy "
+              + src.label()
+              + " ("
+              + src.bytes()
+              + " bytes) to "
+              + dst.label()
+              + " ("
+              + dst.bytes()
+              + " bytes)");
+    }
+  }
+
+  /**
+   * {@link Backend#convert}'s operands: the same length, F32 to BF16 or back; true for F32 to BF16.
+   */
+  public static boolean checkConversion(DeviceBuffer src, DeviceBuffer dst) {
+    checkCount(dst, src.count());
+    if (src.dtype() == DType.F32 && dst.dtype() == DType.BF16) {
+      return true;
+    }
+    if (src.dtype() == DType.BF16 && dst.dtype() == DType.F32) {
+      return false;
+    }
+    throw new IllegalArgumentException(
+        "convert "
+            + src.label()
+            + " ("
+            + src.dtype()
+            + ") to "
+            + dst.label()
+            + " ("
+            + dst.dtype()
+            + "): only F32 <-> BF16");
+  }
+
   public static void checkRange(String label, long offset, long bytes, long size) {
     if (offset < 0 || bytes < 0 || offset + bytes > size) {
       throw new IndexOutOfBoundsException(

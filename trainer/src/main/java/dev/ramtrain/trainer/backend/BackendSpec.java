@@ -2,8 +2,11 @@ package dev.ramtrain.trainer.backend;
 
 import java.io.Serializable;
 
-/** Which backend a run asks for ({@code ramtrain.train.backend}) and the host cores it may use. */
-public record BackendSpec(Kind kind, int threads) implements Serializable {
+/**
+ * Which backend a run asks for ({@code ramtrain.train.backend}), the host cores it may use, and on
+ * CUDA who multiplies matrices ({@code ramtrain.cuda.gemm}).
+ */
+public record BackendSpec(Kind kind, int threads, Gemm gemm) implements Serializable {
 
   /** {@code auto}: CUDA when a usable GPU is found, else the CPU backend. */
   public enum Kind {
@@ -12,9 +15,27 @@ public record BackendSpec(Kind kind, int threads) implements Serializable {
     AUTO
   }
 
+  /**
+   * The CUDA backend's GEMM: {@code auto} is cuBLAS when libcublas.so.12 loads and the backend's
+   * own kernels otherwise (a machine with only a driver); the other two insist.
+   */
+  public enum Gemm {
+    AUTO,
+    CUBLAS,
+    KERNELS
+  }
+
   public BackendSpec {
     if (threads < 1) {
       throw new IllegalArgumentException("threads must be >= 1, got " + threads);
     }
+    if (kind == null || gemm == null) {
+      throw new IllegalArgumentException("kind and gemm must be given");
+    }
+  }
+
+  /** {@code kind} with {@code threads} host cores and the automatic GEMM choice. */
+  public BackendSpec(Kind kind, int threads) {
+    this(kind, threads, Gemm.AUTO);
   }
 }

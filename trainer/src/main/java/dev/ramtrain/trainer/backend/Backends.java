@@ -1,6 +1,8 @@
 package dev.ramtrain.trainer.backend;
 
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.cuda.CudaBackend;
+import dev.ramtrain.trainer.backend.cuda.CudaProbe;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -14,22 +16,21 @@ public final class Backends {
   private Backends() {}
 
   /**
-   * Opens the backend {@code spec} asks for. {@code cuda} fails when no CUDA backend can be opened;
-   * {@code auto} then falls back to the CPU backend, logging why once.
+   * Opens the backend {@code spec} asks for. {@code cuda} fails, naming what is missing, when no
+   * GPU can be used; {@code auto} then falls back to the CPU backend, logging why once.
    */
   public static Backend open(BackendSpec spec) {
     return switch (spec.kind()) {
       case CPU -> new CpuBackend(spec.threads());
-      case CUDA -> throw new BackendUnavailableException("backend cuda: " + cudaUnavailable());
+      case CUDA -> CudaBackend.open(spec);
       case AUTO -> {
-        LOG.info("backend auto: {}; using the cpu backend", cudaUnavailable());
+        CudaProbe.Result gpu = CudaProbe.result();
+        if (gpu.available()) {
+          yield CudaBackend.open(spec);
+        }
+        LOG.info("backend auto: {}; using the cpu backend", gpu.unavailable());
         yield new CpuBackend(spec.threads());
       }
     };
-  }
-
-  /** Why there is no CUDA backend: this build has none yet (the CUDA issue adds the probe). */
-  private static String cudaUnavailable() {
-    return "this build of ramtrain has no CUDA backend";
   }
 }

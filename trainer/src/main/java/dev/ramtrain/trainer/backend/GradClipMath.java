@@ -4,12 +4,16 @@ import java.nio.FloatBuffer;
 
 /**
  * Gradient-norm clipping's arithmetic (torch.nn.utils.clip_grad_norm_'s), shared by the CPU
- * backend's kernel and the offloaded trainer's host step. The squares are summed in double per
- * fixed chunk and the chunks added in order, so the norm does not depend on the thread count and
- * both give the same bits.
+ * backend's kernel, the offloaded trainer's host step and the CUDA kernel (optim.cu). The squares
+ * are summed in double per fixed chunk, each chunk the way a GPU block sums it: {@link #LANES}
+ * strided lanes, then a pairwise tree over the lanes; the chunks are added in order. So the norm
+ * depends neither on the thread count nor on the device, and all three give the same bits.
  */
 public final class GradClipMath {
   private static final int GRAIN = 1 << 14;
+
+  /** Threads of the CUDA block that sums a chunk (RT_BLOCK): lane t sums elements t, t + LANES… */
+  public static final int LANES = 256;
 
   private GradClipMath() {}
 
@@ -21,12 +25,19 @@ public final class GradClipMath {
   /** The sum of squares of chunk {@code c} of {@code chunks(n)}. */
   public static double chunkSumOfSquares(FloatBuffer grads, int c, int n) {
     int size = (n + chunks(n) - 1) / chunks(n);
-    double sum = 0;
-    for (int i = c * size; i < Math.min(n, (c + 1) * size); i++) {
+    int from = c * size;
+    int to = Math.min(n, from + size);
+    double[] lanes = new double[LANES];
+    for (int i = from; i < to; i++) {
       double g = grads.get(i);
-      sum += g * g;
+      lanes[(i - from) % LANES] += g * g;
     }
-    return sum;
+    for (int half = LANES / 2; half > 0; half /= 2) {
+      for (int t = 0; t < half; t++) {
+        lanes[t] += lanes[t + half];
+      }
+    }
+    return lanes[0];
   }
 
   /** The L2 norm from the chunks' sums, added in chunk order. */

@@ -13,7 +13,6 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
-import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.backend.cpu.SimulatedBus;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
@@ -39,9 +38,17 @@ import org.junit.jupiter.api.io.TempDir;
  * Offloaded training (host optimizer applied layer by layer as gradients land, or after backward
  * when clipping) must end with the resident run's weights, batch-norm statistics and optimizer
  * state bit for bit, whatever the placement, ring depth, optimizer, clipping or copy timing; and a
- * checkpoint of either mode resumes in the other.
+ * checkpoint of either mode resumes in the other. Runs on every backend: a subclass says how to
+ * open one.
  */
-class OffloadedTrainingTest {
+public abstract class OffloadedTrainingTest {
+  /**
+   * A backend for one run; {@code bus} says how slow host-device copies are (a backend that cannot
+   * slow them down by that schedule slows them its own way: what matters is that results must not
+   * depend on it).
+   */
+  protected abstract Backend open(SimulatedBus bus);
+
   private static final int BATCH = 6;
   private static final String SPEC = "cnn:cb4-p-c6-p-d0.25-f10-3";
   private static final ImageShape SHAPE = new ImageShape(8, 8, 1);
@@ -221,9 +228,9 @@ class OffloadedTrainingTest {
    * saveTo}: where to save one after the last step. Checks that no step after the first allocates
    * device or host memory.
    */
-  private static Final run(Setup setup, int from, int to, Path resumeFrom, Path saveTo)
+  private Final run(Setup setup, int from, int to, Path resumeFrom, Path saveTo)
       throws IOException {
-    try (Backend b = new CpuBackend(2, setup.bus())) {
+    try (Backend b = open(setup.bus())) {
       Stream s = b.createStream("compute");
       int in = SHAPE.bytes();
       try (Learner learner = learner(setup, b, s);
@@ -269,7 +276,7 @@ class OffloadedTrainingTest {
     }
   }
 
-  private static Final run(Setup setup) throws IOException {
+  private Final run(Setup setup) throws IOException {
     return run(setup, 0, 4, null, null);
   }
 
@@ -397,7 +404,7 @@ class OffloadedTrainingTest {
 
   @Test
   void stepMetricsCountEveryByteThatCrossed() throws IOException {
-    try (Backend b = new CpuBackend(2, new SimulatedBus(2e9, 0, 0))) {
+    try (Backend b = open(new SimulatedBus(2e9, 0, 0))) {
       Stream s = b.createStream("compute");
       Setup setup = Setup.resident().offloaded(Set.of("conv2", "fc1"), 1);
       try (Learner learner = learner(setup, b, s);

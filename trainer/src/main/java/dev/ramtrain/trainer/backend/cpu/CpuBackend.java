@@ -1,9 +1,11 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkConversion;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkCount;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkGemm;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkGemmStridedBatched;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkRange;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkSameBytes;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.convOut;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
@@ -16,12 +18,12 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.HostMemory;
+import dev.ramtrain.trainer.backend.MemoryLedger;
 import dev.ramtrain.trainer.backend.Stream;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.StringJoiner;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ForkJoinPool;
 import org.apache.arrow.memory.util.MemoryUtil;
@@ -97,22 +99,22 @@ public final class CpuBackend implements Backend {
 
   @Override
   public long allocatedBytes() {
-    return device.allocated();
+    return device.ledger().allocated();
   }
 
   @Override
   public long peakAllocatedBytes() {
-    return device.peak();
+    return device.ledger().peak();
   }
 
   @Override
   public void resetPeakAllocatedBytes() {
-    device.resetPeak();
+    device.ledger().resetPeak();
   }
 
   @Override
   public long allocatedHostBytes() {
-    return host.allocated();
+    return host.ledger().allocated();
   }
 
   /** The CPU backend's device is host memory: what the host can still give. */
@@ -123,7 +125,7 @@ public final class CpuBackend implements Backend {
 
   @Override
   public long hostAllocations() {
-    return host.count();
+    return host.ledger().count();
   }
 
   @Override
@@ -153,18 +155,7 @@ public final class CpuBackend implements Backend {
 
   @Override
   public void copy(DeviceBuffer src, DeviceBuffer dst, Stream stream) {
-    if (src.bytes() != dst.bytes()) {
-      throw new IllegalArgumentException(
-          "copy "
-              + src.label()
-              + " ("
-              + src.bytes()
-              + " bytes) to "
-              + dst.label()
-              + " ("
-              + dst.bytes()
-              + " bytes)");
-    }
+    checkSameBytes(src, dst);
     CpuBuffer s = cpu(src);
     CpuBuffer d = cpu(dst);
     on(stream).enqueue(() -> MemoryUtil.copyMemory(s.address(), d.address(), s.bytes()));
@@ -230,24 +221,13 @@ public final class CpuBackend implements Backend {
 
   @Override
   public void convert(Stream stream, DeviceBuffer src, DeviceBuffer dst) {
-    checkCount(dst, src.count());
+    boolean narrowing = checkConversion(src, dst);
     CpuBuffer s = cpu(src);
     CpuBuffer d = cpu(dst);
-    if (src.dtype() == DType.F32 && dst.dtype() == DType.BF16) {
+    if (narrowing) {
       on(stream).enqueue(() -> kernels.toBf16(s.floats(), d.shorts()));
-    } else if (src.dtype() == DType.BF16 && dst.dtype() == DType.F32) {
-      on(stream).enqueue(() -> kernels.fromBf16(s.shorts(), d.floats()));
     } else {
-      throw new IllegalArgumentException(
-          "convert "
-              + src.label()
-              + " ("
-              + src.dtype()
-              + ") to "
-              + dst.label()
-              + " ("
-              + dst.dtype()
-              + "): only F32 <-> BF16");
+      on(stream).enqueue(() -> kernels.fromBf16(s.shorts(), d.floats()));
     }
   }
 
@@ -756,19 +736,7 @@ public final class CpuBackend implements Backend {
     streams.forEach(CpuStream::close);
     streams.clear();
     pool.shutdown();
-    StringJoiner leaks = new StringJoiner("; ");
-    if (device.leaks() != null) {
-      leaks.add("device " + device.leaks());
-    }
-    if (host.leaks() != null) {
-      leaks.add("host " + host.leaks());
-    }
-    if (!liveEvents.isEmpty()) {
-      leaks.add(liveEvents.size() + " open event(s): " + String.join(", ", liveEvents.values()));
-    }
-    if (leaks.length() > 0) {
-      throw new IllegalStateException("cpu backend closed with resources still open: " + leaks);
-    }
+    MemoryLedger.requireNothingOpen("cpu", device.ledger(), host.ledger(), liveEvents.values());
   }
 
   private static CpuStream on(Stream stream) {

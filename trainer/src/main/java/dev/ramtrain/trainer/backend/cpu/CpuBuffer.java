@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import dev.ramtrain.trainer.backend.ArgumentChecks;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import java.nio.ByteBuffer;
@@ -51,10 +52,7 @@ final class CpuBuffer implements DeviceBuffer {
 
   @Override
   public DeviceBuffer view(long offset, long length) {
-    if (offset < 0 || length < 0 || offset + length > count) {
-      throw new IndexOutOfBoundsException(
-          label + ": view [" + offset + ", " + (offset + length) + ") of " + count + " elements");
-    }
+    ArgumentChecks.checkView(label, offset, length, count);
     return new CpuBuffer(
         label + "[" + offset + ":" + (offset + length) + "]",
         dtype,
@@ -66,13 +64,7 @@ final class CpuBuffer implements DeviceBuffer {
 
   @Override
   public DeviceBuffer viewAs(DType type, long offset, long length) {
-    if (offset < 0
-        || length < 0
-        || offset % type.bytes() != 0
-        || offset + length * type.bytes() > bytes()) {
-      throw new IndexOutOfBoundsException(
-          label + ": " + length + " " + type + " at byte " + offset + " of " + bytes() + " bytes");
-    }
+    ArgumentChecks.checkViewAs(label, type, offset, length, bytes());
     return new CpuBuffer(
         label + "[" + type + "@" + offset + "]",
         type,

@@ -1,18 +1,13 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import dev.ramtrain.trainer.backend.MemoryLedger;
 import java.nio.ByteBuffer;
-import java.util.LinkedHashMap;
-import java.util.Map;
-import java.util.StringJoiner;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 
-/** The backend's allocations: native memory, the live set (for leak reports) and the peak. */
+/** The backend's allocations: native memory, accounted in a {@link MemoryLedger}. */
 final class CpuMemory {
-  private final Map<Allocation, String> live = new LinkedHashMap<>();
-  private long allocated;
-  private long peak;
-  private long count;
+  private final MemoryLedger ledger = new MemoryLedger();
 
   /** One block of native memory; at most 2 GiB, as Java buffers index with ints. */
   final class Allocation {
@@ -54,8 +49,7 @@ final class CpuMemory {
         if (pointer == null) {
           return;
         }
-        live.remove(this);
-        allocated -= bytes;
+        ledger.closed(this, bytes);
         pointer.close();
         pointer = null;
       }
@@ -64,37 +58,11 @@ final class CpuMemory {
 
   synchronized Allocation allocate(String label, long bytes) {
     Allocation a = new Allocation(bytes);
-    live.put(a, label + " (" + bytes + " bytes)");
-    allocated += bytes;
-    peak = Math.max(peak, allocated);
-    count++;
+    ledger.opened(a, label, bytes);
     return a;
   }
 
-  synchronized long allocated() {
-    return allocated;
-  }
-
-  synchronized long peak() {
-    return peak;
-  }
-
-  synchronized void resetPeak() {
-    peak = allocated;
-  }
-
-  /** Allocations made so far, freed or not. */
-  synchronized long count() {
-    return count;
-  }
-
-  /** Null when nothing is live, else the leaked allocations by label. */
-  synchronized String leaks() {
-    if (live.isEmpty()) {
-      return null;
-    }
-    StringJoiner names = new StringJoiner(", ");
-    live.values().forEach(names::add);
-    return live.size() + " live allocation(s): " + names;
+  MemoryLedger ledger() {
+    return ledger;
   }
 }

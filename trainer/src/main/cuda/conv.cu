@@ -1,0 +1,126 @@
+// Convolution (as im2col + GEMM) and max pooling kernels on NCHW activations.
+#include "ramtrain.cuh"
+
+// Image i's block of cols is [c*kh*kw, oh*ow]; a thread per element of cols.
+extern "C" __global__ void im2col_f32(const float* x, int n, int c, int h, int w, int kh, int kw,
+                                      int stride, int pad, int oh, int ow, float* cols) {
+  long long positions = (long long)oh * ow;
+  long long block = (long long)c * kh * kw * positions;
+  long long total = (long long)n * block;
+  RT_FOR_EACH(o, total) {
+    long long img = o / block;
+    long long r = o % block;
+    int row = (int)(r / positions);
+    int pos = (int)(r % positions);
+    int ch = row / (kh * kw);
+    int ky = (row / kw) % kh;
+    int kx = row % kw;
+    int iy = (pos / ow) * stride - pad + ky;
+    int ix = (pos % ow) * stride - pad + kx;
+    bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+    cols[o] = inside ? x[((img * c + ch) * h + iy) * w + ix] : 0.0f;
+  }
+}
+RT_KERNEL(im2col_f32)
+
+// The adjoint of im2col, gathered: a thread per input element sums the columns that read it, in
+// the CPU backend's order (kernel row, then kernel column), so no atomics and the same bits.
+extern "C" __global__ void col2im_f32(const float* cols, int n, int c, int h, int w, int kh,
+                                      int kw, int stride, int pad, int oh, int ow, float* dx) {
+  long long positions = (long long)oh * ow;
+  long long block = (long long)c * kh * kw * positions;
+  long long total = (long long)n * c * h * w;
+  RT_FOR_EACH(i, total) {
+    int ix = (int)(i % w);
+    int iy = (int)((i / w) % h);
+    int ch = (int)((i / ((long long)w * h)) % c);
+    long long img = i / ((long long)w * h * c);
+    float sum = 0.0f;
+    for (int ky = 0; ky < kh; ky++) {
+      int ty = iy + pad - ky;
+      if (ty < 0 || ty % stride != 0 || ty / stride >= oh) {
+        continue;
+      }
+      for (int kx = 0; kx < kw; kx++) {
+        int tx = ix + pad - kx;
+        if (tx < 0 || tx % stride != 0 || tx / stride >= ow) {
+          continue;
+        }
+        long long row = ((long long)ch * kh + ky) * kw + kx;
+        sum += cols[img * block + row * positions + (ty / stride) * ow + tx / stride];
+      }
+    }
+    dx[i] = sum;
+  }
+}
+RT_KERNEL(col2im_f32)
+
+extern "C" __global__ void add_channel_bias_f32(float* y, const float* bias, int n, int c,
+                                                int hw) {
+  long long total = (long long)n * c * hw;
+  RT_FOR_EACH(i, total) { y[i] += bias[(i / hw) % c]; }
+}
+RT_KERNEL(add_channel_bias_f32)
+
+// out[ch] += sum over images and positions of dy: a block per channel; each position's sum over
+// images in float (as the CPU backend's lanes), the positions then summed in double.
+extern "C" __global__ void sum_channels_f32(const float* dy, float* out, int n, int c, int hw) {
+  __shared__ double scratch[RT_BLOCK];
+  int ch = blockIdx.x;
+  double partial = 0;
+  for (int p = threadIdx.x; p < hw; p += RT_BLOCK) {
+    float lane = 0.0f;
+    for (int img = 0; img < n; img++) {
+      lane += dy[((long long)img * c + ch) * hw + p];
+    }
+    partial += lane;
+  }
+  double total = rt_block_sum(partial, scratch);
+  if (threadIdx.x == 0) {
+    out[ch] = out[ch] + (float)total;
+  }
+}
+RT_KERNEL_WITH_BARRIERS(sum_channels_f32)
+
+// k x k max pooling without padding, a thread per output: the first largest value wins, as on
+// the CPU; argmax holds its index in the plane.
+extern "C" __global__ void max_pool_f32(const float* x, int n, int c, int h, int w, int k,
+                                        int stride, int oh, int ow, float* y, int* argmax) {
+  long long total = (long long)n * c * oh * ow;
+  RT_FOR_EACH(o, total) {
+    int ox = (int)(o % ow);
+    int oy = (int)((o / ow) % oh);
+    long long nc = o / ((long long)ow * oh);
+    const float* plane = x + nc * h * w;
+    int at = oy * stride * w + ox * stride;
+    for (int ky = 0; ky < k; ky++) {
+      for (int kx = 0; kx < k; kx++) {
+        int i = (oy * stride + ky) * w + ox * stride + kx;
+        if (plane[i] > plane[at]) {
+          at = i;
+        }
+      }
+    }
+    y[o] = plane[at];
+    argmax[o] = at;
+  }
+}
+RT_KERNEL(max_pool_f32)
+
+// Routes dy to the recorded winners, a thread per plane in output order (overlapping windows
+// add in the CPU backend's order, without atomics).
+extern "C" __global__ void max_pool_backward_f32(const float* dy, const int* argmax, int planes,
+                                                 int hw, int ohw, float* dx) {
+  RT_FOR_EACH(nc, planes) {
+    float* plane = dx + nc * hw;
+    for (int p = 0; p < hw; p++) {
+      plane[p] = 0.0f;
+    }
+    const float* grad = dy + nc * ohw;
+    const int* where = argmax + nc * ohw;
+    for (int i = 0; i < ohw; i++) {
+      plane[where[i]] += grad[i];
+    }
+  }
+}
+RT_KERNEL(max_pool_backward_f32)

@@ -1,0 +1,105 @@
+// The backend's own GEMM, used where cuBLAS is not there (a machine with only a driver) or not
+// wanted (ramtrain.cuda.gemm=kernels). Row-major C = alpha op(A) op(B) + beta C, optionally
+// strided-batched; A and B may each be stored as fp32 or bf16, accumulation is fp32.
+//
+// A block computes a 64x64 tile of C with 256 threads, each a 4x4 micro-tile strided by 16 so that
+// neighbouring threads read neighbouring shared-memory words; K advances 16 at a time through
+// shared memory. A strided batch runs one batch item per blockIdx.z, or, when every item sums into
+// one C (strideC == 0: a convolution's weight gradient), loops over the items inside the block.
+#include "ramtrain.cuh"
+
+#define GEMM_TILE 64
+#define GEMM_K 16
+#define GEMM_THREADS 16
+
+__device__ __forceinline__ float rt_load(const float* p, long long i) { return p[i]; }
+__device__ __forceinline__ float rt_load(const unsigned short* p, long long i) {
+  return rt_bf16_to_f32(p[i]);
+}
+
+template <typename TA, typename TB>
+__device__ __forceinline__ void rt_gemm_tile(int trans_a, int trans_b, int m, int n, int k,
+                                             float alpha, const TA* a, int lda,
+                                             long long stride_a, const TB* b, int ldb,
+                                             long long stride_b, float beta, float* c, int ldc,
+                                             long long stride_c, int count) {
+  __shared__ float tile_a[GEMM_K][GEMM_TILE];
+  __shared__ float tile_b[GEMM_K][GEMM_TILE];
+  int tx = threadIdx.x;
+  int ty = threadIdx.y;
+  int flat = ty * GEMM_THREADS + tx;
+  int row0 = blockIdx.y * GEMM_TILE;
+  int col0 = blockIdx.x * GEMM_TILE;
+  bool summed = stride_c == 0 && count > 1;
+  int first = summed ? 0 : blockIdx.z;
+  int last = summed ? count : blockIdx.z + 1;
+  float acc[4][4];
+  for (int i = 0; i < 4; i++) {
+    for (int j = 0; j < 4; j++) {
+      acc[i][j] = 0.0f;
+    }
+  }
+  for (int item = first; item < last; item++) {
+    const TA* ai = a + item * stride_a;
+    const TB* bi = b + item * stride_b;
+    for (int k0 = 0; k0 < k; k0 += GEMM_K) {
+      for (int e = flat; e < GEMM_K * GEMM_TILE; e += GEMM_THREADS * GEMM_THREADS) {
+        int kk = e / GEMM_TILE;
+        int mm = e % GEMM_TILE;
+        int row = row0 + mm;
+        int p = k0 + kk;
+        tile_a[kk][mm] =
+            row < m && p < k
+                ? rt_load(ai, trans_a ? (long long)p * lda + row : (long long)row * lda + p)
+                : 0.0f;
+        int col = col0 + mm;
+        tile_b[kk][mm] =
+            col < n && p < k
+                ? rt_load(bi, trans_b ? (long long)col * ldb + p : (long long)p * ldb + col)
+                : 0.0f;
+      }
+      __syncthreads();
+      for (int kk = 0; kk < GEMM_K; kk++) {
+        float av[4];
+        float bv[4];
+        for (int i = 0; i < 4; i++) {
+          av[i] = tile_a[kk][ty + GEMM_THREADS * i];
+          bv[i] = tile_b[kk][tx + GEMM_THREADS * i];
+        }
+        for (int i = 0; i < 4; i++) {
+          for (int j = 0; j < 4; j++) {
+            acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  float* ci = c + (summed ? 0 : blockIdx.z * stride_c);
+  for (int i = 0; i < 4; i++) {
+    int row = row0 + ty + GEMM_THREADS * i;
+    for (int j = 0; j < 4; j++) {
+      int col = col0 + tx + GEMM_THREADS * j;
+      if (row < m && col < n) {
+        float* out = ci + (long long)row * ldc + col;
+        // beta == 0 never reads C (it may hold anything), as BLAS promises.
+        *out = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * *out;
+      }
+    }
+  }
+}
+
+#define RT_GEMM(name, TA, TB)                                                                  \
+  extern "C" __global__ void name(int trans_a, int trans_b, int m, int n, int k, float alpha,  \
+                                  const TA* a, int lda, long long stride_a, const TB* b,       \
+                                  int ldb, long long stride_b, float beta, float* c, int ldc,  \
+                                  long long stride_c, int count) {                             \
+    rt_gemm_tile<TA, TB>(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, \
+                         beta, c, ldc, stride_c, count);                                       \
+  }                                                                                            \
+  RT_KERNEL_WITH_BARRIERS(name)
+
+RT_GEMM(gemm_f32_f32, float, float)
+RT_GEMM(gemm_bf16_f32, unsigned short, float)
+RT_GEMM(gemm_f32_bf16, float, unsigned short)
+RT_GEMM(gemm_bf16_bf16, unsigned short, unsigned short)

@@ -1,0 +1,115 @@
+package dev.ramtrain.trainer.backend.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendException;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Event;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Faults a GPU can have, injected by the emulated driver: each surfaces as an error that says what
+ * was being done, and the backend still closes, proving nothing leaked.
+ */
+class CudaFaultsTest {
+  private static final BackendSpec SPEC =
+      new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.Gemm.AUTO);
+
+  @Test
+  void outOfMemoryNamesTheBufferAndWhatTheArenaHolds() {
+    try (Backend b = EmulatorFaults.open(SPEC, "fail-alloc=2")) {
+      var e =
+          assertThrows(
+              BackendException.class, () -> b.allocate("conv9.activations", DType.F32, 40L << 20));
+      assertTrue(
+          e.getMessage().startsWith("cuda: out of device memory allocating conv9.activations")
+              && e.getMessage().contains("CUDA_ERROR_OUT_OF_MEMORY"),
+          e.getMessage());
+    }
+    try (Backend b = EmulatorFaults.open(SPEC, "memory=100000000")) {
+      var e = assertThrows(BackendException.class, () -> b.allocate("big", DType.F32, 50_000_000));
+      assertTrue(e.getMessage().contains("allocating big (200,000,000 bytes)"), e.getMessage());
+      try (DeviceBuffer fits = b.allocate("fits", DType.F32, 1000)) {
+        assertTrue(b.freeMemoryBytes() < 100_000_000);
+      }
+    }
+  }
+
+  /**
+   * Copies over the bus that land late: device work on another stream that does not wait reads
+   * stale memory; with the event's wait it reads the copy.
+   */
+  @Test
+  void slowCopiesExposeAMissingWait() {
+    float[] values = {1, 2, 3, 4};
+    try (Backend b = EmulatorFaults.open(SPEC, "slow-copy-us=200000")) {
+      Stream upload = b.createStream("upload");
+      Stream compute = b.createStream("compute");
+      try (DeviceBuffer x = b.allocate("x", DType.F32, 4);
+          DeviceBuffer racing = b.allocate("racing", DType.F32, 4);
+          DeviceBuffer ordered = b.allocate("ordered", DType.F32, 4);
+          HostBuffer in = b.allocateHost("in", 16);
+          HostBuffer out = b.allocateHost("out", 32);
+          Event uploaded = b.createEvent("uploaded")) {
+        in.asByteBuffer().asFloatBuffer().put(values);
+        b.copy(in, 0, x, 16, upload);
+        uploaded.record(upload);
+        b.copy(x, racing, compute); // no wait: runs while the upload is still on the bus
+        compute.waitFor(uploaded);
+        b.copy(x, ordered, compute);
+        b.copy(racing, out, 0, 16, compute);
+        b.copy(ordered, out, 16, 16, compute);
+        compute.synchronize();
+        float[] got = new float[8];
+        out.asByteBuffer().asFloatBuffer().get(got);
+        assertArrayEquals(new float[] {0, 0, 0, 0, 1, 2, 3, 4}, got);
+      }
+    }
+  }
+
+  @Test
+  void aFailingKernelSurfacesAtSynchronizeAndTheBackendStillCloses() {
+    try (Backend b = EmulatorFaults.open(SPEC, "fail-launch=relu_f32")) {
+      Stream s = b.createStream("compute");
+      try (DeviceBuffer x = b.allocate("x", DType.F32, 100);
+          DeviceBuffer y = b.allocate("y", DType.F32, 100);
+          HostBuffer staging = b.allocateHost("staging", 400)) {
+        b.relu(s, x, y);
+        var e = assertThrows(BackendException.class, s::synchronize);
+        assertTrue(
+            e.getMessage().equals("work on stream 'compute' failed: CUDA_ERROR_LAUNCH_FAILED"),
+            e.getMessage());
+        var later = assertThrows(BackendException.class, () -> b.fill(s, x, 1f));
+        assertTrue(
+            later.getMessage().startsWith("cuda: launching fill_f32 on stream 'compute'"),
+            later.getMessage());
+      }
+    }
+  }
+
+  @Test
+  void aLostDeviceFailsTheNextLaunchNamingItAndTheBackendStillCloses() {
+    try (Backend b = EmulatorFaults.open(SPEC, "lose-device-after=2")) {
+      Stream s = b.createStream("compute");
+      try (DeviceBuffer x = b.allocate("x", DType.F32, 100)) {
+        b.fill(s, x, 1f);
+        b.relu(s, x, x);
+        var e = assertThrows(BackendException.class, () -> b.gelu(s, x, x));
+        assertTrue(
+            e.getMessage()
+                .equals(
+                    "cuda: launching gelu_f32 on stream 'compute' (grid 1x1x1, block 256x1)"
+                        + " failed: CUDA_ERROR_UNKNOWN"),
+            e.getMessage());
+        assertThrows(BackendException.class, s::synchronize);
+      }
+    }
+  }
+}

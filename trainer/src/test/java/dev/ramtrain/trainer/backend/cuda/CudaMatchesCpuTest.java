@@ -1,0 +1,198 @@
+package dev.ramtrain.trainer.backend.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import java.nio.ByteBuffer;
+import java.util.Random;
+import java.util.function.BiConsumer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Kernels whose results the CUDA backend promises bit for bit equal to the CPU backend's: the
+ * counter-RNG dropout mask, bf16 rounding, the elementwise activations and their gradients, the
+ * optimizer steps, gradient clipping, col2im's sums, max pooling and bias gradients. Each runs on
+ * both backends from the same random input (with NaNs, infinities, signed zeros and values on bf16
+ * rounding ties) and the output bytes are compared.
+ */
+class CudaMatchesCpuTest {
+  private static final int N = 50_000;
+
+  /** An operation on device buffers: inputs first, then outputs, as {@link #sameBits} allocates. */
+  private interface Op {
+    void run(Backend backend, Stream stream, DeviceBuffer[] buffers);
+  }
+
+  private static float[] awkward(long seed, int n) {
+    Random rng = new Random(seed);
+    float[] x = new float[n];
+    for (int i = 0; i < n; i++) {
+      x[i] = (float) (rng.nextGaussian() * Math.pow(10, rng.nextInt(7) - 3));
+    }
+    float[] special = {
+      0f,
+      -0f,
+      Float.NaN,
+      Float.POSITIVE_INFINITY,
+      Float.NEGATIVE_INFINITY,
+      Float.MIN_VALUE,
+      Float.intBitsToFloat(0x3F808000), // 1 + 2^-8: a bf16 tie, rounds to even (down)
+      Float.intBitsToFloat(0x3F818000), // a tie that rounds up
+      Float.intBitsToFloat(0x7F7FFFFF) // rounds to infinity in bf16
+    };
+    System.arraycopy(special, 0, x, 0, special.length);
+    return x;
+  }
+
+  /** Runs {@code op} on both backends with {@code inputs} uploaded and {@code outputs} zeroed. */
+  private static void sameBits(String what, float[][] inputs, int outputs, Op op) {
+    byte[][] cpu;
+    byte[][] cuda;
+    try (Backend b = new CpuBackend(2)) {
+      cpu = runOn(b, inputs, outputs, op);
+    }
+    try (Backend b = CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1))) {
+      cuda = runOn(b, inputs, outputs, op);
+    }
+    for (int i = 0; i < cpu.length; i++) {
+      assertArrayEquals(cpu[i], cuda[i], what + ": buffer " + i);
+    }
+  }
+
+  private static byte[][] runOn(Backend b, float[][] inputs, int outputs, Op op) {
+    Stream s = b.createStream("main");
+    int n = inputs[0].length;
+    DeviceBuffer[] buffers = new DeviceBuffer[inputs.length + outputs];
+    try (HostBuffer staging = b.allocateHost("staging", 4L * n)) {
+      for (int i = 0; i < buffers.length; i++) {
+        buffers[i] = b.allocate("buffer" + i, DType.F32, n);
+        if (i < inputs.length) {
+          staging.asByteBuffer().asFloatBuffer().put(inputs[i]);
+          b.copy(staging, 0, buffers[i], 4L * n, s);
+          s.synchronize();
+        }
+      }
+      op.run(b, s, buffers);
+      byte[][] out = new byte[buffers.length][];
+      for (int i = 0; i < buffers.length; i++) {
+        b.copy(buffers[i], staging, 0, buffers[i].bytes(), s);
+        s.synchronize();
+        out[i] = new byte[(int) buffers[i].bytes()];
+        ByteBuffer bytes = staging.asByteBuffer();
+        bytes.get(out[i]);
+      }
+      return out;
+    } finally {
+      for (DeviceBuffer buffer : buffers) {
+        if (buffer != null) {
+          buffer.close();
+        }
+      }
+    }
+  }
+
+  @Test
+  void dropoutMaskFromTheCounterRng() {
+    sameBits(
+        "dropout",
+        new float[][] {new float[N]},
+        0,
+        (b, s, x) -> b.dropoutMask(s, 0.3f, 0x5EEDL, x[0]));
+  }
+
+  @Test
+  void bf16RoundingAndWidening() {
+    sameBits(
+        "bf16",
+        new float[][] {awkward(1, N)},
+        1,
+        (b, s, x) -> {
+          try (DeviceBuffer half = b.allocate("half", DType.BF16, N)) {
+            b.convert(s, x[0], half);
+            b.convert(s, half, x[1]);
+            s.synchronize();
+          }
+        });
+  }
+
+  @Test
+  void activationsAndTheirGradients() {
+    float[][] in = {awkward(2, N), awkward(3, N)};
+    BiConsumer<String, Op> check = (what, op) -> sameBits(what, in, 1, op);
+    check.accept("relu", (b, s, x) -> b.relu(s, x[0], x[2]));
+    check.accept("relu backward", (b, s, x) -> b.reluBackward(s, x[0], x[1], x[2]));
+    check.accept("gelu", (b, s, x) -> b.gelu(s, x[0], x[2]));
+    check.accept("gelu backward", (b, s, x) -> b.geluBackward(s, x[0], x[1], x[2]));
+    check.accept("add", (b, s, x) -> b.add(s, x[0], x[1], x[2]));
+    check.accept("multiply", (b, s, x) -> b.multiply(s, x[0], x[1], x[2]));
+  }
+
+  @Test
+  void optimizerStepsAndClipping() {
+    Random rng = new Random(4);
+    float[][] state = new float[4][N];
+    for (float[] slab : state) {
+      for (int i = 0; i < N; i++) {
+        slab[i] = (float) rng.nextGaussian();
+      }
+    }
+    for (int i = 0; i < N; i++) {
+      state[3][i] = Math.abs(state[3][i]); // AdamW's second moment
+    }
+    sameBits(
+        "adamw",
+        state,
+        0,
+        (b, s, x) -> {
+          for (int step = 1; step <= 3; step++) {
+            b.adamwStep(s, x[0], x[1], x[2], x[3], 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step);
+          }
+        });
+    sameBits(
+        "sgd nesterov",
+        state,
+        0,
+        (b, s, x) -> b.sgdStep(s, x[0], x[1], x[2], 0.05f, 0.9f, 1e-4f, true));
+    sameBits("clip", state, 1, (b, s, x) -> b.clipGradNorm(s, x[1], 10f, x[4].view(0, 1)));
+  }
+
+  @Test
+  void convolutionAdjointPoolingAndBiasGradients() {
+    int n = 2, c = 3, h = 10, w = 9, k = 3, stride = 2, pad = 1;
+    int oh = (h + 2 * pad - k) / stride + 1;
+    int ow = (w + 2 * pad - k) / stride + 1;
+    int cols = n * c * k * k * oh * ow;
+    float[] big = awkward(5, N);
+    sameBits(
+        "col2im",
+        new float[][] {big},
+        1,
+        (b, s, x) ->
+            b.col2im(
+                s, x[0].view(0, cols), n, c, h, w, k, k, stride, pad, x[1].view(0, n * c * h * w)));
+    sameBits(
+        "sum rows",
+        new float[][] {big},
+        1,
+        (b, s, x) -> b.sumRows(s, x[0].view(0, 500 * 100), x[1].view(0, 100), 500, 100, 0.5f));
+    sameBits(
+        "max pool forward and backward",
+        new float[][] {awkward(6, N), awkward(7, N)},
+        2,
+        (b, s, x) -> {
+          try (DeviceBuffer argmax = b.allocate("argmax", DType.I32, n * c * 5 * 4)) {
+            b.maxPool(
+                s, x[0].view(0, n * c * h * w), n, c, h, w, 2, 2, x[2].view(0, n * c * 20), argmax);
+            b.maxPoolBackward(
+                s, x[1].view(0, n * c * 20), argmax, n, c, h, w, 5, 4, x[3].view(0, n * c * h * w));
+            s.synchronize();
+          }
+        });
+  }
+}
