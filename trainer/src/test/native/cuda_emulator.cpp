@@ -278,8 +278,14 @@ void Stream::enqueue(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> g(lock);
     queue.push_back(std::move(task));
+    unfinished++;
   }
   ready.notify_all();
+}
+
+bool Stream::idle() {
+  std::lock_guard<std::mutex> g(lock);
+  return unfinished == 0;
 }
 
 void Stream::run() {
@@ -293,6 +299,8 @@ void Stream::run() {
       queue.pop_front();
     }
     task();
+    std::lock_guard<std::mutex> g(lock);
+    unfinished--;
   }
 }
 
@@ -554,6 +562,12 @@ EXPORT CUresult cuStreamSynchronize(CUstream stream) {
   if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (stream != nullptr) stream->drain();
   return current->sticky.load();
+}
+
+EXPORT CUresult cuStreamQuery(CUstream stream) {
+  if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (current->sticky.load() != CUDA_SUCCESS) return current->sticky.load();
+  return stream == nullptr || stream->idle() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 EXPORT CUresult cuCtxSynchronize() {

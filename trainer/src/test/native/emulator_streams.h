@@ -18,6 +18,7 @@ class EMU_SHARED Stream {
   ~Stream();  // runs what is queued, then stops the thread
   void enqueue(std::function<void()> task);
   void drain();  // blocks until everything enqueued so far has run
+  bool idle();   // nothing queued or running
 
  private:
   void run();
@@ -25,6 +26,7 @@ class EMU_SHARED Stream {
   std::condition_variable ready;
   std::deque<std::function<void()>> queue;
   bool closing = false;
+  long unfinished = 0;  // enqueued tasks not yet done
   std::thread worker;  // last: starts once the members above exist
 };
 

@@ -14,7 +14,9 @@ import java.nio.FloatBuffer;
 /**
  * The device side of input batches: two slots of uint8 images and labels, filled from pinned
  * staging on a copy stream while the compute stream works on the other slot, normalized on the
- * device, and the host readback of a batch's losses, logits and labels.
+ * device, and the host readback of a batch's losses, logits and labels: enqueued on the compute
+ * stream right after the loss into one of two pinned buffers, and read when the host asks, so the
+ * training loop can read step k's loss while the device runs step k + 1.
  */
 public final class DeviceInputs implements AutoCloseable {
   public static final int SLOTS = 2;
@@ -31,7 +33,9 @@ public final class DeviceInputs implements AutoCloseable {
   private final Event[] copied = new Event[SLOTS];
   private final Event[] consumed = new Event[SLOTS];
   private final DeviceBuffer input;
-  private final HostBuffer readback;
+  private final HostBuffer[] readback = new HostBuffer[SLOTS];
+  private final Event[] readDone = new Event[SLOTS];
+  private int nextReadback;
 
   public DeviceInputs(
       Backend backend,
@@ -59,7 +63,10 @@ public final class DeviceInputs implements AutoCloseable {
       consumed[s] = backend.createEvent("input.consumed." + s);
     }
     this.input = backend.allocate("input.f32", DType.F32, (long) maxBatch * shape.bytes());
-    this.readback = backend.allocateHost("readback", 4L * maxBatch * (classes + 2));
+    for (int s = 0; s < SLOTS; s++) {
+      readback[s] = backend.allocateHost("readback." + s, 4L * maxBatch * (classes + 2));
+      readDone[s] = backend.createEvent("readback.done." + s);
+    }
   }
 
   /** Enqueues the copy of a staged batch into device slot {@code slot}, after its last use. */
@@ -119,18 +126,43 @@ public final class DeviceInputs implements AutoCloseable {
   /** A batch's loss sum and predictions, on the host. */
   public record Readback(double lossSum, long correct, int[] truth, int[] predictions) {}
 
+  /** A readback enqueued by {@link #readLater}: which buffer, how many rows. */
+  public record PendingReadback(int buffer, int n) {}
+
   /** Brings losses, logits and labels to the host (a synchronization point): sum, argmax, hits. */
   public Readback read(DeviceBuffer losses, DeviceBuffer logits, DeviceBuffer truthLabels, int n) {
+    return collect(readLater(losses, logits, truthLabels, n));
+  }
+
+  /**
+   * Enqueues the copies of losses, logits and labels to the host behind the work that computed
+   * them, without waiting. At most {@link #SLOTS} may be pending: collect one before enqueueing a
+   * third.
+   */
+  public PendingReadback readLater(
+      DeviceBuffer losses, DeviceBuffer logits, DeviceBuffer truthLabels, int n) {
+    int buffer = nextReadback;
+    nextReadback = (nextReadback + 1) % SLOTS;
+    HostBuffer host = readback[buffer];
     long logitsAt = 4L * n;
     long labelsAt = logitsAt + 4L * n * classes;
-    backend.copy(losses, readback, 0, 4L * n, compute);
-    backend.copy(logits, readback, logitsAt, 4L * n * classes, compute);
-    backend.copy(truthLabels, readback, labelsAt, 4L * n, compute);
-    compute.synchronize();
-    FloatBuffer f = readback.asByteBuffer().asFloatBuffer();
+    backend.copy(losses, host, 0, 4L * n, compute);
+    backend.copy(logits, host, logitsAt, 4L * n * classes, compute);
+    backend.copy(truthLabels, host, labelsAt, 4L * n, compute);
+    readDone[buffer].record(compute);
+    return new PendingReadback(buffer, n);
+  }
+
+  /** Waits for {@code pending}'s copies (not for later work), then sums, argmaxes and counts. */
+  public Readback collect(PendingReadback pending) {
+    int n = pending.n();
+    HostBuffer host = readback[pending.buffer()];
+    long labelsAt = 4L * n + 4L * n * classes;
+    readDone[pending.buffer()].synchronize();
+    compute.checkFailures(); // a bad label of this batch, found by the loss kernel
+    FloatBuffer f = host.asByteBuffer().asFloatBuffer();
     int[] truth = new int[n];
-    readback
-        .asByteBuffer()
+    host.asByteBuffer()
         .position((int) labelsAt)
         .slice()
         .order(ByteOrder.nativeOrder())
@@ -168,7 +200,10 @@ public final class DeviceInputs implements AutoCloseable {
         consumed[s].close();
       }
       input.close();
-      readback.close();
+      for (int s = 0; s < SLOTS; s++) {
+        readback[s].close();
+        readDone[s].close();
+      }
     }
   }
 }

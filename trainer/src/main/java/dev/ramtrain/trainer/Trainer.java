@@ -25,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * that copy on the compute stream, normalizes on the device (uint8 → float NCHW), runs forward, the
  * loss, and the learner's backward and update (resident: clipping and one optimizer call over the
  * parameter slab; offloaded: layer by layer on the host while backward goes on). Two device input
- * slots let the next batch's copy overlap this batch's compute.
+ * slots let the next batch's copy overlap this batch's compute, and the loss of a step is read
+ * while the next one runs, so the device does not idle waiting for the host.
  */
 public final class Trainer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Trainer.class);
@@ -42,6 +43,7 @@ public final class Trainer implements AutoCloseable {
   private long globalStep;
   private int skippedSteps;
   private CheckpointSink checkpoints; // null: no checkpoints
+  private InFlight inFlight; // the step whose loss is still on its way to the host
 
   public Trainer(
       Backend backend,
@@ -128,9 +130,7 @@ public final class Trainer implements AutoCloseable {
   public EpochStats trainEpoch(DataLoader train, int epoch) {
     long start = System.nanoTime();
     long stallBefore = train.stallNanos();
-    double lossSum = 0;
-    long correct = 0;
-    long samples = 0;
+    EpochTotals totals = new EpochTotals();
     try (DataLoader.Epoch batches = train.epoch(epoch)) {
       Batch next = batches.next();
       int slot = 0;
@@ -148,25 +148,23 @@ public final class Trainer implements AutoCloseable {
           slot = (slot + 1) % DeviceInputs.SLOTS;
           inputs.stage(next, slot); // the copy stream copies it while the step below computes
         }
-        StepResult r = step(current.size(), currentSlot, epoch, stallNanos);
-        lossSum += r.lossSum();
-        correct += r.correct();
-        samples += current.size();
-        double meanLoss = lossSum / samples;
-        double accuracy = (double) correct / samples;
-        long seen = samples;
+        step(current.size(), currentSlot, epoch, stallNanos, totals);
+        double meanLoss = totals.lossSum / Math.max(1, totals.samples);
+        double accuracy = (double) totals.correct / Math.max(1, totals.samples);
+        long seen = totals.samples;
         int batchNumber = current.index() + 1;
         progress.update(
             () ->
                 progressText(
                     epoch, batchNumber, train.batchesPerEpoch(), meanLoss, accuracy, seen, start));
       }
+      settle(totals); // the last step's loss, before evaluation and the checkpoint
     }
     double seconds = (System.nanoTime() - start) / 1e9;
     return new EpochStats(
-        lossSum / samples,
-        (double) correct / samples,
-        samples,
+        totals.lossSum / totals.samples,
+        (double) totals.correct / totals.samples,
+        totals.samples,
         seconds,
         (train.stallNanos() - stallBefore) / 1e9);
   }
@@ -189,9 +187,31 @@ public final class Trainer implements AutoCloseable {
         ProgressLine.format(Duration.ofSeconds(remaining)));
   }
 
-  private record StepResult(double lossSum, long correct) {}
+  /** Loss and hits of the epoch's steps whose readback has been collected. */
+  private static final class EpochTotals {
+    double lossSum;
+    long correct;
+    long samples;
 
-  private StepResult step(int n, int slot, int epoch, long stallNanos) {
+    void add(DeviceInputs.Readback rb, int n) {
+      lossSum += rb.lossSum();
+      correct += rb.correct();
+      samples += n;
+    }
+  }
+
+  /** A step whose loss and predictions are still on their way to the host. */
+  private record InFlight(DeviceInputs.PendingReadback readback, int epoch, long step) {}
+
+  /**
+   * One step. Usually its loss is read one step later ({@link #settle}): the host enqueues step k +
+   * 1 while the device still runs step k, and never waits for a step's end. Two kinds of step read
+   * their loss at once, before the update: with {@code nan-policy=skip} (skipping must be decided
+   * before the update is applied) and every {@code log-every}-th step (its metrics wait for the
+   * step anyway). A non-finite loss read late stops the run as one read at once would; the update
+   * of that step and of the next have then run, and no checkpoint follows.
+   */
+  private void step(int n, int slot, int epoch, long stallNanos, EpochTotals totals) {
     long stepStart = System.nanoTime();
     DeviceBuffer x = inputs.normalized(slot, n);
     DeviceBuffer y = inputs.labels(slot, n);
@@ -199,23 +219,29 @@ public final class Trainer implements AutoCloseable {
     DeviceBuffer logits = learner.forward(compute, x, n, true);
     DeviceBuffer dlogits = loss.compute(compute, logits, y, n);
     inputs.consumed(slot); // the device input slot is free for the next copy
+    float lr = (float) schedule.lr(globalStep);
+    boolean logStep = globalStep % options.logEvery() == 0;
+    if (options.nanPolicy() == TrainOptions.NanPolicy.STOP && !logStep) {
+      DeviceInputs.PendingReadback pending = inputs.readLater(loss.losses(n), logits, y, n);
+      learner.backwardAndUpdate(compute, dlogits, n, lr);
+      settle(totals);
+      inFlight = new InFlight(pending, epoch, globalStep);
+      globalStep++;
+      return;
+    }
+    settle(totals); // steps are accounted in order
     DeviceInputs.Readback rb = inputs.read(loss.losses(n), logits, y, n);
     if (!Double.isFinite(rb.lossSum())) {
       if (options.nanPolicy() == TrainOptions.NanPolicy.STOP) {
-        throw new TrainingDivergedException(
-            String.format(
-                "loss is %s at epoch %d, step %d (learning rate %.3g); stopping (ramtrain.train.nan-policy=stop;"
-                    + " 'skip' skips such steps). No checkpoint is written by this run after step %d.",
-                rb.lossSum(), epoch + 1, globalStep, schedule.lr(globalStep), globalStep - 1));
+        throw diverged(epoch, globalStep, rb.lossSum());
       }
       skippedSteps++;
       LOG.warn("loss is {} at epoch {} step {}: step skipped", rb.lossSum(), epoch + 1, globalStep);
       globalStep++;
-      return new StepResult(0, 0);
+      return;
     }
-    float lr = (float) schedule.lr(globalStep);
     learner.backwardAndUpdate(compute, dlogits, n, lr);
-    if (globalStep % options.logEvery() == 0) {
+    if (logStep) {
       Map<String, Object> learnerMetrics = learner.stepMetrics(compute); // waits for the step
       Map<String, Object> record = new LinkedHashMap<>();
       record.put("type", "step");
@@ -232,8 +258,30 @@ public final class Trainer implements AutoCloseable {
       record.putAll(learnerMetrics);
       metrics.write(record);
     }
+    totals.add(rb, n);
     globalStep++;
-    return new StepResult(rb.lossSum(), rb.correct());
+  }
+
+  /** Collects the step in flight, if any: its loss into {@code totals}, or the run stops. */
+  private void settle(EpochTotals totals) {
+    if (inFlight == null) {
+      return;
+    }
+    InFlight step = inFlight;
+    inFlight = null;
+    DeviceInputs.Readback rb = inputs.collect(step.readback());
+    if (!Double.isFinite(rb.lossSum())) {
+      throw diverged(step.epoch(), step.step(), rb.lossSum());
+    }
+    totals.add(rb, step.readback().n());
+  }
+
+  private TrainingDivergedException diverged(int epoch, long step, double lossSum) {
+    return new TrainingDivergedException(
+        String.format(
+            "loss is %s at epoch %d, step %d (learning rate %.3g); stopping (ramtrain.train.nan-policy=stop;"
+                + " 'skip' skips such steps). No checkpoint is written by this run after step %d.",
+            lossSum, epoch + 1, step, schedule.lr(step), step - 1));
   }
 
   /** Loss, accuracy and confusion matrix over every batch of {@code data}, without training. */

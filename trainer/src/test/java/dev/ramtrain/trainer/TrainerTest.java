@@ -5,9 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.format.ShardReader;
-import dev.ramtrain.format.ShardSchema;
-import dev.ramtrain.format.ShardWriter;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendException;
 import dev.ramtrain.trainer.backend.BackendSpec;
@@ -31,12 +28,10 @@ import dev.ramtrain.trainer.optim.LrSchedule;
 import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.Sgd;
 import dev.ramtrain.trainer.optim.SgdSpec;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.Set;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
@@ -46,30 +41,8 @@ class TrainerTest {
   static final ImageShape SHAPE = new ImageShape(8, 8, 1);
   @TempDir Path tmp;
 
-  /** 8x8 grey images: horizontal stripes, vertical stripes or a checkerboard, with noise. */
   private ShardSet patterns(String name, int count, long seed) throws Exception {
-    Random rng = new Random(seed);
-    Path file = tmp.resolve(name + ".arrow");
-    try (OutputStream out = Files.newOutputStream(file);
-        ShardWriter w =
-            new ShardWriter(
-                new ShardSchema(SHAPE, List.of("rows", "columns", "checker")), out, 1 << 12)) {
-      for (int i = 0; i < count; i++) {
-        int label = i % 3;
-        byte[] px = new byte[64];
-        for (int y = 0; y < 8; y++) {
-          for (int x = 0; x < 8; x++) {
-            boolean on = label == 0 ? y % 2 == 0 : label == 1 ? x % 2 == 0 : (x + y) % 2 == 0;
-            px[y * 8 + x] =
-                (byte) Math.max(0, Math.min(255, (on ? 190 : 60) + rng.nextGaussian() * 40));
-          }
-        }
-        w.append(seed * 100_000 + i, label, px);
-      }
-      w.finish();
-    }
-    return new ShardSet(
-        SHAPE, List.of("rows", "columns", "checker"), List.of(ShardReader.open(file, null)));
+    return PatternShards.write(tmp.resolve(name + ".arrow"), count, seed);
   }
 
   private static TrainOptions options(TrainOptions.NanPolicy policy, float clipNorm) {

@@ -14,6 +14,12 @@ public interface Stream extends AutoCloseable {
   /** Blocks until everything enqueued so far has run; rethrows the first failure of that work. */
   void synchronize();
 
+  /**
+   * Rethrows the first failure of the work that has run so far, without waiting for the rest: after
+   * an event recorded on this stream completes, what ran before it has been checked.
+   */
+  void checkFailures();
+
   @Override
   void close();
 }

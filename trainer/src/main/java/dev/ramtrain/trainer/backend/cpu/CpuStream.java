@@ -66,6 +66,11 @@ final class CpuStream implements Stream {
     CompletableFuture<Void> done = new CompletableFuture<>();
     enqueueMarker(() -> done.complete(null));
     done.join();
+    checkFailures();
+  }
+
+  @Override
+  public void checkFailures() {
     Throwable t = failure;
     if (t != null) {
       throw new BackendException("work on stream '" + label + "' failed: " + t.getMessage(), t);

@@ -5,6 +5,7 @@ import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
 import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
+import static jcuda.driver.JCudaDriver.cuStreamQuery;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
@@ -94,6 +95,22 @@ final class CudaStream implements Stream {
       throw new BackendException(
           "work on stream '" + label + "' failed: " + jcuda.driver.CUresult.stringFor(result));
     }
+    checkStatusWord();
+  }
+
+  /** A fault of the context raises here (cuStreamQuery); so does input a kernel reported. */
+  @Override
+  public void checkFailures() {
+    context.bind();
+    int result = cuStreamQuery(handle);
+    if (result != 0 && result != jcuda.driver.CUresult.CUDA_ERROR_NOT_READY) {
+      throw new BackendException(
+          "work on stream '" + label + "' failed: " + jcuda.driver.CUresult.stringFor(result));
+    }
+    checkStatusWord();
+  }
+
+  private void checkStatusWord() {
     int code = status.getInt(0);
     if (code != 0) {
       int row = status.getInt(4);
