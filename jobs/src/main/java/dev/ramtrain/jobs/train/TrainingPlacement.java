@@ -41,6 +41,7 @@ public final class TrainingPlacement {
     // only feed the printed predictions of an offloaded run.
     PlacementPlan plan = plan(spec, costs, budget, new DeviceProfile("unmeasured", free, 1, 1));
     if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
+      backend.reserve(plan.deviceBytes()); // the run's device memory in one allocation
       backend.resetPeakAllocatedBytes();
       System.out.printf(
           "placement: resident (%s of a %s device budget; ramtrain.offload.mode=auto)%n",
@@ -73,6 +74,7 @@ public final class TrainingPlacement {
           "delayed update on: %s more pinned host memory for the published weights%n",
           PlacementPlan.bytes(publishedBytes));
     }
+    backend.reserve(plan.deviceBytes());
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's
     return OffloadedLearner.build(
         model,

@@ -25,6 +25,13 @@ public interface Backend extends AutoCloseable {
   /** A new event; {@code label} names it in a leak report. The caller closes it. */
   Event createEvent(String label);
 
+  /**
+   * Takes {@code bytes} more device memory from the device now, in one piece, so that the buffers a
+   * run allocates next (what its placement plan computed) need no further allocation from the
+   * driver, which synchronizes the device. The CPU backend has nothing to reserve.
+   */
+  default void reserve(long bytes) {}
+
   /** Bytes of device memory allocated now, and the most ever allocated at once. */
   long allocatedBytes();
 

@@ -184,6 +184,7 @@ public final class CudaBackend implements Backend {
   }
 
   /** Grows the arena to hold {@code bytes} more without a driver call (the planner's budget). */
+  @Override
   public void reserve(long bytes) {
     arena.reserve(bytes, context);
   }

@@ -42,6 +42,18 @@ class CudaFaultsTest {
     }
   }
 
+  /** Reserved memory (the plan's budget) serves the buffers after it without the driver. */
+  @Test
+  void reservedMemoryServesLaterBuffersWithoutTheDriver() {
+    try (Backend b = EmulatorFaults.open(SPEC, "fail-alloc=3")) { // 1: the first chunk, 2: reserve
+      b.reserve(100L << 20);
+      try (DeviceBuffer weights = b.allocate("weights", DType.F32, 20L << 20);
+          DeviceBuffer activations = b.allocate("activations", DType.F32, 5L << 20)) {
+        assertThrows(BackendException.class, () -> b.allocate("beyond", DType.F32, 30L << 20));
+      }
+    }
+  }
+
   /**
    * Copies over the bus that land late: device work on another stream that does not wait reads
    * stale memory; with the event's wait it reads the copy.
