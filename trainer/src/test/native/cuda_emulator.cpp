@@ -518,6 +518,15 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void* to, CUdeviceptr from, size_t bytes, C
   return copy_async(to, reinterpret_cast<const void*>(from), bytes, stream, true);
 }
 
+// Synchronous copies: the calling thread copies (the streams here never block the default one).
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) {
+  return copy_async(reinterpret_cast<void*>(to), from, bytes, nullptr, true);
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void* to, CUdeviceptr from, size_t bytes) {
+  return copy_async(to, reinterpret_cast<const void*>(from), bytes, nullptr, true);
+}
+
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr to, CUdeviceptr from, size_t bytes,
                                      CUstream stream) {
   return copy_async(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from), bytes,

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds benchmarks/gpu/bundle/: everything GpuBench needs on a machine that has an NVIDIA driver
+# and nothing else (no Java, no network): a jlink'd Java runtime, the trainer's jars (no Spark, no
+# OpenBLAS) and run.sh. Copy the folder there and run bundle/run.sh. Kept under 60 MiB.
+# Usage: benchmarks/gpu/bundle.sh
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OUT="$ROOT/benchmarks/gpu/bundle"
+mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dspotless.check.skip=true install
+rm -rf "$OUT"
+mkdir -p "$OUT/lib"
+CP="$(mktemp)"
+trap 'rm -f "$CP"' EXIT
+mvn -q -B -f "$ROOT/trainer/pom.xml" dependency:build-classpath -Dmdep.includeScope=runtime \
+  -Dmdep.outputFile="$CP" >/dev/null
+# Not needed by the GPU bench: the CPU backend's BLAS, and what the build scopes too widely.
+tr ':' '\n' <"$CP" | grep -v -E '/(openblas|javacpp|junit|jqwik|opentest4j|apiguardian|log4j)[-.]' |
+  while read -r jar; do cp "$jar" "$OUT/lib/"; done
+# SLF4J's simple logger (log4j-core would need java.desktop): INFO lines on stderr.
+mvn -q -B -f "$ROOT/pom.xml" -N dependency:copy -Dartifact=org.slf4j:slf4j-simple:2.0.16 \
+  -DoutputDirectory="$OUT/lib" >/dev/null
+cp "$ROOT"/trainer/target/ramtrain-trainer-*.jar "$ROOT"/etl/format/target/ramtrain-format-*.jar "$OUT/lib/"
+(cd "$ROOT/benchmarks/target/classes" && jar cf "$OUT/lib/ramtrain-gpu-bench.jar" dev/ramtrain/bench/GpuBench*.class dev/ramtrain/bench/TrainingSteps*.class)
+# The Java modules the trainer's code paths use (what jdeps lists for the jars, less java.desktop,
+# which only log4j, left out, would need).
+MODULES=java.base,java.logging,java.management,java.naming,java.sql,jdk.management,jdk.unsupported
+jlink --add-modules "$MODULES" --strip-debug --no-header-files --no-man-pages --compress=2 --output "$OUT/runtime"
+cp "$ROOT/benchmarks/gpu/run.sh" "$OUT/run.sh"
+echo "bundle: $OUT ($(du -sh "$OUT" | cut -f1); modules $MODULES)"

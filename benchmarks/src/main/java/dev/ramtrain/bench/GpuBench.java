@@ -1,0 +1,233 @@
+package dev.ramtrain.bench;
+
+import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuDeviceGet;
+import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
+import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
+import static jcuda.driver.JCudaDriver.cuInit;
+import static jcuda.driver.JCudaDriver.cuMemAlloc;
+import static jcuda.driver.JCudaDriver.cuMemFree;
+import static jcuda.driver.JCudaDriver.cuMemFreeHost;
+import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Event;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cuda.CudaBackend;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.LayerCost;
+import dev.ramtrain.trainer.offload.PlacementPlan;
+import dev.ramtrain.trainer.offload.Streaming;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import jcuda.Pointer;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * What a GPU does for ramtrain, printed side by side with what the planner predicts; run by
+ * benchmarks/gpu/run.sh on a machine that has an NVIDIA driver (and nothing else: the bundle
+ * carries its Java runtime and jars):
+ *
+ * <ul>
+ *   <li>host-device bandwidth, pageable and pinned (synchronous driver copies), and what the
+ *       backend's asynchronous copies reach against that pinned peak (target: 90%);
+ *   <li>GEMM TFLOP/s, fp32 and bf16, by cuBLAS (when libcublas.so.12 loads) and by ramtrain's own
+ *       kernels;
+ *   <li>training steps of a model, resident against streamed for a device budget of a quarter of
+ *       its resident footprint, at the planner's smallest batch that hides the copies and at a
+ *       quarter of it: step times, exposed copy (target: at most 5% of the step at the planned
+ *       batch), overlap, samples/s (target: streamed at most 1.05x resident there), and the plan's
+ *       predicted step times beside them.
+ * </ul>
+ *
+ * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO]]]]
+ */
+public final class GpuBench {
+  private static final long COPY_BYTES = 256L << 20;
+
+  public static void main(String[] args) {
+    String spec = args.length > 0 ? args[0] : "mlp:4096-8192-8192-8192-8192-8192-8192-1000";
+    int gemmN = args.length > 1 ? Integer.parseInt(args[1]) : 8192;
+    int steps = args.length > 2 ? Integer.parseInt(args[2]) : 20;
+    double ratio = args.length > 3 ? Double.parseDouble(args[3]) : 4;
+    int threads = Runtime.getRuntime().availableProcessors();
+    BackendSpec kernels = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.Gemm.KERNELS);
+    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.Gemm.AUTO);
+    try (CudaBackend b = CudaBackend.open(auto)) {
+      System.out.println("# device: " + b.describe());
+      long copyBytes = Math.min(COPY_BYTES, b.freeMemoryBytes() / 8);
+      double pinnedPeak = driverBandwidth(copyBytes);
+      double async = backendCopy(b, copyBytes);
+      System.out.printf(
+          "backend H2D (async copy on a stream, event-timed): %.1f GB/s = %.0f%% of the pinned"
+              + " peak (target >= 90%%)%n",
+          async / 1e9, 100 * async / pinnedPeak);
+    }
+    gemm(auto, gemmN);
+    gemm(kernels, gemmN);
+    steps(auto, spec, steps, ratio, threads);
+  }
+
+  /** Synchronous driver copies of {@code bytes}, pageable (a Java array) and pinned; best of 5. */
+  private static double driverBandwidth(long bytes) {
+    cuInit(0);
+    CUdevice device = new CUdevice();
+    cuDeviceGet(device, 0);
+    CUcontext context = new CUcontext();
+    cuDevicePrimaryCtxRetain(context, device);
+    cuCtxSetCurrent(context);
+    CUdeviceptr d = new CUdeviceptr();
+    cuMemAlloc(d, bytes);
+    Pointer pinned = new Pointer();
+    cuMemHostAlloc(pinned, bytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE);
+    byte[] pageable = new byte[(int) Math.min(bytes, Integer.MAX_VALUE - 8)];
+    try {
+      double h2dPageable =
+          best(() -> cuMemcpyHtoD(d, Pointer.to(pageable), pageable.length), pageable.length);
+      double h2dPinned = best(() -> cuMemcpyHtoD(d, pinned, bytes), bytes);
+      double d2hPageable =
+          best(() -> cuMemcpyDtoH(Pointer.to(pageable), d, pageable.length), pageable.length);
+      double d2hPinned = best(() -> cuMemcpyDtoH(pinned, d, bytes), bytes);
+      System.out.printf(
+          "driver copies of %d MiB: H2D pageable %.1f GB/s, pinned %.1f GB/s; D2H pageable %.1f"
+              + " GB/s, pinned %.1f GB/s%n",
+          bytes >> 20, h2dPageable / 1e9, h2dPinned / 1e9, d2hPageable / 1e9, d2hPinned / 1e9);
+      return h2dPinned;
+    } finally {
+      cuMemFreeHost(pinned);
+      cuMemFree(d);
+      cuDevicePrimaryCtxRelease(device);
+    }
+  }
+
+  private static double best(Runnable copy, long bytes) {
+    double seconds = Double.MAX_VALUE;
+    for (int i = 0; i < 5; i++) {
+      long t0 = System.nanoTime();
+      copy.run();
+      seconds = Math.min(seconds, (System.nanoTime() - t0) / 1e9);
+    }
+    return bytes / seconds;
+  }
+
+  /** Bytes per second of the backend's pinned host-to-device copy, timed by events; best of 5. */
+  private static double backendCopy(Backend b, long bytes) {
+    Stream s = b.createStream("copy");
+    try (HostBuffer host = b.allocateHost("bench.host", bytes);
+        DeviceBuffer device = b.allocate("bench.device", DType.U8, bytes);
+        Event start = b.createEvent("start");
+        Event end = b.createEvent("end")) {
+      double best = Double.MAX_VALUE;
+      for (int i = 0; i < 5; i++) {
+        start.record(s);
+        b.copy(host, 0, device, bytes, s);
+        end.record(s);
+        end.synchronize();
+        best = Math.min(best, end.millisSince(start) / 1e3);
+      }
+      return bytes / best;
+    }
+  }
+
+  /** n x n x n GEMMs, fp32 and bf16 x bf16 with fp32 accumulation; best of 5 by events. */
+  private static void gemm(BackendSpec spec, int n) {
+    try (CudaBackend b = CudaBackend.open(spec)) {
+      Stream s = b.createStream("gemm");
+      long elements = (long) n * n;
+      try (DeviceBuffer a = b.allocate("a", DType.F32, elements);
+          DeviceBuffer c = b.allocate("c", DType.F32, elements);
+          DeviceBuffer half = b.allocate("a.bf16", DType.BF16, elements);
+          Event start = b.createEvent("start");
+          Event end = b.createEvent("end")) {
+        b.fill(s, a, 0.5f);
+        b.convert(s, a, half);
+        double fp32 = Double.MAX_VALUE;
+        double bf16 = Double.MAX_VALUE;
+        for (int i = 0; i < 5; i++) {
+          start.record(s);
+          b.gemm(s, false, false, n, n, n, 1f, a, n, a, n, 0f, c, n);
+          end.record(s);
+          end.synchronize();
+          fp32 = Math.min(fp32, end.millisSince(start) / 1e3);
+          start.record(s);
+          b.gemm(s, false, false, n, n, n, 1f, half, n, half, n, 0f, c, n);
+          end.record(s);
+          end.synchronize();
+          bf16 = Math.min(bf16, end.millisSince(start) / 1e3);
+        }
+        double flops = 2.0 * n * n * n;
+        System.out.printf(
+            "GEMM %d^3 by %s: fp32 %.2f TFLOP/s, bf16 %.2f TFLOP/s%n",
+            n, b.describe().replaceAll(".*GEMM by ", ""), flops / fp32 / 1e12, flops / bf16 / 1e12);
+      }
+    }
+  }
+
+  /** Resident against streamed training steps at the planned batch and a quarter of it. */
+  private static void steps(BackendSpec spec, String model, int steps, double ratio, int threads) {
+    List<LayerCost> costs;
+    DeviceProfile profile;
+    try (CudaBackend b = CudaBackend.open(spec)) {
+      costs = LayerCost.measure(() -> ModelSpec.parse(model), b);
+      profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
+    }
+    long resident = PlacementPlan.plan(costs, 64, Long.MAX_VALUE, 2, false, profile).deviceBytes();
+    long budget = (long) (resident / ratio);
+    int planned = PlacementPlan.plan(costs, 64, budget, 2, false, profile).minBatchToHideCopies();
+    System.out.printf(
+        "model %s: resident footprint at batch 64 %s, budget %s (1/%.0f); profile %.1f GB/s,"
+            + " %.1f TFLOP/s; the plan hides copies from batch %d%n",
+        model,
+        PlacementPlan.bytes(resident),
+        PlacementPlan.bytes(budget),
+        ratio,
+        profile.copyBytesPerSecond() / 1e9,
+        profile.flopsPerSecond() / 1e12,
+        planned);
+    List<Integer> batches =
+        new ArrayList<>(List.of(Math.max(1, planned / 4), Math.max(1, planned)));
+    for (int batch : batches) {
+      PlacementPlan plan = PlacementPlan.plan(costs, batch, budget, 2, false, profile);
+      TrainingSteps.Run res =
+          TrainingSteps.run(() -> CudaBackend.open(spec), model, batch, threads, null, steps);
+      TrainingSteps.Run str =
+          TrainingSteps.run(
+              () -> CudaBackend.open(spec),
+              model,
+              batch,
+              threads,
+              Streaming.of(plan, false, 0),
+              steps);
+      Map<String, Object> m = str.lastMetrics();
+      double stepMs = str.medianStepSeconds() * 1e3;
+      double exposedMs = ((Number) m.getOrDefault("exposed_copy_ms", 0)).doubleValue();
+      System.out.printf(
+          "batch %d (%s): resident %.2f ms (plan %.2f), streamed %.2f ms (plan %.2f) = %.3fx"
+              + " resident; exposed copy %.2f ms = %.1f%% of the step, overlap %.2f; %.0f vs %.0f"
+              + " samples/s%n",
+          batch,
+          batch == planned ? "planned" : "below the plan",
+          res.medianStepSeconds() * 1e3,
+          plan.residentStepSeconds() * 1e3,
+          stepMs,
+          plan.streamedStepSeconds() * 1e3,
+          str.medianStepSeconds() / res.medianStepSeconds(),
+          exposedMs,
+          100 * exposedMs / stepMs,
+          ((Number) m.getOrDefault("overlap", 0)).doubleValue(),
+          batch / res.medianStepSeconds(),
+          batch / str.medianStepSeconds());
+    }
+  }
+}

@@ -1,0 +1,103 @@
+package dev.ramtrain.bench;
+
+import dev.ramtrain.trainer.Learner;
+import dev.ramtrain.trainer.ResidentLearner;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.nn.CrossEntropyLoss;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.offload.HostAdamW;
+import dev.ramtrain.trainer.offload.OffloadedLearner;
+import dev.ramtrain.trainer.offload.Streaming;
+import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.AdamWSpec;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.Random;
+import java.util.function.Supplier;
+
+/**
+ * Training steps (forward, cross-entropy, backward, AdamW) of a model on fixed batches, resident or
+ * offloaded, on any backend: what the offload and GPU benchmarks time. A step's time is from its
+ * start to the next one's; its loss is read once its update is enqueued (the trainer reads it a
+ * step later still), so the host never stalls the device in the middle of a step.
+ */
+final class TrainingSteps {
+  /**
+   * The median step (the first two left out: warm-up), each step's loss, the last step's metrics.
+   */
+  record Run(double medianStepSeconds, double[] losses, Map<String, Object> lastMetrics) {}
+
+  private TrainingSteps() {}
+
+  /** {@code how} null: resident. */
+  static Run run(
+      Supplier<Backend> backend, String spec, int batch, int threads, Streaming how, int steps) {
+    try (Backend b = backend.get()) {
+      Stream s = b.createStream("compute");
+      try (Learner learner = learner(spec, batch, threads, how, b, s);
+          CrossEntropyLoss loss = new CrossEntropyLoss(b, batch, learner.outputSize(), 0f);
+          DeviceBuffer x = b.allocate("x", DType.F32, (long) batch * learner.inputSize());
+          DeviceBuffer labels = b.allocate("labels", DType.I32, batch);
+          HostBuffer staging = b.allocateHost("labels", 4L * batch)) {
+        Random rng = new Random(5);
+        for (int i = 0; i < batch; i++) {
+          staging.asByteBuffer().asIntBuffer().put(i, rng.nextInt(learner.outputSize()));
+        }
+        b.copy(staging, 0, labels, 4L * batch, s);
+        long[] starts = new long[steps + 1];
+        double[] losses = new double[steps];
+        Map<String, Object> metrics = Map.of();
+        for (int step = 0; step < steps; step++) {
+          starts[step] = System.nanoTime();
+          b.fill(s, x, 0.1f + 0.01f * (step % 7));
+          learner.beginStep(s, step);
+          DeviceBuffer logits = learner.forward(s, x, batch, true);
+          DeviceBuffer dlogits = loss.compute(s, logits, labels, batch);
+          learner.backwardAndUpdate(s, dlogits, batch, 1e-3f);
+          if (step == steps - 1) {
+            metrics = learner.stepMetrics(s); // waits for the step and its update
+          }
+          double sum = 0;
+          for (float l : Checkpoints.download(b, s, loss.losses(batch))) { // synchronizes
+            sum += l;
+          }
+          losses[step] = sum / batch;
+        }
+        starts[steps] = System.nanoTime();
+        double[] times = new double[steps];
+        for (int step = 0; step < steps; step++) {
+          times[step] = (starts[step + 1] - starts[step]) / 1e9;
+        }
+        double[] measured = Arrays.copyOfRange(times, Math.min(2, steps - 1), steps);
+        Arrays.sort(measured);
+        return new Run(measured[measured.length / 2], losses, metrics);
+      }
+    }
+  }
+
+  private static Learner learner(
+      String spec, int batch, int threads, Streaming how, Backend b, Stream s) {
+    if (how == null) {
+      Model model = Model.build(spec, ModelSpec.parse(spec), b, s, batch, 1);
+      AdamW adamw =
+          new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
+      return new ResidentLearner(b, model, adamw, 0f);
+    }
+    return OffloadedLearner.build(
+        new ModelConfig(spec, () -> ModelSpec.parse(spec), batch, 1),
+        how,
+        (masters, grads, pool) ->
+            new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),
+        threads,
+        0f,
+        b,
+        s);
+  }
+}
