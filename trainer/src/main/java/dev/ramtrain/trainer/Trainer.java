@@ -218,11 +218,12 @@ public final class Trainer implements AutoCloseable {
     learner.beginStep(compute, globalStep);
     DeviceBuffer logits = learner.forward(compute, x, n, true);
     DeviceBuffer dlogits = loss.compute(compute, logits, y, n);
-    inputs.consumed(slot); // the device input slot is free for the next copy
     float lr = (float) schedule.lr(globalStep);
     boolean logStep = globalStep % options.logEvery() == 0;
     if (options.nanPolicy() == TrainOptions.NanPolicy.STOP && !logStep) {
       DeviceInputs.PendingReadback pending = inputs.readLater(loss.losses(n), logits, y, n);
+      // The slot is free for the next copy once the readback has read its labels, not before.
+      inputs.consumed(slot);
       learner.backwardAndUpdate(compute, dlogits, n, lr);
       settle(totals);
       inFlight = new InFlight(pending, epoch, globalStep);
@@ -231,6 +232,7 @@ public final class Trainer implements AutoCloseable {
     }
     settle(totals); // steps are accounted in order
     DeviceInputs.Readback rb = inputs.read(loss.losses(n), logits, y, n);
+    inputs.consumed(slot);
     if (!Double.isFinite(rb.lossSum())) {
       if (options.nanPolicy() == TrainOptions.NanPolicy.STOP) {
         throw diverged(epoch, globalStep, rb.lossSum());

@@ -108,6 +108,11 @@ class TrainerTest {
         lines.toString());
     assertTrue(
         lines.get(lines.size() - 1).contains("\"data_stall_pct\""), lines.get(lines.size() - 1));
+    // Training accuracy comes from each step's readback (one step late): it must count the
+    // step's own labels, not those of a batch copied in since.
+    String last = lines.get(lines.size() - 1);
+    double trainAcc = Double.parseDouble(last.replaceAll(".*\"train_acc\":([0-9.]+).*", "$1"));
+    assertTrue(trainAcc > 0.9, "train accuracy in the last epoch " + trainAcc);
   }
 
   @Test
