@@ -178,13 +178,15 @@ public final class GpuBench {
   private static void steps(BackendSpec spec, String model, int steps, double ratio, int threads) {
     List<LayerCost> costs;
     DeviceProfile profile;
+    List<LayerCost> at64;
     try (CudaBackend b = CudaBackend.open(spec)) {
       costs = LayerCost.measure(() -> ModelSpec.parse(model), b);
       profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
+      at64 = LayerCost.timed(costs, () -> ModelSpec.parse(model), b, 64);
     }
     long resident = PlacementPlan.plan(costs, 64, Long.MAX_VALUE, 2, false, profile).deviceBytes();
     long budget = (long) (resident / ratio);
-    int planned = PlacementPlan.plan(costs, 64, budget, 2, false, profile).minBatchToHideCopies();
+    int planned = PlacementPlan.plan(at64, 64, budget, 2, false, profile).minBatchToHideCopies();
     System.out.printf(
         "model %s: resident footprint at batch 64 %s, budget %s (1/%.0f); profile %.1f GB/s,"
             + " %.1f TFLOP/s; the plan hides copies from batch %d%n",
@@ -198,7 +200,11 @@ public final class GpuBench {
     List<Integer> batches =
         new ArrayList<>(List.of(Math.max(1, planned / 4), Math.max(1, planned)));
     for (int batch : batches) {
-      PlacementPlan plan = PlacementPlan.plan(costs, batch, budget, 2, false, profile);
+      List<LayerCost> timed;
+      try (CudaBackend b = CudaBackend.open(spec)) {
+        timed = LayerCost.timed(costs, () -> ModelSpec.parse(model), b, batch);
+      }
+      PlacementPlan plan = PlacementPlan.plan(timed, batch, budget, 2, false, profile);
       TrainingSteps.Run res =
           TrainingSteps.run(() -> CudaBackend.open(spec), model, batch, threads, null, steps);
       TrainingSteps.Run str =

@@ -9,6 +9,7 @@ import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainingPlacement;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Backends;
+import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -17,6 +18,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.Supplier;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -89,9 +91,11 @@ public final class PlanCommand implements Callable<Integer> {
                   backend, "measured (" + backend.name() + " backend)", backend.freeMemoryBytes())
               : DeviceProfiles.named(c, deviceName);
       long budgetBytes = TrainingPlacement.budget(offload, profile.memoryBytes());
-      List<LayerCost> costs =
-          LayerCost.measure(
-              () -> RunSpec.Model.parse("ramtrain.train.model", spec, shape), backend);
+      Supplier<List<Layer>> layers = () -> RunSpec.Model.parse("ramtrain.train.model", spec, shape);
+      List<LayerCost> costs = LayerCost.measure(layers, backend);
+      if (deviceName.equals("measured")) { // this machine: predict from what its backend takes
+        costs = LayerCost.timed(costs, layers, backend, batch);
+      }
       PlacementPlan plan =
           PlacementPlan.plan(
               costs, batch, budgetBytes, offload.prefetchDepth(), offload.bf16Weights(), profile);

@@ -50,6 +50,7 @@ public final class TrainingPlacement {
     }
     DeviceProfile profile =
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
+    costs = LayerCost.timed(costs, model.layers(), backend, spec.batchSize());
     plan = plan(spec, costs, budget, profile);
     System.out.print(plan.render(model.spec(), profile, budget));
     long publishedBytes =

@@ -1,6 +1,9 @@
 package dev.ramtrain.trainer.offload;
 
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Conv2d;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Linear;
@@ -13,8 +16,9 @@ import java.util.function.Supplier;
 
 /**
  * What one top-level layer costs: its parameters, the device memory its activations take (a fixed
- * part and a part per sample; its output is part of that), and its training FLOPs per sample
- * (forward and backward).
+ * part and a part per sample; its output is part of that), its training FLOPs per sample (forward
+ * and backward), and, once {@link #timed} on a backend, the seconds it really takes there: forward
+ * and backward per sample, and a device AdamW step over its parameters (0 while not measured).
  */
 public record LayerCost(
     String name,
@@ -22,7 +26,33 @@ public record LayerCost(
     long activationBytesFixed,
     long activationBytesPerSample,
     long outputBytesPerSample,
-    long flopsPerSample) {
+    long flopsPerSample,
+    double secondsPerSample,
+    double updateSeconds) {
+
+  /** A layer's memory and FLOPs, its times not measured. */
+  public LayerCost(
+      String name,
+      long parameters,
+      long activationBytesFixed,
+      long activationBytesPerSample,
+      long outputBytesPerSample,
+      long flopsPerSample) {
+    this(
+        name,
+        parameters,
+        activationBytesFixed,
+        activationBytesPerSample,
+        outputBytesPerSample,
+        flopsPerSample,
+        0,
+        0);
+  }
+
+  /** Whether {@link #timed} measured this layer. */
+  public boolean measured() {
+    return secondsPerSample > 0;
+  }
 
   public long activationBytes(int batch) {
     return activationBytesFixed + activationBytesPerSample * batch;
@@ -69,6 +99,81 @@ public record LayerCost(
         layer.close();
       }
     }
+  }
+
+  /**
+   * {@code costs} with the seconds each layer takes on {@code backend} at {@code batch}: built
+   * alone with random weights, input and output gradient, one layer at a time (a model that must be
+   * offloaded never has to fit), forward and backward timed over three steps after a warm-up
+   * (median), and a device AdamW step over its parameters. What the backend really does for these
+   * shapes, where FLOPs over a large GEMM's rate runs several times too fast.
+   */
+  public static List<LayerCost> timed(
+      List<LayerCost> costs, Supplier<List<Layer>> model, Backend backend, int batch) {
+    List<Layer> layers = model.get();
+    List<LayerCost> timed = new ArrayList<>();
+    Stream s = backend.createStream("layer-timing");
+    for (int i = 0; i < layers.size(); i++) {
+      Layer layer = layers.get(i);
+      LayerCost c = costs.get(i);
+      double[] seconds = time(layer, backend, s, batch, i > 0);
+      timed.add(
+          new LayerCost(
+              c.name,
+              c.parameters,
+              c.activationBytesFixed,
+              c.activationBytesPerSample,
+              c.outputBytesPerSample,
+              c.flopsPerSample,
+              Math.max(seconds[0] / batch, Double.MIN_NORMAL),
+              seconds[1]));
+    }
+    return timed;
+  }
+
+  /** Median forward+backward seconds of {@code layer} at {@code batch}, and of its AdamW step. */
+  private static double[] time(
+      Layer layer, Backend backend, Stream s, int batch, boolean needInputGrad) {
+    long params = layer.parameters().stream().mapToLong(ParamSpec::count).sum();
+    try (Parameters p = Parameters.allocate(backend, layer.parameters(), layer.buffers());
+        DeviceBuffer x = backend.allocate("timing.x", DType.F32, (long) batch * layer.inputSize());
+        DeviceBuffer dy =
+            backend.allocate("timing.dy", DType.F32, (long) batch * layer.outputSize());
+        DeviceBuffer m = backend.allocate("timing.m", DType.F32, params);
+        DeviceBuffer v = backend.allocate("timing.v", DType.F32, params)) {
+      p.initialize(backend, s, 1);
+      backend.dropoutMask(s, 0.5f, 7, x); // values of 0 and 2: inputs whose ReLUs and maxima vary
+      backend.dropoutMask(s, 0.5f, 8, dy);
+      layer.bind(backend, p, batch);
+      try {
+        double[] steps = new double[4];
+        double[] updates = new double[4];
+        for (int it = 0; it < steps.length; it++) {
+          s.synchronize();
+          long t0 = System.nanoTime();
+          layer.forward(s, x, batch, true);
+          layer.backward(s, dy, batch, needInputGrad);
+          s.synchronize();
+          long t1 = System.nanoTime();
+          if (params > 0) {
+            backend.adamwStep(s, p.values(), p.grads(), m, v, 1e-9f, 0.9f, 0.999f, 1e-8f, 0f, 1);
+            s.synchronize();
+          }
+          steps[it] = (t1 - t0) / 1e9;
+          updates[it] = (System.nanoTime() - t1) / 1e9;
+        }
+        return new double[] {median(steps), params > 0 ? median(updates) : 0};
+      } finally {
+        layer.close();
+      }
+    }
+  }
+
+  /** The median of the timed iterations (the first, a warm-up, left out). */
+  private static double median(double[] values) {
+    double[] timed = java.util.Arrays.copyOfRange(values, 1, values.length);
+    java.util.Arrays.sort(timed);
+    return timed[timed.length / 2];
   }
 
   /**

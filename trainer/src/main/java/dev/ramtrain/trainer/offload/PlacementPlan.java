@@ -13,11 +13,13 @@ import java.util.List;
  * device-to-host copies, and the activations (only block inputs with activation checkpointing, when
  * the full activations do not fit).
  *
- * <p>Predictions: compute time is FLOPs over the profile's rate. Offloaded, every gradient crosses
- * back once a step and every resident layer's updated weights once in; a streamed layer's weights
- * cross twice (forward, and again for backward unless the ring still holds them). A streamed step
- * takes the longer of compute and copies plus the first copy, which nothing hides. The host
- * optimizer step is not modelled: it runs layer by layer behind backward.
+ * <p>Predictions: compute time is each layer's measured time on the backend ({@link
+ * LayerCost#timed}), or FLOPs over the profile's rate for a layer not measured (a named device
+ * profile); a resident step adds the device optimizer's measured time. Offloaded, every gradient
+ * crosses back once a step and every resident layer's updated weights once in; a streamed layer's
+ * weights cross twice (forward, and again for backward unless the ring still holds them). A
+ * streamed step takes the longer of compute and copies plus the first copy, which nothing hides.
+ * The host optimizer step is not modelled: it runs layer by layer behind backward.
  */
 public record PlacementPlan(
     Mode mode,
@@ -87,8 +89,19 @@ public record PlacementPlan(
     }
     long params = layers.stream().mapToLong(LayerCost::parameters).sum();
     long activations = layers.stream().mapToLong(l -> l.activationBytes(batch)).sum();
-    long flops = layers.stream().mapToLong(LayerCost::flopsPerSample).sum() * batch;
-    double compute = flops / profile.flopsPerSecond();
+    // Measured layers take their measured time per sample; the others FLOPs over the profile's
+    // rate.
+    double compute =
+        layers.stream()
+            .mapToDouble(
+                l ->
+                    l.measured()
+                        ? l.secondsPerSample() * batch
+                        : l.flopsPerSample() * (double) batch / profile.flopsPerSecond())
+            .sum();
+    // A resident step also runs the optimizer over every parameter on the device; offloaded, the
+    // host runs it layer by layer behind backward (not modelled).
+    double residentStep = compute + layers.stream().mapToDouble(LayerCost::updateSeconds).sum();
     long residentBytes = params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER) + activations;
     // Layers without weights (activations, pooling) have nothing to place.
     List<String> names =
@@ -107,8 +120,8 @@ public record PlacementPlan(
           0,
           compute,
           0,
-          compute,
-          compute,
+          residentStep,
+          residentStep,
           1);
     }
     long deviceWeightBytesPerParam = bf16Weights ? 2 : 4;
@@ -199,7 +212,7 @@ public record PlacementPlan(
         copied,
         compute + recompute,
         copy,
-        compute,
+        residentStep,
         streamedStep,
         Math.max(1, minBatch));
   }

@@ -46,6 +46,50 @@ class PlacementPlanTest {
     }
   }
 
+  /**
+   * Predictions come from the layers' times on the backend once measured, not from FLOPs: a layer
+   * that takes 2 ms per sample at batch 4 costs 8 ms, and a resident step adds the optimizer.
+   */
+  @Test
+  void measuredLayerTimesReplaceTheFlopsEstimate() {
+    List<LayerCost> timed = new java.util.ArrayList<>();
+    for (LayerCost c : threeLayers()) {
+      timed.add(
+          new LayerCost(
+              c.name(),
+              c.parameters(),
+              c.activationBytesFixed(),
+              c.activationBytesPerSample(),
+              c.outputBytesPerSample(),
+              c.flopsPerSample(),
+              2e-3,
+              1e-3));
+    }
+    PlacementPlan resident = PlacementPlan.plan(timed, 4, 1L << 40, 2, false, DEVICE);
+    assertEquals(3 * 4 * 2e-3, resident.computeSeconds(), 1e-12);
+    assertEquals(3 * 4 * 2e-3 + 3e-3, resident.residentStepSeconds(), 1e-12);
+    PlacementPlan flops = PlacementPlan.plan(threeLayers(), 4, 1L << 40, 2, false, DEVICE);
+    assertEquals(4 * (42L << 20) / 1e12, flops.computeSeconds(), 1e-12, "unmeasured: FLOPs/rate");
+  }
+
+  @Test
+  void timingALayerMeasuresItsStepAndItsUpdateOnTheBackend() {
+    String spec = "cnn:cb4-p-f8-3";
+    ImageShape shape = new ImageShape(8, 8, 1);
+    try (Backend b = new CpuBackend(1)) {
+      List<LayerCost> costs = LayerCost.measure(() -> ModelSpec.parse(spec, shape), b);
+      List<LayerCost> timed = LayerCost.timed(costs, () -> ModelSpec.parse(spec, shape), b, 16);
+      assertEquals(costs.size(), timed.size());
+      for (int i = 0; i < costs.size(); i++) {
+        LayerCost t = timed.get(i);
+        assertTrue(t.measured() && t.secondsPerSample() > 0, t.toString());
+        assertEquals(t.parameters() > 0, t.updateSeconds() > 0, t.toString());
+        assertEquals(costs.get(i).activationBytesPerSample(), t.activationBytesPerSample());
+      }
+      assertEquals(0, b.allocatedBytes(), "timing frees what it allocates");
+    }
+  }
+
   /** Three layers of 1, 4 and 2 M parameters, 1 MiB of activations per sample each. */
   private static List<LayerCost> threeLayers() {
     return List.of(
