@@ -182,7 +182,7 @@ public final class GpuBench {
     try (CudaBackend b = CudaBackend.open(spec)) {
       costs = LayerCost.measure(() -> ModelSpec.parse(model), b);
       profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
-      at64 = LayerCost.timed(costs, () -> ModelSpec.parse(model), b, 64);
+      at64 = LayerCost.timed(costs, () -> ModelSpec.parse(model), b, 64, threads);
     }
     long resident = PlacementPlan.plan(costs, 64, Long.MAX_VALUE, 2, false, profile).deviceBytes();
     long budget = (long) (resident / ratio);
@@ -202,7 +202,7 @@ public final class GpuBench {
     for (int batch : batches) {
       List<LayerCost> timed;
       try (CudaBackend b = CudaBackend.open(spec)) {
-        timed = LayerCost.timed(costs, () -> ModelSpec.parse(model), b, batch);
+        timed = LayerCost.timed(costs, () -> ModelSpec.parse(model), b, batch, threads);
       }
       PlacementPlan plan = PlacementPlan.plan(timed, batch, budget, 2, false, profile);
       TrainingSteps.Run res =

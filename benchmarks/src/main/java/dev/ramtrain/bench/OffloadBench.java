@@ -38,7 +38,7 @@ public final class OffloadBench {
     DeviceProfile profile;
     try (Backend b = new CpuBackend(threads)) {
       costs = LayerCost.measure(() -> ModelSpec.parse(spec), b);
-      costs = LayerCost.timed(costs, () -> ModelSpec.parse(spec), b, batch);
+      costs = LayerCost.timed(costs, () -> ModelSpec.parse(spec), b, batch, threads);
       profile = DeviceProfile.measure(b, "measured cpu backend", 1L << 40);
     }
     long residentBytes =

@@ -94,7 +94,7 @@ public final class PlanCommand implements Callable<Integer> {
       Supplier<List<Layer>> layers = () -> RunSpec.Model.parse("ramtrain.train.model", spec, shape);
       List<LayerCost> costs = LayerCost.measure(layers, backend);
       if (deviceName.equals("measured")) { // this machine: predict from what its backend takes
-        costs = LayerCost.timed(costs, layers, backend, batch);
+        costs = LayerCost.timed(costs, layers, backend, batch, offload.hostThreads());
       }
       PlacementPlan plan =
           PlacementPlan.plan(

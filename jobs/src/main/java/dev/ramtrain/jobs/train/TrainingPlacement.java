@@ -50,7 +50,8 @@ public final class TrainingPlacement {
     }
     DeviceProfile profile =
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
-    costs = LayerCost.timed(costs, model.layers(), backend, spec.batchSize());
+    costs =
+        LayerCost.timed(costs, model.layers(), backend, spec.batchSize(), offload.hostThreads());
     plan = plan(spec, costs, budget, profile);
     System.out.print(plan.render(model.spec(), profile, budget));
     long publishedBytes =

@@ -14,6 +14,14 @@ public interface Backend extends AutoCloseable {
 
   String name();
 
+  /**
+   * Whether the device's work runs on the host's own cores (the CPU backend): then host work, such
+   * as an offloaded run's optimizer step, competes with it instead of running beside it.
+   */
+  default boolean sharesHostCores() {
+    return false;
+  }
+
   // ---- memory, streams, events -------------------------------------------------------------
 
   DeviceBuffer allocate(String label, DType dtype, long count);

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.offload;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Conv2d;
 import dev.ramtrain.trainer.nn.Layer;
@@ -10,6 +11,7 @@ import dev.ramtrain.trainer.nn.Linear;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.nn.ResidualBlock;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
@@ -18,7 +20,8 @@ import java.util.function.Supplier;
  * What one top-level layer costs: its parameters, the device memory its activations take (a fixed
  * part and a part per sample; its output is part of that), its training FLOPs per sample (forward
  * and backward), and, once {@link #timed} on a backend, the seconds it really takes there: forward
- * and backward per sample, and a device AdamW step over its parameters (0 while not measured).
+ * and backward per sample, a device AdamW step over its parameters, and the part of a host AdamW
+ * step over them that an offloaded step cannot hide (0 while not measured).
  */
 public record LayerCost(
     String name,
@@ -28,7 +31,8 @@ public record LayerCost(
     long outputBytesPerSample,
     long flopsPerSample,
     double secondsPerSample,
-    double updateSeconds) {
+    double updateSeconds,
+    double exposedHostUpdateSeconds) {
 
   /** A layer's memory and FLOPs, its times not measured. */
   public LayerCost(
@@ -45,6 +49,7 @@ public record LayerCost(
         activationBytesPerSample,
         outputBytesPerSample,
         flopsPerSample,
+        0,
         0,
         0);
   }
@@ -109,14 +114,28 @@ public record LayerCost(
    * shapes, where FLOPs over a large GEMM's rate runs several times too fast.
    */
   public static List<LayerCost> timed(
-      List<LayerCost> costs, Supplier<List<Layer>> model, Backend backend, int batch) {
+      List<LayerCost> costs,
+      Supplier<List<Layer>> model,
+      Backend backend,
+      int batch,
+      int hostThreads) {
     List<Layer> layers = model.get();
     List<LayerCost> timed = new ArrayList<>();
     Stream s = backend.createStream("layer-timing");
+    // An offloaded step updates each layer on the host as its gradient lands, behind the rest of
+    // backward; the layer whose gradient lands last (the first with weights) has nothing left to
+    // hide behind. On the CPU backend the host update shares the cores with compute: all of it
+    // shows.
+    int lastToLand = 0;
+    while (lastToLand < costs.size() - 1 && costs.get(lastToLand).parameters == 0) {
+      lastToLand++;
+    }
     for (int i = 0; i < layers.size(); i++) {
       Layer layer = layers.get(i);
       LayerCost c = costs.get(i);
       double[] seconds = time(layer, backend, s, batch, i > 0);
+      double host = hostUpdateSeconds(backend, c.parameters, hostThreads);
+      boolean exposed = backend.sharesHostCores() || i == lastToLand;
       timed.add(
           new LayerCost(
               c.name,
@@ -126,9 +145,30 @@ public record LayerCost(
               c.outputBytesPerSample,
               c.flopsPerSample,
               Math.max(seconds[0] / batch, Double.MIN_NORMAL),
-              seconds[1]));
+              seconds[1],
+              exposed ? host : 0));
     }
     return timed;
+  }
+
+  /** Median seconds of a host AdamW step over {@code params} on {@code threads} host threads. */
+  private static double hostUpdateSeconds(Backend backend, long params, int threads) {
+    if (params == 0) {
+      return 0;
+    }
+    try (HostBuffer masters = backend.allocateHost("timing.masters", 4 * params);
+        HostBuffer grads = backend.allocateHost("timing.grads", 4 * params);
+        HostThreads pool = new HostThreads(threads);
+        HostAdamW adamw =
+            new HostAdamW(backend, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), pool)) {
+      double[] seconds = new double[4];
+      for (int it = 0; it < seconds.length; it++) {
+        long t0 = System.nanoTime();
+        adamw.beginStep(1e-9f).update(0, (int) params);
+        seconds[it] = (System.nanoTime() - t0) / 1e9;
+      }
+      return median(seconds);
+    }
   }
 
   /** Median forward+backward seconds of {@code layer} at {@code batch}, and of its AdamW step. */

@@ -15,11 +15,12 @@ import java.util.List;
  *
  * <p>Predictions: compute time is each layer's measured time on the backend ({@link
  * LayerCost#timed}), or FLOPs over the profile's rate for a layer not measured (a named device
- * profile); a resident step adds the device optimizer's measured time. Offloaded, every gradient
- * crosses back once a step and every resident layer's updated weights once in; a streamed layer's
- * weights cross twice (forward, and again for backward unless the ring still holds them). A
- * streamed step takes the longer of compute and copies plus the first copy, which nothing hides.
- * The host optimizer step is not modelled: it runs layer by layer behind backward.
+ * profile); a resident step adds the device optimizer's measured time, an offloaded one the host
+ * optimizer's time that nothing hides (all of it where the device is the host's own cores).
+ * Offloaded, every gradient crosses back once a step and every resident layer's updated weights
+ * once in; a streamed layer's weights cross twice (forward, and again for backward unless the ring
+ * still holds them). A streamed step takes the longer of compute and copies plus the first copy,
+ * which nothing hides.
  */
 public record PlacementPlan(
     Mode mode,
@@ -190,8 +191,9 @@ public record PlacementPlan(
     long firstCopy =
         streamed.isEmpty() ? 0 : streamed.get(0).parameters() * deviceWeightBytesPerParam;
     double recompute = checkpointing ? compute / 3 : 0; // one more forward pass
+    double hostUpdate = exposedHostUpdate(layers);
     double streamedStep =
-        Math.max(compute + recompute, copy) + firstCopy / profile.copyBytesPerSecond();
+        Math.max(compute + recompute, copy) + firstCopy / profile.copyBytesPerSecond() + hostUpdate;
     double computePerSample = (compute + recompute) / batch;
     int minBatch = computePerSample == 0 ? 1 : (int) Math.ceil(copy / computePerSample);
     long hostPinned =
@@ -215,6 +217,11 @@ public record PlacementPlan(
         residentStep,
         streamedStep,
         Math.max(1, minBatch));
+  }
+
+  /** The host optimizer's time an offloaded step cannot hide, as {@link LayerCost#timed} found. */
+  private static double exposedHostUpdate(List<LayerCost> layers) {
+    return layers.stream().mapToDouble(LayerCost::exposedHostUpdateSeconds).sum();
   }
 
   /**

@@ -63,11 +63,18 @@ class PlacementPlanTest {
               c.outputBytesPerSample(),
               c.flopsPerSample(),
               2e-3,
-              1e-3));
+              1e-3,
+              5e-4));
     }
     PlacementPlan resident = PlacementPlan.plan(timed, 4, 1L << 40, 2, false, DEVICE);
     assertEquals(3 * 4 * 2e-3, resident.computeSeconds(), 1e-12);
     assertEquals(3 * 4 * 2e-3 + 3e-3, resident.residentStepSeconds(), 1e-12);
+    PlacementPlan offloaded = PlacementPlan.plan(timed, 4, 1L << 40, 2, false, DEVICE, true);
+    assertEquals(
+        Math.max(3 * 4 * 2e-3, offloaded.copySeconds()) + 3 * 5e-4,
+        offloaded.streamedStepSeconds(),
+        1e-12,
+        "offloaded: compute or copies, and the host update nothing hides");
     PlacementPlan flops = PlacementPlan.plan(threeLayers(), 4, 1L << 40, 2, false, DEVICE);
     assertEquals(4 * (42L << 20) / 1e12, flops.computeSeconds(), 1e-12, "unmeasured: FLOPs/rate");
   }
@@ -78,12 +85,14 @@ class PlacementPlanTest {
     ImageShape shape = new ImageShape(8, 8, 1);
     try (Backend b = new CpuBackend(1)) {
       List<LayerCost> costs = LayerCost.measure(() -> ModelSpec.parse(spec, shape), b);
-      List<LayerCost> timed = LayerCost.timed(costs, () -> ModelSpec.parse(spec, shape), b, 16);
+      List<LayerCost> timed = LayerCost.timed(costs, () -> ModelSpec.parse(spec, shape), b, 16, 1);
       assertEquals(costs.size(), timed.size());
       for (int i = 0; i < costs.size(); i++) {
         LayerCost t = timed.get(i);
         assertTrue(t.measured() && t.secondsPerSample() > 0, t.toString());
         assertEquals(t.parameters() > 0, t.updateSeconds() > 0, t.toString());
+        // The CPU backend's compute and the host optimizer share the cores: all of it shows.
+        assertEquals(t.parameters() > 0, t.exposedHostUpdateSeconds() > 0, t.toString());
         assertEquals(costs.get(i).activationBytesPerSample(), t.activationBytesPerSample());
       }
       assertEquals(0, b.allocatedBytes(), "timing frees what it allocates");

@@ -70,6 +70,11 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
+  public boolean sharesHostCores() {
+    return true;
+  }
+
+  @Override
   public DeviceBuffer allocate(String label, DType dtype, long count) {
     if (count < 0) {
       throw new IllegalArgumentException(label + ": negative element count " + count);
