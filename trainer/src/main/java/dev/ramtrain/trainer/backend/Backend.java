@@ -91,10 +91,11 @@ public interface Backend extends AutoCloseable {
       int ldc);
 
   /**
-   * {@code count} F32 GEMMs as {@link #gemm}, the i-th on A, B and C offset by {@code i * stride}
-   * elements (as cublasSgemmStridedBatched): a stride of 0 shares that matrix across the batch.
-   * With {@code strideC == 0} the products are summed into the one C: {@code C = beta * C + alpha *
-   * Σ op(A_i) op(B_i)} (a convolution's weight gradient over the images of a batch).
+   * {@code count} GEMMs as {@link #gemm} (A and B F32 or BF16, C F32), the i-th on A, B and C
+   * offset by {@code i * stride} elements (as cublasSgemmStridedBatched): a stride of 0 shares that
+   * matrix across the batch. With {@code strideC == 0} the products are summed into the one C:
+   * {@code C = beta * C + alpha * Σ op(A_i) op(B_i)} (a convolution's weight gradient over the
+   * images of a batch).
    */
   void gemmStridedBatched(
       Stream stream,

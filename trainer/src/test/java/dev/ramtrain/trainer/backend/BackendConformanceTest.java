@@ -284,6 +284,66 @@ public abstract class BackendConformanceTest {
     }
   }
 
+  /** A convolution's GEMMs in bf16: operands rounded, products accumulated in fp32, both modes. */
+  @Test
+  void stridedBatchedGemmWithBf16Operands() {
+    Random rng = new Random(23);
+    int m = 6, n = 70, k = 40, count = 3;
+    float[] a = random(rng, m * k); // shared weights
+    float[] b = random(rng, count * k * n); // per-image columns
+    float[] ra = new float[a.length];
+    float[] rb = new float[b.length];
+    for (int i = 0; i < a.length; i++) {
+      ra[i] = Bf16.toFloat(Bf16.fromFloat(a[i]));
+    }
+    for (int i = 0; i < b.length; i++) {
+      rb[i] = Bf16.toFloat(Bf16.fromFloat(b[i]));
+    }
+    float[] expected = new float[count * m * n];
+    float[] expectedSum = new float[m * n];
+    for (int item = 0; item < count; item++) {
+      float[] bi = java.util.Arrays.copyOfRange(rb, item * k * n, (item + 1) * k * n);
+      float[] product =
+          gemmReference(false, false, m, n, k, 1f, ra, k, bi, n, 0f, new float[m * n], n);
+      System.arraycopy(product, 0, expected, item * m * n, m * n);
+      for (int i = 0; i < m * n; i++) {
+        expectedSum[i] += product[i];
+      }
+    }
+    try (DeviceBuffer fa = upload("a", a);
+        DeviceBuffer fb = upload("b", b);
+        DeviceBuffer ha = backend.allocate("a-bf16", DType.BF16, a.length);
+        DeviceBuffer hb = backend.allocate("b-bf16", DType.BF16, b.length);
+        DeviceBuffer c = backend.allocate("c", DType.F32, (long) count * m * n);
+        DeviceBuffer sum = backend.allocate("sum", DType.F32, (long) m * n)) {
+      backend.convert(stream, fa, ha);
+      backend.convert(stream, fb, hb);
+      backend.gemmStridedBatched(
+          stream,
+          false,
+          false,
+          m,
+          n,
+          k,
+          1f,
+          ha,
+          k,
+          0,
+          hb,
+          n,
+          (long) k * n,
+          0f,
+          c,
+          n,
+          (long) m * n,
+          count);
+      assertClose(expected, download(c), 1e-5, "bf16 per item");
+      backend.gemmStridedBatched(
+          stream, false, false, m, n, k, 1f, ha, k, 0, hb, n, (long) k * n, 0f, sum, n, 0, count);
+      assertClose(expectedSum, download(sum), 1e-5, "bf16 summed into one C");
+    }
+  }
+
   @Test
   void gemmOnViewsOfOneSlab() {
     // Parameters live in one slab; layers use views of it.

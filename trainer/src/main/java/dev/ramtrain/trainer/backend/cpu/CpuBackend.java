@@ -277,7 +277,18 @@ public final class CpuBackend implements Backend {
             ldc,
             strideC,
             count);
-    on(stream).enqueue(() -> g.run(ca.floatPointer(), cb.floatPointer(), cc.floatPointer()));
+    cc.requireType(DType.F32);
+    on(stream)
+        .enqueue(
+            () -> {
+              try (FloatPointer wideA = widened(ca);
+                  FloatPointer wideB = widened(cb)) {
+                g.run(
+                    wideA != null ? wideA : ca.floatPointer(),
+                    wideB != null ? wideB : cb.floatPointer(),
+                    cc.floatPointer());
+              }
+            });
   }
 
   @Override

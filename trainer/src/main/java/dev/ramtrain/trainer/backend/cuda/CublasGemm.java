@@ -138,6 +138,12 @@ final class CublasGemm implements GemmEngine {
     if (m == 0 || n == 0 || count == 0) {
       return;
     }
+    if (a.dtype() != DType.F32 || b.dtype() != DType.F32) { // bf16 batches: the own kernels
+      mixed.gemmStridedBatched(
+          stream, transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc,
+          strideC, count);
+      return;
+    }
     on(stream);
     if (strideC == 0 && count > 1) {
       // cuBLAS's batches may run concurrently: items summing into one C go one after another.

@@ -25,7 +25,7 @@ interface GemmEngine extends AutoCloseable {
       CudaBuffer c,
       int ldc);
 
-  /** F32 only; {@code strideC == 0} sums every item's product into the one C. */
+  /** {@code strideC == 0} sums every item's product into the one C. */
   void gemmStridedBatched(
       CudaStream stream,
       boolean transA,

@@ -77,7 +77,7 @@ final class KernelGemm implements GemmEngine {
       long strideC,
       int count) {
     launch(
-        Kernel.GEMM_F32_F32,
+        kernelFor(a.dtype(), b.dtype()),
         stream,
         transA,
         transB,
