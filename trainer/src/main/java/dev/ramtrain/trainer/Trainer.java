@@ -153,6 +153,9 @@ public final class Trainer implements AutoCloseable {
         double accuracy = (double) totals.correct / Math.max(1, totals.samples);
         long seen = totals.samples;
         int batchNumber = current.index() + 1;
+        if (seen == 0) {
+          continue; // the epoch's first loss is still on its way: nothing to show yet
+        }
         progress.update(
             () ->
                 progressText(

@@ -18,6 +18,7 @@ import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.HostSgd;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
@@ -176,19 +177,27 @@ class TrainerTest {
   /** Where the resumed runs keep their weights. */
   private enum Placement {
     RESIDENT,
-    OFFLOADED
+    OFFLOADED,
+    RESIDENT_BF16,
+    OFFLOADED_BF16
   }
 
   private static Learner learner(Placement placement, Backend b, Stream stream) {
-    if (placement == Placement.RESIDENT) {
+    Precision precision =
+        placement == Placement.RESIDENT_BF16 || placement == Placement.OFFLOADED_BF16
+            ? Precision.BF16
+            : Precision.FP32;
+    if (placement == Placement.RESIDENT || placement == Placement.RESIDENT_BF16) {
       Model model =
-          Model.build(RESUMED_MODEL, ModelSpec.parse(RESUMED_MODEL, SHAPE), b, stream, 32, 1);
+          Model.build(
+              RESUMED_MODEL, ModelSpec.parse(RESUMED_MODEL, SHAPE, precision), b, stream, 32, 1);
       Optimizer opt =
           new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
       return new ResidentLearner(b, model, opt, 1f);
     }
     return OffloadedLearner.build(
-        new ModelConfig(RESUMED_MODEL, () -> ModelSpec.parse(RESUMED_MODEL, SHAPE), 32, 1),
+        new ModelConfig(
+            RESUMED_MODEL, () -> ModelSpec.parse(RESUMED_MODEL, SHAPE, precision), 32, 1),
         new Streaming(Set.of("conv1", "fc2"), 1, false, true, false, 0),
         (masters, grads, threads) ->
             new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), threads),
@@ -379,5 +388,41 @@ class TrainerTest {
     var latest = dev.ramtrain.trainer.checkpoint.Checkpoints.loadLatest(run);
     assertEquals(1, latest.epochsDone());
     assertEquals(9, latest.globalStep());
+  }
+
+  /**
+   * bf16 precision trains the same model a little differently from fp32 (it is on), the same on the
+   * emulated GPU up to summation order, and offloaded exactly as resident.
+   */
+  @Test
+  void bf16PrecisionTrainsOnBothBackendsAndOffloaded() throws Exception {
+    float[] fp32 = run(tmp.resolve("fp32"), 0, 3, false, Placement.RESIDENT);
+    float[] bf16 = run(tmp.resolve("bf16"), 0, 3, false, Placement.RESIDENT_BF16);
+    double fromFp32 = largestDifference(fp32, bf16);
+    assertTrue(fromFp32 > 1e-4 && fromFp32 < 0.1, "bf16 vs fp32 weights: " + fromFp32);
+    float[] gpu =
+        run(
+            tmp.resolve("bf16-cuda"),
+            0,
+            3,
+            false,
+            Placement.RESIDENT_BF16,
+            cuda(BackendSpec.Gemm.KERNELS),
+            () -> {});
+    double fromCpu = largestDifference(bf16, gpu);
+    System.out.printf("bf16: cuda vs cpu %.2e, bf16 vs fp32 %.2e%n", fromCpu, fromFp32);
+    assertTrue(fromCpu < 1e-4, "bf16 on cuda vs cpu: " + fromCpu);
+    org.junit.jupiter.api.Assertions.assertArrayEquals(
+        bf16,
+        run(tmp.resolve("bf16-offloaded"), 0, 3, false, Placement.OFFLOADED_BF16),
+        "bf16 offloaded, bit for bit");
+  }
+
+  private static double largestDifference(float[] a, float[] b) {
+    double worst = 0;
+    for (int i = 0; i < a.length; i++) {
+      worst = Math.max(worst, Math.abs(a[i] - b[i]) / Math.max(1, Math.abs(a[i])));
+    }
+    return worst;
   }
 }

@@ -8,6 +8,7 @@ import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
@@ -57,7 +58,7 @@ public final class TrainSettings {
     ScheduleSpec schedule = schedule(c);
     return new RunSpec(
         data(c, seed),
-        new RunSpec.Model(c.string(P + "model"), seed),
+        new RunSpec.Model(c.string(P + "model"), seed, c.choice(P + "precision", Precision.class)),
         checked(P + "optimizer", () -> optimizer(c)),
         schedule,
         loop(c),

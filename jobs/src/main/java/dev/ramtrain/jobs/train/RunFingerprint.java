@@ -63,6 +63,12 @@ public final class RunFingerprint {
    * Fails (a usage error) if {@code c} was written by a run with other settings or data, unless
    * {@code anyway}, when the differences are only logged.
    */
+  /**
+   * Settings newer than some checkpoints, with the value that computes what those checkpoints' runs
+   * computed: a checkpoint without the key resumes under that value as unchanged.
+   */
+  private static final Map<String, String> ADDED_LATER = Map.of("ramtrain.train.precision", "fp32");
+
   public static void requireSameRun(
       Checkpoints.Loaded c, SortedMap<String, String> settings, String data, boolean anyway) {
     Object recorded = c.state().get(SETTINGS);
@@ -78,7 +84,7 @@ public final class RunFingerprint {
     for (String key : keys) {
       Object was = before.get(key);
       String now = settings.get(key);
-      String wasText = was == null ? null : String.valueOf(was);
+      String wasText = was == null ? ADDED_LATER.get(key) : String.valueOf(was);
       if (!java.util.Objects.equals(wasText, now)) {
         changes.add(
             key

@@ -8,6 +8,7 @@ import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
 import dev.ramtrain.trainer.optim.ScheduleSpec;
@@ -56,7 +57,8 @@ public record RunSpec(
   }
 
   /** The model spec ({@code ramtrain.train.model}) and the seed of its initial weights. */
-  public record Model(String spec, long seed) implements Serializable {
+  /** {@code precision}: the GEMM layers' arithmetic ({@code ramtrain.train.precision}). */
+  public record Model(String spec, long seed, Precision precision) implements Serializable {
     private static final String KEY = "ramtrain.train.model";
 
     /** The layers for images of {@code shape}, unbound; a bad spec is a usage error. */
@@ -67,7 +69,7 @@ public record RunSpec(
     /** What the trainer builds: this model for images of {@code shape}, up to {@code maxBatch}. */
     public ModelConfig config(ImageShape shape, int maxBatch) {
       layers(shape); // a bad spec fails here as a usage error, not later inside the trainer
-      return ModelConfig.of(spec, shape, maxBatch, seed);
+      return ModelConfig.of(spec, shape, maxBatch, seed, precision);
     }
 
     /**

@@ -176,6 +176,10 @@ class CommandFailuresTest {
         "ramtrain.train.optimizer",
         "0 <= beta < 1");
     assertOneLine(
+        train(tmp.resolve("fp16"), "--set", "ramtrain.train.precision=fp16"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.precision = 'fp16' is not allowed");
+    assertOneLine(
         train(tmp.resolve("cuda"), "--set", "ramtrain.train.backend=cuda"),
         Main.EXIT_USAGE,
         "backend cuda: no CUDA driver could be loaded");

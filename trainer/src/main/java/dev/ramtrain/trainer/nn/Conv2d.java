@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import java.util.List;
@@ -8,7 +9,8 @@ import java.util.List;
  * 2-D convolution on NCHW activations, weight [out, in, k, k] as PyTorch's nn.Conv2d. Forward is
  * im2col (per image, a [in·k·k, oh·ow] block) and a strided batch of per-image GEMMs writing the
  * NCHW output directly, then the bias; backward runs the same GEMMs transposed and col2im for the
- * input gradient.
+ * input gradient. With {@link Precision#BF16} the GEMMs take bf16 columns, weights and output
+ * gradients, and the output and input gradient are rounded to bf16.
  */
 public final class Conv2d extends BaseLayer {
   private final int in;
@@ -22,6 +24,7 @@ public final class Conv2d extends BaseLayer {
   private final int ow;
   private final int patch; // in * k * k
   private final boolean hasBias;
+  private final Precision precision;
   private DeviceBuffer weight;
   private DeviceBuffer bias;
   private DeviceBuffer weightGrad;
@@ -30,6 +33,12 @@ public final class Conv2d extends BaseLayer {
   private DeviceBuffer y;
   private DeviceBuffer dcols;
   private DeviceBuffer dx;
+  // bf16 only: the GEMMs' operands, which also serve as scratch for rounding their results.
+  private DeviceBuffer colsHalf; // the columns; after backward's dW, scratch for rounding dx
+  private DeviceBuffer weightHalf;
+  private DeviceBuffer dyHalf; // the output gradient; in forward, scratch for rounding y
+  private DeviceBuffer colsUsed; // the columns the last forward multiplied (for dW)
+  private DeviceBuffer weightUsed; // the weights the last forward multiplied (for dx)
 
   public Conv2d(String name, int in, int h, int w, int out, int k, int stride, int pad) {
     this(name, in, h, w, out, k, stride, pad, true);
@@ -38,6 +47,20 @@ public final class Conv2d extends BaseLayer {
   /** {@code bias} false for a convolution followed by batch norm, as ResNets have it. */
   public Conv2d(
       String name, int in, int h, int w, int out, int k, int stride, int pad, boolean bias) {
+    this(name, in, h, w, out, k, stride, pad, bias, Precision.FP32);
+  }
+
+  public Conv2d(
+      String name,
+      int in,
+      int h,
+      int w,
+      int out,
+      int k,
+      int stride,
+      int pad,
+      boolean bias,
+      Precision precision) {
     super(name);
     if (in < 1 || out < 1 || k < 1 || stride < 1 || pad < 0 || h + 2 * pad < k || w + 2 * pad < k) {
       throw new IllegalArgumentException(
@@ -68,6 +91,7 @@ public final class Conv2d extends BaseLayer {
     this.ow = (w + 2 * pad - k) / stride + 1;
     this.patch = in * k * k;
     this.hasBias = bias;
+    this.precision = precision;
   }
 
   public int outputHeight() {
@@ -114,13 +138,28 @@ public final class Conv2d extends BaseLayer {
     y = own("out", positions * out);
     dcols = own("dcols", positions * patch);
     dx = own("dx", (long) maxBatch * inputSize());
+    if (precision == Precision.BF16) {
+      // Also big enough to round dx through: a strided 1x1 convolution has fewer columns.
+      colsHalf = own("cols.bf16", DType.BF16, Math.max(positions * patch, dx.count()));
+      dyHalf = own("grad.bf16", DType.BF16, positions * out);
+      if (weight.dtype() != DType.BF16) {
+        weightHalf = own("weight.bf16", DType.BF16, weight.count());
+      }
+    }
   }
 
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     int hw = oh * ow;
-    backend.im2col(
-        s, x, batch, in, h, w, k, k, stride, pad, cols.view(0, (long) batch * patch * hw));
+    DeviceBuffer colsb = cols.view(0, (long) batch * patch * hw);
+    backend.im2col(s, x, batch, in, h, w, k, k, stride, pad, colsb);
+    if (precision == Precision.BF16) {
+      colsUsed = Precision.inBf16(backend, s, colsb, colsHalf);
+      weightUsed = Precision.inBf16(backend, s, weight, weightHalf);
+    } else {
+      colsUsed = cols;
+      weightUsed = weight;
+    }
     // y_i [out, hw] = W [out, patch] · cols_i [patch, hw] for every image i
     backend.gemmStridedBatched(
         s,
@@ -130,10 +169,10 @@ public final class Conv2d extends BaseLayer {
         hw,
         patch,
         1f,
-        weight,
+        weightUsed,
         patch,
         0,
-        cols,
+        colsUsed,
         hw,
         (long) patch * hw,
         0f,
@@ -145,12 +184,19 @@ public final class Conv2d extends BaseLayer {
     if (hasBias) {
       backend.addChannelBias(s, yb, bias, batch, out, hw);
     }
+    if (precision == Precision.BF16) {
+      Precision.round(backend, s, yb, dyHalf);
+    }
     return yb;
   }
 
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
     int hw = oh * ow;
+    if (hasBias) {
+      backend.sumChannels(s, dy, biasGrad, batch, out, hw);
+    }
+    DeviceBuffer g = precision == Precision.BF16 ? Precision.inBf16(backend, s, dy, dyHalf) : dy;
     // dW += Σ_i dy_i [out, hw] · cols_iᵀ
     backend.gemmStridedBatched(
         s,
@@ -160,10 +206,10 @@ public final class Conv2d extends BaseLayer {
         patch,
         hw,
         1f,
-        dy,
+        g,
         hw,
         (long) out * hw,
-        cols,
+        colsUsed,
         hw,
         (long) patch * hw,
         1f,
@@ -171,9 +217,6 @@ public final class Conv2d extends BaseLayer {
         patch,
         0,
         batch);
-    if (hasBias) {
-      backend.sumChannels(s, dy, biasGrad, batch, out, hw);
-    }
     if (!needInputGrad) {
       return null;
     }
@@ -186,10 +229,10 @@ public final class Conv2d extends BaseLayer {
         hw,
         out,
         1f,
-        weight,
+        weightUsed,
         patch,
         0,
-        dy,
+        g,
         hw,
         (long) out * hw,
         0f,
@@ -200,6 +243,9 @@ public final class Conv2d extends BaseLayer {
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
     backend.col2im(
         s, dcols.view(0, (long) batch * patch * hw), batch, in, h, w, k, k, stride, pad, dxb);
+    if (precision == Precision.BF16) {
+      Precision.round(backend, s, dxb, colsHalf); // the bf16 columns have served dW
+    }
     return dxb;
   }
 }

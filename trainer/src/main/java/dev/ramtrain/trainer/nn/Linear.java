@@ -1,13 +1,18 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import java.util.List;
 
-/** {@code y = x Wᵀ + b} with W stored [out, in], as PyTorch's nn.Linear. */
+/**
+ * {@code y = x Wᵀ + b} with W stored [out, in], as PyTorch's nn.Linear; with {@link
+ * Precision#BF16}, each GEMM's operands are bf16 and its result is rounded to bf16.
+ */
 public final class Linear extends BaseLayer {
   private final int in;
   private final int out;
+  private final Precision precision;
   private DeviceBuffer weight;
   private DeviceBuffer bias;
   private DeviceBuffer weightGrad;
@@ -15,8 +20,17 @@ public final class Linear extends BaseLayer {
   private DeviceBuffer y;
   private DeviceBuffer dx;
   private DeviceBuffer x; // the last forward's input, kept for backward
+  // bf16 only: the operands of the GEMMs, and what rounds their results.
+  private DeviceBuffer xHalf; // the input; after backward's dW, scratch for rounding dx
+  private DeviceBuffer weightHalf;
+  private DeviceBuffer dyHalf; // the output gradient; in forward, scratch for rounding y
+  private DeviceBuffer wh; // the weights the last forward multiplied with
 
   public Linear(String name, int in, int out) {
+    this(name, in, out, Precision.FP32);
+  }
+
+  public Linear(String name, int in, int out, Precision precision) {
     super(name);
     if (in < 1 || out < 1) {
       throw new IllegalArgumentException(
@@ -24,6 +38,7 @@ public final class Linear extends BaseLayer {
     }
     this.in = in;
     this.out = out;
+    this.precision = precision;
   }
 
   @Override
@@ -51,28 +66,48 @@ public final class Linear extends BaseLayer {
     biasGrad = params.grad(name + ".bias");
     y = own("out", (long) maxBatch * out);
     dx = own("dx", (long) maxBatch * in);
+    if (precision == Precision.BF16) {
+      xHalf = own("in.bf16", DType.BF16, (long) maxBatch * in);
+      dyHalf = own("grad.bf16", DType.BF16, (long) maxBatch * out);
+      if (weight.dtype() != DType.BF16) { // streamed bf16 weights are bf16 already
+        weightHalf = own("weight.bf16", DType.BF16, (long) out * in);
+      }
+    }
   }
 
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer input, int batch, boolean training) {
-    x = input;
     DeviceBuffer yb = y.view(0, (long) batch * out);
-    backend.gemm(s, false, true, batch, out, in, 1f, input, in, weight, in, 0f, yb, out);
+    if (precision == Precision.BF16) {
+      x = Precision.inBf16(backend, s, input, xHalf);
+      wh = Precision.inBf16(backend, s, weight, weightHalf);
+    } else {
+      x = input;
+      wh = weight;
+    }
+    // y [batch, out] = x [batch, in] · Wᵀ (W [out, in])
+    backend.gemm(s, false, true, batch, out, in, 1f, x, in, wh, in, 0f, yb, out);
     backend.addBias(s, yb, bias, batch, out);
+    if (precision == Precision.BF16) {
+      Precision.round(backend, s, yb, dyHalf);
+    }
     return yb;
   }
 
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
-    backend.gemm(
-        s, true, false, out, in, batch, 1f, dy, out, x, in, 1f, weightGrad, in); // dW += dyᵀ x
     backend.sumRows(s, dy, biasGrad, batch, out, 1f); // db += Σ dy
+    DeviceBuffer g = precision == Precision.BF16 ? Precision.inBf16(backend, s, dy, dyHalf) : dy;
+    backend.gemm(
+        s, true, false, out, in, batch, 1f, g, out, x, in, 1f, weightGrad, in); // dW += dyᵀ x
     if (!needInputGrad) {
       return null;
     }
     DeviceBuffer dxb = dx.view(0, (long) batch * in);
-    backend.gemm(
-        s, false, false, batch, in, out, 1f, dy, out, weight, in, 0f, dxb, in); // dx = dy W
+    backend.gemm(s, false, false, batch, in, out, 1f, g, out, wh, in, 0f, dxb, in); // dx = dy W
+    if (precision == Precision.BF16) {
+      Precision.round(backend, s, dxb, xHalf); // the bf16 input has served dW
+    }
     return dxb;
   }
 }

@@ -20,7 +20,13 @@ public record ModelConfig(String spec, Supplier<List<Layer>> layers, int maxBatc
 
   /** The model {@code spec} describes for images of {@code input}. */
   public static ModelConfig of(String spec, ImageShape input, int maxBatch, long seed) {
-    return new ModelConfig(spec, () -> ModelSpec.parse(spec, input), maxBatch, seed);
+    return of(spec, input, maxBatch, seed, Precision.FP32);
+  }
+
+  /** As above, its Linear and convolution layers computing in {@code precision}. */
+  public static ModelConfig of(
+      String spec, ImageShape input, int maxBatch, long seed, Precision precision) {
+    return new ModelConfig(spec, () -> ModelSpec.parse(spec, input, precision), maxBatch, seed);
   }
 
   /** Binds a fresh copy of the layers on the device: the resident model. */

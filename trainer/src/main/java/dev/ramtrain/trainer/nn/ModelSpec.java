@@ -39,23 +39,30 @@ public final class ModelSpec {
    * </ul>
    */
   public static List<Layer> parse(String spec, ImageShape shape) {
+    return parse(spec, shape, Precision.FP32);
+  }
+
+  /**
+   * As {@link #parse(String, ImageShape)}, its Linear and convolution layers in {@code precision}.
+   */
+  public static List<Layer> parse(String spec, ImageShape shape, Precision precision) {
     String[] kindAndArgs = spec.split(":", 2);
     String kind = kindAndArgs[0];
     if (kindAndArgs.length == 2 && kind.equals("mlp")) {
-      return mlp(spec, kindAndArgs[1]);
+      return mlp(spec, kindAndArgs[1], precision);
     }
     if (kindAndArgs.length == 2 && (kind.equals("cnn") || kind.equals("resnet"))) {
       if (shape == null) {
         throw new IllegalArgumentException(spec + ": a " + kind + " needs the input image shape");
       }
       return kind.equals("cnn")
-          ? cnn(spec, kindAndArgs[1], shape)
-          : resnet(spec, kindAndArgs[1], shape);
+          ? cnn(spec, kindAndArgs[1], shape, precision)
+          : resnet(spec, kindAndArgs[1], shape, precision);
     }
     throw new IllegalArgumentException("unknown model spec '" + spec + "'; known: " + KNOWN);
   }
 
-  private static List<Layer> cnn(String spec, String body, ImageShape shape) {
+  private static List<Layer> cnn(String spec, String body, ImageShape shape, Precision precision) {
     String[] tokens = body.split("-");
     List<Layer> layers = new ArrayList<>();
     int c = shape.channels();
@@ -73,7 +80,7 @@ public final class ModelSpec {
         boolean norm = t.startsWith("cb");
         int out = number(spec, t.substring(norm ? 2 : 1));
         String name = "conv" + ++convs;
-        Conv2d conv = new Conv2d(name, c, h, w, out, 3, 1, 1, !norm);
+        Conv2d conv = new Conv2d(name, c, h, w, out, 3, 1, 1, !norm, precision);
         layers.add(conv);
         h = conv.outputHeight();
         w = conv.outputWidth();
@@ -106,7 +113,7 @@ public final class ModelSpec {
       } else if (t.startsWith("f") || last) {
         int in = flat < 0 ? c * h * w : flat;
         int out = number(spec, t.startsWith("f") ? t.substring(1) : t);
-        layers.add(new Linear("fc" + ++fcs, in, out));
+        layers.add(new Linear("fc" + ++fcs, in, out, precision));
         if (!last) {
           layers.add(new Activation("fc" + fcs + ".relu", Activation.Kind.RELU, out));
         }
@@ -122,7 +129,8 @@ public final class ModelSpec {
     return layers;
   }
 
-  private static List<Layer> resnet(String spec, String body, ImageShape shape) {
+  private static List<Layer> resnet(
+      String spec, String body, ImageShape shape, Precision precision) {
     String[] parts = body.split("-");
     if (parts.length < 2 || parts.length > 3) {
       throw new IllegalArgumentException(spec + ": expected resnet:DEPTH[-WIDTH]-CLASSES");
@@ -137,7 +145,17 @@ public final class ModelSpec {
     int blocks = (depth - 2) / 6;
     List<Layer> layers = new ArrayList<>();
     Conv2d stem =
-        new Conv2d("conv1", shape.channels(), shape.height(), shape.width(), width, 3, 1, 1, false);
+        new Conv2d(
+            "conv1",
+            shape.channels(),
+            shape.height(),
+            shape.width(),
+            width,
+            3,
+            1,
+            1,
+            false,
+            precision);
     int c = width;
     int h = stem.outputHeight();
     int w = stem.outputWidth();
@@ -149,7 +167,7 @@ public final class ModelSpec {
       for (int b = 0; b < blocks; b++) {
         int stride = stage > 1 && b == 0 ? 2 : 1;
         String name = "layer" + stage + "." + b;
-        Conv2d conv1 = new Conv2d(name + ".conv1", c, h, w, out, 3, stride, 1, false);
+        Conv2d conv1 = new Conv2d(name + ".conv1", c, h, w, out, 3, stride, 1, false, precision);
         int oh = conv1.outputHeight();
         int ow = conv1.outputWidth();
         List<Layer> main =
@@ -157,13 +175,13 @@ public final class ModelSpec {
                 conv1,
                 new BatchNorm2d(name + ".bn1", out, oh, ow),
                 new Activation(name + ".relu1", Activation.Kind.RELU, conv1.outputSize()),
-                new Conv2d(name + ".conv2", out, oh, ow, out, 3, 1, 1, false),
+                new Conv2d(name + ".conv2", out, oh, ow, out, 3, 1, 1, false, precision),
                 new BatchNorm2d(name + ".bn2", out, oh, ow));
         List<Layer> shortcut = List.of();
         if (stride != 1 || out != c) {
           shortcut =
               List.of(
-                  new Conv2d(name + ".downsample.0", c, h, w, out, 1, stride, 0, false),
+                  new Conv2d(name + ".downsample.0", c, h, w, out, 1, stride, 0, false, precision),
                   new BatchNorm2d(name + ".downsample.1", out, oh, ow));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
@@ -173,7 +191,7 @@ public final class ModelSpec {
       }
     }
     layers.add(new GlobalAvgPool("avgpool", c, h, w));
-    layers.add(new Linear("fc", c, classes));
+    layers.add(new Linear("fc", c, classes, precision));
     return layers;
   }
 
@@ -189,7 +207,7 @@ public final class ModelSpec {
     }
   }
 
-  private static List<Layer> mlp(String spec, String sizes) {
+  private static List<Layer> mlp(String spec, String sizes, Precision precision) {
     String[] parts = sizes.split("-");
     if (parts.length < 2) {
       throw new IllegalArgumentException(spec + ": an MLP needs at least input and output sizes");
@@ -204,7 +222,7 @@ public final class ModelSpec {
     }
     List<Layer> layers = new ArrayList<>();
     for (int i = 0; i + 1 < widths.length; i++) {
-      layers.add(new Linear("fc" + (i + 1), widths[i], widths[i + 1]));
+      layers.add(new Linear("fc" + (i + 1), widths[i], widths[i + 1], precision));
       if (i + 2 < widths.length) {
         layers.add(new Activation("relu" + (i + 1), Activation.Kind.RELU, widths[i + 1]));
       }
