@@ -20,7 +20,7 @@ final class CudaEvent implements Event {
   private final CudaContext context;
   private final Consumer<CudaEvent> onClose;
   private final CUevent handle = new CUevent();
-  private boolean recorded;
+  private volatile boolean recorded; // set by the recording thread, read by the timing one
   private boolean closed;
 
   CudaEvent(String label, CudaContext context, Consumer<CudaEvent> onClose) {
