@@ -87,6 +87,12 @@ public final class CudaBackend implements Backend {
     }
     this.kernels = loaded;
     this.gemm = engine;
+    try {
+      OwnGemmCheck.verify(this, new KernelGemm(loaded), setup, device.describe());
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
   }
 
   private GemmEngine chooseGemm(BackendSpec.Gemm choice, CudaKernels loaded) {

@@ -12,7 +12,12 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Faults a GPU can have, injected by the emulated driver: each surfaces as an error that says what
@@ -107,12 +112,15 @@ class CudaFaultsTest {
   }
 
   @Test
-  void aLostDeviceFailsTheNextLaunchNamingItAndTheBackendStillCloses() {
-    try (Backend b = EmulatorFaults.open(SPEC, "lose-device-after=2")) {
+  void aLostDeviceFailsTheNextLaunchNamingItAndTheBackendStillCloses(@TempDir Path tmp) {
+    Path unplugged = tmp.resolve("unplugged");
+    try (Backend b = EmulatorFaults.open(SPEC, "lose-device-when=" + unplugged)) {
       Stream s = b.createStream("compute");
       try (DeviceBuffer x = b.allocate("x", DType.F32, 100)) {
         b.fill(s, x, 1f);
         b.relu(s, x, x);
+        s.synchronize();
+        Files.writeString(unplugged, "gone");
         var e = assertThrows(BackendException.class, () -> b.gelu(s, x, x));
         assertTrue(
             e.getMessage()
@@ -122,6 +130,8 @@ class CudaFaultsTest {
             e.getMessage());
         assertThrows(BackendException.class, s::synchronize);
       }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 }
