@@ -39,9 +39,7 @@ final class OpenCvDecoder implements ImageDecoder {
     Mat image;
     try (BytePointer data = new BytePointer(bytes);
         Mat encoded = new Mat(1, bytes.length, CV_8UC1, data)) {
-      image =
-          imdecode(
-              encoded, flags | IMREAD_IGNORE_ORIENTATION | (channels == 3 ? IMREAD_COLOR_RGB : 0));
+      image = imdecode(encoded, flags | IMREAD_IGNORE_ORIENTATION);
     }
     if (image == null || image.empty()) {
       if (image != null) {
@@ -53,13 +51,27 @@ final class OpenCvDecoder implements ImageDecoder {
     return image;
   }
 
+  /**
+   * The imdecode mode: grey or RGB, decoded at 1/{@code reduce} in the DCT. OpenCV 4.13 refuses
+   * IMREAD_COLOR_RGB combined with IMREAD_COLOR or a REDUCED_COLOR mode (cv::calcType), so RGB
+   * takes the reduction's bits alone (REDUCED_COLOR_n without its COLOR bit).
+   */
   private static int flags(int channels, int reduce) {
-    boolean grey = channels == 1;
-    return switch (reduce) {
-      case 2 -> grey ? IMREAD_REDUCED_GRAYSCALE_2 : IMREAD_REDUCED_COLOR_2;
-      case 4 -> grey ? IMREAD_REDUCED_GRAYSCALE_4 : IMREAD_REDUCED_COLOR_4;
-      case 8 -> grey ? IMREAD_REDUCED_GRAYSCALE_8 : IMREAD_REDUCED_COLOR_8;
-      default -> grey ? IMREAD_GRAYSCALE : IMREAD_COLOR;
-    };
+    if (channels == 1) {
+      return switch (reduce) {
+        case 2 -> IMREAD_REDUCED_GRAYSCALE_2;
+        case 4 -> IMREAD_REDUCED_GRAYSCALE_4;
+        case 8 -> IMREAD_REDUCED_GRAYSCALE_8;
+        default -> IMREAD_GRAYSCALE;
+      };
+    }
+    int reduction =
+        switch (reduce) {
+          case 2 -> IMREAD_REDUCED_COLOR_2;
+          case 4 -> IMREAD_REDUCED_COLOR_4;
+          case 8 -> IMREAD_REDUCED_COLOR_8;
+          default -> IMREAD_COLOR;
+        };
+    return IMREAD_COLOR_RGB | (reduction & ~IMREAD_COLOR);
   }
 }
