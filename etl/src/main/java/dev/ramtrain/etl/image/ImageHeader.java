@@ -11,7 +11,9 @@ public record ImageHeader(Format format, int width, int height) {
     JPEG,
     PNG,
     BMP,
-    GIF
+    GIF,
+    WEBP,
+    TIFF
   }
 
   public long pixels() {
@@ -32,14 +34,13 @@ public record ImageHeader(Format format, int width, int height) {
       header = gif(b);
     } else if (startsWith(b, 'B', 'M')) {
       header = bmp(b);
-    } else if (startsWith(b, 'R', 'I', 'F', 'F')
-        || startsWith(b, 'I', 'I', 42, 0)
-        || startsWith(b, 'M', 'M', 0, 42)) {
-      throw new RejectedImageException(
-          RejectReason.UNSUPPORTED_FORMAT, "WebP/TIFF images are not supported");
+    } else if (startsWith(b, 'R', 'I', 'F', 'F') && hasAt(b, 8, 'W', 'E', 'B', 'P')) {
+      header = webp(b);
+    } else if (startsWith(b, 'I', 'I', 42, 0) || startsWith(b, 'M', 'M', 0, 42)) {
+      header = tiff(b);
     } else {
       throw new RejectedImageException(
-          RejectReason.NOT_AN_IMAGE, "not a JPEG, PNG, BMP or GIF file");
+          RejectReason.NOT_AN_IMAGE, "not a JPEG, PNG, BMP, GIF, WebP or TIFF file");
     }
     if (header.width <= 0 || header.height <= 0) {
       throw new RejectedImageException(
@@ -124,6 +125,129 @@ public record ImageHeader(Format format, int width, int height) {
           RejectReason.TRUNCATED, "BMP declares " + declared + " bytes but has " + b.length);
     }
     return new ImageHeader(Format.BMP, (int) u32le(b, 18), Math.abs((int) u32le(b, 22)));
+  }
+
+  /**
+   * WebP: a RIFF container whose declared size must fit the file, then a lossy (VP8), lossless
+   * (VP8L) or extended (VP8X, the canvas size) first chunk.
+   */
+  private static ImageHeader webp(byte[] b) throws RejectedImageException {
+    if (b.length < 30) {
+      throw new RejectedImageException(RejectReason.TRUNCATED, "WebP ends inside its header");
+    }
+    long declared = u32le(b, 4) + 8;
+    if (declared > b.length) {
+      throw new RejectedImageException(
+          RejectReason.TRUNCATED, "WebP declares " + declared + " bytes but has " + b.length);
+    }
+    if (hasAt(b, 12, 'V', 'P', '8', ' ')) {
+      if (!hasAt(b, 23, 0x9D, 0x01, 0x2A)) {
+        throw new RejectedImageException(RejectReason.CORRUPT, "WebP VP8 frame has no start code");
+      }
+      return new ImageHeader(Format.WEBP, u16le(b, 26) & 0x3FFF, u16le(b, 28) & 0x3FFF);
+    }
+    if (hasAt(b, 12, 'V', 'P', '8', 'L')) {
+      if ((b[20] & 0xFF) != 0x2F) {
+        throw new RejectedImageException(RejectReason.CORRUPT, "WebP VP8L has no signature");
+      }
+      long bits = u32le(b, 21);
+      return new ImageHeader(
+          Format.WEBP, (int) (bits & 0x3FFF) + 1, (int) ((bits >>> 14) & 0x3FFF) + 1);
+    }
+    if (hasAt(b, 12, 'V', 'P', '8', 'X')) {
+      return new ImageHeader(Format.WEBP, u24le(b, 24) + 1, u24le(b, 27) + 1);
+    }
+    throw new RejectedImageException(RejectReason.CORRUPT, "WebP has no VP8, VP8L or VP8X chunk");
+  }
+
+  private static final int TIFF_WIDTH = 256;
+  private static final int TIFF_HEIGHT = 257;
+  private static final int TIFF_STRIP_OFFSETS = 273;
+  private static final int TIFF_STRIP_BYTES = 279;
+  private static final int TIFF_TILE_OFFSETS = 324;
+  private static final int TIFF_TILE_BYTES = 325;
+
+  /**
+   * TIFF (either byte order): the first image's size from its IFD; the image data its strips or
+   * tiles point at must lie inside the file, else it was truncated.
+   */
+  private static ImageHeader tiff(byte[] b) throws RejectedImageException {
+    boolean little = b[0] == 'I';
+    if (b.length < 8) {
+      throw new RejectedImageException(RejectReason.TRUNCATED, "TIFF ends inside its header");
+    }
+    long ifd = u32(b, 4, little);
+    if (ifd < 8 || ifd + 2 > b.length) {
+      throw new RejectedImageException(RejectReason.TRUNCATED, "TIFF directory lies past the end");
+    }
+    int entries = u16(b, (int) ifd, little);
+    if (ifd + 2 + 12L * entries > b.length) {
+      throw new RejectedImageException(RejectReason.TRUNCATED, "TIFF directory runs past the end");
+    }
+    long width = 0;
+    long height = 0;
+    long[] offsets = null;
+    long[] counts = null;
+    for (int e = 0; e < entries; e++) {
+      int at = (int) ifd + 2 + 12 * e;
+      int tag = u16(b, at, little);
+      if (tag == TIFF_WIDTH) {
+        width = tiffValues(b, at, little)[0];
+      } else if (tag == TIFF_HEIGHT) {
+        height = tiffValues(b, at, little)[0];
+      } else if (tag == TIFF_STRIP_OFFSETS || tag == TIFF_TILE_OFFSETS) {
+        offsets = tiffValues(b, at, little);
+      } else if (tag == TIFF_STRIP_BYTES || tag == TIFF_TILE_BYTES) {
+        counts = tiffValues(b, at, little);
+      }
+    }
+    if (offsets == null || counts == null || offsets.length != counts.length) {
+      throw new RejectedImageException(RejectReason.CORRUPT, "TIFF has no image data pointers");
+    }
+    for (int i = 0; i < offsets.length; i++) {
+      if (offsets[i] + counts[i] > b.length) {
+        throw new RejectedImageException(
+            RejectReason.TRUNCATED,
+            "TIFF image data ends at byte " + (offsets[i] + counts[i]) + " of " + b.length);
+      }
+    }
+    return new ImageHeader(
+        Format.TIFF,
+        (int) Math.min(width, Integer.MAX_VALUE),
+        (int) Math.min(height, Integer.MAX_VALUE));
+  }
+
+  /** The SHORT or LONG values of the IFD entry at {@code at}: inline, or at an offset. */
+  private static long[] tiffValues(byte[] b, int at, boolean little) throws RejectedImageException {
+    int type = u16(b, at + 2, little);
+    long count = u32(b, at + 4, little);
+    int size = type == 3 ? 2 : type == 4 ? 4 : 0;
+    if (size == 0 || count < 1 || count > 1 << 20) {
+      throw new RejectedImageException(
+          RejectReason.CORRUPT, "TIFF tag " + u16(b, at, little) + " has type " + type);
+    }
+    long start = size * count <= 4 ? at + 8 : u32(b, at + 8, little);
+    if (start + size * count > b.length) {
+      throw new RejectedImageException(RejectReason.TRUNCATED, "TIFF tag values lie past the end");
+    }
+    long[] values = new long[(int) count];
+    for (int i = 0; i < count; i++) {
+      int p = (int) (start + (long) size * i);
+      values[i] = size == 2 ? u16(b, p, little) : u32(b, p, little);
+    }
+    return values;
+  }
+
+  private static int u16(byte[] b, int i, boolean little) {
+    return little ? u16le(b, i) : u16be(b, i);
+  }
+
+  private static long u32(byte[] b, int i, boolean little) {
+    return little ? u32le(b, i) : u32be(b, i);
+  }
+
+  private static int u24le(byte[] b, int i) {
+    return u16le(b, i) | ((b[i + 2] & 0xFF) << 16);
   }
 
   private static boolean startsWith(byte[] b, int... prefix) {

@@ -22,7 +22,7 @@ import org.apache.spark.sql.SparkSession;
  * ImageFolder does, read with Spark's {@code binaryFile} source. Keys are paths relative to root.
  */
 public final class ImageFolderSource implements ImageSource {
-  static final String IMAGE_EXTENSIONS = "(?i).*\\.(jpe?g|png|bmp|gif)$";
+  static final String IMAGE_EXTENSIONS = "(?i).*\\.(jpe?g|png|bmp|gif|webp|tiff?)$";
 
   private static final int FILES_PER_READ_TASK = 2000;
 

@@ -1,11 +1,21 @@
 package dev.ramtrain.etl.image;
 
+import static org.bytedeco.opencv.global.opencv_core.CV_8UC3;
+import static org.bytedeco.opencv.global.opencv_core.CV_8UC4;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.IMWRITE_WEBP_QUALITY;
+import static org.bytedeco.opencv.global.opencv_imgcodecs.imencode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.IntPointer;
+import org.bytedeco.javacpp.indexer.UByteIndexer;
+import org.bytedeco.opencv.opencv_core.Mat;
 import org.junit.jupiter.api.Test;
 
 class ImageHeaderTest {
@@ -19,7 +29,7 @@ class ImageHeaderTest {
   @Test
   void readsSizeOfEveryFormatWithoutDecoding() throws Exception {
     var image = Encoded.rgb(37, 23, (x, y) -> x * 1000 + y);
-    for (String format : new String[] {"jpeg", "png", "bmp", "gif"}) {
+    for (String format : new String[] {"jpeg", "png", "bmp", "gif", "tiff"}) {
       ImageHeader h = ImageHeader.probe(Encoded.encode(image, format), LIMIT);
       assertEquals(37, h.width(), format);
       assertEquals(23, h.height(), format);
@@ -38,8 +48,7 @@ class ImageHeaderTest {
     assertEquals(RejectReason.TRUNCATED, reason(Arrays.copyOf(jpeg, jpeg.length / 2)));
     assertEquals(RejectReason.TRUNCATED, reason(Arrays.copyOf(png, png.length - 20)));
     assertEquals(
-        RejectReason.UNSUPPORTED_FORMAT,
-        reason("RIFF\0\0\0\0WEBPVP8 ".getBytes(StandardCharsets.US_ASCII)));
+        RejectReason.TRUNCATED, reason("RIFF\0\0\0\0WEBPVP8 ".getBytes(StandardCharsets.US_ASCII)));
     // SOI, a comment segment, EOI: a JPEG with no frame header.
     assertEquals(
         RejectReason.CORRUPT,
@@ -71,6 +80,74 @@ class ImageHeaderTest {
     b.put(new byte[] {8, 2, 0, 0, 0}).putInt(0);
     b.putInt(0).put("IDAT".getBytes(StandardCharsets.US_ASCII)).putInt(0);
     b.putInt(0).put("IEND".getBytes(StandardCharsets.US_ASCII)).putInt(0);
+    var e = assertThrows(RejectedImageException.class, () -> ImageHeader.probe(b.array(), LIMIT));
+    assertEquals(RejectReason.TOO_LARGE, e.reason());
+  }
+
+  /** A 37x23 BGR test card, encoded by OpenCV (which writes WebP, and little-endian TIFF). */
+  private static byte[] openCv(String extension, int channels, int... params) {
+    try (Mat image = new Mat(23, 37, channels == 4 ? CV_8UC4 : CV_8UC3);
+        BytePointer out = new BytePointer();
+        IntPointer options = new IntPointer(params)) {
+      UByteIndexer px = image.createIndexer();
+      for (int y = 0; y < 23; y++) {
+        for (int x = 0; x < 37; x++) {
+          for (int c = 0; c < channels; c++) {
+            px.put(y, x, c, (x * 7 + y * 11 + c * 60) & 0xFF);
+          }
+        }
+      }
+      imencode(extension, image, out, options);
+      byte[] bytes = new byte[(int) out.limit()];
+      out.get(bytes);
+      return bytes;
+    }
+  }
+
+  @Test
+  void webpAndTiffAreReadCheckedAndDecoded() throws Exception {
+    byte[] lossy = openCv(".webp", 3, IMWRITE_WEBP_QUALITY, 80);
+    byte[] lossless = openCv(".webp", 3, IMWRITE_WEBP_QUALITY, 101);
+    byte[] alpha = openCv(".webp", 4, IMWRITE_WEBP_QUALITY, 80);
+    byte[] tiff = openCv(".tiff", 3);
+    String[] chunks = {"VP8 ", "VP8L", "VP8X"};
+    byte[][] webps = {lossy, lossless, alpha};
+    for (int i = 0; i < webps.length; i++) {
+      assertEquals(chunks[i], new String(webps[i], 12, 4, StandardCharsets.US_ASCII));
+      ImageHeader h = ImageHeader.probe(webps[i], LIMIT);
+      assertEquals(
+          List.of(ImageHeader.Format.WEBP, 37, 23),
+          List.of(h.format(), h.width(), h.height()),
+          chunks[i]);
+      assertEquals(RejectReason.TRUNCATED, reason(Arrays.copyOf(webps[i], webps[i].length - 9)));
+    }
+    assertEquals('I', tiff[0]);
+    ImageHeader t = ImageHeader.probe(tiff, LIMIT);
+    assertEquals(
+        List.of(ImageHeader.Format.TIFF, 37, 23), List.of(t.format(), t.width(), t.height()));
+    assertEquals(RejectReason.TRUNCATED, reason(Arrays.copyOf(tiff, tiff.length / 2)));
+    // Lossless WebP and TIFF decode to the exact pixels, as RGB.
+    for (byte[] exact : new byte[][] {lossless, tiff}) {
+      try (Mat rgb = new OpenCvDecoder(null).decode(exact, ImageHeader.probe(exact, LIMIT), 3, 1)) {
+        UByteIndexer px = rgb.createIndexer();
+        assertEquals((10 * 7 + 5 * 11 + 2 * 60) & 0xFF, px.get(5, 10, 0), "R is the card's third");
+        assertEquals((10 * 7 + 5 * 11) & 0xFF, px.get(5, 10, 2), "B is the card's first");
+      }
+    }
+  }
+
+  @Test
+  void aWebpBombIsRejectedFromItsHeader() {
+    // VP8X claiming a 20000 x 20000 canvas, and nothing else.
+    ByteBuffer b = ByteBuffer.allocate(30).order(ByteOrder.LITTLE_ENDIAN);
+    b.put("RIFF".getBytes(StandardCharsets.US_ASCII)).putInt(22);
+    b.put("WEBPVP8X".getBytes(StandardCharsets.US_ASCII)).putInt(10).putInt(0);
+    b.put((byte) 0x1F)
+        .put((byte) 0x4E)
+        .put((byte) 0)
+        .put((byte) 0x1F)
+        .put((byte) 0x4E)
+        .put((byte) 0);
     var e = assertThrows(RejectedImageException.class, () -> ImageHeader.probe(b.array(), LIMIT));
     assertEquals(RejectReason.TOO_LARGE, e.reason());
   }
