@@ -1,9 +1,6 @@
 package dev.ramtrain.etl.image;
 
-import static org.bytedeco.opencv.global.opencv_core.CV_8UC3;
-import static org.bytedeco.opencv.global.opencv_core.CV_8UC4;
 import static org.bytedeco.opencv.global.opencv_imgcodecs.IMWRITE_WEBP_QUALITY;
-import static org.bytedeco.opencv.global.opencv_imgcodecs.imencode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -12,8 +9,6 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
-import org.bytedeco.javacpp.BytePointer;
-import org.bytedeco.javacpp.IntPointer;
 import org.bytedeco.javacpp.indexer.UByteIndexer;
 import org.bytedeco.opencv.opencv_core.Mat;
 import org.junit.jupiter.api.Test;
@@ -84,32 +79,12 @@ class ImageHeaderTest {
     assertEquals(RejectReason.TOO_LARGE, e.reason());
   }
 
-  /** A 37x23 BGR test card, encoded by OpenCV (which writes WebP, and little-endian TIFF). */
-  private static byte[] openCv(String extension, int channels, int... params) {
-    try (Mat image = new Mat(23, 37, channels == 4 ? CV_8UC4 : CV_8UC3);
-        BytePointer out = new BytePointer();
-        IntPointer options = new IntPointer(params)) {
-      UByteIndexer px = image.createIndexer();
-      for (int y = 0; y < 23; y++) {
-        for (int x = 0; x < 37; x++) {
-          for (int c = 0; c < channels; c++) {
-            px.put(y, x, c, (x * 7 + y * 11 + c * 60) & 0xFF);
-          }
-        }
-      }
-      imencode(extension, image, out, options);
-      byte[] bytes = new byte[(int) out.limit()];
-      out.get(bytes);
-      return bytes;
-    }
-  }
-
   @Test
   void webpAndTiffAreReadCheckedAndDecoded() throws Exception {
-    byte[] lossy = openCv(".webp", 3, IMWRITE_WEBP_QUALITY, 80);
-    byte[] lossless = openCv(".webp", 3, IMWRITE_WEBP_QUALITY, 101);
-    byte[] alpha = openCv(".webp", 4, IMWRITE_WEBP_QUALITY, 80);
-    byte[] tiff = openCv(".tiff", 3);
+    byte[] lossy = Encoded.openCv(".webp", 3, IMWRITE_WEBP_QUALITY, 80);
+    byte[] lossless = Encoded.openCv(".webp", 3, IMWRITE_WEBP_QUALITY, 101);
+    byte[] alpha = Encoded.openCv(".webp", 4, IMWRITE_WEBP_QUALITY, 80);
+    byte[] tiff = Encoded.openCv(".tiff", 3);
     String[] chunks = {"VP8 ", "VP8L", "VP8X"};
     byte[][] webps = {lossy, lossless, alpha};
     for (int i = 0; i < webps.length; i++) {
