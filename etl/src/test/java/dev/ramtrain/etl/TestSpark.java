@@ -16,6 +16,7 @@ public final class TestSpark {
               .appName("ramtrain-tests")
               .config("spark.ui.enabled", "false")
               .config("spark.sql.shuffle.partitions", "4")
+              .config("spark.executor.heartbeatInterval", "500ms") // as fast as progress tests need
               .getOrCreate();
     }
     return session;

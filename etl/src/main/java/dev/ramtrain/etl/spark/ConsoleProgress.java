@@ -2,11 +2,23 @@ package dev.ramtrain.etl.spark;
 
 import dev.ramtrain.format.console.ProgressLine;
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.AccumulableInfo;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorMetricsUpdate;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.util.LongAccumulator;
+import scala.Tuple4;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The preprocessing job's progress line (files/s, MB/s, ETA), polled from accumulators that tasks
- * add to. Accumulators reach the driver as tasks finish, so the line moves shard by shard.
+ * The preprocessing job's progress line (files/s, MB/s, ETA), from the accumulators tasks add to
+ * per file. A driver-side accumulator takes a task's count only when the task ends; running tasks'
+ * counts arrive with each executor heartbeat (spark.executor.heartbeatInterval), so the line adds
+ * the latest of those for the tasks still running and moves with the files, not with the shards.
  */
 final class ConsoleProgress implements AutoCloseable {
   private final String label;
@@ -16,26 +28,69 @@ final class ConsoleProgress implements AutoCloseable {
   private final long startNanos = System.nanoTime();
   private final ProgressLine line = new ProgressLine();
   private final Thread thread;
-  private volatile boolean running = true;
+  private final SparkContext spark;
+  private final RunningTasks running = new RunningTasks();
+  private volatile boolean active = true;
 
-  private ConsoleProgress(String label, long total, LongAccumulator files, LongAccumulator bytes) {
+  private ConsoleProgress(
+      String label, long total, LongAccumulator files, LongAccumulator bytes, SparkContext spark) {
     this.label = label;
     this.total = total;
     this.files = files;
     this.bytes = bytes;
+    this.spark = spark;
     this.thread = new Thread(this::loop, "ramtrain-progress");
     thread.setDaemon(true);
   }
 
   static ConsoleProgress start(
-      String label, long total, LongAccumulator files, LongAccumulator bytes) {
-    ConsoleProgress progress = new ConsoleProgress(label, total, files, bytes);
+      String label, long total, LongAccumulator files, LongAccumulator bytes, SparkContext spark) {
+    ConsoleProgress progress = new ConsoleProgress(label, total, files, bytes, spark);
+    spark.addSparkListener(progress.running);
     progress.thread.start();
     return progress;
   }
 
+  /**
+   * The latest accumulator values of the tasks still running, by task id: replaced by each
+   * heartbeat, dropped when the task ends (its count is then in the accumulator itself).
+   */
+  final class RunningTasks extends SparkListener {
+    private final Map<Long, long[]> partial = new ConcurrentHashMap<>();
+
+    @Override
+    public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate update) {
+      for (Tuple4<Object, Object, Object, Seq<AccumulableInfo>> task :
+          CollectionConverters.asJava(update.accumUpdates())) {
+        long[] counts = partial.computeIfAbsent((Long) task._1(), id -> new long[2]);
+        for (AccumulableInfo info : CollectionConverters.asJava(task._4())) {
+          if (info.update().isDefined()) {
+            if (info.id() == files.id()) {
+              counts[0] = ((Number) info.update().get()).longValue();
+            } else if (info.id() == bytes.id()) {
+              counts[1] = ((Number) info.update().get()).longValue();
+            }
+          }
+        }
+      }
+    }
+
+    @Override
+    public void onTaskEnd(SparkListenerTaskEnd end) {
+      partial.remove(end.taskInfo().taskId());
+    }
+
+    long files() {
+      return partial.values().stream().mapToLong(c -> c[0]).sum();
+    }
+
+    long bytes() {
+      return partial.values().stream().mapToLong(c -> c[1]).sum();
+    }
+  }
+
   private void loop() {
-    while (running) {
+    while (active) {
       try {
         Thread.sleep(500);
       } catch (InterruptedException e) {
@@ -47,7 +102,9 @@ final class ConsoleProgress implements AutoCloseable {
 
   String text() {
     double seconds = Math.max(1e-3, (System.nanoTime() - startNanos) / 1e9);
-    long done = files.value();
+    // A task that ends between the two reads counts twice for an instant: never past the total.
+    long done = Math.min(total, files.value() + running.files());
+    long read = bytes.value() + running.bytes();
     double rate = done / seconds;
     String eta =
         rate > 0 && done < total
@@ -59,15 +116,16 @@ final class ConsoleProgress implements AutoCloseable {
         done,
         total,
         rate,
-        bytes.value() / seconds / 1e6,
+        read / seconds / 1e6,
         ProgressLine.format(Duration.ofSeconds((long) seconds)),
         eta);
   }
 
   @Override
   public void close() {
-    running = false;
+    active = false;
     thread.interrupt();
+    spark.removeSparkListener(running);
     line.finish(text());
   }
 }

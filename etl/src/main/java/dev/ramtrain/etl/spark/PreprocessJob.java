@@ -126,7 +126,8 @@ public final class PreprocessJob {
     try {
       sc.setJobDescription("ramtrain preprocess: decode, resize, augment and write shards");
       List<ShardResult> results;
-      try (ConsoleProgress progress = ConsoleProgress.start("preprocess", inputs, files, bytes)) {
+      try (ConsoleProgress progress =
+          ConsoleProgress.start("preprocess", inputs, files, bytes, sc)) {
         results = new ArrayList<>(shards.map(ShardResult::withoutBytes).collect());
       }
       results.sort(Comparator.comparing(ShardResult::split).thenComparingInt(ShardResult::shard));
