@@ -7,8 +7,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="$ROOT/benchmarks/gpu/bundle"
 mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dspotless.check.skip=true install
+MARK="$OUT/.ramtrain-gpu-bundle" # what this script wrote: the only folder it will ever delete
+if [ -e "$OUT" ] && [ ! -e "$MARK" ]; then
+  echo "bundle.sh: $OUT exists and was not made by this script; move it away first" >&2
+  exit 1
+fi
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
+touch "$MARK"
 CP="$(mktemp)"
 trap 'rm -f "$CP"' EXIT
 mvn -q -B -f "$ROOT/trainer/pom.xml" dependency:build-classpath -Dmdep.includeScope=runtime \

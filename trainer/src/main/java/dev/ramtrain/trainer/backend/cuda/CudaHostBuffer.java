@@ -17,7 +17,7 @@ final class CudaHostBuffer implements HostBuffer {
   private final ByteBuffer buffer;
   private final MemoryLedger ledger;
   private final CudaContext context;
-  private boolean freed;
+  private volatile boolean freed; // read on every copy without the lock
 
   CudaHostBuffer(
       String label, long bytes, Pointer memory, MemoryLedger ledger, CudaContext context) {
@@ -60,7 +60,7 @@ final class CudaHostBuffer implements HostBuffer {
     return memory.withByteOffset(byteOffset);
   }
 
-  private synchronized void requireLive() {
+  private void requireLive() {
     if (freed) {
       throw new IllegalStateException(label + " was used after it was closed");
     }

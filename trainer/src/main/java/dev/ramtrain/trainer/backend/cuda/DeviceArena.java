@@ -44,7 +44,7 @@ final class DeviceArena implements AutoCloseable {
     private final Chunk chunk;
     private final long offset;
     private final long size;
-    private boolean freed;
+    private volatile boolean freed; // read on every launch without the arena's lock
 
     private Block(Chunk chunk, long offset, long size) {
       this.chunk = chunk;
@@ -57,9 +57,7 @@ final class DeviceArena implements AutoCloseable {
     }
 
     boolean live() {
-      synchronized (DeviceArena.this) {
-        return !freed;
-      }
+      return !freed;
     }
 
     void free(long requestedBytes) {
