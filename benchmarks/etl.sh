@@ -3,7 +3,8 @@
 #   1. decode + resize (+ random resized crop 224 + flip) images/s on one core, ramtrain vs
 #      PIL/torchvision (torch_loader_bench.py), interleaved A B A B;
 #   2. bytes copied per sample by the shard reader vs Arrow's own ArrowFileReader;
-#   3. preprocess rows/s end to end through Spark on all cores (local[*]).
+#   3. preprocess rows/s end to end through Spark on all cores (local[*]), with the run's own
+#      breakdown (driver phases, Spark stages, the shard tasks' read / decode / append split).
 # Two image sets: the anchors' synthetic 320x240 set (make_jpegs.py) and 500x375 crops of real
 # photographs from Debian packages (benchmarks/make_photos.py); 1 and 3 run on both.
 # Needs: apt-get install python3-torch python3-torchvision python3-pil python3-numpy
@@ -43,7 +44,6 @@ echo "## shard reader: bytes copied per sample" | tee -a "$OUT/etl.txt"
 # shellcheck disable=SC2086
 java $FLAGS -cp "$CP" dev.ramtrain.bench.ShardReadBench /tmp/ramtrain-shard-bench 4 2000 5 | tee -a "$OUT/etl.txt"
 
-# 20,000 inputs: the anchor set hard-linked ten times, so fixed costs (JVM, Spark, JIT) do not dominate.
 # 20,000 inputs: each set hard-linked ten times, so fixed costs (JVM, Spark, JIT) do not dominate.
 for JPEGS in "$SYNTHETIC" "$PHOTOS"; do
   X10="$JPEGS-x10"
@@ -59,7 +59,7 @@ for JPEGS in "$SYNTHETIC" "$PHOTOS"; do
   for size in 64 224; do
     start=$(date +%s.%N)
     "$ROOT/bin/ramtrain" preprocess -i "$X10" -o "/tmp/ramtrain-bench-ds-$size" --height "$size" --width "$size" \
-      --overwrite --set ramtrain.etl.max-reject-fraction=0 2>&1 | grep -E "^(dataset|preprocessed) " | tee -a "$OUT/etl.txt"
+      --overwrite --set ramtrain.etl.max-reject-fraction=0 2>&1 | grep -E "^(dataset|preprocessed|time) |^  (stage|shard)" | tee -a "$OUT/etl.txt"
     echo "wall seconds (JVM + Spark start included) for ${size}x${size}: $(echo "$(date +%s.%N) - $start" | bc)" | tee -a "$OUT/etl.txt"
   done
 done

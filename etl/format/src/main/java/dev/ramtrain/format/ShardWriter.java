@@ -1,15 +1,16 @@
 package dev.ramtrain.format;
 
-import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.channels.Channels;
+import java.nio.ByteBuffer;
+import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.zip.CRC32C;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.BaseFixedWidthVector;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FixedSizeBinaryVector;
 import org.apache.arrow.vector.IntVector;
@@ -27,7 +28,7 @@ public final class ShardWriter implements AutoCloseable {
   public static final long MAX_BATCH_BYTES = 256L << 20;
 
   private final ShardSchema schema;
-  private final CountingCrcStream sink;
+  private final CountingCrcChannel sink;
   private final BufferAllocator allocator;
   private final VectorSchemaRoot root;
   private final FixedSizeBinaryVector images;
@@ -48,14 +49,14 @@ public final class ShardWriter implements AutoCloseable {
     long batchBytes = Math.min(Math.max(batchTargetBytes, imageBytes), MAX_BATCH_BYTES);
     this.rowsPerBatch = (int) Math.max(1, batchBytes / imageBytes);
     this.classCounts = new long[schema.classes().size()];
-    this.sink = new CountingCrcStream(out);
+    this.sink = new CountingCrcChannel(out);
     this.allocator = new RootAllocator();
     this.root = VectorSchemaRoot.create(schema.toArrow(), allocator);
     this.images = (FixedSizeBinaryVector) root.getVector(ShardSchema.IMAGE);
     this.labels = (IntVector) root.getVector(ShardSchema.LABEL);
     this.ids = (BigIntVector) root.getVector(ShardSchema.ID);
     allocateBatch();
-    this.writer = new ArrowFileWriter(root, null, Channels.newChannel(sink));
+    this.writer = new ArrowFileWriter(root, null, sink);
     writer.start();
   }
 
@@ -134,9 +135,20 @@ public final class ShardWriter implements AutoCloseable {
       return;
     }
     root.setRowCount(rowsInBatch);
-    writer.writeBatch();
+    writer.writeBatch(); // written out before it returns: the buffers are free to refill
     rowsInBatch = 0;
-    allocateBatch();
+    clearValidity(images);
+    clearValidity(labels);
+    clearValidity(ids);
+  }
+
+  /**
+   * Refilling a batch's buffers instead of allocating new ones saves a fresh allocation and memset
+   * of the whole batch per batch. Values are overwritten row by row; the validity bits must start
+   * clear, or a last, shorter batch would carry bits of the batch before it past its end.
+   */
+  private static void clearValidity(BaseFixedWidthVector vector) {
+    vector.getValidityBuffer().setZero(0, vector.getValidityBuffer().capacity());
   }
 
   private void allocateBatch() {
@@ -145,32 +157,49 @@ public final class ShardWriter implements AutoCloseable {
     ids.allocateNew(rowsPerBatch);
   }
 
-  /** Counts and checksums exactly the bytes that reach the underlying stream. */
-  private static final class CountingCrcStream extends FilterOutputStream {
+  /**
+   * Counts and checksums exactly the bytes that reach the stream, and hands them over in chunks of
+   * up to 1 MiB: {@code Channels.newChannel} would pass Arrow's off-heap buffers on 8 KiB at a
+   * time, one system call per 8 KiB of a file stream (375,000 for a 3 GB dataset).
+   */
+  private static final class CountingCrcChannel implements WritableByteChannel {
+    private final OutputStream out;
+    private final byte[] chunk = new byte[1 << 20];
     private final CRC32C crc = new CRC32C();
     private long count;
+    private boolean open = true;
 
-    CountingCrcStream(OutputStream out) {
-      super(out);
+    CountingCrcChannel(OutputStream out) {
+      this.out = out;
     }
 
     @Override
-    public void write(int b) throws IOException {
-      out.write(b);
-      crc.update(b);
-      count++;
+    public int write(ByteBuffer src) throws IOException {
+      int length = src.remaining();
+      crc.update(src.duplicate());
+      if (src.hasArray()) {
+        out.write(src.array(), src.arrayOffset() + src.position(), length);
+        src.position(src.limit());
+      } else {
+        while (src.hasRemaining()) {
+          int n = Math.min(chunk.length, src.remaining());
+          src.get(chunk, 0, n);
+          out.write(chunk, 0, n);
+        }
+      }
+      count += length;
+      return length;
     }
 
     @Override
-    public void write(byte[] b, int off, int len) throws IOException {
-      out.write(b, off, len);
-      crc.update(b, off, len);
-      count += len;
+    public boolean isOpen() {
+      return open;
     }
 
     @Override
     public void close() throws IOException {
-      flush(); // the owner of the underlying stream closes it
+      open = false;
+      out.flush(); // the owner of the underlying stream closes it
     }
   }
 }

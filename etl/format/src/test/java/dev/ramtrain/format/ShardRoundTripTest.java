@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.zip.CRC32C;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.BaseFixedWidthVector;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FixedSizeBinaryVector;
 import org.apache.arrow.vector.IntVector;
@@ -76,6 +77,25 @@ class ShardRoundTripTest {
         }
       }
       assertEquals(10, row);
+    }
+  }
+
+  /** The writer refills one batch's buffers; a shorter last batch must not inherit their bits. */
+  @Test
+  void aShorterLastBatchCarriesNoValidityBitsOfTheBatchBefore() throws Exception {
+    Path file = tmp.resolve("s.arrow");
+    ShardFixtures.write(file, ShardFixtures.SCHEMA, 11, 4); // batches of 4, 4 and 3 rows
+    try (RootAllocator allocator = new RootAllocator();
+        ArrowFileReader reader = new ArrowFileReader(Files.newByteChannel(file), allocator)) {
+      VectorSchemaRoot root = reader.getVectorSchemaRoot();
+      int[] expected = {0b1111, 0b1111, 0b0111};
+      for (int b = 0; b < 3; b++) {
+        assertTrue(reader.loadNextBatch());
+        for (String column : List.of("image", "label", "id")) {
+          var validity = ((BaseFixedWidthVector) root.getVector(column)).getValidityBuffer();
+          assertEquals(expected[b], validity.getByte(0), column + " validity of batch " + b);
+        }
+      }
     }
   }
 

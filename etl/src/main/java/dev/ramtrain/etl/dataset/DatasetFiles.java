@@ -22,7 +22,7 @@ public final class DatasetFiles {
    * The filesystem of {@code path}; for local paths the raw one, so no {@code .crc} sidecar files
    * clutter the dataset (every shard has its CRC32C in the manifest).
    */
-  static FileSystem fileSystem(Path path, Configuration conf) throws IOException {
+  public static FileSystem fileSystem(Path path, Configuration conf) throws IOException {
     FileSystem fs = path.getFileSystem(conf);
     return fs instanceof LocalFileSystem local ? local.getRawFileSystem() : fs;
   }

@@ -6,6 +6,7 @@ public enum RejectReason {
   NOT_AN_IMAGE,
   UNSUPPORTED_FORMAT,
   TRUNCATED,
+  UNREADABLE,
   CORRUPT,
   TOO_LARGE,
   BAD_RAW_SHAPE,

@@ -25,7 +25,7 @@ final class ConsoleProgress implements AutoCloseable {
   private final long total;
   private final LongAccumulator files;
   private final LongAccumulator bytes;
-  private final long startNanos = System.nanoTime();
+  private final long startNanos;
   private final ProgressLine line = new ProgressLine();
   private final Thread thread;
   private final SparkContext spark;
@@ -33,8 +33,14 @@ final class ConsoleProgress implements AutoCloseable {
   private volatile boolean active = true;
 
   private ConsoleProgress(
-      String label, long total, LongAccumulator files, LongAccumulator bytes, SparkContext spark) {
+      String label,
+      long total,
+      LongAccumulator files,
+      LongAccumulator bytes,
+      SparkContext spark,
+      long startNanos) {
     this.label = label;
+    this.startNanos = startNanos;
     this.total = total;
     this.files = files;
     this.bytes = bytes;
@@ -43,9 +49,18 @@ final class ConsoleProgress implements AutoCloseable {
     thread.setDaemon(true);
   }
 
+  /**
+   * Starts the line; its clock runs from {@code startNanos} (System.nanoTime), the same instant the
+   * run's final figures count from, so the last rate shown is the one the summary reports.
+   */
   static ConsoleProgress start(
-      String label, long total, LongAccumulator files, LongAccumulator bytes, SparkContext spark) {
-    ConsoleProgress progress = new ConsoleProgress(label, total, files, bytes, spark);
+      String label,
+      long total,
+      LongAccumulator files,
+      LongAccumulator bytes,
+      SparkContext spark,
+      long startNanos) {
+    ConsoleProgress progress = new ConsoleProgress(label, total, files, bytes, spark, startNanos);
     spark.addSparkListener(progress.running);
     progress.thread.start();
     return progress;

@@ -3,6 +3,7 @@ package dev.ramtrain.etl.spark;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.dataset.DatasetLayout;
+import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.etl.image.Augmentation;
 import dev.ramtrain.etl.image.ImageProcessor;
 import dev.ramtrain.etl.source.ImageSource;
@@ -26,7 +27,6 @@ import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.storage.StorageLevel;
-import org.apache.spark.util.LongAccumulator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Tuple2;
@@ -37,14 +37,15 @@ import scala.Tuple2;
  *
  * <pre>
  * source ─▶ (slot, sample): split by key hash, shard and order by (seed, id)
- *        ─▶ shuffle, one partition per shard, sorted by order
- *        ─▶ per partition: decode ▶ resize ▶ augment ▶ Arrow shard
+ *        ─▶ shuffle, one partition per shard, sorted by order (files travel as references)
+ *        ─▶ per partition: read ▶ decode ▶ resize ▶ augment ▶ Arrow shard
  *        ─▶ driver: reject check, manifest, atomic commit
  * </pre>
  */
 public final class PreprocessJob {
   private static final Logger LOG = LoggerFactory.getLogger(PreprocessJob.class);
   public static final String CREATED_BY = "ramtrain 0.1.0";
+  private static final String JOB_GROUP = "ramtrain-preprocess";
 
   private final SparkSession spark;
   private final ImageSource source;
@@ -57,23 +58,36 @@ public final class PreprocessJob {
   }
 
   public PreprocessResult run() throws IOException {
+    long start = System.nanoTime();
     var sc = spark.sparkContext();
-    sc.setJobGroup("ramtrain-preprocess", "ramtrain preprocess " + source.path(), false);
+    sc.setJobGroup(JOB_GROUP, "ramtrain preprocess " + source.path(), false);
     // Closing the committer without a commit removes the run's staging, whatever failed: an
     // I/O error, a bad input, or a SparkException (which Java cannot even name in a catch here).
     try (DatasetCommitter committer =
-        options.output() == PreprocessOptions.Output.OFFLINE
-            ? DatasetCommitter.begin(
-                options.outputPath(), source.path(), options.overwrite(), sc.hadoopConfiguration())
-            : null) {
-      return run(committer);
+            options.output() == PreprocessOptions.Output.OFFLINE
+                ? DatasetCommitter.begin(
+                    options.outputPath(),
+                    source.path(),
+                    options.overwrite(),
+                    sc.hadoopConfiguration())
+                : null;
+        StageBreakdown stages = StageBreakdown.listen(sc, JOB_GROUP)) {
+      return run(committer, stages, start);
     } finally {
       sc.clearJobGroup();
     }
   }
 
-  private PreprocessResult run(DatasetCommitter committer) throws IOException {
+  private PreprocessResult run(DatasetCommitter committer, StageBreakdown stages, long start)
+      throws IOException {
     var sc = spark.sparkContext();
+    if (sc.isLocal()) {
+      // The tasks run in this JVM: load the decoder's natives while the driver lists the inputs,
+      // instead of in the first task on every core, which would wait for one another.
+      Thread loader = new Thread(options.decoder()::loadNatives, "ramtrain-load-decoder");
+      loader.setDaemon(true);
+      loader.start();
+    }
     sc.setJobDescription("ramtrain preprocess: list classes of " + source.path());
     List<String> classes = source.classes(spark);
     if (classes.isEmpty()) {
@@ -98,8 +112,7 @@ public final class PreprocessJob {
         plan.valShards(),
         schema.shape());
 
-    LongAccumulator files = sc.longAccumulator("ramtrain.files");
-    LongAccumulator bytes = sc.longAccumulator("ramtrain.bytes");
+    ShardCounters counters = ShardCounters.register(sc);
     ImageProcessor processor =
         new ImageProcessor(
             options.transform(), options.decoder(), options.maxPixels(), options.seed());
@@ -111,8 +124,8 @@ public final class PreprocessJob {
             source,
             committer == null ? null : committer.staging(),
             options,
-            files,
-            bytes);
+            new HadoopConf(sc.hadoopConfiguration()),
+            counters);
     JavaPairRDD<ShardSlot, RawSample> slotted =
         source.samples(spark, classes).flatMapToPair(sample -> slot(plan, sample));
     JavaRDD<ShardResult> shards =
@@ -126,10 +139,13 @@ public final class PreprocessJob {
     try {
       sc.setJobDescription("ramtrain preprocess: decode, resize, augment and write shards");
       List<ShardResult> results;
+      long jobStart = System.nanoTime();
       try (ConsoleProgress progress =
-          ConsoleProgress.start("preprocess", inputs, files, bytes, sc)) {
+          ConsoleProgress.start(
+              "preprocess", inputs, counters.files(), counters.bytes(), sc, start)) {
         results = new ArrayList<>(shards.map(ShardResult::withoutBytes).collect());
       }
+      long jobEnd = System.nanoTime();
       results.sort(Comparator.comparing(ShardResult::split).thenComparingInt(ShardResult::shard));
       List<Reject> rejects = new ArrayList<>();
       results.forEach(r -> rejects.addAll(r.rejects()));
@@ -138,12 +154,27 @@ public final class PreprocessJob {
       checkRejectRatio(rejects, seen);
 
       if (committer != null) {
-        Manifest published = committer.commit(manifest, rejectsJsonLines(rejects));
+        manifest = committer.commit(manifest, rejectsJsonLines(rejects));
         LOG.info("committed dataset {}", options.outputPath());
-        return new PreprocessResult(published, rejects, null);
+      }
+      PreprocessTiming timing =
+          new PreprocessTiming(
+              (jobStart - start) / 1e9,
+              (jobEnd - jobStart) / 1e9,
+              (System.nanoTime() - jobEnd) / 1e9,
+              stages.stages(1),
+              counters.readNanos().value() / 1e9,
+              counters.decodeNanos().value() / 1e9,
+              counters.writeNanos().value() / 1e9);
+      LOG.debug("preprocess {}", timing.describe());
+      if (committer != null) {
+        return new PreprocessResult(manifest, rejects, null, timing);
       }
       kept = true;
-      return new PreprocessResult(manifest, rejects, new InMemoryShards(manifest, shards));
+      return new PreprocessResult(manifest, rejects, new InMemoryShards(manifest, shards), timing);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new PreprocessException("interrupted while preprocessing " + source.path());
     } finally {
       if (committer == null && !kept) {
         shards.unpersist(false);

@@ -1,12 +1,14 @@
 package dev.ramtrain.etl.spark;
 
 import dev.ramtrain.etl.dataset.DatasetFiles;
+import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.etl.dataset.StagedShards;
 import dev.ramtrain.etl.image.ImageProcessor;
 import dev.ramtrain.etl.image.RejectReason;
 import dev.ramtrain.etl.image.RejectedImageException;
 import dev.ramtrain.etl.source.ImageSource;
 import dev.ramtrain.etl.source.RawSample;
+import dev.ramtrain.etl.source.SampleBytes;
 import dev.ramtrain.format.IoErrors;
 import dev.ramtrain.format.ShardSchema;
 import dev.ramtrain.format.ShardStats;
@@ -20,7 +22,6 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import org.apache.hadoop.fs.FSError;
-import org.apache.spark.util.LongAccumulator;
 import scala.Tuple2;
 
 /**
@@ -35,8 +36,8 @@ final class ShardTask implements Serializable {
   private final StagedShards staging; // null in memory mode
   private final long batchTargetBytes;
   private final long maxFileBytes;
-  private final LongAccumulator filesDone;
-  private final LongAccumulator bytesDone;
+  private final HadoopConf hadoop;
+  private final ShardCounters counters;
 
   ShardTask(
       ShardPlan plan,
@@ -45,8 +46,8 @@ final class ShardTask implements Serializable {
       ImageSource source,
       StagedShards staging,
       PreprocessOptions options,
-      LongAccumulator filesDone,
-      LongAccumulator bytesDone) {
+      HadoopConf hadoop,
+      ShardCounters counters) {
     this.plan = plan;
     this.schema = schema;
     this.processor = processor;
@@ -54,8 +55,8 @@ final class ShardTask implements Serializable {
     this.staging = staging;
     this.batchTargetBytes = options.batchTargetBytes();
     this.maxFileBytes = options.maxFileBytes();
-    this.filesDone = filesDone;
-    this.bytesDone = bytesDone;
+    this.hadoop = hadoop;
+    this.counters = counters;
   }
 
   Iterator<ShardResult> run(int partition, Iterator<Tuple2<ShardSlot, RawSample>> samples)
@@ -73,14 +74,17 @@ final class ShardTask implements Serializable {
         RawSample sample = next._2();
         inputs++;
         try {
+          sample = read(sample);
           append(writer, next._1().id(), sample);
         } catch (RejectedImageException e) {
           rejects.add(new Reject(source.locate(sample.key()), e.reason(), e.getMessage()));
         }
-        filesDone.add(1);
-        bytesDone.add(sample.content().length);
+        counters.files().add(1);
+        counters.bytes().add(sample.isRead() ? sample.content().length : 0);
       }
+      long finishStart = System.nanoTime();
       stats = writer.finish();
+      counters.writeNanos().add(System.nanoTime() - finishStart);
     } catch (IOException e) {
       if (staging == null) {
         throw e;
@@ -98,6 +102,18 @@ final class ShardTask implements Serializable {
     return List.of(new ShardResult(split, shard, inputs, stats, rejects, bytes)).iterator();
   }
 
+  private RawSample read(RawSample sample) throws RejectedImageException, IOException {
+    if (sample.isRead()) {
+      return sample;
+    }
+    long start = System.nanoTime();
+    try {
+      return SampleBytes.read(sample, hadoop.get(), maxFileBytes);
+    } finally {
+      counters.readNanos().add(System.nanoTime() - start);
+    }
+  }
+
   private void append(ShardWriter writer, long id, RawSample sample)
       throws RejectedImageException, IOException {
     if (sample.label() < 0) {
@@ -112,9 +128,20 @@ final class ShardTask implements Serializable {
           RejectReason.TOO_LARGE,
           sample.content().length + " bytes exceeds ramtrain.etl.max-file-bytes=" + maxFileBytes);
     }
-    processor.process(
-        sample,
-        id,
-        (copy, pixels) -> writer.append(SampleIds.copyId(id, copy), sample.label(), pixels));
+    long start = System.nanoTime();
+    long[] writing = {0};
+    try {
+      processor.process(
+          sample,
+          id,
+          (copy, pixels) -> {
+            long appendStart = System.nanoTime();
+            writer.append(SampleIds.copyId(id, copy), sample.label(), pixels);
+            writing[0] += System.nanoTime() - appendStart;
+          });
+    } finally {
+      counters.writeNanos().add(writing[0]);
+      counters.decodeNanos().add(System.nanoTime() - start - writing[0]);
+    }
   }
 }

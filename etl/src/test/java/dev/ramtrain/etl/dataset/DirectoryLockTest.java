@@ -178,12 +178,7 @@ class DirectoryLockTest {
 
   @Test
   void worksThroughTheHadoopApiOnAnotherFileSystem() throws Exception {
-    Configuration conf = new Configuration(false);
-    conf.setClass(
-        "fs.other.impl",
-        NonLocalFileSystemTest.OtherFileSystem.class,
-        org.apache.hadoop.fs.FileSystem.class);
-    conf.setBoolean("fs.other.impl.disable.cache", true);
+    Configuration conf = NonLocalFileSystemTest.conf();
     var other = new org.apache.hadoop.fs.Path("other://" + tmp);
     try (DirectoryLock lock = DirectoryLock.acquire(other, conf, "preprocess")) {
       assertThrows(

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Commit and read through the Hadoop FileSystem API alone, on a filesystem that is not "file:" (so
  * no memory mapping): the path HDFS, S3A or GCS datasets take.
  */
-class NonLocalFileSystemTest {
+public class NonLocalFileSystemTest {
   @TempDir Path tmp;
 
   /** Local files under another scheme: to ramtrain, a remote filesystem. */
@@ -46,7 +46,8 @@ class NonLocalFileSystemTest {
     }
   }
 
-  private static Configuration conf() {
+  /** A Hadoop configuration in which {@code other://} paths are local files on another scheme. */
+  public static Configuration conf() {
     Configuration conf = new Configuration(false);
     conf.setClass("fs.other.impl", OtherFileSystem.class, org.apache.hadoop.fs.FileSystem.class);
     conf.setBoolean("fs.other.impl.disable.cache", true);

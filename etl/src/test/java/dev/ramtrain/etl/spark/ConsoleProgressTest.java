@@ -26,7 +26,8 @@ class ConsoleProgressTest {
     SparkContext sc = TestSpark.session().sparkContext();
     LongAccumulator files = sc.longAccumulator("test files");
     LongAccumulator bytes = sc.longAccumulator("test bytes");
-    try (ConsoleProgress progress = ConsoleProgress.start("test", 10, files, bytes, sc)) {
+    try (ConsoleProgress progress =
+        ConsoleProgress.start("test", 10, files, bytes, sc, System.nanoTime())) {
       Future<?> job =
           new JavaSparkContext(sc)
               .parallelize(List.of(1, 2), 2)

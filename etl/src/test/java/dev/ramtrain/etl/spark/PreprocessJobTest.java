@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.etl.TestSpark;
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.dataset.DatasetLayout;
 import dev.ramtrain.etl.image.Augmentation;
@@ -99,6 +100,64 @@ class PreprocessJobTest {
     assertEquals(m, dataset.manifest());
     assertEquals(
         m.split(Manifest.TRAIN).rows(), Preprocessing.rows(dataset, Manifest.TRAIN).size());
+  }
+
+  @Test
+  void filesCrossTheShuffleAsReferencesAndTheRunSaysWhereItsTimeWent() throws Exception {
+    long inputBytes = 0;
+    for (Path f : Files.walk(images).filter(Files::isRegularFile).toList()) {
+      inputBytes += Files.size(f);
+    }
+    var result =
+        Preprocessing.run(
+            new ImageFolderSource(images.toString()),
+            Preprocessing.options(
+                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, tmp.resolve("out"), 0));
+    PreprocessTiming timing = result.timing();
+    String described = timing.describe();
+    // Stage 0 slots the references, stage 1 reads, decodes and writes the shards.
+    assertEquals(2, timing.stages().size(), described);
+    long shuffled = timing.stages().get(0).shuffleWriteBytes();
+    assertTrue(
+        shuffled > 0 && shuffled < inputBytes / 3,
+        shuffled + " bytes shuffled for " + inputBytes + " bytes of images: " + described);
+    assertEquals(shuffled, timing.stages().get(1).shuffleReadBytes(), described);
+    Manifest m = result.manifest();
+    assertTrue(
+        timing.stages().get(1).tasks()
+            >= m.split(Manifest.TRAIN).shards().size() + m.split(Manifest.VAL).shards().size(),
+        described);
+    assertTrue(
+        timing.readSeconds() > 0 && timing.decodeSeconds() > 0 && timing.writeSeconds() > 0,
+        described);
+    assertTrue(timing.stages().get(1).task() >= timing.decodeSeconds(), described);
+    assertTrue(timing.totalSeconds() >= timing.jobSeconds(), described);
+  }
+
+  @Test
+  void aFileGoneSinceTheListingIsRejectedByName() throws Exception {
+    Path root = tmp.resolve("copy");
+    for (Path f : Files.walk(images).filter(Files::isRegularFile).toList()) {
+      Path target = root.resolve(images.relativize(f));
+      Files.createDirectories(target.getParent());
+      Files.copy(f, target);
+    }
+    ImageFolderSource source = new ImageFolderSource(root.toString());
+    source.countBySplit(TestSpark.session(), 0.25); // the driver's listing, which the job reuses
+    Path gone = Files.list(root.resolve("star")).sorted().findFirst().orElseThrow();
+    Files.delete(gone);
+
+    Path out = tmp.resolve("out");
+    Manifest m =
+        Preprocessing.run(
+                source,
+                Preprocessing.options(
+                    SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.1))
+            .manifest();
+    assertEquals(Map.of("UNREADABLE", 1L), m.rejects().byReason());
+    assertEquals(59, m.split(Manifest.TRAIN).rows() + m.split(Manifest.VAL).rows());
+    String reject = Files.readAllLines(out.resolve(m.rejects().file())).get(0);
+    assertTrue(reject.contains("star/" + gone.getFileName()), reject);
   }
 
   @Test

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.spark.PreprocessJob;
+import dev.ramtrain.etl.spark.PreprocessResult;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.EtlSettings;
@@ -87,12 +88,17 @@ public final class PreprocessCommand implements Callable<Integer> {
     try (SparkSession spark = SparkSessions.open(appName, master)) {
       var source = EtlSettings.source(config, spark.sparkContext().hadoopConfiguration());
       long start = System.nanoTime();
-      Manifest manifest = new PreprocessJob(spark, source, options).run().manifest();
+      PreprocessResult result = new PreprocessJob(spark, source, options).run();
       double seconds = (System.nanoTime() - start) / 1e9;
+      Manifest manifest = result.manifest();
       long inputs = manifest.rejects().inputs();
       return String.format(
-          "%s%npreprocessed %,d inputs in %.1f s (%,.0f inputs/s)%n",
-          summary(manifest, options.outputPath()), inputs, seconds, inputs / seconds);
+          "%s%npreprocessed %,d inputs in %.1f s (%,.0f inputs/s)%n%s%n",
+          summary(manifest, options.outputPath()),
+          inputs,
+          seconds,
+          inputs / seconds,
+          result.timing().describe());
     }
   }
 
