@@ -18,9 +18,10 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowFileWriter;
 
 /**
- * Writes one shard as an Arrow IPC file to a stream, in record batches of about {@code
- * batchTargetBytes}. Pixels are copied once, from the caller's memory into the batch's vector. The
- * stream is not closed by this writer: its owner (a file, a Hadoop stream, a byte buffer) is.
+ * Writes one shard as an Arrow IPC file to a channel or stream, in record batches of about {@code
+ * batchTargetBytes}. Pixels are copied once, from the caller's memory into the batch's vector, and
+ * the batch's buffers are refilled, not reallocated. The target is not closed by this writer: its
+ * owner (a file, a Hadoop stream, a byte buffer) is.
  */
 public final class ShardWriter implements AutoCloseable {
 
@@ -42,7 +43,14 @@ public final class ShardWriter implements AutoCloseable {
   private long rows;
   private boolean finished;
 
+  /** A writer to {@code out}, which its caller keeps and closes (a byte array, a Hadoop stream). */
   public ShardWriter(ShardSchema schema, OutputStream out, long batchTargetBytes)
+      throws IOException {
+    this(schema, new OutputStreamChannel(out), batchTargetBytes);
+  }
+
+  /** A writer to {@code out} (a file channel: one copy per byte), which its caller closes. */
+  public ShardWriter(ShardSchema schema, WritableByteChannel out, long batchTargetBytes)
       throws IOException {
     this.schema = schema;
     this.imageBytes = schema.shape().bytes();
@@ -158,34 +166,24 @@ public final class ShardWriter implements AutoCloseable {
   }
 
   /**
-   * Counts and checksums exactly the bytes that reach the stream, and hands them over in chunks of
-   * up to 1 MiB: {@code Channels.newChannel} would pass Arrow's off-heap buffers on 8 KiB at a
-   * time, one system call per 8 KiB of a file stream (375,000 for a 3 GB dataset).
+   * Counts and checksums exactly the bytes that reach the target, and passes Arrow's off-heap
+   * buffers straight on: to a file channel they go in one copy, into the page cache.
    */
   private static final class CountingCrcChannel implements WritableByteChannel {
-    private final OutputStream out;
-    private final byte[] chunk = new byte[1 << 20];
+    private final WritableByteChannel target;
     private final CRC32C crc = new CRC32C();
     private long count;
-    private boolean open = true;
 
-    CountingCrcChannel(OutputStream out) {
-      this.out = out;
+    CountingCrcChannel(WritableByteChannel target) {
+      this.target = target;
     }
 
     @Override
     public int write(ByteBuffer src) throws IOException {
       int length = src.remaining();
       crc.update(src.duplicate());
-      if (src.hasArray()) {
-        out.write(src.array(), src.arrayOffset() + src.position(), length);
-        src.position(src.limit());
-      } else {
-        while (src.hasRemaining()) {
-          int n = Math.min(chunk.length, src.remaining());
-          src.get(chunk, 0, n);
-          out.write(chunk, 0, n);
-        }
+      while (src.hasRemaining()) {
+        target.write(src);
       }
       count += length;
       return length;
@@ -193,13 +191,12 @@ public final class ShardWriter implements AutoCloseable {
 
     @Override
     public boolean isOpen() {
-      return open;
+      return target.isOpen();
     }
 
     @Override
-    public void close() throws IOException {
-      open = false;
-      out.flush(); // the owner of the underlying stream closes it
+    public void close() {
+      // The owner of the target closes it.
     }
   }
 }

@@ -1,8 +1,11 @@
 package dev.ramtrain.etl.dataset;
 
+import dev.ramtrain.format.OutputStreamChannel;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.Serializable;
+import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
+import java.nio.file.StandardOpenOption;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
@@ -26,12 +29,30 @@ public final class StagedShards implements Serializable {
     return new Path(new Path(runDir), DatasetLayout.shardFile(split, shard));
   }
 
-  /** Creates the staged shard; the caller closes the stream. */
-  public OutputStream create(String split, int shard) throws IOException {
+  /**
+   * Creates (or, for a retried task, replaces) the staged shard; the caller closes the channel. A
+   * local shard is a file channel, so Arrow's buffers reach the page cache in one copy; elsewhere
+   * Hadoop's stream.
+   */
+  public WritableByteChannel create(String split, int shard) throws IOException {
     Path path = path(split, shard);
     FileSystem fs = DatasetFiles.fileSystem(path, conf.get());
-    return fs.createNonRecursive(
-        path, true, 1 << 16, fs.getDefaultReplication(path), fs.getDefaultBlockSize(path), null);
+    if (DatasetFiles.isLocal(fs)) {
+      // No CREATE of folders: a run folder the driver removed fails the task, as on Hadoop.
+      return FileChannel.open(
+          DatasetFiles.local(fs, path),
+          StandardOpenOption.WRITE,
+          StandardOpenOption.CREATE,
+          StandardOpenOption.TRUNCATE_EXISTING);
+    }
+    return new OutputStreamChannel(
+        fs.createNonRecursive(
+            path,
+            true,
+            1 << 16,
+            fs.getDefaultReplication(path),
+            fs.getDefaultBlockSize(path),
+            null));
   }
 
   /** Removes a staged shard that will not be committed (all its inputs were rejected). */

@@ -14,6 +14,7 @@ import java.io.Serializable;
 import java.util.SplittableRandom;
 import org.bytedeco.opencv.global.opencv_core;
 import org.bytedeco.opencv.opencv_core.Mat;
+import org.bytedeco.opencv.opencv_core.Rect;
 
 /**
  * decode ▶ colour ▶ resize ▶ augment for one sample, producing the uint8 HWC RGB (or grey) images
@@ -30,10 +31,25 @@ public final class ImageProcessor implements Serializable {
   private final ImageDecoder.Kind decoderKind;
   private final long maxPixels;
   private final long seed;
+  private final boolean decodeRegions;
   private transient ImageDecoder decoder;
 
   public ImageProcessor(
       ImageTransform transform, ImageDecoder.Kind decoderKind, long maxPixels, long seed) {
+    this(transform, decoderKind, maxPixels, seed, true);
+  }
+
+  /**
+   * {@code decodeRegions}: decode only the part of a JPEG the outputs show where the region decoder
+   * is available (the same pixels either way; false only to measure what it buys).
+   */
+  public ImageProcessor(
+      ImageTransform transform,
+      ImageDecoder.Kind decoderKind,
+      long maxPixels,
+      long seed,
+      boolean decodeRegions) {
+    this.decodeRegions = decodeRegions;
     this.transform = transform;
     this.decoderKind = decoderKind;
     this.maxPixels = maxPixels;
@@ -51,31 +67,104 @@ public final class ImageProcessor implements Serializable {
   /** Processes one sample whose stable id is {@code id}; throws for inputs to reject. */
   public void process(RawSample sample, long id, Sink sink)
       throws RejectedImageException, IOException {
-    Augmentation augmentation = transform.augmentation();
-    try (Mat source = sample.isRaw() ? fromPixels(sample) : decode(sample.content())) {
-      if (augmentation.keepOriginal()) {
-        try (Mat plain = transform.resizePlain(source)) {
-          emit(0, plain, sink);
-        }
+    if (sample.isRaw()) {
+      try (Mat source = fromPixels(sample)) {
+        emit(source, 0, 0, views(source.cols(), source.rows(), id), sink);
       }
-      for (int copy = 1; copy <= augmentation.copies(); copy++) {
-        SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, id, copy));
-        try (Mat augmented = transform.augment(source, rng)) {
-          emit(copy, augmented, sink);
-        }
+      return;
+    }
+    byte[] bytes = sample.content();
+    ImageHeader header = ImageHeader.probe(bytes, maxPixels);
+    int reduce = reduceFactor(header);
+    Views views = null;
+    Mat source = null;
+    if (decodeRegions && header.format() == ImageHeader.Format.JPEG && regionDecoderUsable()) {
+      // libjpeg's size at 1/reduce; the regions are drawn first so only their union is decoded
+      // when it is small enough to pay (a centre crop of 3/4 of a photo decodes no faster).
+      int w = ceilDiv(header.width(), reduce);
+      int h = ceilDiv(header.height(), reduce);
+      views = views(w, h, id);
+      Rect union = views.union();
+      if ((long) union.width() * union.height() * 3 <= (long) w * h * 2) {
+        source = JpegRegionDecoder.decode(bytes, reduce, union, shape().channels());
+      }
+    }
+    if (source == null) {
+      source = decode(bytes, header, reduce);
+      views = views(source.cols(), source.rows(), id);
+      emit(source, 0, 0, views, sink);
+    } else {
+      emit(source, views.union().x(), views.union().y(), views, sink);
+    }
+    source.close();
+  }
+
+  /**
+   * What one sample's outputs show of a {@code w} x {@code h} image: the plain copy's region and
+   * each augmented copy's crop with the generator that drew it (it draws that copy's flip, rotation
+   * and colour next), all from (seed, id, copy) alone.
+   */
+  private record Views(Rect plain, Rect[] crops, SplittableRandom[] rngs, Rect union) {}
+
+  private Views views(int w, int h, long id) {
+    Augmentation augmentation = transform.augmentation();
+    Rect plain = augmentation.keepOriginal() ? transform.plainRegion(w, h) : null;
+    int copies = augmentation.copies();
+    Rect[] crops = new Rect[copies];
+    SplittableRandom[] rngs = new SplittableRandom[copies];
+    int x0 = plain == null ? w : plain.x();
+    int y0 = plain == null ? h : plain.y();
+    int x1 = plain == null ? 0 : plain.x() + plain.width();
+    int y1 = plain == null ? 0 : plain.y() + plain.height();
+    for (int c = 0; c < copies; c++) {
+      rngs[c] = new SplittableRandom(SampleIds.mix(seed, id, c + 1));
+      crops[c] = transform.randomCrop(w, h, rngs[c]);
+      x0 = Math.min(x0, crops[c].x());
+      y0 = Math.min(y0, crops[c].y());
+      x1 = Math.max(x1, crops[c].x() + crops[c].width());
+      y1 = Math.max(y1, crops[c].y() + crops[c].height());
+    }
+    return new Views(plain, crops, rngs, new Rect(x0, y0, x1 - x0, y1 - y0));
+  }
+
+  /** Emits every output of {@code views} from {@code source}, whose pixel (0, 0) is (x, y). */
+  private void emit(Mat source, int x, int y, Views views, Sink sink) throws IOException {
+    if (views.plain() != null) {
+      try (Mat region = view(source, views.plain(), x, y);
+          Mat plain = transform.resizePlain(region)) {
+        emit(0, plain, sink);
+      }
+    }
+    for (int c = 0; c < views.crops().length; c++) {
+      try (Mat crop = view(source, views.crops()[c], x, y);
+          Mat augmented = transform.augment(crop, views.rngs()[c])) {
+        emit(c + 1, augmented, sink);
       }
     }
   }
 
-  /** Decodes encoded bytes to RGB or grey, at reduced size when the output needs fewer pixels. */
-  public Mat decode(byte[] bytes) throws RejectedImageException {
-    ImageHeader header = ImageHeader.probe(bytes, maxPixels);
+  private static Mat view(Mat source, Rect r, int x, int y) {
+    try (Rect shifted = new Rect(r.x() - x, r.y() - y, r.width(), r.height())) {
+      return new Mat(source, shifted);
+    }
+  }
+
+  private static int ceilDiv(int a, int b) {
+    return (a + b - 1) / b;
+  }
+
+  private boolean regionDecoderUsable() {
+    return decoderKind == ImageDecoder.Kind.OPENCV && JpegRegionDecoder.available();
+  }
+
+  /** Decodes the whole image to RGB or grey, at 1/{@code reduce} size (JPEG only). */
+  private Mat decode(byte[] bytes, ImageHeader header, int reduce) throws RejectedImageException {
     if (decoder == null) {
       // Spark already runs one task per core; OpenCV's own thread pool would oversubscribe them.
       opencv_core.setNumThreads(1);
       decoder = decoderKind.create();
     }
-    return decoder.decode(bytes, header, shape().channels(), reduceFactor(header));
+    return decoder.decode(bytes, header, shape().channels(), reduce);
   }
 
   /**

@@ -7,11 +7,9 @@ import static org.bytedeco.opencv.global.opencv_core.flip;
 import static org.bytedeco.opencv.global.opencv_core.mean;
 import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_GRAY2RGB;
 import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_RGB2GRAY;
-import static org.bytedeco.opencv.global.opencv_imgproc.INTER_AREA;
 import static org.bytedeco.opencv.global.opencv_imgproc.INTER_LINEAR;
 import static org.bytedeco.opencv.global.opencv_imgproc.cvtColor;
 import static org.bytedeco.opencv.global.opencv_imgproc.getRotationMatrix2D;
-import static org.bytedeco.opencv.global.opencv_imgproc.resize;
 import static org.bytedeco.opencv.global.opencv_imgproc.warpAffine;
 
 import dev.ramtrain.format.ImageShape;
@@ -31,29 +29,33 @@ import org.bytedeco.opencv.opencv_core.Size;
 public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation augmentation)
     implements Serializable {
 
-  /** The plain copy: {@code src} brought to the target size by the resize mode. */
-  public Mat resizePlain(Mat src) {
-    int w = src.cols();
-    int h = src.rows();
+  /**
+   * The part of a {@code w} x {@code h} image the plain copy shows: for shorter-side-crop the
+   * centre region with the target's aspect ratio (cropped first, then scaled once), else all of it.
+   */
+  public Rect plainRegion(int w, int h) {
+    if (mode != ResizeMode.SHORTER_SIDE_CROP) {
+      return new Rect(0, 0, w, h);
+    }
+    double scale = Math.max((double) shape.width() / w, (double) shape.height() / h);
+    int cw = Math.min(w, (int) Math.round(shape.width() / scale));
+    int ch = Math.min(h, (int) Math.round(shape.height() / scale));
+    return new Rect((w - cw) / 2, (h - ch) / 2, cw, ch);
+  }
+
+  /** The plain copy of {@code region}, the pixels of the image's {@link #plainRegion}. */
+  public Mat resizePlain(Mat region) {
+    int w = region.cols();
+    int h = region.rows();
     int tw = shape.width();
     int th = shape.height();
     return switch (mode) {
-      case STRETCH -> scaled(src, tw, th);
-      case SHORTER_SIDE_CROP -> {
-        // Crop the centre region with the target's aspect ratio first, then scale it once.
-        double scale = Math.max((double) tw / w, (double) th / h);
-        int cw = Math.min(w, (int) Math.round(tw / scale));
-        int ch = Math.min(h, (int) Math.round(th / scale));
-        try (Rect rect = new Rect((w - cw) / 2, (h - ch) / 2, cw, ch);
-            Mat crop = new Mat(src, rect)) {
-          yield scaled(crop, tw, th);
-        }
-      }
+      case STRETCH, SHORTER_SIDE_CROP -> scaled(region, tw, th);
       case LETTERBOX -> {
         double scale = Math.min((double) tw / w, (double) th / h);
         int sw = Math.max(1, Math.min(tw, (int) Math.round(w * scale)));
         int sh = Math.max(1, Math.min(th, (int) Math.round(h * scale)));
-        try (Mat fitted = scaled(src, sw, sh)) {
+        try (Mat fitted = scaled(region, sw, sh)) {
           Mat out = new Mat();
           int top = (th - sh) / 2;
           int left = (tw - sw) / 2;
@@ -72,9 +74,12 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
     };
   }
 
-  /** One augmented copy: random resized crop, then flip, rotation and colour jitter. */
-  public Mat augment(Mat src, SplittableRandom rng) {
-    Mat image = randomResizedCrop(src, rng);
+  /**
+   * One augmented copy of {@code crop}, the region {@link #randomCrop} drew with the same {@code
+   * rng}: scaled to the target size, then flip, rotation and colour jitter drawn from {@code rng}.
+   */
+  public Mat augment(Mat crop, SplittableRandom rng) {
+    Mat image = scaled(crop, shape.width(), shape.height());
     Augmentation a = augmentation;
     if (rng.nextDouble() < a.flipProbability()) {
       Mat flipped = new Mat();
@@ -118,10 +123,12 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
     return image;
   }
 
-  /** torchvision's RandomResizedCrop: area fraction and log-aspect drawn uniformly, 10 tries. */
-  private Mat randomResizedCrop(Mat src, SplittableRandom rng) {
-    int w = src.cols();
-    int h = src.rows();
+  /**
+   * torchvision's RandomResizedCrop region of a {@code w} x {@code h} image: area fraction and
+   * log-aspect drawn uniformly, 10 tries, then the centre crop within the aspect limits. Drawn
+   * before decoding, so only the region needs decoding.
+   */
+  public Rect randomCrop(int w, int h, SplittableRandom rng) {
     Augmentation a = augmentation;
     double area = (double) w * h;
     for (int attempt = 0; attempt < 10; attempt++) {
@@ -130,7 +137,7 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
       int cw = (int) Math.round(Math.sqrt(targetArea * aspect));
       int ch = (int) Math.round(Math.sqrt(targetArea / aspect));
       if (cw > 0 && ch > 0 && cw <= w && ch <= h) {
-        return cropScaled(src, rng.nextInt(w - cw + 1), rng.nextInt(h - ch + 1), cw, ch);
+        return new Rect(rng.nextInt(w - cw + 1), rng.nextInt(h - ch + 1), cw, ch);
       }
     }
     double ratio = (double) w / h;
@@ -141,24 +148,11 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
     } else if (ratio > a.ratioMax()) {
       cw = (int) Math.round(h * a.ratioMax());
     }
-    return cropScaled(src, (w - cw) / 2, (h - ch) / 2, cw, ch);
+    return new Rect((w - cw) / 2, (h - ch) / 2, cw, ch);
   }
 
-  private Mat cropScaled(Mat src, int x, int y, int cw, int ch) {
-    try (Rect rect = new Rect(x, y, cw, ch);
-        Mat crop = new Mat(src, rect)) {
-      return scaled(crop, shape.width(), shape.height());
-    }
-  }
-
-  /** Area averaging when shrinking (no aliasing), bilinear when enlarging. */
   private static Mat scaled(Mat src, int width, int height) {
-    Mat out = new Mat();
-    boolean shrinking = width < src.cols() || height < src.rows();
-    try (Size size = new Size(width, height)) {
-      resize(src, out, size, 0, 0, shrinking ? INTER_AREA : INTER_LINEAR);
-    }
-    return out;
+    return Resample.to(src, width, height);
   }
 
   private static double greyMean(Mat image) {

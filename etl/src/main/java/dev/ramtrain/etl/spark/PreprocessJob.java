@@ -262,6 +262,8 @@ public final class PreprocessJob {
     Map<String, Object> t = new LinkedHashMap<>();
     var transform = options.transform();
     t.put("resize", transform.mode().name().toLowerCase().replace('_', '-'));
+    // How pixels are resampled (Resample): a dataset says which filter made it.
+    t.put("resample", "gaussian-bilinear below 2x, area at 2x or more and at integer ratios");
     t.put("color", transform.shape().channels() == 1 ? "grayscale" : "rgb");
     t.put("decoder", options.decoder().name().toLowerCase());
     t.put("val-fraction", options.valFraction());

@@ -10,14 +10,15 @@ import dev.ramtrain.etl.source.ImageSource;
 import dev.ramtrain.etl.source.RawSample;
 import dev.ramtrain.etl.source.SampleBytes;
 import dev.ramtrain.format.IoErrors;
+import dev.ramtrain.format.OutputStreamChannel;
 import dev.ramtrain.format.ShardSchema;
 import dev.ramtrain.format.ShardStats;
 import dev.ramtrain.format.ShardWriter;
 import dev.ramtrain.format.ids.SampleIds;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.Serializable;
+import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -67,7 +68,8 @@ final class ShardTask implements Serializable {
     List<Reject> rejects = new ArrayList<>();
     long inputs = 0;
     ShardStats stats;
-    try (OutputStream out = memory != null ? memory : staging.create(split, shard);
+    try (WritableByteChannel out =
+            memory != null ? new OutputStreamChannel(memory) : staging.create(split, shard);
         ShardWriter writer = new ShardWriter(schema, out, batchTargetBytes)) {
       while (samples.hasNext()) {
         Tuple2<ShardSlot, RawSample> next = samples.next();

@@ -15,8 +15,8 @@ import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.format.ShardSchema;
 import dev.ramtrain.format.ShardStats;
 import dev.ramtrain.format.ShardWriter;
-import java.io.OutputStream;
 import java.net.URI;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -61,7 +61,7 @@ public class NonLocalFileSystemTest {
         new ShardSchema(new ImageShape(5, 7, 3), List.of("alpha", "beta", "gamma"));
     DatasetCommitter committer = DatasetCommitter.begin(output, null, false, conf());
     ShardStats stats;
-    try (OutputStream out = committer.staging().create(Manifest.TRAIN, 0);
+    try (WritableByteChannel out = committer.staging().create(Manifest.TRAIN, 0);
         ShardWriter writer = new ShardWriter(schema, out, 105 * 4)) {
       for (int r = 0; r < 11; r++) {
         writer.append(ShardFixtures.id(r), ShardFixtures.label(r), ShardFixtures.pixels(r, 105));

@@ -34,13 +34,18 @@ class ImageTransformTest {
 
   static List<byte[]> outputs(RawSample sample, ImageTransform transform, long seed, long id)
       throws Exception {
-    var processor = new ImageProcessor(transform, ImageDecoder.Kind.OPENCV, 1L << 30, seed);
+    return outputs(
+        sample, new ImageProcessor(transform, ImageDecoder.Kind.OPENCV, 1L << 30, seed), id);
+  }
+
+  static List<byte[]> outputs(RawSample sample, ImageProcessor processor, long id)
+      throws Exception {
     List<byte[]> out = new ArrayList<>();
     processor.process(
         sample,
         id,
         (copy, address) -> {
-          byte[] pixels = new byte[transform.shape().bytes()];
+          byte[] pixels = new byte[processor.shape().bytes()];
           MemoryUtil.copyFromMemory(address, pixels, 0, pixels.length);
           out.add(pixels);
         });
