@@ -5,7 +5,7 @@
  * that a region decode gives exactly the full decode's pixels, with and without a margin of one
  * iMCU (16 pixels) around the region: fancy upsampling treats a region's edge as the image's edge.
  *
- * Usage: jpeg_region DIR   (DIR/<class>/*.jpg, e.g. the real-photo set of benchmarks/make_photos.py)
+ * Usage: jpeg_region DIR   (JPEGs in DIR/CLASS/, e.g. the real-photo set of benchmarks/make_photos.py)
  */
 #include <dirent.h>
 #include <math.h>

@@ -76,12 +76,10 @@ public final class ImageFolderSource implements ImageSource {
     return ImageSource.hashSplitCounts(listing(spark).keys().size(), valFraction);
   }
 
-  /**
-   * References to the files, not their bytes: the shard task reads each file where it decodes it,
-   * so the compressed images never cross the shuffle that groups samples into shards.
-   */
+  /** References to the files, not their bytes: each task reads the files it decodes. */
   @Override
-  public JavaRDD<RawSample> samples(SparkSession spark, List<String> classes) throws IOException {
+  public List<RawSample> listedOnDriver(SparkSession spark, List<String> classes)
+      throws IOException {
     Map<String, Integer> labels = new HashMap<>();
     for (int i = 0; i < classes.size(); i++) {
       labels.put(classes.get(i), i);
@@ -94,6 +92,12 @@ public final class ImageFolderSource implements ImageSource {
       // Files at the root (in no class folder) keep label -1: rejected and listed, never dropped.
       files.add(RawSample.unread(key, listing.prefix() + key, label == null ? -1 : label, null));
     }
+    return files;
+  }
+
+  @Override
+  public JavaRDD<RawSample> samples(SparkSession spark, List<String> classes) throws IOException {
+    List<RawSample> files = listedOnDriver(spark, classes);
     // As few slices as there are cores, unless that would put more than a few thousand references
     // (Spark's 1 MiB task-size warning) in a task.
     int slices =

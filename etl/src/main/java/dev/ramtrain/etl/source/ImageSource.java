@@ -30,6 +30,15 @@ public interface ImageSource extends Serializable {
   /** Every input, with labels indexed by {@code classes}. */
   JavaRDD<RawSample> samples(SparkSession spark, List<String> classes) throws IOException;
 
+  /**
+   * Every input as the driver already holds it (a walked folder: references, not bytes), or null
+   * when only executors can enumerate them (records inside files). The default is null.
+   */
+  default List<RawSample> listedOnDriver(SparkSession spark, List<String> classes)
+      throws IOException {
+    return null;
+  }
+
   /** Where a sample came from, for the rejects list. */
   default String locate(String key) {
     return path() + "/" + key;

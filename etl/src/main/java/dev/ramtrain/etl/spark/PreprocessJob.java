@@ -23,8 +23,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.spark.Partitioner;
-import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.storage.StorageLevel;
 import org.slf4j.Logger;
@@ -37,7 +37,8 @@ import scala.Tuple2;
  *
  * <pre>
  * source ─▶ (slot, sample): split by key hash, shard and order by (seed, id)
- *        ─▶ shuffle, one partition per shard, sorted by order (files travel as references)
+ *        ─▶ one partition per shard, sorted by order: placed by the driver for listed files
+ *           (references, no shuffle), shuffled for records inside files
  *        ─▶ per partition: read ▶ decode ▶ resize ▶ augment ▶ Arrow shard
  *        ─▶ driver: reject check, manifest, atomic commit
  * </pre>
@@ -126,12 +127,7 @@ public final class PreprocessJob {
             options,
             new HadoopConf(sc.hadoopConfiguration()),
             counters);
-    JavaPairRDD<ShardSlot, RawSample> slotted =
-        source.samples(spark, classes).flatMapToPair(sample -> slot(plan, sample));
-    JavaRDD<ShardResult> shards =
-        slotted
-            .repartitionAndSortWithinPartitions(new ShardPartitioner(plan.partitions()))
-            .mapPartitionsWithIndex(task::run, true);
+    JavaRDD<ShardResult> shards = placed(classes, plan).mapPartitionsWithIndex(task::run, true);
     if (committer == null) {
       shards = shards.persist(StorageLevel.MEMORY_AND_DISK());
     }
@@ -180,6 +176,37 @@ public final class PreprocessJob {
         shards.unpersist(false);
       }
     }
+  }
+
+  /**
+   * The inputs, one partition per shard, each sorted by slot. A source the driver has listed (a
+   * folder walk) is placed here, in one stage with no shuffle (saving a stage's scheduling and a
+   * shuffle on every run); records only executors can read are slotted and shuffled. Both order by
+   * the same {@link ShardSlot}, so the shards are the same bytes either way.
+   */
+  private JavaRDD<Tuple2<ShardSlot, RawSample>> placed(List<String> classes, ShardPlan plan)
+      throws IOException {
+    List<RawSample> listed = source.listedOnDriver(spark, classes);
+    if (listed == null) {
+      return source
+          .samples(spark, classes)
+          .flatMapToPair(sample -> slot(plan, sample))
+          .repartitionAndSortWithinPartitions(new ShardPartitioner(plan.partitions()))
+          .rdd()
+          .toJavaRDD();
+    }
+    List<List<Tuple2<ShardSlot, RawSample>>> byShard = new ArrayList<>();
+    for (int p = 0; p < plan.partitions(); p++) {
+      byShard.add(new ArrayList<>());
+    }
+    for (RawSample sample : listed) {
+      slot(plan, sample).forEachRemaining(t -> byShard.get(t._1().partition()).add(t));
+    }
+    byShard.forEach(shard -> shard.sort(Comparator.comparing(Tuple2::_1)));
+    // One element per slice when there are as many slices as elements: partition p is shard p.
+    return new JavaSparkContext(spark.sparkContext())
+        .parallelize(byShard, plan.partitions())
+        .flatMap(List::iterator);
   }
 
   private static Iterator<Tuple2<ShardSlot, RawSample>> slot(ShardPlan plan, RawSample sample) {

@@ -55,4 +55,25 @@ class ConsoleProgressTest {
       RELEASE.countDown();
     }
   }
+
+  /** The line's clock is the run's: its rate and ETA count from when the run's figures do. */
+  @Test
+  void rateAndEtaCountFromTheRunsStart() throws Exception {
+    SparkContext sc = TestSpark.session().sparkContext();
+    LongAccumulator files = sc.longAccumulator("test files");
+    LongAccumulator bytes = sc.longAccumulator("test bytes");
+    long tenSecondsAgo = System.nanoTime() - TimeUnit.SECONDS.toNanos(10);
+    try (ConsoleProgress progress =
+        ConsoleProgress.start("run", 100, files, bytes, sc, tenSecondsAgo)) {
+      files.add(25);
+      bytes.add(50_000_000);
+      String line = progress.text();
+      // 25 files and 50 MB in 10 s: 2.5 files/s (shown as 2 or 3), 5.0 MB/s, 75 files left:
+      // 0:00:30.
+      assertTrue(
+          line.matches(
+              "run 25/100 files  [23] files/s  5\\.0 MB/s  elapsed 0:00:10  ETA 0:00:[23]\\d"),
+          line);
+    }
+  }
 }

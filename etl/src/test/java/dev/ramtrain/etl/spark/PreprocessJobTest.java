@@ -42,14 +42,19 @@ class PreprocessJobTest {
     new SyntheticImages(4, 15, 40, 32, 0.5, 5).writeTo(images);
   }
 
-  /** A copy of the generated images plus one file of every kind of bad input. */
-  private Path imagesWithBadFiles() throws IOException {
-    Path root = tmp.resolve("dirty");
+  /** A copy of the generated images under {@code root}. */
+  private static Path copyOfImages(Path root) throws IOException {
     for (Path f : Files.walk(images).filter(Files::isRegularFile).toList()) {
       Path target = root.resolve(images.relativize(f));
       Files.createDirectories(target.getParent());
       Files.copy(f, target);
     }
+    return root;
+  }
+
+  /** A copy of the generated images plus one file of every kind of bad input. */
+  private Path imagesWithBadFiles() throws IOException {
+    Path root = copyOfImages(tmp.resolve("dirty"));
     Path circle = root.resolve("circle");
     byte[] jpeg =
         Files.readAllBytes(
@@ -103,7 +108,7 @@ class PreprocessJobTest {
   }
 
   @Test
-  void filesCrossTheShuffleAsReferencesAndTheRunSaysWhereItsTimeWent() throws Exception {
+  void filesTravelAsReferencesAndTheRunSaysWhereItsTimeWent() throws Exception {
     long inputBytes = 0;
     for (Path f : Files.walk(images).filter(Files::isRegularFile).toList()) {
       inputBytes += Files.size(f);
@@ -115,33 +120,39 @@ class PreprocessJobTest {
                 SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, tmp.resolve("out"), 0));
     PreprocessTiming timing = result.timing();
     String described = timing.describe();
-    // Stage 0 slots the references, stage 1 reads, decodes and writes the shards.
-    assertEquals(2, timing.stages().size(), described);
-    long shuffled = timing.stages().get(0).shuffleWriteBytes();
-    assertTrue(
-        shuffled > 0 && shuffled < inputBytes / 3,
-        shuffled + " bytes shuffled for " + inputBytes + " bytes of images: " + described);
-    assertEquals(shuffled, timing.stages().get(1).shuffleReadBytes(), described);
+    // The driver placed the listed files into shards: one stage reads, decodes and writes them.
+    assertEquals(1, timing.stages().size(), described);
+    PreprocessTiming.Stage stage = timing.stages().get(0);
+    assertEquals(0, stage.shuffleWriteBytes() + stage.shuffleReadBytes(), described);
     Manifest m = result.manifest();
     assertTrue(
-        timing.stages().get(1).tasks()
+        stage.tasks()
             >= m.split(Manifest.TRAIN).shards().size() + m.split(Manifest.VAL).shards().size(),
         described);
     assertTrue(
         timing.readSeconds() > 0 && timing.decodeSeconds() > 0 && timing.writeSeconds() > 0,
         described);
-    assertTrue(timing.stages().get(1).task() >= timing.decodeSeconds(), described);
+    assertTrue(stage.task() >= timing.decodeSeconds(), described);
+
+    // A source only executors can enumerate is slotted and shuffled: references, not images.
+    var shuffledRun =
+        Preprocessing.run(
+            new ShuffledSource(images.toString()),
+            Preprocessing.options(
+                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, tmp.resolve("sh"), 0));
+    PreprocessTiming t2 = shuffledRun.timing();
+    assertEquals(2, t2.stages().size(), t2.describe());
+    long shuffled = t2.stages().get(0).shuffleWriteBytes();
+    assertTrue(
+        shuffled > 0 && shuffled < inputBytes / 3,
+        shuffled + " bytes shuffled for " + inputBytes + " bytes of images: " + t2.describe());
+    assertEquals(shuffled, t2.stages().get(1).shuffleReadBytes(), t2.describe());
     assertTrue(timing.totalSeconds() >= timing.jobSeconds(), described);
   }
 
   @Test
   void aFileGoneSinceTheListingIsRejectedByName() throws Exception {
-    Path root = tmp.resolve("copy");
-    for (Path f : Files.walk(images).filter(Files::isRegularFile).toList()) {
-      Path target = root.resolve(images.relativize(f));
-      Files.createDirectories(target.getParent());
-      Files.copy(f, target);
-    }
+    Path root = copyOfImages(tmp.resolve("copy"));
     ImageFolderSource source = new ImageFolderSource(root.toString());
     source.countBySplit(TestSpark.session(), 0.25); // the driver's listing, which the job reuses
     Path gone = Files.list(root.resolve("star")).sorted().findFirst().orElseThrow();
@@ -171,8 +182,14 @@ class PreprocessJobTest {
     Preprocessing.run(
         new RepartitionedSource(images.toString(), 13),
         Preprocessing.options(SHAPE, aug, PreprocessOptions.Output.OFFLINE, many, 0));
+    // The folder source itself: its listing is placed into shards by the driver, no shuffle.
+    Path placed = tmp.resolve("placed");
+    Preprocessing.run(
+        new ImageFolderSource(images.toString()),
+        Preprocessing.options(SHAPE, aug, PreprocessOptions.Output.OFFLINE, placed, 0));
     Manifest m = Preprocessing.open(few).manifest();
     assertEquals(m, Preprocessing.open(many).manifest());
+    assertEquals(m, Preprocessing.open(placed).manifest());
     assertEquals(
         180,
         m.split(Manifest.TRAIN).rows() + m.split(Manifest.VAL).rows(),
@@ -182,6 +199,10 @@ class PreprocessJobTest {
         assertArrayEquals(
             Files.readAllBytes(few.resolve(shard.file())),
             Files.readAllBytes(many.resolve(shard.file())),
+            shard.file());
+        assertArrayEquals(
+            Files.readAllBytes(few.resolve(shard.file())),
+            Files.readAllBytes(placed.resolve(shard.file())),
             shard.file());
       }
     }
@@ -370,6 +391,18 @@ class PreprocessJobTest {
   }
 
   /** An image folder source with its sample reading open to change. */
+  /** The folder's samples as an RDD only: the job slots and shuffles them. */
+  static final class ShuffledSource extends Delegating {
+    ShuffledSource(String root) {
+      super(root);
+    }
+
+    @Override
+    public JavaRDD<RawSample> samples(SparkSession spark, List<String> classes) throws IOException {
+      return inner.samples(spark, classes);
+    }
+  }
+
   abstract static class Delegating implements ImageSource {
     final ImageFolderSource inner;
 
