@@ -15,9 +15,9 @@ fi
 if [ "$lib" -nt "$here/jpeg_region.c" ]; then
   exit 0
 fi
-if ! command -v gcc >/dev/null || [ ! -e /usr/include/jpeglib.h ]; then
-  echo "build.sh: WARNING: no gcc or no jpeglib.h (apt-get install gcc libjpeg62-turbo-dev):" \
-    "JPEG region decoding is left out and whole JPEGs are decoded" >&2
+if ! command -v gcc >/dev/null || [ ! -e /usr/include/jpeglib.h ] || [ ! -e "$java_home/include/jni.h" ]; then
+  echo "build.sh: WARNING: no gcc, jpeglib.h or jni.h (apt-get install gcc libjpeg62-turbo-dev," \
+    "and a JDK): JPEG region decoding is left out and whole JPEGs are decoded" >&2
   exit 0
 fi
 mkdir -p "$out"
