@@ -69,83 +69,80 @@ public final class ImageProcessor implements Serializable {
       throws RejectedImageException, IOException {
     if (sample.isRaw()) {
       try (Mat source = fromPixels(sample)) {
-        emit(source, 0, 0, views(source.cols(), source.rows(), id), sink);
+        emit(source, new Region(0, 0, source.cols(), source.rows()), views(source, id), sink);
       }
       return;
     }
     byte[] bytes = sample.content();
     ImageHeader header = ImageHeader.probe(bytes, maxPixels);
     int reduce = reduceFactor(header);
-    Views views = null;
-    Mat source = null;
     if (decodeRegions && header.format() == ImageHeader.Format.JPEG && regionDecoderUsable()) {
       // libjpeg's size at 1/reduce; the regions are drawn first so only their union is decoded
       // when it is small enough to pay (a centre crop of 3/4 of a photo decodes no faster).
       int w = ceilDiv(header.width(), reduce);
       int h = ceilDiv(header.height(), reduce);
-      views = views(w, h, id);
-      Rect union = views.union();
-      if ((long) union.width() * union.height() * 3 <= (long) w * h * 2) {
-        source = JpegRegionDecoder.decode(bytes, reduce, union, shape().channels());
+      Views views = views(w, h, id);
+      if (views.union().area() * 3 <= (long) w * h * 2) {
+        try (Mat region =
+            JpegRegionDecoder.decode(bytes, reduce, views.union(), shape().channels())) {
+          if (region != null) {
+            emit(region, views.union(), views, sink);
+            return;
+          }
+        }
       }
     }
-    if (source == null) {
-      source = decode(bytes, header, reduce);
-      views = views(source.cols(), source.rows(), id);
-      emit(source, 0, 0, views, sink);
-    } else {
-      emit(source, views.union().x(), views.union().y(), views, sink);
+    try (Mat source = decode(bytes, header, reduce)) {
+      emit(source, new Region(0, 0, source.cols(), source.rows()), views(source, id), sink);
     }
-    source.close();
   }
 
   /**
    * What one sample's outputs show of a {@code w} x {@code h} image: the plain copy's region and
    * each augmented copy's crop with the generator that drew it (it draws that copy's flip, rotation
-   * and colour next), all from (seed, id, copy) alone.
+   * and colour next), all from (seed, id, copy) alone, and the union of those regions.
    */
-  private record Views(Rect plain, Rect[] crops, SplittableRandom[] rngs, Rect union) {}
+  private record Views(Region plain, Region[] crops, SplittableRandom[] rngs, Region union) {}
+
+  private Views views(Mat image, long id) {
+    return views(image.cols(), image.rows(), id);
+  }
 
   private Views views(int w, int h, long id) {
     Augmentation augmentation = transform.augmentation();
-    Rect plain = augmentation.keepOriginal() ? transform.plainRegion(w, h) : null;
+    Region plain = augmentation.keepOriginal() ? transform.plainRegion(w, h) : null;
     int copies = augmentation.copies();
-    Rect[] crops = new Rect[copies];
+    Region[] crops = new Region[copies];
     SplittableRandom[] rngs = new SplittableRandom[copies];
-    int x0 = plain == null ? w : plain.x();
-    int y0 = plain == null ? h : plain.y();
-    int x1 = plain == null ? 0 : plain.x() + plain.width();
-    int y1 = plain == null ? 0 : plain.y() + plain.height();
+    Region union = plain;
     for (int c = 0; c < copies; c++) {
       rngs[c] = new SplittableRandom(SampleIds.mix(seed, id, c + 1));
       crops[c] = transform.randomCrop(w, h, rngs[c]);
-      x0 = Math.min(x0, crops[c].x());
-      y0 = Math.min(y0, crops[c].y());
-      x1 = Math.max(x1, crops[c].x() + crops[c].width());
-      y1 = Math.max(y1, crops[c].y() + crops[c].height());
+      union = union == null ? crops[c] : union.union(crops[c]);
     }
-    return new Views(plain, crops, rngs, new Rect(x0, y0, x1 - x0, y1 - y0));
+    return new Views(plain, crops, rngs, union == null ? new Region(0, 0, w, h) : union);
   }
 
-  /** Emits every output of {@code views} from {@code source}, whose pixel (0, 0) is (x, y). */
-  private void emit(Mat source, int x, int y, Views views, Sink sink) throws IOException {
+  /** Emits every output of {@code views} from {@code source}, the pixels of {@code at}. */
+  private void emit(Mat source, Region at, Views views, Sink sink) throws IOException {
     if (views.plain() != null) {
-      try (Mat region = view(source, views.plain(), x, y);
+      try (Mat region = view(source, at, views.plain());
           Mat plain = transform.resizePlain(region)) {
         emit(0, plain, sink);
       }
     }
     for (int c = 0; c < views.crops().length; c++) {
-      try (Mat crop = view(source, views.crops()[c], x, y);
+      try (Mat crop = view(source, at, views.crops()[c]);
           Mat augmented = transform.augment(crop, views.rngs()[c])) {
         emit(c + 1, augmented, sink);
       }
     }
   }
 
-  private static Mat view(Mat source, Rect r, int x, int y) {
-    try (Rect shifted = new Rect(r.x() - x, r.y() - y, r.width(), r.height())) {
-      return new Mat(source, shifted);
+  /** The part {@code r} of the image as a view into {@code source}, which holds {@code at}. */
+  private static Mat view(Mat source, Region at, Region r) {
+    try (Rect rect = new Rect(r.x() - at.x(), r.y() - at.y(), r.width(), r.height())) {
+      return new Mat(source, rect);
     }
   }
 

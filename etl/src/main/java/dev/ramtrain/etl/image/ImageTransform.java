@@ -17,7 +17,6 @@ import java.io.Serializable;
 import java.util.SplittableRandom;
 import org.bytedeco.opencv.opencv_core.Mat;
 import org.bytedeco.opencv.opencv_core.Point2f;
-import org.bytedeco.opencv.opencv_core.Rect;
 import org.bytedeco.opencv.opencv_core.Scalar;
 import org.bytedeco.opencv.opencv_core.Size;
 
@@ -33,14 +32,14 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
    * The part of a {@code w} x {@code h} image the plain copy shows: for shorter-side-crop the
    * centre region with the target's aspect ratio (cropped first, then scaled once), else all of it.
    */
-  public Rect plainRegion(int w, int h) {
+  public Region plainRegion(int w, int h) {
     if (mode != ResizeMode.SHORTER_SIDE_CROP) {
-      return new Rect(0, 0, w, h);
+      return new Region(0, 0, w, h);
     }
     double scale = Math.max((double) shape.width() / w, (double) shape.height() / h);
     int cw = Math.min(w, (int) Math.round(shape.width() / scale));
     int ch = Math.min(h, (int) Math.round(shape.height() / scale));
-    return new Rect((w - cw) / 2, (h - ch) / 2, cw, ch);
+    return new Region((w - cw) / 2, (h - ch) / 2, cw, ch);
   }
 
   /** The plain copy of {@code region}, the pixels of the image's {@link #plainRegion}. */
@@ -128,7 +127,7 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
    * log-aspect drawn uniformly, 10 tries, then the centre crop within the aspect limits. Drawn
    * before decoding, so only the region needs decoding.
    */
-  public Rect randomCrop(int w, int h, SplittableRandom rng) {
+  public Region randomCrop(int w, int h, SplittableRandom rng) {
     Augmentation a = augmentation;
     double area = (double) w * h;
     for (int attempt = 0; attempt < 10; attempt++) {
@@ -137,7 +136,7 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
       int cw = (int) Math.round(Math.sqrt(targetArea * aspect));
       int ch = (int) Math.round(Math.sqrt(targetArea / aspect));
       if (cw > 0 && ch > 0 && cw <= w && ch <= h) {
-        return new Rect(rng.nextInt(w - cw + 1), rng.nextInt(h - ch + 1), cw, ch);
+        return new Region(rng.nextInt(w - cw + 1), rng.nextInt(h - ch + 1), cw, ch);
       }
     }
     double ratio = (double) w / h;
@@ -148,7 +147,7 @@ public record ImageTransform(ImageShape shape, ResizeMode mode, Augmentation aug
     } else if (ratio > a.ratioMax()) {
       cw = (int) Math.round(h * a.ratioMax());
     }
-    return new Rect((w - cw) / 2, (h - ch) / 2, cw, ch);
+    return new Region((w - cw) / 2, (h - ch) / 2, cw, ch);
   }
 
   private static Mat scaled(Mat src, int width, int height) {

@@ -9,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import org.bytedeco.opencv.opencv_core.Mat;
-import org.bytedeco.opencv.opencv_core.Rect;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,7 +38,7 @@ final class JpegRegionDecoder {
    * pixels), as a Mat the caller owns; null when this JPEG is one to decode whole instead
    * (including any decoding error, which the whole decode then reports its own way).
    */
-  static Mat decode(byte[] jpeg, int reduce, Rect region, int channels) {
+  static Mat decode(byte[] jpeg, int reduce, Region region, int channels) {
     Mat out = new Mat(region.height(), region.width(), channels == 1 ? CV_8UC1 : CV_8UC3);
     String error =
         decode(

@@ -122,8 +122,9 @@ class JpegRegionDecoderTest {
             for (int t = 0; t < 12; t++) {
               int rw = t == 0 ? w : 1 + rng.nextInt(w);
               int rh = t == 0 ? h : 1 + rng.nextInt(h);
-              try (Rect r = new Rect(rng.nextInt(w - rw + 1), rng.nextInt(h - rh + 1), rw, rh);
-                  Mat expected = new Mat(full, r);
+              Region r = new Region(rng.nextInt(w - rw + 1), rng.nextInt(h - rh + 1), rw, rh);
+              try (Rect rect = new Rect(r.x(), r.y(), rw, rh);
+                  Mat expected = new Mat(full, rect);
                   Mat region = JpegRegionDecoder.decode(jpeg, reduce, r, channels)) {
                 String where =
                     String.format(
@@ -145,12 +146,8 @@ class JpegRegionDecoderTest {
     assumeBuilt();
     byte[] jpeg = jpeg(64, 48, 3);
     byte[] cut = java.util.Arrays.copyOf(jpeg, 40); // headers only: no image data
-    try (Rect r = new Rect(0, 0, 8, 8)) {
-      assertNull(JpegRegionDecoder.decode(cut, 1, r, 3));
-      try (Rect outside = new Rect(60, 40, 8, 9)) {
-        assertNull(JpegRegionDecoder.decode(jpeg, 1, outside, 3));
-      }
-    }
+    assertNull(JpegRegionDecoder.decode(cut, 1, new Region(0, 0, 8, 8), 3));
+    assertNull(JpegRegionDecoder.decode(jpeg, 1, new Region(60, 40, 8, 9), 3));
   }
 
   /** The processor draws crops first and decodes their union: the outputs may not change. */
