@@ -24,6 +24,11 @@ public final class StagedShards implements Serializable {
     this.conf = conf;
   }
 
+  /** The Hadoop configuration the tasks write with (share it: a task ships it once). */
+  public HadoopConf conf() {
+    return conf;
+  }
+
   /** Where shard {@code shard} of {@code split} is staged. */
   public Path path(String split, int shard) {
     return new Path(new Path(runDir), DatasetLayout.shardFile(split, shard));

@@ -117,6 +117,9 @@ public final class PreprocessJob {
     ImageProcessor processor =
         new ImageProcessor(
             options.transform(), options.decoder(), options.maxPixels(), options.seed());
+    // One configuration object for reading and staging: Java serialization writes it once per task.
+    HadoopConf hadoop =
+        committer == null ? new HadoopConf(sc.hadoopConfiguration()) : committer.staging().conf();
     ShardTask task =
         new ShardTask(
             plan,
@@ -125,7 +128,7 @@ public final class PreprocessJob {
             source,
             committer == null ? null : committer.staging(),
             options,
-            new HadoopConf(sc.hadoopConfiguration()),
+            hadoop,
             counters);
     JavaRDD<ShardResult> shards = placed(classes, plan).mapPartitionsWithIndex(task::run, true);
     if (committer == null) {
