@@ -40,9 +40,9 @@ static void on_message(j_common_ptr info, int level) {
 }
 
 /*
- * Returns NULL on success, else a message. "unsupported:" messages mean the caller should decode
- * the whole image another way (a colour space or precision this path does not convert like
- * OpenCV); anything else is a decoding error.
+ * Returns NULL on success, else why not: a colour space or precision this path does not convert
+ * as OpenCV does, or a decoding error. Either way the caller decodes the whole image through
+ * OpenCV, which reports errors its own way.
  */
 static const char *decode(const unsigned char *data, unsigned long size, int reduce, int x, int y,
                           int w, int h, int channels, unsigned char *out, char *message) {

@@ -15,10 +15,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Decodes only a region of a JPEG (src/main/native/jpeg_region.c over Debian's libjpeg-turbo, the
  * library OpenCV's decoder is built on): what a random crop or a centre crop needs, at the same
- * 1/2..1/8 DCT scales, with exactly the pixels the whole image's decode has there. A random resized
- * crop of a photo decodes 1.4x faster (benchmarks/RESULTS.md). Where the library is not built or
- * libjpeg.so.62 is missing, or for JPEGs it leaves to OpenCV (CMYK, 12-bit), callers decode the
- * whole image instead: slower, the same pixels.
+ * 1/2..1/8 DCT scales, with exactly the pixels the whole image's decode has there. The region of a
+ * random resized crop of a photo decodes 1.3x faster than the whole (benchmarks/RESULTS.md). Where
+ * the library is not built or libjpeg.so.62 is missing, or for JPEGs it leaves to OpenCV (CMYK,
+ * 12-bit), callers decode the whole image instead: slower, the same pixels.
  */
 final class JpegRegionDecoder {
   private static final Logger LOG = LoggerFactory.getLogger(JpegRegionDecoder.class);

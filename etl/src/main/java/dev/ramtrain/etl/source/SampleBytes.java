@@ -52,7 +52,7 @@ public final class SampleBytes {
     try (FileChannel file = FileChannel.open(Paths.get(uri), StandardOpenOption.READ)) {
       long size = file.size();
       if (size > maxBytes) {
-        throw tooLarge(size + " bytes exceeds", maxBytes);
+        throw tooLarge(size, maxBytes);
       }
       ByteBuffer buffer = ByteBuffer.allocate((int) size);
       while (buffer.hasRemaining() && file.read(buffer, buffer.position()) >= 0) {
@@ -65,6 +65,11 @@ public final class SampleBytes {
       }
       return buffer.array();
     }
+  }
+
+  /** The rejection of a {@code size}-byte input over the limit, read or not. */
+  public static RejectedImageException tooLarge(long size, long maxBytes) {
+    return tooLarge(size + " bytes exceeds", maxBytes);
   }
 
   private static RejectedImageException tooLarge(String size, long maxBytes) {

@@ -126,9 +126,7 @@ final class ShardTask implements Serializable {
               : "no label, or a label outside the class list");
     }
     if (sample.content().length > maxFileBytes) {
-      throw new RejectedImageException(
-          RejectReason.TOO_LARGE,
-          sample.content().length + " bytes exceeds ramtrain.etl.max-file-bytes=" + maxFileBytes);
+      throw SampleBytes.tooLarge(sample.content().length, maxFileBytes);
     }
     long start = System.nanoTime();
     long[] writing = {0};
