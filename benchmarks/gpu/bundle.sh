@@ -2,16 +2,17 @@
 # Builds benchmarks/gpu/bundle/: everything GpuBench needs on a machine that has an NVIDIA driver
 # and nothing else (no Java, no network): a jlink'd Java runtime, the trainer's jars (no Spark, no
 # OpenBLAS) and run.sh. Copy the folder there and run bundle/run.sh. Kept under 60 MiB.
-# Usage: benchmarks/gpu/bundle.sh
+# Usage: benchmarks/gpu/bundle.sh [OUT=benchmarks/gpu/bundle]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-OUT="$ROOT/benchmarks/gpu/bundle"
-mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dspotless.check.skip=true install
+OUT="$(realpath -m "${1:-$ROOT/benchmarks/gpu/bundle}")"
 MARK="$OUT/.ramtrain-gpu-bundle" # what this script wrote: the only folder it will ever delete
+# Checked before anything else (GpuBundleScriptIT): a folder not made here is never touched.
 if [ -e "$OUT" ] && [ ! -e "$MARK" ]; then
   echo "bundle.sh: $OUT exists and was not made by this script; move it away first" >&2
   exit 1
 fi
+mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dspotless.check.skip=true install
 rm -rf "$OUT"
 mkdir -p "$OUT/lib"
 touch "$MARK"
