@@ -126,9 +126,12 @@ public final class DatasetCommitter implements AutoCloseable {
     }
   }
 
-  /** Where this run's tasks write (serializable, for the executors). */
-  public StagedShards staging() {
-    return new StagedShards(runDir, new HadoopConf(conf));
+  /**
+   * Where this run's tasks write (serializable, for the executors); {@code directIo}: local shards
+   * past the page cache.
+   */
+  public StagedShards staging(boolean directIo) {
+    return new StagedShards(runDir, new HadoopConf(conf), directIo);
   }
 
   /**

@@ -3,9 +3,7 @@ package dev.ramtrain.etl.dataset;
 import dev.ramtrain.format.OutputStreamChannel;
 import java.io.IOException;
 import java.io.Serializable;
-import java.nio.channels.FileChannel;
 import java.nio.channels.WritableByteChannel;
-import java.nio.file.StandardOpenOption;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
@@ -18,10 +16,12 @@ import org.apache.hadoop.fs.Path;
 public final class StagedShards implements Serializable {
   private final String runDir;
   private final HadoopConf conf;
+  private final boolean directIo;
 
-  StagedShards(Path runDir, HadoopConf conf) {
+  StagedShards(Path runDir, HadoopConf conf, boolean directIo) {
     this.runDir = runDir.toString();
     this.conf = conf;
+    this.directIo = directIo;
   }
 
   /** The Hadoop configuration the tasks write with (share it: a task ships it once). */
@@ -36,19 +36,16 @@ public final class StagedShards implements Serializable {
 
   /**
    * Creates (or, for a retried task, replaces) the staged shard; the caller closes the channel. A
-   * local shard is a file channel, so Arrow's buffers reach the page cache in one copy; elsewhere
-   * Hadoop's stream.
+   * local shard is written with direct I/O where allowed ({@link DirectFileChannel}), else through
+   * a file channel (Arrow's buffers reach the page cache in one copy); elsewhere Hadoop's stream.
    */
   public WritableByteChannel create(String split, int shard) throws IOException {
     Path path = path(split, shard);
     FileSystem fs = DatasetFiles.fileSystem(path, conf.get());
     if (DatasetFiles.isLocal(fs)) {
       // No CREATE of folders: a run folder the driver removed fails the task, as on Hadoop.
-      return FileChannel.open(
-          DatasetFiles.local(fs, path),
-          StandardOpenOption.WRITE,
-          StandardOpenOption.CREATE,
-          StandardOpenOption.TRUNCATE_EXISTING);
+      java.nio.file.Path file = DatasetFiles.local(fs, path);
+      return directIo ? DirectFileChannel.create(file) : DirectFileChannel.createBuffered(file);
     }
     return new OutputStreamChannel(
         fs.createNonRecursive(

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.dataset.DatasetLayout;
 import dev.ramtrain.etl.dataset.HadoopConf;
+import dev.ramtrain.etl.dataset.StagedShards;
 import dev.ramtrain.etl.image.Augmentation;
 import dev.ramtrain.etl.image.ImageProcessor;
 import dev.ramtrain.etl.source.ImageSource;
@@ -117,19 +118,11 @@ public final class PreprocessJob {
     ImageProcessor processor =
         new ImageProcessor(
             options.transform(), options.decoder(), options.maxPixels(), options.seed());
+    StagedShards staging = committer == null ? null : committer.staging(options.directIo());
     // One configuration object for reading and staging: Java serialization writes it once per task.
-    HadoopConf hadoop =
-        committer == null ? new HadoopConf(sc.hadoopConfiguration()) : committer.staging().conf();
+    HadoopConf hadoop = staging == null ? new HadoopConf(sc.hadoopConfiguration()) : staging.conf();
     ShardTask task =
-        new ShardTask(
-            plan,
-            schema,
-            processor,
-            source,
-            committer == null ? null : committer.staging(),
-            options,
-            hadoop,
-            counters);
+        new ShardTask(plan, schema, processor, source, staging, options, hadoop, counters);
     JavaRDD<ShardResult> shards = placed(classes, plan).mapPartitionsWithIndex(task::run, true);
     if (committer == null) {
       shards = shards.persist(StorageLevel.MEMORY_AND_DISK());

@@ -4,7 +4,10 @@ import dev.ramtrain.etl.image.ImageDecoder;
 import dev.ramtrain.etl.image.ImageTransform;
 import java.io.Serializable;
 
-/** Everything the preprocessing job needs besides its source, checked when built. */
+/**
+ * Everything the preprocessing job needs besides its source, checked when built. {@code directIo}:
+ * write local shards past the page cache ({@link dev.ramtrain.etl.dataset.DirectFileChannel}).
+ */
 public record PreprocessOptions(
     ImageTransform transform,
     ImageDecoder.Kind decoder,
@@ -19,7 +22,8 @@ public record PreprocessOptions(
     double maxRejectFraction,
     Output output,
     String outputPath,
-    boolean overwrite)
+    boolean overwrite,
+    boolean directIo)
     implements Serializable {
 
   /** Shards are memory-mapped whole by readers, so they stay well under 2 GiB. */

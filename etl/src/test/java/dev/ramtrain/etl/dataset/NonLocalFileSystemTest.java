@@ -61,7 +61,7 @@ public class NonLocalFileSystemTest {
         new ShardSchema(new ImageShape(5, 7, 3), List.of("alpha", "beta", "gamma"));
     DatasetCommitter committer = DatasetCommitter.begin(output, null, false, conf());
     ShardStats stats;
-    try (WritableByteChannel out = committer.staging().create(Manifest.TRAIN, 0);
+    try (WritableByteChannel out = committer.staging(true).create(Manifest.TRAIN, 0);
         ShardWriter writer = new ShardWriter(schema, out, 105 * 4)) {
       for (int r = 0; r < 11; r++) {
         writer.append(ShardFixtures.id(r), ShardFixtures.label(r), ShardFixtures.pixels(r, 105));

@@ -320,7 +320,8 @@ class PreprocessJobTest {
             options.maxRejectFraction(),
             options.output(),
             options.outputPath(),
-            true);
+            true,
+            options.directIo());
     Preprocessing.run(new ImageFolderSource(images.toString()), overwrite);
     Manifest m = Preprocessing.open(out).manifest();
     assertEquals(1, m.split(Manifest.TRAIN).shards().size());

@@ -40,7 +40,8 @@ final class Preprocessing {
         maxRejects,
         mode,
         out == null ? null : out.toString(),
-        false);
+        false,
+        true);
   }
 
   /**
@@ -61,7 +62,8 @@ final class Preprocessing {
         o.maxRejectFraction(),
         PreprocessOptions.Output.OFFLINE,
         output,
-        overwrite);
+        overwrite,
+        o.directIo());
   }
 
   /** {@code o} with a fixed number of shards per split and no val split. */
@@ -80,7 +82,8 @@ final class Preprocessing {
         o.maxRejectFraction(),
         o.output(),
         o.outputPath(),
-        o.overwrite());
+        o.overwrite(),
+        o.directIo());
   }
 
   static PreprocessResult run(ImageSource source, PreprocessOptions options) throws IOException {

@@ -30,7 +30,8 @@ class ShardPlanTest {
         0,
         PreprocessOptions.Output.MEMORY,
         null,
-        false);
+        false,
+        true);
   }
 
   @Test

@@ -50,7 +50,8 @@ class SourcesTest {
         0,
         PreprocessOptions.Output.OFFLINE,
         out.toString(),
-        false);
+        false,
+        true);
   }
 
   private static byte[] pattern(int sample, int bytes) {

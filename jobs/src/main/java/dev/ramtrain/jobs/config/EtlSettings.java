@@ -69,7 +69,8 @@ public final class EtlSettings {
           c.number("ramtrain.etl.max-reject-fraction"),
           mode,
           output,
-          c.bool("ramtrain.etl.overwrite"));
+          c.bool("ramtrain.etl.overwrite"),
+          c.bool("ramtrain.etl.direct-io"));
     } catch (IllegalArgumentException e) {
       throw new ConfigException(e.getMessage());
     }
