@@ -8,6 +8,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.CheckpointSink;
 import dev.ramtrain.trainer.data.Batch;
 import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import java.io.IOException;
@@ -40,6 +41,7 @@ public final class Trainer implements AutoCloseable {
   private final CrossEntropyLoss loss;
   private final DeviceInputs inputs;
   private final ProgressLine progress = new ProgressLine();
+  private final DataParallel ranks;
   private long globalStep;
   private int skippedSteps;
   private CheckpointSink checkpoints; // null: no checkpoints
@@ -52,6 +54,22 @@ public final class Trainer implements AutoCloseable {
       TrainOptions options,
       ImageShape shape,
       MetricsLog metrics) {
+    this(backend, learner, schedule, options, shape, metrics, DataParallel.single());
+  }
+
+  /**
+   * One rank of a data-parallel job: {@code learner} averages gradients over {@code ranks}, the
+   * loaders give this rank its share of every global batch, epoch figures and evaluations are
+   * summed over the ranks, and only rank 0 writes metrics, checkpoints and progress.
+   */
+  public Trainer(
+      Backend backend,
+      Learner learner,
+      LrSchedule schedule,
+      TrainOptions options,
+      ImageShape shape,
+      MetricsLog metrics,
+      DataParallel ranks) {
     if (shape.bytes() != learner.inputSize()) {
       throw new IllegalArgumentException(
           "model "
@@ -68,6 +86,7 @@ public final class Trainer implements AutoCloseable {
     this.schedule = schedule;
     this.options = options;
     this.metrics = metrics;
+    this.ranks = ranks;
     int classes = learner.outputSize();
     int batch = learner.maxBatch();
     this.compute = backend.createStream("compute");
@@ -103,6 +122,12 @@ public final class Trainer implements AutoCloseable {
       record.put("data_stall_pct", 100 * stats.stallSeconds() / stats.seconds());
       record.put("skipped_steps", skippedSteps);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
+      if (ranks.worldSize() > 1) {
+        record.put("world_size", ranks.worldSize());
+      }
+      if (!ranks.leader()) {
+        continue; // rank 0 reports the epoch and saves the checkpoint
+      }
       metrics.write(record);
       if (checkpoints != null) {
         try {
@@ -128,6 +153,12 @@ public final class Trainer implements AutoCloseable {
   }
 
   public EpochStats trainEpoch(DataLoader train, int epoch) {
+    if (ranks.worldSize() > 1 && !train.sameBatchesOnEveryRank()) {
+      // Every step is a collective: a rank with one batch more would wait for the others forever.
+      throw new IllegalArgumentException(
+          "data-parallel training needs the same number of batches on every rank: remainder"
+              + " drop or pad, not keep");
+    }
     long start = System.nanoTime();
     long stallBefore = train.stallNanos();
     EpochTotals totals = new EpochTotals();
@@ -153,8 +184,8 @@ public final class Trainer implements AutoCloseable {
         double accuracy = (double) totals.correct / Math.max(1, totals.samples);
         long seen = totals.samples;
         int batchNumber = current.index() + 1;
-        if (seen == 0) {
-          continue; // the epoch's first loss is still on its way: nothing to show yet
+        if (seen == 0 || !ranks.leader()) {
+          continue; // the epoch's first loss is still on its way, or another rank shows it
         }
         progress.update(
             () ->
@@ -164,10 +195,11 @@ public final class Trainer implements AutoCloseable {
       settle(totals); // the last step's loss, before evaluation and the checkpoint
     }
     double seconds = (System.nanoTime() - start) / 1e9;
+    double[] all = ranks.sum(totals.lossSum, totals.correct, totals.samples);
     return new EpochStats(
-        totals.lossSum / totals.samples,
-        (double) totals.correct / totals.samples,
-        totals.samples,
+        all[0] / all[2],
+        all[1] / all[2],
+        (long) all[2],
         seconds,
         (train.stallNanos() - stallBefore) / 1e9);
   }
@@ -236,12 +268,14 @@ public final class Trainer implements AutoCloseable {
     settle(totals); // steps are accounted in order
     DeviceInputs.Readback rb = inputs.read(loss.losses(n), logits, y, n);
     inputs.consumed(slot);
-    if (!Double.isFinite(rb.lossSum())) {
+    // Data parallel, every rank skips or stops together: the ranks' sum is non-finite if any is.
+    double stepLoss = ranks.worldSize() == 1 ? rb.lossSum() : ranks.sum(rb.lossSum())[0];
+    if (!Double.isFinite(stepLoss)) {
       if (options.nanPolicy() == TrainOptions.NanPolicy.STOP) {
-        throw diverged(epoch, globalStep, rb.lossSum());
+        throw diverged(epoch, globalStep, stepLoss);
       }
       skippedSteps++;
-      LOG.warn("loss is {} at epoch {} step {}: step skipped", rb.lossSum(), epoch + 1, globalStep);
+      LOG.warn("loss is {} at epoch {} step {}: step skipped", stepLoss, epoch + 1, globalStep);
       globalStep++;
       return;
     }
@@ -261,7 +295,9 @@ public final class Trainer implements AutoCloseable {
       record.put("data_stall_ms", stallNanos / 1e6);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
       record.putAll(learnerMetrics);
-      metrics.write(record);
+      if (ranks.leader()) {
+        metrics.write(record); // rank 0's own step
+      }
     }
     totals.add(rb, n);
     globalStep++;
@@ -290,8 +326,10 @@ public final class Trainer implements AutoCloseable {
   }
 
   /** Loss, accuracy and confusion matrix over every batch of {@code data}, without training. */
+  /** Over this rank's share of {@code data}, summed over the ranks: every sample once. */
   public EvalResult evaluate(DataLoader data) {
-    return Evaluator.evaluate(learner, loss, inputs, data);
+    EvalResult mine = Evaluator.evaluate(learner, loss, inputs, data);
+    return ranks.worldSize() == 1 ? mine : EvalResult.sum(mine, ranks::sum);
   }
 
   /** Hands a checkpoint to {@code sink} after every epoch. */

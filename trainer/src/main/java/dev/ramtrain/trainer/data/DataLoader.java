@@ -82,9 +82,17 @@ public final class DataLoader implements AutoCloseable {
   /** Samples this rank sees per epoch (remainder rule applied at rank level). */
   long perRank() {
     int world = options.rank().worldSize();
-    return options.sampling().remainder() == LoaderOptions.Remainder.PAD
-        ? (index.length + world - 1) / world
-        : index.length / world;
+    return switch (options.sampling().remainder()) {
+      case PAD -> (index.length + world - 1) / world;
+      case DROP -> index.length / world;
+      // Positions rank, rank + world, ... below the sample count: every sample on one rank.
+      case KEEP -> (index.length - options.rank().rank() + world - 1) / world;
+    };
+  }
+
+  /** Whether every rank of the loader's world gets the same number of batches, full ones. */
+  public boolean sameBatchesOnEveryRank() {
+    return options.sampling().remainder() != LoaderOptions.Remainder.KEEP;
   }
 
   public int batchesPerEpoch() {

@@ -16,8 +16,10 @@ public record LoaderOptions(
     implements Serializable {
 
   /**
-   * Every rank gets the same number of batches: DROP the samples that do not fill a batch, PAD the
-   * last batch by wrapping around, or KEEP a short last batch (evaluation: every sample once).
+   * What becomes of the samples that do not fill a batch. DROP them or PAD the last batch by
+   * wrapping around: every rank gets the same number of full batches, as data-parallel training
+   * needs. KEEP a short last batch: every sample exactly once over all ranks (evaluation), the
+   * ranks' shares differing by at most one sample.
    */
   public enum Remainder {
     DROP,

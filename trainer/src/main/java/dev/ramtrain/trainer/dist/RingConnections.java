@@ -28,7 +28,8 @@ import javax.crypto.spec.SecretKeySpec;
  * in the next rank's accept backlog whatever that rank is doing; the outgoing and the incoming
  * handshakes run side by side, so they need no ordering between ranks. A peer proves it holds the
  * job's secret without sending it: the acceptor sends a random nonce, the connector answers with
- * HMAC-SHA256(secret, nonce, its rank, world size, byte order). An acceptor closes a connection
+ * HMAC-SHA256(secret, nonce, its rank, world size, ring id, byte order), so that the rings of a job
+ * formed on the same listeners never take each other's connections. An acceptor closes a connection
  * whose answer is wrong and keeps waiting for the right one until the deadline; a connector whose
  * answer was refused fails at once.
  */
@@ -47,6 +48,7 @@ final class RingConnections {
       List<InetSocketAddress> addresses,
       ServerSocketChannel listener,
       byte[] secret,
+      int ringId,
       long timeoutNanos)
       throws IOException {
     int world = addresses.size();
@@ -65,9 +67,10 @@ final class RingConnections {
     ExecutorCompletionService<SocketChannel> finished = new ExecutorCompletionService<>(pool);
     Future<SocketChannel> out =
         finished.submit(
-            () -> connectAndProve(rank, next, world, addresses.get(next), secret, deadline));
+            () ->
+                connectAndProve(rank, next, world, ringId, addresses.get(next), secret, deadline));
     Future<SocketChannel> in =
-        finished.submit(() -> accept(rank, previous, world, listener, secret, deadline));
+        finished.submit(() -> accept(rank, previous, world, ringId, listener, secret, deadline));
     pool.shutdown();
     boolean formed = false;
     try {
@@ -94,11 +97,17 @@ final class RingConnections {
   }
 
   private static SocketChannel connectAndProve(
-      int rank, int next, int world, InetSocketAddress address, byte[] secret, long deadline)
+      int rank,
+      int next,
+      int world,
+      int ringId,
+      InetSocketAddress address,
+      byte[] secret,
+      long deadline)
       throws IOException {
     SocketChannel channel = connect(rank, next, address, deadline);
     try {
-      prove(rank, next, world, channel, secret, deadline);
+      prove(rank, next, world, ringId, channel, secret, deadline);
       return channel;
     } catch (IOException | RuntimeException e) {
       channel.close();
@@ -158,7 +167,13 @@ final class RingConnections {
 
   /** Accepts until the previous rank proves itself; impostors are closed and ignored. */
   private static SocketChannel accept(
-      int rank, int previous, int world, ServerSocketChannel listener, byte[] secret, long deadline)
+      int rank,
+      int previous,
+      int world,
+      int ringId,
+      ServerSocketChannel listener,
+      byte[] secret,
+      long deadline)
       throws IOException {
     SecureRandom random = new SecureRandom();
     while (true) {
@@ -178,7 +193,8 @@ final class RingConnections {
         int claimed = answer.flip().getInt();
         byte[] mac = new byte[MAC_BYTES];
         answer.get(mac);
-        if (claimed == previous && MessageDigest.isEqual(mac, mac(secret, nonce, claimed, world))) {
+        if (claimed == previous
+            && MessageDigest.isEqual(mac, mac(secret, nonce, claimed, world, ringId))) {
           ChannelIo.writeFully(
               channel, ByteBuffer.wrap(new byte[] {ACCEPTED}), deadline, rank, previous);
           keep = true;
@@ -199,12 +215,18 @@ final class RingConnections {
   }
 
   private static void prove(
-      int rank, int next, int world, SocketChannel channel, byte[] secret, long deadline)
+      int rank,
+      int next,
+      int world,
+      int ringId,
+      SocketChannel channel,
+      byte[] secret,
+      long deadline)
       throws IOException {
     ByteBuffer nonce = ByteBuffer.allocate(NONCE_BYTES);
     ChannelIo.readFully(channel, nonce, deadline, rank, next);
     ByteBuffer answer = ByteBuffer.allocate(4 + MAC_BYTES);
-    answer.putInt(rank).put(mac(secret, nonce.array(), rank, world)).flip();
+    answer.putInt(rank).put(mac(secret, nonce.array(), rank, world, ringId)).flip();
     ChannelIo.writeFully(channel, answer, deadline, rank, next);
     ByteBuffer verdict = ByteBuffer.allocate(1);
     try {
@@ -220,16 +242,17 @@ final class RingConnections {
     }
   }
 
-  private static byte[] mac(byte[] secret, byte[] nonce, int rank, int world) {
+  private static byte[] mac(byte[] secret, byte[] nonce, int rank, int world, int ringId) {
     try {
       Mac mac = Mac.getInstance("HmacSHA256");
       mac.init(new SecretKeySpec(secret, "HmacSHA256"));
       mac.update(nonce);
       // Ranks of a ring exchange floats in native order: a mismatch must not pass the handshake.
       mac.update(
-          ByteBuffer.allocate(9)
+          ByteBuffer.allocate(13)
               .putInt(rank)
               .putInt(world)
+              .putInt(ringId)
               .put((byte) (ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN ? 1 : 0))
               .array());
       return mac.doFinal();

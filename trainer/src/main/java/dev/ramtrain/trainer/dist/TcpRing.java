@@ -94,6 +94,21 @@ public final class TcpRing implements AutoCloseable {
       byte[] secret,
       Duration timeout)
       throws IOException {
+    return connect(rank, addresses, listener, secret, timeout, 0);
+  }
+
+  /**
+   * The same for ring {@code ringId} of the job: several rings can be formed one after another on
+   * the same listeners, each connection proving which ring it belongs to.
+   */
+  public static TcpRing connect(
+      int rank,
+      List<InetSocketAddress> addresses,
+      ServerSocketChannel listener,
+      byte[] secret,
+      Duration timeout,
+      int ringId)
+      throws IOException {
     int world = addresses.size();
     if (rank < 0 || rank >= world) {
       throw new IllegalArgumentException("rank " + rank + " outside a world of " + world);
@@ -105,7 +120,8 @@ public final class TcpRing implements AutoCloseable {
     if (world == 1) {
       return new TcpRing(rank, 1, idle, null);
     }
-    RingConnections.Links links = RingConnections.open(rank, addresses, listener, secret, idle);
+    RingConnections.Links links =
+        RingConnections.open(rank, addresses, listener, secret, ringId, idle);
     try {
       return new TcpRing(rank, world, idle, links);
     } catch (IOException | RuntimeException e) {
@@ -157,6 +173,30 @@ public final class TcpRing implements AutoCloseable {
     }
   }
 
+  /**
+   * Every rank's {@code mine}, in rank order (small messages: metrics, flags). Each block travels
+   * around the ring once, its length first.
+   */
+  public List<byte[]> allGatherBytes(byte[] mine) throws IOException {
+    byte[][] blocks = new byte[world][];
+    blocks[rank] = mine.clone();
+    for (int step = 0; step < world - 1; step++) {
+      byte[] send = blocks[Math.floorMod(rank - step, world)];
+      int from = Math.floorMod(rank - step - 1, world);
+      ByteBuffer length = ByteBuffer.allocate(4);
+      exchange(ByteBuffer.allocate(4).putInt(0, send.length), length);
+      int size = length.flip().getInt();
+      if (size < 0 || size > SEGMENT_BYTES) {
+        throw new CollectiveException(
+            "rank " + rank + ": rank " + from + " sent a block of " + size + " bytes");
+      }
+      ByteBuffer block = ByteBuffer.allocate(size);
+      exchange(ByteBuffer.wrap(send), block);
+      blocks[from] = block.array();
+    }
+    return List.of(blocks);
+  }
+
   /** Closes both connections; an unfinished collective on a peer then fails there at once. */
   @Override
   public void close() throws IOException {
@@ -185,20 +225,24 @@ public final class TcpRing implements AutoCloseable {
           add
               ? incoming.clear().limit(length)
               : floats.slice(receiveStart + Math.min(at, receiveBytes), length);
-      ChannelIo.exchange(
-          selector,
-          next,
-          out,
-          previous,
-          in,
-          idleNanos,
-          rank,
-          (rank + 1) % world,
-          (rank + world - 1) % world);
+      exchange(out, in);
       if (add) {
         addInto(floats, receiveStart + at, length);
       }
     }
+  }
+
+  private void exchange(ByteBuffer send, ByteBuffer receive) throws IOException {
+    ChannelIo.exchange(
+        selector,
+        next,
+        send,
+        previous,
+        receive,
+        idleNanos,
+        rank,
+        (rank + 1) % world,
+        (rank + world - 1) % world);
   }
 
   /** {@code floats[at..] = incoming + floats[at..]}: the partial sum so far, then this rank's. */

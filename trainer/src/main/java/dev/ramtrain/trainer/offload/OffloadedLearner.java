@@ -8,9 +8,12 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
+import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -22,7 +25,9 @@ import java.util.Map;
  * resident or streamed) and a {@link HostOptimizer} over its host slabs. Without clipping, each
  * layer's update runs on the host as soon as its gradient has landed, overlapped with the rest of
  * backward; clipping needs the norm of every gradient first, so then the update runs over the whole
- * slab after backward. Owns the model, the optimizer and the host threads.
+ * slab after backward. Data parallel, each layer's gradient is averaged over the ranks on the host
+ * optimizer thread just before its update (with clipping: the whole slab, before the norm). Owns
+ * the model, the optimizer and the host threads.
  */
 public final class OffloadedLearner implements Learner {
   private final Backend backend;
@@ -30,6 +35,7 @@ public final class OffloadedLearner implements Learner {
   private final HostOptimizer optimizer;
   private final HostThreads threads;
   private final float clipNorm;
+  private final DataParallel ranks;
   private long serialUpdateNanos; // the last step's clip and update after backward, if clipping
 
   /** Makes the host optimizer over a model's host slabs. */
@@ -55,6 +61,20 @@ public final class OffloadedLearner implements Learner {
       float clipNorm,
       Backend backend,
       Stream stream) {
+    return build(
+        model, how, optimizer, hostThreads, clipNorm, backend, stream, DataParallel.single());
+  }
+
+  /** The same, as one rank of {@code ranks} (which the caller closes). */
+  public static OffloadedLearner build(
+      ModelConfig model,
+      Streaming how,
+      OptimizerFactory optimizer,
+      int hostThreads,
+      float clipNorm,
+      Backend backend,
+      Stream stream,
+      DataParallel ranks) {
     if (how.delayedUpdate() && clipNorm > 0) {
       throw new IllegalArgumentException(
           "a delayed update cannot clip: clipping needs every gradient before any update");
@@ -64,7 +84,7 @@ public final class OffloadedLearner implements Learner {
     try {
       streamed = new StreamedModel(model, how, backend, stream);
       HostOptimizer opt = optimizer.create(streamed.masters(), streamed.hostGradients(), threads);
-      return new OffloadedLearner(backend, streamed, opt, threads, clipNorm);
+      return new OffloadedLearner(backend, streamed, opt, threads, clipNorm, ranks);
     } catch (RuntimeException e) {
       if (streamed != null) {
         streamed.close();
@@ -80,12 +100,14 @@ public final class OffloadedLearner implements Learner {
       StreamedModel model,
       HostOptimizer optimizer,
       HostThreads threads,
-      float clipNorm) {
+      float clipNorm,
+      DataParallel ranks) {
     this.backend = backend;
     this.model = model;
     this.optimizer = optimizer;
     this.threads = threads;
     this.clipNorm = clipNorm;
+    this.ranks = ranks;
   }
 
   @Override
@@ -107,13 +129,25 @@ public final class OffloadedLearner implements Learner {
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
     HostUpdate step = optimizer.beginStep(lr);
     serialUpdateNanos = 0;
+    ByteBuffer grads = model.hostGradients().asByteBuffer();
     if (clipNorm <= 0) {
-      model.backward(compute, dlogits, batch, step);
+      // Layers land in the same order on every rank, and the host thread averages and updates
+      // them in that order, so the ranks' collectives pair up while backward goes on.
+      HostUpdate averaged =
+          ranks.worldSize() == 1
+              ? step
+              : (from, to) -> {
+                ranks.averageGradients(
+                    grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
+                step.update(from, to);
+              };
+      model.backward(compute, dlogits, batch, averaged);
       return;
     }
     model.backward(compute, dlogits, batch, null);
     model.awaitGradients(compute);
     long start = System.nanoTime();
+    ranks.averageGradients(grads);
     clip(model.hostGradients());
     step.update(0, model.parameterCount());
     serialUpdateNanos = System.nanoTime() - start;

@@ -138,6 +138,26 @@ class DataLoaderTest {
         }
         assertEquals(40, seen.size());
       }
+      // Three ranks, keep: each sample on exactly one rank (data-parallel evaluation).
+      List<String> overRanks = new ArrayList<>();
+      for (int rank = 0; rank < 3; rank++) {
+        try (DataLoader loader =
+            new DataLoader(
+                backend, set, options(2, 2, LoaderOptions.Remainder.KEEP, rank, 3, 0, false))) {
+          for (byte[] batch : drain(loader, 0)) {
+            int n = batch.length / (SHAPE.bytes() + 4);
+            for (int j = 0; j < n; j++) {
+              overRanks.add(
+                  new String(
+                      java.util.Arrays.copyOfRange(
+                          batch, j * SHAPE.bytes(), (j + 1) * SHAPE.bytes()),
+                      java.nio.charset.StandardCharsets.ISO_8859_1));
+            }
+          }
+        }
+      }
+      assertEquals(40, overRanks.size());
+      assertEquals(40, new HashSet<>(overRanks).size());
       for (LoaderOptions.Remainder rest : LoaderOptions.Remainder.values()) {
         Map<Integer, Integer> batchesPerRank = new HashMap<>();
         for (int rank = 0; rank < 3; rank++) {
@@ -148,7 +168,8 @@ class DataLoaderTest {
         }
         assertEquals(
             1, new HashSet<>(batchesPerRank.values()).size(), rest + ": " + batchesPerRank);
-        // 40 samples over 3 ranks: 13 each (drop, keep) or 14 (pad); batches of 8.
+        // 40 samples over 3 ranks: 13 each (drop), 14 + 13 + 13 (keep: every sample once) or
+        // 14 each (pad); batches of 8.
         assertEquals(
             rest == LoaderOptions.Remainder.DROP ? 1 : 2, batchesPerRank.get(0), rest.name());
       }

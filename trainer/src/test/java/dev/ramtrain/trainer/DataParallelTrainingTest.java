@@ -1,0 +1,226 @@
+package dev.ramtrain.trainer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.checkpoint.Safetensors;
+import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.dist.TcpRing;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.offload.HostAdamW;
+import dev.ramtrain.trainer.offload.OffloadedLearner;
+import dev.ramtrain.trainer.offload.Streaming;
+import dev.ramtrain.trainer.optim.AdamW;
+import dev.ramtrain.trainer.optim.AdamWSpec;
+import dev.ramtrain.trainer.optim.LrSchedule;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Data-parallel training as PyTorch's DistributedDataParallel defines it: two ranks, each with half
+ * of every global batch, end with the same weights bit for bit, and follow single-process training
+ * with the whole global batch to within the rounding of the different summation order.
+ */
+class DataParallelTrainingTest {
+  private static final String MODEL = "mlp:64-32-3";
+  private static final int GLOBAL_BATCH = 32;
+  private static final int EPOCHS = 3;
+  private static final AdamWSpec ADAMW = new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f);
+
+  @TempDir Path tmp;
+  private ShardSet train;
+  private ShardSet val;
+  private final ExecutorService ranks = Executors.newCachedThreadPool();
+
+  @BeforeEach
+  void data() throws Exception {
+    train = PatternShards.write(tmp.resolve("train.arrow"), 256, 1);
+    val = PatternShards.write(tmp.resolve("val.arrow"), 91, 2);
+  }
+
+  @AfterEach
+  void close() throws Exception {
+    ranks.shutdownNow();
+    assertTrue(ranks.awaitTermination(30, TimeUnit.SECONDS));
+    train.close();
+    val.close();
+  }
+
+  /**
+   * What a run ends with: each epoch's train loss (over all ranks), the weights, the val result.
+   */
+  private record Outcome(List<Double> losses, List<Safetensors.Tensor> weights, EvalResult eval) {}
+
+  @ParameterizedTest
+  @CsvSource({"false,0", "false,1", "true,0", "true,1"})
+  void twoRanksMatchOneProcessWithTheSameGlobalBatch(boolean offloaded, float clip)
+      throws Exception {
+    Outcome single = run(offloaded, clip, DataParallel.single());
+    List<DataParallel> two = ring(2);
+    List<Future<Outcome>> running = new ArrayList<>();
+    for (DataParallel rank : two) {
+      running.add(ranks.submit(() -> run(offloaded, clip, rank)));
+    }
+    Outcome rank0 = running.get(0).get(120, TimeUnit.SECONDS);
+    Outcome rank1 = running.get(1).get(120, TimeUnit.SECONDS);
+    for (DataParallel rank : two) {
+      rank.close();
+    }
+
+    // The same averaged gradient on both ranks: the same weights, to the bit.
+    for (int t = 0; t < rank0.weights().size(); t++) {
+      assertArrayEquals(
+          rank0.weights().get(t).values(),
+          rank1.weights().get(t).values(),
+          rank0.weights().get(t).name());
+    }
+    // Figures summed over the ranks: the whole split, each sample once.
+    assertEquals(rank0.losses(), rank1.losses());
+    assertEquals(91, rank0.eval().samples());
+    assertEquals(rank0.eval().accuracy(), rank1.eval().accuracy());
+    // One process with the whole global batch sums the same gradients in another order.
+    for (int e = 0; e < EPOCHS; e++) {
+      assertEquals(
+          single.losses().get(e),
+          rank0.losses().get(e),
+          1e-4 * single.losses().get(e),
+          "epoch " + e);
+    }
+    for (int t = 0; t < single.weights().size(); t++) {
+      float[] expected = single.weights().get(t).values();
+      float[] actual = rank0.weights().get(t).values();
+      for (int i = 0; i < expected.length; i++) {
+        assertEquals(expected[i], actual[i], 2e-4, single.weights().get(t).name() + "[" + i + "]");
+      }
+    }
+    assertEquals(single.eval().accuracy(), rank0.eval().accuracy(), 1.5 / 91);
+    assertTrue(single.eval().accuracy() > 0.9, "it learns: " + single.eval().accuracy());
+  }
+
+  private Outcome run(boolean offloaded, float clip, DataParallel dp) throws Exception {
+    int world = dp.worldSize();
+    int batch = GLOBAL_BATCH / world;
+    LoaderOptions.Rank rank = new LoaderOptions.Rank(dp.rank(), world);
+    try (Backend b = new CpuBackend(1);
+        DataLoader trainLoader =
+            new DataLoader(
+                b,
+                train,
+                new LoaderOptions(
+                    batch,
+                    1,
+                    2,
+                    LoaderOptions.Sampling.shuffled(7, LoaderOptions.Remainder.DROP),
+                    LoaderOptions.Augmentation.NONE,
+                    rank));
+        DataLoader valLoader =
+            new DataLoader(
+                b,
+                val,
+                new LoaderOptions(
+                    batch,
+                    1,
+                    2,
+                    LoaderOptions.Sampling.IN_ORDER,
+                    LoaderOptions.Augmentation.NONE,
+                    rank))) {
+      Stream setup = b.createStream("setup");
+      try (Learner learner = learner(offloaded, clip, batch, b, setup, dp);
+          MetricsLog metrics = new MetricsLog(null);
+          Trainer trainer =
+              new Trainer(
+                  b,
+                  learner,
+                  LrSchedule.constant(3e-3),
+                  new TrainOptions(
+                      EPOCHS,
+                      0f,
+                      clip,
+                      TrainOptions.NanPolicy.STOP,
+                      new float[] {0.5f},
+                      new float[] {0.25f},
+                      5),
+                  PatternShards.SHAPE,
+                  metrics,
+                  dp)) {
+        List<Double> losses = new ArrayList<>();
+        for (int epoch = 0; epoch < EPOCHS; epoch++) {
+          losses.add(trainer.trainEpoch(trainLoader, epoch).loss());
+        }
+        EvalResult eval = trainer.evaluate(valLoader);
+        return new Outcome(losses, learner.snapshot(setup).weights(), eval);
+      }
+    }
+  }
+
+  private static Learner learner(
+      boolean offloaded, float clip, int batch, Backend b, Stream setup, DataParallel dp) {
+    if (!offloaded) {
+      Model model = Model.build(MODEL, ModelSpec.parse(MODEL), b, setup, batch, 1);
+      return new ResidentLearner(
+          b, model, new AdamW(b, model.parameters().count(), ADAMW), clip, dp);
+    }
+    // fc1 streamed, fc2 resident: each layer's gradient is averaged on the host as it lands.
+    return OffloadedLearner.build(
+        new ModelConfig(MODEL, () -> ModelSpec.parse(MODEL), batch, 1),
+        new Streaming(Set.of("fc1"), 1, false, false, false, 0),
+        (masters, grads, threads) -> new HostAdamW(b, masters, grads, ADAMW, threads),
+        1,
+        clip,
+        b,
+        setup,
+        dp);
+  }
+
+  /** The ranks of a ring on loopback, joined side by side as barrier tasks would. */
+  private List<DataParallel> ring(int world) throws Exception {
+    List<ServerSocketChannel> listeners = new ArrayList<>();
+    List<InetSocketAddress> addresses = new ArrayList<>();
+    for (int r = 0; r < world; r++) {
+      listeners.add(TcpRing.listen(InetAddress.getLoopbackAddress()));
+      addresses.add((InetSocketAddress) listeners.get(r).getLocalAddress());
+    }
+    byte[] secret = "a secret of sixteen bytes or more".getBytes();
+    List<Future<DataParallel>> joining = new ArrayList<>();
+    for (int r = 0; r < world; r++) {
+      int rank = r;
+      joining.add(
+          ranks.submit(
+              () ->
+                  DataParallel.join(
+                      rank, addresses, listeners.get(rank), secret, Duration.ofSeconds(60))));
+    }
+    List<DataParallel> joined = new ArrayList<>();
+    for (Future<DataParallel> rank : joining) {
+      joined.add(rank.get(60, TimeUnit.SECONDS));
+    }
+    for (ServerSocketChannel listener : listeners) {
+      listener.close();
+    }
+    return joined;
+  }
+}
