@@ -2,21 +2,27 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
+import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.DatasetShards;
+import dev.ramtrain.jobs.train.DistributedTraining;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainingData;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -62,6 +68,13 @@ public final class TrainCommand implements Callable<Integer> {
   Long seed;
 
   @Option(
+      names = "--ranks",
+      description =
+          "Data-parallel ranks, one trainer task each in a Spark barrier stage; --batch-size is"
+              + " the global batch (ramtrain.dist.ranks).")
+  Integer ranks;
+
+  @Option(
       names = "--offload",
       paramLabel = "MODE",
       description =
@@ -103,9 +116,13 @@ public final class TrainCommand implements Callable<Integer> {
     } else if (resumeAnyway) {
       throw new ConfigException("--resume-anyway goes with --resume");
     }
+    TrainSettings.Dist dist = TrainSettings.dist(config);
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
+    if (dist.ranks() > 1 || common.master() != null) {
+      return trainOnSpark(spec, dist, ds.manifest().classes());
+    }
     // The run directory first: refusing it is quick, checksumming every shard is not.
     try (RunDirectory run = RunDirectory.open(spec.output().path(), spec.output().mode());
         ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
@@ -120,6 +137,22 @@ public final class TrainCommand implements Callable<Integer> {
     return 0;
   }
 
+  /** One trainer task per rank in a Spark barrier stage; rank 0 writes the run directory. */
+  private int trainOnSpark(RunSpec spec, TrainSettings.Dist dist, List<String> classes)
+      throws IOException {
+    try (SparkSession spark = SparkSessions.open("ramtrain train", common.master())) {
+      EvalResult eval = DistributedTraining.run(spark, spec, dist.ranks(), dist.timeout());
+      Path runDir = spec.output().path();
+      System.out.printf(
+          "val accuracy %.4f, loss %.4f over %,d samples (%d ranks)%n",
+          eval.accuracy(), eval.loss(), eval.samples(), dist.ranks());
+      if (Files.exists(runDir.resolve(RunDirectory.METRICS))) {
+        System.out.printf("report %s%n", TrainingRun.report(runDir, eval, classes));
+      }
+    }
+    return 0;
+  }
+
   Map<String, String> flags() {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.train.dataset", dataset);
@@ -130,6 +163,7 @@ public final class TrainCommand implements Callable<Integer> {
     f.put("ramtrain.train.optimizer", optimizer);
     f.put("ramtrain.train.lr", CommonOptions.text(lr));
     f.put("ramtrain.seed", CommonOptions.text(seed));
+    f.put("ramtrain.dist.ranks", CommonOptions.text(ranks));
     f.put("ramtrain.offload.mode", offload);
     f.put("ramtrain.offload.budget", deviceBudget);
     f.put("ramtrain.train.overwrite", CommonOptions.text(overwrite));

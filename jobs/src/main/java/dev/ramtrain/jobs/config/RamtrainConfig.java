@@ -120,6 +120,16 @@ public final class RamtrainConfig {
     return get(key, ConfigValueType.NUMBER, () -> config.getBytes(key));
   }
 
+  /** A duration; HOCON units such as 30s or 5m are accepted. */
+  public java.time.Duration duration(String key) {
+    try {
+      return get(key, ConfigValueType.STRING, () -> config.getDuration(key));
+    } catch (ConfigException e) {
+      throw new ConfigException(
+          e.getMessage().replace("is not a string", "is not a duration such as 30s or 5m"));
+    }
+  }
+
   public List<String> strings(String key) {
     return get(key, ConfigValueType.LIST, () -> config.getStringList(key));
   }

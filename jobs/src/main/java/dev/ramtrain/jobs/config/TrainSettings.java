@@ -45,6 +45,17 @@ public final class TrainSettings {
 
   private TrainSettings() {}
 
+  /** {@code ramtrain.dist.*}: how many data-parallel ranks, and how long one waits for another. */
+  public record Dist(int ranks, java.time.Duration timeout) {}
+
+  public static Dist dist(RamtrainConfig c) {
+    int ranks = c.integer("ramtrain.dist.ranks");
+    require(ranks >= 1, "ramtrain.dist.ranks", "must be >= 1, got " + ranks);
+    java.time.Duration timeout = c.duration("ramtrain.dist.timeout");
+    require(!timeout.isNegative() && !timeout.isZero(), "ramtrain.dist.timeout", "must be > 0");
+    return new Dist(ranks, timeout);
+  }
+
   /** The run the settings describe. */
   public static RunSpec read(RamtrainConfig c) {
     require(c.integer(P + "epochs") >= 1, P + "epochs", "must be >= 1");

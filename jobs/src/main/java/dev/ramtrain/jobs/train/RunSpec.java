@@ -126,6 +126,40 @@ public record RunSpec(
     return data.train().batchSize();
   }
 
+  /**
+   * This run as rank {@code rank} of {@code world} data-parallel ranks: {@code batch-size} is the
+   * global batch, and each rank loads {@code batch-size / world} of it (its share of every batch's
+   * positions, as PyTorch's DistributedSampler) and evaluates its share of the val split. The
+   * settings a resume checks stay the global ones.
+   */
+  public RunSpec forRank(int rank, int world) {
+    int global = batchSize();
+    if (global % world != 0) {
+      throw new ConfigException(
+          String.format(
+              "ramtrain.train.batch-size = %d cannot be split evenly over ramtrain.dist.ranks = %d",
+              global, world));
+    }
+    Data shared =
+        new Data(
+            data.location(),
+            share(data.train(), global / world, rank, world),
+            // The model runs at most the per-rank batch: evaluation batches shrink alike.
+            share(data.eval(), Math.max(1, data.eval().batchSize() / world), rank, world));
+    return new RunSpec(
+        shared, model, optimizer, schedule, loop, offload, backend, output, resumeSettings);
+  }
+
+  private static LoaderOptions share(LoaderOptions o, int batch, int rank, int world) {
+    return new LoaderOptions(
+        batch,
+        o.workers(),
+        o.prefetch(),
+        o.sampling(),
+        o.augmentation(),
+        new LoaderOptions.Rank(rank, world));
+  }
+
   /** This run continuing the one in its directory ({@code --resume}). */
   public RunSpec resuming(boolean anyway) {
     boolean overwrite = output.mode() == RunDirectory.Mode.OVERWRITE;

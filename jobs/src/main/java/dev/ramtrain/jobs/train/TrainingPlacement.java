@@ -8,6 +8,7 @@ import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.offload.DeviceProfile;
@@ -26,13 +27,21 @@ import java.util.List;
 public final class TrainingPlacement {
   private TrainingPlacement() {}
 
-  /** The learner for {@code spec} on images of {@code shape}; {@code clipNorm} 0: no clipping. */
+  /**
+   * The learner for {@code spec} on images of {@code shape}, one rank of {@code ranks}; {@code
+   * clipNorm} 0: no clipping.
+   */
   static Learner learner(
-      RunSpec spec, ImageShape shape, float clipNorm, Backend backend, Stream setup) {
+      RunSpec spec,
+      ImageShape shape,
+      float clipNorm,
+      Backend backend,
+      Stream setup,
+      DataParallel ranks) {
     OffloadSpec offload = spec.offload();
     ModelConfig model = spec.model().config(shape, spec.batchSize());
     if (offload.mode() == OffloadSpec.Mode.OFF) {
-      return resident(spec, model, clipNorm, backend, setup);
+      return resident(spec, model, clipNorm, backend, setup, ranks);
     }
     long free = backend.freeMemoryBytes();
     long budget = budget(offload, free);
@@ -46,7 +55,7 @@ public final class TrainingPlacement {
       System.out.printf(
           "placement: resident (%s of a %s device budget; ramtrain.offload.mode=auto)%n",
           PlacementPlan.bytes(plan.deviceBytes()), PlacementPlan.bytes(budget));
-      return resident(spec, model, clipNorm, backend, setup);
+      return resident(spec, model, clipNorm, backend, setup, ranks);
     }
     DeviceProfile profile =
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
@@ -85,7 +94,8 @@ public final class TrainingPlacement {
         offload.hostThreads(),
         clipNorm,
         backend,
-        setup);
+        setup,
+        ranks);
   }
 
   /**
@@ -112,11 +122,16 @@ public final class TrainingPlacement {
   }
 
   private static Learner resident(
-      RunSpec spec, ModelConfig config, float clipNorm, Backend backend, Stream setup) {
+      RunSpec spec,
+      ModelConfig config,
+      float clipNorm,
+      Backend backend,
+      Stream setup,
+      DataParallel ranks) {
     Model model = config.buildResident(backend, setup);
     try {
       Optimizer opt = spec.optimizer().onDevice(backend, model.parameters().count());
-      return new ResidentLearner(backend, model, opt, clipNorm);
+      return new ResidentLearner(backend, model, opt, clipNorm, ranks);
     } catch (RuntimeException e) {
       model.close();
       throw e;

@@ -14,6 +14,7 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.dist.DataParallel;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -39,6 +40,22 @@ public final class TrainingRun {
    */
   public static EvalResult run(RunSpec spec, TrainingData data, RunDirectory run)
       throws IOException {
+    return run(spec, data, run, null, DataParallel.single());
+  }
+
+  /**
+   * The same as one rank of a data-parallel job ({@code spec} already {@link RunSpec#forRank}):
+   * rank 0 has the run directory and writes metrics and checkpoints; the others get {@code run}
+   * null and, when resuming, {@code resumeFrom}, the checkpoint rank 0 continues from. Returns the
+   * evaluation over all ranks.
+   */
+  public static EvalResult run(
+      RunSpec spec,
+      TrainingData data,
+      RunDirectory run,
+      Checkpoints.Loaded resumeFrom,
+      DataParallel ranks)
+      throws IOException {
     ShardSet train = data.train();
     ShardSet val = data.val();
     ImageShape shape = train.shape();
@@ -46,7 +63,7 @@ public final class TrainingRun {
     spec.model().requireFits(shape, classes);
     SortedMap<String, String> settings = spec.resumeSettings();
     String fingerprint = RunFingerprint.data(data.manifest());
-    Checkpoints.Loaded checkpoint = run.checkpoint();
+    Checkpoints.Loaded checkpoint = run != null ? run.checkpoint() : resumeFrom;
     if (checkpoint != null) {
       RunFingerprint.requireSameRun(
           checkpoint, settings, fingerprint, spec.output().resumeAnyway());
@@ -64,8 +81,8 @@ public final class TrainingRun {
       }
       Stream setup = backend.createStream("setup");
       try (Learner learner =
-              TrainingPlacement.learner(spec, shape, options.clipNorm(), backend, setup);
-          MetricsLog metrics = run.metrics();
+              TrainingPlacement.learner(spec, shape, options.clipNorm(), backend, setup, ranks);
+          MetricsLog metrics = run != null ? run.metrics() : new MetricsLog(null);
           Trainer trainer =
               new Trainer(
                   backend,
@@ -73,7 +90,17 @@ public final class TrainingRun {
                   spec.schedule().forRun(trainLoader.batchesPerEpoch(), options.epochs()),
                   options,
                   shape,
-                  metrics)) {
+                  metrics,
+                  ranks)) {
+        if (ranks.worldSize() > 1) {
+          System.out.printf(
+              "rank %d of %d: %,d train / %,d val samples of every epoch, batches of %d%n",
+              ranks.rank(),
+              ranks.worldSize(),
+              trainLoader.batchesPerEpoch() * (long) spec.batchSize(),
+              valLoader.samples(),
+              spec.batchSize());
+        }
         System.out.printf(
             "training %s (%,d parameters) on %s: %,d train / %,d val samples, %d classes, %d batches of %d per epoch; normalization mean %s std %s%n",
             spec.model().spec(),
@@ -94,8 +121,10 @@ public final class TrainingRun {
         info.put("dataset", data.source());
         info.put("resize", data.manifest().transforms().get("resize"));
         info.put("decoder", data.manifest().transforms().get("decoder"));
-        run.recordInCheckpoints(info);
-        trainer.checkpointTo(run);
+        if (run != null) {
+          run.recordInCheckpoints(info);
+          trainer.checkpointTo(run);
+        }
         int firstEpoch = 0;
         if (checkpoint != null) {
           learner.restore(checkpoint, setup);

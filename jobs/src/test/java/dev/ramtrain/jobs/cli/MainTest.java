@@ -370,6 +370,118 @@ class MainTest {
     assertTrue(unknown.err().contains("h100-80gb"), unknown.err());
   }
 
+  /**
+   * Two data-parallel ranks in a Spark barrier stage (local[2]: two tasks, two rings on loopback)
+   * train as one process with the same global batch does, and only rank 0 writes the run.
+   */
+  @Test
+  void twoRanksTrainAsOneProcessWithTheSameGlobalBatch() throws Exception {
+    Path images = tmp.resolve("images");
+    Run g =
+        run(
+            "generate",
+            "-o",
+            images.toString(),
+            "--classes",
+            "3",
+            "--images-per-class",
+            "24",
+            "--width",
+            "16",
+            "--height",
+            "16");
+    assertEquals(0, g.status(), g.err());
+    Path dataset = tmp.resolve("dataset");
+    Run p =
+        run(
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--height",
+            "12",
+            "--width",
+            "12",
+            "--set",
+            "ramtrain.etl.val-fraction=0.25");
+    assertEquals(0, p.status(), p.err());
+    List<String> common =
+        List.of(
+            "train",
+            "-d",
+            dataset.toString(),
+            "--model",
+            "mlp:432-32-3",
+            "--epochs",
+            "3",
+            "--batch-size",
+            "8",
+            "--set",
+            "ramtrain.train.threads=1");
+    Run one = run(with(common, "-o", tmp.resolve("one").toString()));
+    assertEquals(0, one.status(), one.err());
+    Run two =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("two").toString(),
+                "--ranks",
+                "2",
+                "--master",
+                "local[2]"));
+    assertEquals(0, two.status(), two.err());
+    assertTrue(two.out().contains("(2 ranks)"), two.out());
+
+    List<String> epochsOne = epochs(tmp.resolve("one"));
+    List<String> epochsTwo = epochs(tmp.resolve("two"));
+    assertEquals(3, epochsTwo.size(), "rank 0 alone writes each epoch: " + epochsTwo);
+    for (int e = 0; e < 3; e++) {
+      for (String key : List.of("train_loss", "val_loss", "val_acc")) {
+        double a = figure(epochsOne.get(e), key);
+        double b = figure(epochsTwo.get(e), key);
+        assertEquals(a, b, 1e-4 * Math.max(1, Math.abs(a)), key + " of epoch " + (e + 1));
+      }
+      assertTrue(epochsTwo.get(e).contains("\"world_size\":2"), epochsTwo.get(e));
+    }
+    assertTrue(Files.exists(tmp.resolve("two/checkpoints/epoch-0003/model.safetensors")));
+
+    // A global batch the ranks cannot share evenly is refused before any task starts.
+    List<String> batchOf7 = new java.util.ArrayList<>(common);
+    batchOf7.set(batchOf7.indexOf("8"), "7");
+    Run uneven =
+        run(
+            with(
+                batchOf7,
+                "-o",
+                tmp.resolve("uneven").toString(),
+                "--ranks",
+                "2",
+                "--master",
+                "local[2]"));
+    assertEquals(Main.EXIT_USAGE, uneven.status(), uneven.err());
+    assertTrue(
+        uneven.err().contains("ramtrain.train.batch-size = 7 cannot be split evenly"),
+        uneven.err());
+  }
+
+  private static String[] with(List<String> common, String... more) {
+    List<String> all = new java.util.ArrayList<>(common);
+    all.addAll(List.of(more));
+    return all.toArray(String[]::new);
+  }
+
+  private static List<String> epochs(Path run) throws java.io.IOException {
+    return Files.readAllLines(run.resolve("metrics.jsonl")).stream()
+        .filter(l -> l.contains("\"type\":\"epoch\""))
+        .toList();
+  }
+
+  private static double figure(String json, String key) {
+    return Double.parseDouble(json.replaceAll(".*\"" + key + "\":([-0-9.eE]+).*", "$1"));
+  }
+
   @Test
   void badSettingExitsWithUsageStatusNamingTheKey() {
     Run r = run("generate", "-o", tmp.toString(), "--set", "ramtrain.generate.clases=3");

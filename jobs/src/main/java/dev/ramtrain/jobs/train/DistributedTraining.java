@@ -1,0 +1,147 @@
+package dev.ramtrain.jobs.train;
+
+import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.trainer.EvalResult;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.dist.TcpRing;
+import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.stream.IntStream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.BarrierTaskContext;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.sql.SparkSession;
+import scala.collection.Iterator;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.reflect.ClassTag$;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * Trains on a committed dataset with {@code ramtrain.dist.ranks} data-parallel ranks: a Spark
+ * barrier stage of one task per rank (Spark starts them together and fails them together). Each
+ * task joins the job's TCP rings ({@link DataParallel}) through addresses and a secret exchanged
+ * with {@link BarrierTaskContext#allGather}, opens every shard of the dataset and trains on its
+ * share of each global batch; rank 0 owns the run directory.
+ *
+ * <p>The secret is made by rank 0 and travels over Spark's barrier RPC, which Spark authenticates
+ * and encrypts when the cluster sets {@code spark.authenticate} and {@code
+ * spark.network.crypto.enabled}.
+ */
+public final class DistributedTraining
+    extends AbstractFunction1<Iterator<Integer>, Iterator<EvalResult>> implements Serializable {
+  private final RunSpec spec;
+  private final int world;
+  private final Duration timeout;
+
+  private DistributedTraining(RunSpec spec, int world, Duration timeout) {
+    this.spec = spec;
+    this.world = world;
+    this.timeout = timeout;
+  }
+
+  /** Trains {@code world} ranks as {@code spec} says; returns the evaluation over all of them. */
+  public static EvalResult run(SparkSession spark, RunSpec spec, int world, Duration timeout) {
+    var sc = spark.sparkContext();
+    if (sc.isLocal() && world > sc.defaultParallelism()) {
+      throw new ConfigException(
+          String.format(
+              "ramtrain.dist.ranks = %d: a barrier stage runs all its tasks at once, and %s has"
+                  + " %d task slots",
+              world, sc.master(), sc.defaultParallelism()));
+    }
+    spec.forRank(0, world); // an uneven batch split is a usage error before anything starts
+    List<Integer> ranks = IntStream.range(0, world).boxed().toList();
+    RDD<EvalResult> trained =
+        new JavaSparkContext(sc)
+            .parallelize(ranks, world)
+            .rdd()
+            .barrier()
+            .mapPartitions(
+                new DistributedTraining(spec, world, timeout),
+                false,
+                ClassTag$.MODULE$.apply(EvalResult.class));
+    sc.setJobDescription("ramtrain train: " + world + " data-parallel ranks (barrier stage)");
+    List<EvalResult> results = trained.toJavaRDD().collect();
+    if (results.size() != 1) {
+      throw new IllegalStateException("expected rank 0's evaluation, got " + results.size());
+    }
+    return results.get(0);
+  }
+
+  /** One rank: joins the others, trains, and (rank 0) hands back the evaluation. */
+  @Override
+  public Iterator<EvalResult> apply(Iterator<Integer> slot) {
+    BarrierTaskContext task = BarrierTaskContext.get();
+    int rank = task.partitionId();
+    try (ServerSocketChannel listener = TcpRing.listen(InetAddress.getByName(host(task, rank)));
+        DataParallel ranks = join(task, rank, listener)) {
+      EvalResult eval = train(task, ranks);
+      return CollectionConverters.asScala(
+          (rank == 0 ? List.of(eval) : List.<EvalResult>of()).iterator());
+    } catch (IOException e) {
+      throw new UncheckedIOException("rank " + rank + ": " + e.getMessage(), e);
+    }
+  }
+
+  private DataParallel join(BarrierTaskContext task, int rank, ServerSocketChannel listener)
+      throws IOException {
+    InetSocketAddress mine = (InetSocketAddress) listener.getLocalAddress();
+    String message = mine.getHostString() + " " + mine.getPort();
+    if (rank == 0) {
+      byte[] secret = new byte[32];
+      new SecureRandom().nextBytes(secret);
+      message += " " + Base64.getEncoder().encodeToString(secret);
+    }
+    String[] all = task.allGather(message);
+    List<InetSocketAddress> addresses = new ArrayList<>();
+    for (String member : all) {
+      String[] parts = member.split(" ");
+      addresses.add(new InetSocketAddress(parts[0], Integer.parseInt(parts[1])));
+    }
+    byte[] secret = Base64.getDecoder().decode(all[0].split(" ")[2]);
+    return DataParallel.join(rank, addresses, listener, secret, timeout);
+  }
+
+  private EvalResult train(BarrierTaskContext task, DataParallel ranks) throws IOException {
+    RunSpec mine = spec.forRank(ranks.rank(), world);
+    String location = spec.data().requireLocation();
+    Dataset ds = Dataset.open(location, new Configuration());
+    try (ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
+        ShardSet val = DatasetShards.open(ds, Manifest.VAL)) {
+      TrainingData data = new TrainingData(train, val, ds.manifest(), location);
+      if (ranks.leader()) {
+        try (RunDirectory run = RunDirectory.open(spec.output().path(), spec.output().mode())) {
+          task.barrier(); // the run directory is settled: the others may read its checkpoint
+          return TrainingRun.run(mine, data, run, null, ranks);
+        }
+      }
+      task.barrier();
+      Checkpoints.Loaded resumeFrom =
+          spec.output().mode() == RunDirectory.Mode.RESUME
+              ? Checkpoints.loadLatest(spec.output().path().toAbsolutePath().normalize())
+              : null;
+      return TrainingRun.run(mine, data, null, resumeFrom, ranks);
+    }
+  }
+
+  /** The host of the executor running {@code rank}, as Spark's scheduler knows it. */
+  private static String host(BarrierTaskContext task, int rank) {
+    String address = task.getTaskInfos()[rank].address();
+    int colon = address.lastIndexOf(':');
+    return colon > 0 ? address.substring(0, colon) : address;
+  }
+}
