@@ -3,6 +3,7 @@ package dev.ramtrain.jobs;
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.spark.PreprocessException;
 import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.train.RankFailedException;
 import dev.ramtrain.trainer.backend.BackendUnavailableException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -53,6 +54,7 @@ final class Failures {
                     || t instanceof UncheckedIOException
                     || t instanceof ConfigException
                     || t instanceof PreprocessException
+                    || t instanceof RankFailedException
                     || t instanceof BackendUnavailableException
                     || t instanceof IllegalArgumentException);
   }

@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.CheckpointSink;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.Batch;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.dist.DataParallel;
@@ -125,13 +126,19 @@ public final class Trainer implements AutoCloseable {
       if (ranks.worldSize() > 1) {
         record.put("world_size", ranks.worldSize());
       }
+      // Under ZeRO-1 a snapshot gathers every rank's share of the optimizer state: all ranks take
+      // it, rank 0 saves it.
+      Checkpoints.Snapshot snapshot =
+          checkpoints != null || ranks.partitionsOptimizerState()
+              ? learner.snapshot(compute)
+              : null;
       if (!ranks.leader()) {
         continue; // rank 0 reports the epoch and saves the checkpoint
       }
       metrics.write(record);
       if (checkpoints != null) {
         try {
-          Path saved = checkpoints.save(epoch + 1, globalStep, learner.snapshot(compute));
+          Path saved = checkpoints.save(epoch + 1, globalStep, snapshot);
           LOG.info("checkpoint {}", saved);
         } catch (IOException e) {
           throw new UncheckedIOException(

@@ -73,14 +73,19 @@ class DataParallelTrainingTest {
   /**
    * What a run ends with: each epoch's train loss (over all ranks), the weights, the val result.
    */
-  private record Outcome(List<Double> losses, List<Safetensors.Tensor> weights, EvalResult eval) {}
+  private record Outcome(
+      List<Double> losses,
+      List<Safetensors.Tensor> weights,
+      List<float[]> state,
+      EvalResult eval,
+      long pinnedBytes) {}
 
   @ParameterizedTest
   @CsvSource({"false,0", "false,1", "true,0", "true,1"})
   void twoRanksMatchOneProcessWithTheSameGlobalBatch(boolean offloaded, float clip)
       throws Exception {
     Outcome single = run(offloaded, clip, DataParallel.single());
-    List<DataParallel> two = ring(2);
+    List<DataParallel> two = ring(2, false);
     List<Future<Outcome>> running = new ArrayList<>();
     for (DataParallel rank : two) {
       running.add(ranks.submit(() -> run(offloaded, clip, rank)));
@@ -119,6 +124,59 @@ class DataParallelTrainingTest {
     }
     assertEquals(single.eval().accuracy(), rank0.eval().accuracy(), 1.5 / 91);
     assertTrue(single.eval().accuracy() > 0.9, "it learns: " + single.eval().accuracy());
+  }
+
+  /**
+   * ZeRO-1: each rank keeps AdamW's moments for half of the parameters (pinned host bytes drop by
+   * half the state), and the weights and the state a checkpoint gathers are those of the
+   * unpartitioned run, bit for bit (two ranks sum every chunk as g0 + g1 either way).
+   */
+  @ParameterizedTest
+  @CsvSource({"0", "1"})
+  void zero1PartitionsTheOptimizerStateAndChangesNoWeight(float clip) throws Exception {
+    List<Outcome> plain = twoRanks(clip, false);
+    List<Outcome> zero = twoRanks(clip, true);
+    for (int r = 0; r < 2; r++) {
+      for (int t = 0; t < plain.get(0).weights().size(); t++) {
+        float[] expected = plain.get(r).weights().get(t).values();
+        float[] actual = zero.get(r).weights().get(t).values();
+        if (clip == 0) {
+          assertArrayEquals(expected, actual, "rank " + r);
+        } else { // the clipping norm is summed share by share
+          for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], actual[i], 1e-5, "rank " + r + " [" + i + "]");
+          }
+        }
+      }
+    }
+    for (int t = 0; t < zero.get(0).weights().size(); t++) {
+      assertArrayEquals(
+          zero.get(0).weights().get(t).values(), zero.get(1).weights().get(t).values());
+    }
+    if (clip == 0) {
+      for (int s = 0; s < 2; s++) { // AdamW's m and v, gathered whole for the checkpoint
+        assertArrayEquals(plain.get(0).state().get(s), zero.get(0).state().get(s));
+      }
+    }
+    long parameters = plain.get(0).state().get(0).length;
+    long halfOfTheState = 2 * 4 * (parameters - parameters / 2); // rank 0's share is the floor
+    assertEquals(plain.get(0).pinnedBytes() - halfOfTheState, zero.get(0).pinnedBytes());
+  }
+
+  private List<Outcome> twoRanks(float clip, boolean zero1) throws Exception {
+    List<DataParallel> two = ring(2, zero1);
+    List<Future<Outcome>> running = new ArrayList<>();
+    for (DataParallel rank : two) {
+      running.add(ranks.submit(() -> run(true, clip, rank)));
+    }
+    List<Outcome> outcomes = new ArrayList<>();
+    for (Future<Outcome> rank : running) {
+      outcomes.add(rank.get(120, TimeUnit.SECONDS));
+    }
+    for (DataParallel rank : two) {
+      rank.close();
+    }
+    return outcomes;
   }
 
   private Outcome run(boolean offloaded, float clip, DataParallel dp) throws Exception {
@@ -172,7 +230,9 @@ class DataParallelTrainingTest {
           losses.add(trainer.trainEpoch(trainLoader, epoch).loss());
         }
         EvalResult eval = trainer.evaluate(valLoader);
-        return new Outcome(losses, learner.snapshot(setup).weights(), eval);
+        long pinned = b.allocatedHostBytes();
+        var snapshot = learner.snapshot(setup);
+        return new Outcome(losses, snapshot.weights(), snapshot.optimizerState(), eval, pinned);
       }
     }
   }
@@ -197,7 +257,7 @@ class DataParallelTrainingTest {
   }
 
   /** The ranks of a ring on loopback, joined side by side as barrier tasks would. */
-  private List<DataParallel> ring(int world) throws Exception {
+  private List<DataParallel> ring(int world, boolean zero1) throws Exception {
     List<ServerSocketChannel> listeners = new ArrayList<>();
     List<InetSocketAddress> addresses = new ArrayList<>();
     for (int r = 0; r < world; r++) {
@@ -212,7 +272,12 @@ class DataParallelTrainingTest {
           ranks.submit(
               () ->
                   DataParallel.join(
-                      rank, addresses, listeners.get(rank), secret, Duration.ofSeconds(60))));
+                      rank,
+                      addresses,
+                      listeners.get(rank),
+                      secret,
+                      Duration.ofSeconds(60),
+                      zero1)));
     }
     List<DataParallel> joined = new ArrayList<>();
     for (Future<DataParallel> rank : joining) {

@@ -14,6 +14,7 @@ import dev.ramtrain.jobs.train.TrainingData;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.offload.OffloadSpec;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -120,6 +121,11 @@ public final class TrainCommand implements Callable<Integer> {
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
+    if (dist.zero() == 1 && spec.offload().mode() != OffloadSpec.Mode.ON) {
+      throw new ConfigException(
+          "ramtrain.dist.zero = 1 partitions the host optimizer's state: it needs offloaded"
+              + " training (ramtrain.offload.mode = on, --offload on)");
+    }
     if (dist.ranks() > 1 || common.master() != null) {
       return trainOnSpark(spec, dist, ds.manifest().classes());
     }
@@ -141,7 +147,7 @@ public final class TrainCommand implements Callable<Integer> {
   private int trainOnSpark(RunSpec spec, TrainSettings.Dist dist, List<String> classes)
       throws IOException {
     try (SparkSession spark = SparkSessions.open("ramtrain train", common.master())) {
-      EvalResult eval = DistributedTraining.run(spark, spec, dist.ranks(), dist.timeout());
+      EvalResult eval = DistributedTraining.run(spark, spec, dist);
       Path runDir = spec.output().path();
       System.out.printf(
           "val accuracy %.4f, loss %.4f over %,d samples (%d ranks)%n",

@@ -14,6 +14,7 @@ import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
 import dev.ramtrain.trainer.optim.ScheduleSpec;
 import dev.ramtrain.trainer.optim.SgdSpec;
+import java.io.Serializable;
 import java.util.List;
 import java.util.SortedMap;
 import java.util.TreeMap;
@@ -45,15 +46,20 @@ public final class TrainSettings {
 
   private TrainSettings() {}
 
-  /** {@code ramtrain.dist.*}: how many data-parallel ranks, and how long one waits for another. */
-  public record Dist(int ranks, java.time.Duration timeout) {}
+  /**
+   * {@code ramtrain.dist.*}: how many data-parallel ranks, how long one waits for another, and the
+   * ZeRO stage (0: every rank keeps all optimizer state; 1: each keeps its share).
+   */
+  public record Dist(int ranks, java.time.Duration timeout, int zero) implements Serializable {}
 
   public static Dist dist(RamtrainConfig c) {
     int ranks = c.integer("ramtrain.dist.ranks");
     require(ranks >= 1, "ramtrain.dist.ranks", "must be >= 1, got " + ranks);
     java.time.Duration timeout = c.duration("ramtrain.dist.timeout");
     require(!timeout.isNegative() && !timeout.isZero(), "ramtrain.dist.timeout", "must be > 0");
-    return new Dist(ranks, timeout);
+    int zero = c.integer("ramtrain.dist.zero");
+    require(zero == 0 || zero == 1, "ramtrain.dist.zero", "must be 0 or 1, got " + zero);
+    return new Dist(ranks, timeout, zero);
   }
 
   /** The run the settings describe. */

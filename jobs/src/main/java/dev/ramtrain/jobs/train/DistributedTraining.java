@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.ShardSet;
@@ -15,15 +16,19 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.security.SecureRandom;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.BarrierTaskContext;
+import org.apache.spark.ExceptionFailure;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.rdd.RDD;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.sql.SparkSession;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
@@ -45,16 +50,19 @@ public final class DistributedTraining
     extends AbstractFunction1<Iterator<Integer>, Iterator<EvalResult>> implements Serializable {
   private final RunSpec spec;
   private final int world;
-  private final Duration timeout;
+  private final TrainSettings.Dist dist;
 
-  private DistributedTraining(RunSpec spec, int world, Duration timeout) {
+  private DistributedTraining(RunSpec spec, TrainSettings.Dist dist) {
     this.spec = spec;
-    this.world = world;
-    this.timeout = timeout;
+    this.world = dist.ranks();
+    this.dist = dist;
   }
 
-  /** Trains {@code world} ranks as {@code spec} says; returns the evaluation over all of them. */
-  public static EvalResult run(SparkSession spark, RunSpec spec, int world, Duration timeout) {
+  /**
+   * Trains the ranks {@code dist} asks for as {@code spec} says; the evaluation over all of them.
+   */
+  public static EvalResult run(SparkSession spark, RunSpec spec, TrainSettings.Dist dist) {
+    int world = dist.ranks();
     var sc = spark.sparkContext();
     if (sc.isLocal() && world > sc.defaultParallelism()) {
       throw new ConfigException(
@@ -71,11 +79,20 @@ public final class DistributedTraining
             .rdd()
             .barrier()
             .mapPartitions(
-                new DistributedTraining(spec, world, timeout),
+                new DistributedTraining(spec, dist),
                 false,
                 ClassTag$.MODULE$.apply(EvalResult.class));
     sc.setJobDescription("ramtrain train: " + world + " data-parallel ranks (barrier stage)");
-    List<EvalResult> results = trained.toJavaRDD().collect();
+    FirstTaskFailure failure = new FirstTaskFailure();
+    sc.addSparkListener(failure);
+    List<EvalResult> results;
+    try {
+      results = trained.toJavaRDD().collect();
+    } catch (Exception e) { // Spark's SparkException, which Java cannot name here
+      throw failure.explain(e);
+    } finally {
+      sc.removeSparkListener(failure);
+    }
     if (results.size() != 1) {
       throw new IllegalStateException("expected rank 0's evaluation, got " + results.size());
     }
@@ -113,7 +130,7 @@ public final class DistributedTraining
       addresses.add(new InetSocketAddress(parts[0], Integer.parseInt(parts[1])));
     }
     byte[] secret = Base64.getDecoder().decode(all[0].split(" ")[2]);
-    return DataParallel.join(rank, addresses, listener, secret, timeout);
+    return DataParallel.join(rank, addresses, listener, secret, dist.timeout(), dist.zero() == 1);
   }
 
   private EvalResult train(BarrierTaskContext task, DataParallel ranks) throws IOException {
@@ -135,6 +152,45 @@ public final class DistributedTraining
               ? Checkpoints.loadLatest(spec.output().path().toAbsolutePath().normalize())
               : null;
       return TrainingRun.run(mine, data, null, resumeFrom, ranks);
+    }
+  }
+
+  /**
+   * The first trainer task's failure as that task saw it: Spark fails a barrier stage with "barrier
+   * task ... finished unsuccessfully", naming no cause. The first task to fail is the cause; the
+   * others fail after it, when its connections close.
+   */
+  private static final class FirstTaskFailure extends SparkListener {
+    private final CountDownLatch seen = new CountDownLatch(1);
+    private volatile ExceptionFailure first;
+    private volatile int rank;
+
+    @Override
+    public void onTaskEnd(SparkListenerTaskEnd end) {
+      if (first == null && end.reason() instanceof ExceptionFailure failure) {
+        rank = end.taskInfo().partitionId();
+        first = failure;
+        seen.countDown();
+      }
+    }
+
+    RuntimeException explain(Exception stageFailure) {
+      try {
+        // Listeners hear of the task's end on Spark's event thread, shortly after the job fails.
+        seen.await(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      ExceptionFailure failure = first;
+      if (failure == null) {
+        return stageFailure instanceof RuntimeException unchecked
+            ? unchecked
+            : new RankFailedException(stageFailure.getMessage(), stageFailure);
+      }
+      String message = "rank " + rank + ": " + failure.description();
+      return failure.className().equals(ConfigException.class.getName())
+          ? new ConfigException(message)
+          : new RankFailedException(message, stageFailure);
     }
   }
 

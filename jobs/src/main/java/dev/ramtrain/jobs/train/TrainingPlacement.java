@@ -75,6 +75,11 @@ public final class TrainingPlacement {
                   + " available; use a host with more memory or a smaller model",
               PlacementPlan.bytes(pinned), PlacementPlan.bytes(host)));
     }
+    if (offload.delayedUpdate() && ranks.partitionsOptimizerState()) {
+      throw new ConfigException(
+          "ramtrain.dist.zero = 1: cannot be used with ramtrain.offload.delayed-update (ZeRO-1"
+              + " updates once the whole gradient is reduced)");
+    }
     if (offload.delayedUpdate()) {
       if (clipNorm > 0) {
         throw new ConfigException(
@@ -128,6 +133,11 @@ public final class TrainingPlacement {
       Backend backend,
       Stream setup,
       DataParallel ranks) {
+    if (ranks.partitionsOptimizerState()) {
+      throw new ConfigException(
+          "ramtrain.dist.zero = 1 partitions the host optimizer's state, and this run is resident"
+              + " on the device: use it with ramtrain.offload.mode = on");
+    }
     Model model = config.buildResident(backend, setup);
     try {
       Optimizer opt = spec.optimizer().onDevice(backend, model.parameters().count());

@@ -447,6 +447,23 @@ class MainTest {
     }
     assertTrue(Files.exists(tmp.resolve("two/checkpoints/epoch-0003/model.safetensors")));
 
+    // A rank's own error reaches the console, named by its rank (Spark's names none).
+    Run again =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("two").toString(),
+                "--ranks",
+                "2",
+                "--master",
+                "local[2]"));
+    assertEquals(Main.EXIT_USAGE, again.status(), again.err());
+    assertTrue(
+        again.err().contains("rank 0: ramtrain.train.output = ")
+            && again.err().contains("already holds a training run"),
+        again.err());
+
     // A global batch the ranks cannot share evenly is refused before any task starts.
     List<String> batchOf7 = new java.util.ArrayList<>(common);
     batchOf7.set(batchOf7.indexOf("8"), "7");

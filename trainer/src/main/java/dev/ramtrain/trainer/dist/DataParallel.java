@@ -24,16 +24,18 @@ import java.util.List;
  * unchecked here, as {@link UncheckedIOException}, because it ends the training step).
  */
 public final class DataParallel implements AutoCloseable {
-  private static final DataParallel SINGLE = new DataParallel(null, null);
+  private static final DataParallel SINGLE = new DataParallel(null, null, false);
   private static final int GRADIENT_RING = 0;
   private static final int FIGURES_RING = 1;
 
   private final TcpRing ring; // gradients; null: one rank
   private final TcpRing figures; // sums of reported figures
+  private final boolean partitioned; // ZeRO-1: each rank keeps its share of the optimizer state
 
-  private DataParallel(TcpRing ring, TcpRing figures) {
+  private DataParallel(TcpRing ring, TcpRing figures, boolean partitioned) {
     this.ring = ring;
     this.figures = figures;
+    this.partitioned = partitioned;
   }
 
   /** A job of one rank. */
@@ -43,14 +45,16 @@ public final class DataParallel implements AutoCloseable {
 
   /**
    * Joins the job as {@code rank} of {@code addresses.size()} (see {@link TcpRing#connect}): forms
-   * its two rings one after the other on the same listeners. The caller closes the listener.
+   * its two rings one after the other on the same listeners. The caller closes the listener. With
+   * {@code zero1}, the optimizer state is partitioned over the ranks (ZeRO stage 1).
    */
   public static DataParallel join(
       int rank,
       List<InetSocketAddress> addresses,
       ServerSocketChannel listener,
       byte[] secret,
-      Duration timeout)
+      Duration timeout,
+      boolean zero1)
       throws IOException {
     if (addresses.size() == 1) {
       return SINGLE;
@@ -58,7 +62,9 @@ public final class DataParallel implements AutoCloseable {
     TcpRing gradients = TcpRing.connect(rank, addresses, listener, secret, timeout, GRADIENT_RING);
     try {
       return new DataParallel(
-          gradients, TcpRing.connect(rank, addresses, listener, secret, timeout, FIGURES_RING));
+          gradients,
+          TcpRing.connect(rank, addresses, listener, secret, timeout, FIGURES_RING),
+          zero1);
     } catch (IOException | RuntimeException e) {
       gradients.close();
       throw e;
@@ -71,6 +77,52 @@ public final class DataParallel implements AutoCloseable {
 
   public int worldSize() {
     return ring == null ? 1 : ring.worldSize();
+  }
+
+  /**
+   * ZeRO stage 1 (DeepSpeed's name): each rank keeps optimizer state for its own share of the
+   * parameters only ({@link #share}), updates that share and gathers the others' updated weights.
+   */
+  public boolean partitionsOptimizerState() {
+    return partitioned;
+  }
+
+  /** This rank's share [from, to) of {@code n} parameters: the ring's chunk {@link #rank()}. */
+  public long[] share(long n) {
+    return new long[] {
+      TcpRing.chunkStart(n, rank(), worldSize()), TcpRing.chunkStart(n, rank() + 1, worldSize())
+    };
+  }
+
+  /**
+   * ZeRO-1's first half: this rank's {@link #share} of {@code floats} becomes the mean over the
+   * ranks, the same bits {@link #averageGradients} gives there; the rest is left partly summed.
+   */
+  public void reduceScatterMean(ByteBuffer floats) {
+    if (ring == null) {
+      return;
+    }
+    try {
+      ring.reduceScatterSum(floats);
+    } catch (IOException e) {
+      throw new UncheckedIOException("reduce-scattering gradients: " + e.getMessage(), e);
+    }
+    long[] mine = share(floats.remaining() / 4);
+    scale(
+        floats.slice(floats.position() + 4 * (int) mine[0], 4 * (int) (mine[1] - mine[0])),
+        1f / ring.worldSize());
+  }
+
+  /** ZeRO-1's second half: every rank's {@link #share} of {@code floats} to every rank. */
+  public void allGather(ByteBuffer floats) {
+    if (ring == null) {
+      return;
+    }
+    try {
+      ring.allGather(floats);
+    } catch (IOException e) {
+      throw new UncheckedIOException("gathering the ranks' shares: " + e.getMessage(), e);
+    }
   }
 
   /** Rank 0: the one that writes metrics, checkpoints and progress. */
@@ -91,10 +143,13 @@ public final class DataParallel implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException("averaging gradients: " + e.getMessage(), e);
     }
-    float scale = 1f / ring.worldSize();
-    FloatBuffer values = floats.slice().order(ByteOrder.nativeOrder()).asFloatBuffer();
+    scale(floats.slice(), 1f / ring.worldSize());
+  }
+
+  private static void scale(ByteBuffer floats, float factor) {
+    FloatBuffer values = floats.order(ByteOrder.nativeOrder()).asFloatBuffer();
     for (int i = 0; i < values.limit(); i++) {
-      values.put(i, values.get(i) * scale);
+      values.put(i, values.get(i) * factor);
     }
   }
 

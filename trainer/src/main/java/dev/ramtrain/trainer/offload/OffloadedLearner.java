@@ -83,7 +83,18 @@ public final class OffloadedLearner implements Learner {
     StreamedModel streamed = null;
     try {
       streamed = new StreamedModel(model, how, backend, stream);
-      HostOptimizer opt = optimizer.create(streamed.masters(), streamed.hostGradients(), threads);
+      HostBuffer masters = streamed.masters();
+      HostBuffer gradients = streamed.hostGradients();
+      if (ranks.partitionsOptimizerState()) {
+        if (how.delayedUpdate()) {
+          throw new IllegalArgumentException(
+              "ZeRO-1 updates after the whole gradient is reduced: no delayed update");
+        }
+        long[] share = ranks.share(streamed.parameterCount());
+        masters = new HostSlice(masters, 4 * share[0], 4 * (share[1] - share[0]));
+        gradients = new HostSlice(gradients, 4 * share[0], 4 * (share[1] - share[0]));
+      }
+      HostOptimizer opt = optimizer.create(masters, gradients, threads);
       return new OffloadedLearner(backend, streamed, opt, threads, clipNorm, ranks);
     } catch (RuntimeException e) {
       if (streamed != null) {
@@ -130,6 +141,10 @@ public final class OffloadedLearner implements Learner {
     HostUpdate step = optimizer.beginStep(lr);
     serialUpdateNanos = 0;
     ByteBuffer grads = model.hostGradients().asByteBuffer();
+    if (ranks.partitionsOptimizerState()) {
+      updateShare(compute, dlogits, batch, step, grads);
+      return;
+    }
     if (clipNorm <= 0) {
       // Layers land in the same order on every rank, and the host thread averages and updates
       // them in that order, so the ranks' collectives pair up while backward goes on.
@@ -150,6 +165,40 @@ public final class OffloadedLearner implements Learner {
     ranks.averageGradients(grads);
     clip(model.hostGradients());
     step.update(0, model.parameterCount());
+    serialUpdateNanos = System.nanoTime() - start;
+    model.mastersChanged();
+  }
+
+  /**
+   * ZeRO-1: after backward the gradients are reduce-scattered (this rank's share averaged), this
+   * rank's optimizer updates its share of the masters, and the ranks gather each other's updated
+   * shares. Without clipping the weights are those of the unpartitioned update, bit for bit (AdamW
+   * and SGD are element-wise); the clipping norm sums the shares' squares over the ranks.
+   */
+  private void updateShare(
+      Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, ByteBuffer grads) {
+    model.backward(compute, dlogits, batch, null);
+    model.awaitGradients(compute);
+    long start = System.nanoTime();
+    ranks.reduceScatterMean(grads);
+    long[] share = ranks.share(model.parameterCount());
+    int n = (int) (share[1] - share[0]);
+    FloatBuffer mine =
+        grads.slice(4 * (int) share[0], 4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
+    if (clipNorm > 0) {
+      double[] sums = new double[GradClipMath.chunks(n)];
+      threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(mine, c, n));
+      double total = 0;
+      for (double s : sums) {
+        total += s;
+      }
+      float scale = GradClipMath.scale(clipNorm, (float) Math.sqrt(ranks.sum(total)[0]));
+      if (scale < 1) {
+        threads.forRange(0, n, (from, to) -> GradClipMath.scale(mine, scale, from, to));
+      }
+    }
+    step.update(0, n);
+    ranks.allGather(model.masters().asByteBuffer());
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersChanged();
   }
@@ -195,9 +244,7 @@ public final class OffloadedLearner implements Learner {
             slabs.bufferEntries(), Checkpoints.download(backend, compute, slabs.buffers())));
     List<float[]> state = new ArrayList<>();
     for (HostBuffer slab : optimizer.state()) {
-      float[] values = new float[(int) (slab.bytes() / 4)];
-      slab.asByteBuffer().asFloatBuffer().get(values);
-      state.add(values);
+      state.add(wholeState(slab));
     }
     return new Checkpoints.Snapshot(model.spec(), tensors, state, optimizer.steps());
   }
@@ -217,16 +264,43 @@ public final class OffloadedLearner implements Learner {
         compute,
         slabs.buffers(),
         Checkpoints.gather(c, slabs.bufferEntries(), slabs.buffers().count()));
+    long[] share = ranks.partitionsOptimizerState() ? ranks.share(model.parameterCount()) : null;
     for (int i = 0; i < state.size(); i++) {
       float[] values = c.optimizerState().get(i);
       if (values.length != model.parameterCount()) {
         throw new IllegalArgumentException(
             c.dir() + ": optimizer state slab " + i + " has " + values.length + " values");
       }
-      state.get(i).asByteBuffer().asFloatBuffer().put(values);
+      FloatBuffer slab = state.get(i).asByteBuffer().asFloatBuffer();
+      if (share == null) {
+        slab.put(values);
+      } else { // a checkpoint holds the whole state: this rank keeps its share
+        slab.put(values, (int) share[0], (int) (share[1] - share[0]));
+      }
     }
     optimizer.resumeAt(c.optimizerSteps());
     model.mastersChanged();
+  }
+
+  /**
+   * A state slab as a checkpoint stores it, whole: under ZeRO-1 every rank's share gathered (every
+   * rank takes part, as in every collective).
+   */
+  private float[] wholeState(HostBuffer slab) {
+    if (!ranks.partitionsOptimizerState()) {
+      float[] values = new float[(int) (slab.bytes() / 4)];
+      slab.asByteBuffer().asFloatBuffer().get(values);
+      return values;
+    }
+    long n = model.parameterCount();
+    long[] share = ranks.share(n);
+    ByteBuffer whole =
+        ByteBuffer.allocateDirect(Math.toIntExact(4 * n)).order(ByteOrder.nativeOrder());
+    whole.put(4 * (int) share[0], slab.asByteBuffer(), 0, (int) slab.bytes());
+    ranks.allGather(whole);
+    float[] values = new float[(int) n];
+    whole.asFloatBuffer().get(values);
+    return values;
   }
 
   @Override

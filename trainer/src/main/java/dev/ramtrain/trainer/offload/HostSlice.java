@@ -1,0 +1,53 @@
+package dev.ramtrain.trainer.offload;
+
+import dev.ramtrain.trainer.backend.HostBuffer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * A window onto part of a host buffer, owning nothing (closing it frees nothing): lets a host
+ * optimizer work on one rank's share of the slabs under ZeRO-1, its state sized to that share.
+ */
+final class HostSlice implements HostBuffer {
+  private final HostBuffer parent;
+  private final long offset;
+  private final long bytes;
+
+  HostSlice(HostBuffer parent, long offset, long bytes) {
+    if (offset < 0 || bytes < 0 || offset + bytes > parent.bytes()) {
+      throw new IllegalArgumentException(
+          "slice [" + offset + ", " + (offset + bytes) + ") of " + parent.bytes() + " bytes");
+    }
+    this.parent = parent;
+    this.offset = offset;
+    this.bytes = bytes;
+  }
+
+  @Override
+  public String label() {
+    return parent.label() + "[" + offset + ".." + (offset + bytes) + "]";
+  }
+
+  @Override
+  public long bytes() {
+    return bytes;
+  }
+
+  @Override
+  public long address() {
+    return parent.address() + offset;
+  }
+
+  @Override
+  public ByteBuffer asByteBuffer() {
+    return parent
+        .asByteBuffer()
+        .slice(Math.toIntExact(offset), Math.toIntExact(bytes))
+        .order(ByteOrder.nativeOrder());
+  }
+
+  @Override
+  public void close() {
+    // The parent's owner frees the memory.
+  }
+}
