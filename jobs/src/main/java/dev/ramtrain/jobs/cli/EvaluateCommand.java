@@ -38,7 +38,8 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = {
       "Evaluate a checkpoint on a dataset split: accuracy, loss, per-class accuracy and a confusion",
-      "matrix PNG. The model, image shape and normalization come from the checkpoint."
+      "matrix PNG. The model, image shape and normalization come from the checkpoint.",
+      "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class EvaluateCommand implements Callable<Integer> {
   @Mixin CommonOptions common;

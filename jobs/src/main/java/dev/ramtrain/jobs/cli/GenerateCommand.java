@@ -17,7 +17,10 @@ import picocli.CommandLine.Option;
 @Command(
     name = "generate",
     mixinStandardHelpOptions = true,
-    description = "Write the generated shapes dataset (JPEG and PNG in class folders).")
+    description = {
+      "Write the generated shapes dataset (JPEG and PNG in class folders).",
+      "Runs in this process, on the driver: --master does not distribute it."
+    })
 public final class GenerateCommand implements Callable<Integer> {
   @Mixin CommonOptions common;
 

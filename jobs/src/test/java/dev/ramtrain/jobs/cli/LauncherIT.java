@@ -76,6 +76,70 @@ class LauncherIT {
     assertEquals(0, again.status(), "the demo can be re-run in place: " + again.output());
   }
 
+  /**
+   * With a master, spark-submit gets its own options as given and ramtrain's JVM flags appended to
+   * what the cluster already sets (spark-defaults.conf), and the driver logs as embedded runs do. A
+   * stand-in spark-submit records its arguments, one per line.
+   */
+  @Test
+  void sparkSubmitOptionsPassThroughAndClusterJavaOptionsAreKept() throws Exception {
+    Path spark = tmp.resolve("spark");
+    Files.createDirectories(spark.resolve("bin"));
+    Files.createDirectories(spark.resolve("conf"));
+    Path recorded = tmp.resolve("submitted.txt");
+    Path submit = spark.resolve("bin/spark-submit");
+    Files.writeString(
+        submit,
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + recorded + "\"\n");
+    assertTrue(submit.toFile().setExecutable(true));
+    Files.writeString(
+        spark.resolve("conf/spark-defaults.conf"),
+        "spark.executor.extraJavaOptions  -XX:+UseG1GC -Dcluster.own=1\n");
+
+    Result r =
+        launch(
+            Map.of("SPARK_HOME", spark.toString()),
+            "inspect",
+            "some-dataset",
+            "--master",
+            "spark://head:7077",
+            "--conf",
+            "spark.executor.memory=2g",
+            "--executor-memory",
+            "3g",
+            "--num-executors",
+            "4",
+            "--deploy-mode",
+            "client");
+    assertEquals(0, r.status(), r.output());
+    List<String> args = Files.readAllLines(recorded);
+    String joined = String.join("\n", args);
+    assertTrue(joined.contains("--master\nspark://head:7077"), joined);
+    assertTrue(joined.contains("--deploy-mode\nclient"), joined);
+    assertTrue(joined.contains("--conf\nspark.executor.memory=2g"), joined);
+    assertTrue(joined.contains("--executor-memory\n3g"), joined);
+    assertTrue(joined.contains("--num-executors\n4"), joined);
+    String executor =
+        args.stream()
+            .filter(a -> a.startsWith("spark.executor.extraJavaOptions="))
+            .findFirst()
+            .orElseThrow();
+    assertTrue(
+        executor.startsWith(
+            "spark.executor.extraJavaOptions=-XX:+UseG1GC -Dcluster.own=1 --add-opens"),
+        executor);
+    String driver =
+        args.stream()
+            .filter(a -> a.startsWith("spark.driver.extraJavaOptions="))
+            .findFirst()
+            .orElseThrow();
+    assertTrue(
+        driver.contains("--add-opens") && driver.contains("-Dlog4j2.configurationFile="), driver);
+    // The application and its own arguments come last, after every spark-submit option.
+    assertEquals(List.of("inspect", "some-dataset"), args.subList(args.size() - 2, args.size()));
+    assertTrue(args.get(args.size() - 3).endsWith("-assembly.jar"), joined);
+  }
+
   @Test
   void badSettingsAndMissingSparkHomeExitNonZeroWithAMessage() throws Exception {
     Result r =
