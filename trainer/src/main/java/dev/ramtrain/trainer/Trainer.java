@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,7 +46,9 @@ public final class Trainer implements AutoCloseable {
   private final DataParallel ranks;
   private long globalStep;
   private int skippedSteps;
-  private CheckpointSink checkpoints; // null: no checkpoints
+  private CheckpointSink checkpoints; // null: no checkpoints (or another rank saves them)
+  private int checkpointEvery; // steps between checkpoints within an epoch; 0: at epoch ends only
+  private LongConsumer afterEachStep = steps -> {};
   private InFlight inFlight; // the step whose loss is still on its way to the host
 
   public Trainer(
@@ -108,8 +111,12 @@ public final class Trainer implements AutoCloseable {
    * epoch-0001} is saved.
    */
   public void fit(DataLoader train, DataLoader val, int firstEpoch) {
+    // A run resumed from a checkpoint taken within an epoch goes on from the batch after it.
+    long stepsIntoEpoch = globalStep - (long) firstEpoch * train.batchesPerEpoch();
+    int firstBatch =
+        stepsIntoEpoch > 0 && stepsIntoEpoch < train.batchesPerEpoch() ? (int) stepsIntoEpoch : 0;
     for (int epoch = firstEpoch; epoch < options.epochs(); epoch++) {
-      EpochStats stats = trainEpoch(train, epoch);
+      EpochStats stats = trainEpoch(train, epoch, epoch == firstEpoch ? firstBatch : 0);
       EvalResult eval = evaluate(val);
       Map<String, Object> record = new LinkedHashMap<>();
       record.put("type", "epoch");
@@ -126,25 +133,12 @@ public final class Trainer implements AutoCloseable {
       if (ranks.worldSize() > 1) {
         record.put("world_size", ranks.worldSize());
       }
-      // Under ZeRO-1 a snapshot gathers every rank's share of the optimizer state: all ranks take
-      // it, rank 0 saves it.
-      Checkpoints.Snapshot snapshot =
-          checkpoints != null || ranks.partitionsOptimizerState()
-              ? learner.snapshot(compute)
-              : null;
+      Checkpoints.Snapshot snapshot = snapshotIfSaved();
       if (!ranks.leader()) {
         continue; // rank 0 reports the epoch and saves the checkpoint
       }
       metrics.write(record);
-      if (checkpoints != null) {
-        try {
-          Path saved = checkpoints.save(epoch + 1, globalStep, snapshot);
-          LOG.info("checkpoint {}", saved);
-        } catch (IOException e) {
-          throw new UncheckedIOException(
-              "cannot write the checkpoint of epoch " + (epoch + 1) + ": " + e.getMessage(), e);
-        }
-      }
+      save(snapshot, epoch + 1, true);
       progress.finish(
           String.format(
               "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %.0f samples/s, data stall %.1f%%",
@@ -160,6 +154,11 @@ public final class Trainer implements AutoCloseable {
   }
 
   public EpochStats trainEpoch(DataLoader train, int epoch) {
+    return trainEpoch(train, epoch, 0);
+  }
+
+  /** Epoch {@code epoch} from batch {@code firstBatch} on (a run resumed within the epoch). */
+  public EpochStats trainEpoch(DataLoader train, int epoch, int firstBatch) {
     if (ranks.worldSize() > 1 && !train.sameBatchesOnEveryRank()) {
       // Every step is a collective: a rank with one batch more would wait for the others forever.
       throw new IllegalArgumentException(
@@ -169,7 +168,7 @@ public final class Trainer implements AutoCloseable {
     long start = System.nanoTime();
     long stallBefore = train.stallNanos();
     EpochTotals totals = new EpochTotals();
-    try (DataLoader.Epoch batches = train.epoch(epoch)) {
+    try (DataLoader.Epoch batches = train.epoch(epoch, firstBatch)) {
       Batch next = batches.next();
       int slot = 0;
       if (next != null) {
@@ -187,6 +186,14 @@ public final class Trainer implements AutoCloseable {
           inputs.stage(next, slot); // the copy stream copies it while the step below computes
         }
         step(current.size(), currentSlot, epoch, stallNanos, totals);
+        afterEachStep.accept(globalStep);
+        if (checkpointEvery > 0 && globalStep % checkpointEvery == 0 && next != null) {
+          settle(totals); // a step whose loss is not finite is never saved
+          Checkpoints.Snapshot snapshot = snapshotIfSaved();
+          if (ranks.leader()) {
+            save(snapshot, epoch, false);
+          }
+        }
         double meanLoss = totals.lossSum / Math.max(1, totals.samples);
         double accuracy = (double) totals.correct / Math.max(1, totals.samples);
         long seen = totals.samples;
@@ -341,7 +348,51 @@ public final class Trainer implements AutoCloseable {
 
   /** Hands a checkpoint to {@code sink} after every epoch. */
   public void checkpointTo(CheckpointSink sink) {
+    checkpointTo(sink, 0);
+  }
+
+  /**
+   * Hands a checkpoint to {@code sink} after every epoch and every {@code everySteps} steps within
+   * one (0: epochs only). Data parallel, every rank sets the same cadence and rank 0 alone a sink
+   * (the others null): under ZeRO-1 every rank takes part in each snapshot.
+   */
+  public void checkpointTo(CheckpointSink sink, int everySteps) {
+    if (everySteps < 0) {
+      throw new IllegalArgumentException("checkpoint cadence " + everySteps + " < 0");
+    }
     this.checkpoints = sink;
+    this.checkpointEvery = everySteps;
+  }
+
+  /**
+   * Called with the number of steps done after every training step, on the loop's thread (a failure
+   * it throws ends the run as a failed step would).
+   */
+  public void afterEachStep(LongConsumer listener) {
+    this.afterEachStep = listener;
+  }
+
+  /**
+   * The learner's snapshot when a checkpoint is due here: when this rank saves, and on every rank
+   * under ZeRO-1, whose snapshot gathers the ranks' shares of the optimizer state.
+   */
+  private Checkpoints.Snapshot snapshotIfSaved() {
+    return checkpoints != null || ranks.partitionsOptimizerState()
+        ? learner.snapshot(compute)
+        : null;
+  }
+
+  private void save(Checkpoints.Snapshot snapshot, int epochsDone, boolean endOfEpoch) {
+    if (checkpoints == null) {
+      return;
+    }
+    String name = Checkpoints.name(epochsDone, globalStep, endOfEpoch);
+    try {
+      Path saved = checkpoints.save(name, epochsDone, globalStep, snapshot);
+      LOG.info("checkpoint {}", saved);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write checkpoint " + name + ": " + e.getMessage(), e);
+    }
   }
 
   /** Continues a resumed run at {@code step} (the learning-rate schedule's position). */

@@ -213,7 +213,7 @@ class TrainerTest {
    */
   private float[] run(Path run, int first, int epochs, boolean resume, Placement placement)
       throws Exception {
-    return run(run, first, epochs, resume, placement, () -> new CpuBackend(2), () -> {});
+    return run(run, first, epochs, resume, placement, () -> new CpuBackend(2), () -> {}, 0, -1);
   }
 
   /** As above, on the backend {@code backend} opens, running {@code afterCheckpoint} after each. */
@@ -225,6 +225,24 @@ class TrainerTest {
       Placement placement,
       Supplier<Backend> backend,
       Runnable afterCheckpoint)
+      throws Exception {
+    return run(run, first, epochs, resume, placement, backend, afterCheckpoint, 0, -1);
+  }
+
+  /**
+   * As above, with a checkpoint every {@code everySteps} steps within epochs too, and the run
+   * failing after step {@code failAt} (if not negative), as a killed task would.
+   */
+  private float[] run(
+      Path run,
+      int first,
+      int epochs,
+      boolean resume,
+      Placement placement,
+      Supplier<Backend> backend,
+      Runnable afterCheckpoint,
+      int everySteps,
+      long failAt)
       throws Exception {
     try (Backend b = backend.get();
         ShardSet train = patterns("train", 300, 1);
@@ -261,12 +279,19 @@ class TrainerTest {
                   metrics)) {
         Map<String, Object> info = Map.of("classes", List.of("rows", "columns", "checker"));
         trainer.checkpointTo(
-            (epochsDone, step, snapshot) -> {
+            (name, epochsDone, step, snapshot) -> {
               Path saved =
                   dev.ramtrain.trainer.checkpoint.Checkpoints.save(
-                      run, epochsDone, step, snapshot, info);
+                      run, name, epochsDone, step, snapshot, info);
               afterCheckpoint.run();
               return saved;
+            },
+            everySteps);
+        trainer.afterEachStep(
+            steps -> {
+              if (steps == failAt) {
+                throw new IllegalStateException("stopped after step " + steps);
+              }
             });
         if (resume) {
           var c = dev.ramtrain.trainer.checkpoint.Checkpoints.loadLatest(run);
@@ -298,6 +323,30 @@ class TrainerTest {
     org.junit.jupiter.api.Assertions.assertArrayEquals(
         straight, resumed, "weights and running statistics after resume");
     assertTrue(Files.exists(tmp.resolve("interrupted/checkpoints/epoch-0003/model.safetensors")));
+  }
+
+  /**
+   * Stopped within an epoch (after step 15 of 9-batch epochs, checkpoints every 4 steps), a run
+   * resumes from checkpoint step-000000012, three batches into its second epoch, and ends with the
+   * uninterrupted run's weights, bit for bit: the loader restarts the epoch's order at that batch,
+   * the schedule and dropout at that step.
+   */
+  @Test
+  void aRunStoppedWithinAnEpochResumesFromItsStepCheckpointBitIdentical() throws Exception {
+    for (Placement placement : List.of(Placement.RESIDENT, Placement.OFFLOADED)) {
+      float[] straight = run(tmp.resolve("straight-" + placement), 0, 3, false, placement);
+      Path interrupted = tmp.resolve("interrupted-" + placement);
+      Supplier<Backend> cpu = () -> new CpuBackend(2);
+      IllegalStateException stopped =
+          org.junit.jupiter.api.Assertions.assertThrows(
+              IllegalStateException.class,
+              () -> run(interrupted, 0, 3, false, placement, cpu, () -> {}, 4, 15));
+      assertTrue(stopped.getMessage().contains("after step 15"), stopped.getMessage());
+      assertEquals(
+          "step-000000012", Files.readString(interrupted.resolve("checkpoints/latest")).strip());
+      float[] resumed = run(interrupted, 1, 3, true, placement, cpu, () -> {}, 4, -1);
+      org.junit.jupiter.api.Assertions.assertArrayEquals(straight, resumed, placement.name());
+    }
   }
 
   /**

@@ -42,7 +42,8 @@ public final class TrainSettings {
           "threads",
           "workers",
           "prefetch",
-          "log-every");
+          "log-every",
+          "checkpoint-every");
 
   private TrainSettings() {}
 
@@ -50,7 +51,8 @@ public final class TrainSettings {
    * {@code ramtrain.dist.*}: how many data-parallel ranks, how long one waits for another, and the
    * ZeRO stage (0: every rank keeps all optimizer state; 1: each keeps its share).
    */
-  public record Dist(int ranks, java.time.Duration timeout, int zero) implements Serializable {}
+  public record Dist(int ranks, java.time.Duration timeout, int zero, long failOnceAtStep)
+      implements Serializable {}
 
   public static Dist dist(RamtrainConfig c) {
     int ranks = c.integer("ramtrain.dist.ranks");
@@ -59,7 +61,7 @@ public final class TrainSettings {
     require(!timeout.isNegative() && !timeout.isZero(), "ramtrain.dist.timeout", "must be > 0");
     int zero = c.integer("ramtrain.dist.zero");
     require(zero == 0 || zero == 1, "ramtrain.dist.zero", "must be 0 or 1, got " + zero);
-    return new Dist(ranks, timeout, zero);
+    return new Dist(ranks, timeout, zero, c.longValue("ramtrain.dist.fail-once-at-step"));
   }
 
   /** The run the settings describe. */
@@ -82,7 +84,10 @@ public final class TrainSettings {
         offload(c),
         backend(c),
         new RunSpec.Output(
-            c.string(P + "output"), RunDirectory.Mode.of(false, c.bool(P + "overwrite")), false),
+            c.string(P + "output"),
+            RunDirectory.Mode.of(false, c.bool(P + "overwrite")),
+            false,
+            c.integer(P + "checkpoint-every")),
         resumeSettings(c, schedule, seed));
   }
 

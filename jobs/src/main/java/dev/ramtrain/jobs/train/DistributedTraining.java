@@ -15,16 +15,22 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongConsumer;
 import java.util.stream.IntStream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.ExceptionFailure;
+import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.scheduler.SparkListener;
@@ -48,14 +54,18 @@ import scala.runtime.AbstractFunction1;
  */
 public final class DistributedTraining
     extends AbstractFunction1<Iterator<Integer>, Iterator<EvalResult>> implements Serializable {
+  private static final String JOB_KEY = "dist_job";
+
   private final RunSpec spec;
   private final int world;
   private final TrainSettings.Dist dist;
+  private final String job; // names this job's checkpoints: a retried stage resumes only from those
 
-  private DistributedTraining(RunSpec spec, TrainSettings.Dist dist) {
+  private DistributedTraining(RunSpec spec, TrainSettings.Dist dist, String job) {
     this.spec = spec;
     this.world = dist.ranks();
     this.dist = dist;
+    this.job = job;
   }
 
   /**
@@ -79,15 +89,17 @@ public final class DistributedTraining
             .rdd()
             .barrier()
             .mapPartitions(
-                new DistributedTraining(spec, dist),
+                new DistributedTraining(spec, dist, UUID.randomUUID().toString()),
                 false,
                 ClassTag$.MODULE$.apply(EvalResult.class));
     sc.setJobDescription("ramtrain train: " + world + " data-parallel ranks (barrier stage)");
-    FirstTaskFailure failure = new FirstTaskFailure();
+    FirstTaskFailure failure = new FirstTaskFailure(sc);
     sc.addSparkListener(failure);
     List<EvalResult> results;
     try {
-      results = trained.toJavaRDD().collect();
+      // Through a shuffle: Spark retries a failed barrier stage only if it is a map stage (a
+      // barrier result stage is aborted), and a retried stage resumes from the last checkpoint.
+      results = trained.toJavaRDD().repartition(1).collect();
     } catch (Exception e) { // Spark's SparkException, which Java cannot name here
       throw failure.explain(e);
     } finally {
@@ -134,25 +146,62 @@ public final class DistributedTraining
   }
 
   private EvalResult train(BarrierTaskContext task, DataParallel ranks) throws IOException {
-    RunSpec mine = spec.forRank(ranks.rank(), world);
+    RunSpec.Output output = task.stageAttemptNumber() == 0 ? spec.output() : afterFailure();
+    RunSpec mine = spec.forRank(ranks.rank(), world).withOutput(output);
+    LongConsumer faults = failOnce(task, ranks.rank());
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     try (ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
         ShardSet val = DatasetShards.open(ds, Manifest.VAL)) {
       TrainingData data = new TrainingData(train, val, ds.manifest(), location);
       if (ranks.leader()) {
-        try (RunDirectory run = RunDirectory.open(spec.output().path(), spec.output().mode())) {
+        try (RunDirectory run = RunDirectory.open(output.path(), output.mode())) {
+          run.recordInCheckpoints(Map.of(JOB_KEY, job));
           task.barrier(); // the run directory is settled: the others may read its checkpoint
-          return TrainingRun.run(mine, data, run, null, ranks);
+          return TrainingRun.run(mine, data, run, null, ranks, faults);
         }
       }
       task.barrier();
       Checkpoints.Loaded resumeFrom =
-          spec.output().mode() == RunDirectory.Mode.RESUME
-              ? Checkpoints.loadLatest(spec.output().path().toAbsolutePath().normalize())
+          output.mode() == RunDirectory.Mode.RESUME
+              ? Checkpoints.loadLatest(output.path().toAbsolutePath().normalize())
               : null;
-      return TrainingRun.run(mine, data, null, resumeFrom, ranks);
+      return TrainingRun.run(mine, data, null, resumeFrom, ranks, faults);
     }
+  }
+
+  /**
+   * How a retried stage opens the run directory: resuming from the latest checkpoint if this job
+   * wrote it (its state.json names the job), else as the first attempt did. A checkpoint of another
+   * run is never taken over, and a failure before the first checkpoint is not recovered.
+   */
+  private RunSpec.Output afterFailure() throws IOException {
+    Path dir = spec.output().path().toAbsolutePath().normalize();
+    if (!Files.exists(dir.resolve("checkpoints").resolve(Checkpoints.LATEST))) {
+      return spec.output();
+    }
+    boolean ours = job.equals(Checkpoints.loadLatest(dir).state().get(JOB_KEY));
+    return ours ? spec.output().in(RunDirectory.Mode.RESUME) : spec.output();
+  }
+
+  /**
+   * Recovery tests' fault: the last rank fails after a given step, in the stage's first attempt.
+   */
+  private LongConsumer failOnce(BarrierTaskContext task, int rank) {
+    long step = dist.failOnceAtStep();
+    if (step < 0 || rank != world - 1 || task.stageAttemptNumber() > 0) {
+      return null;
+    }
+    return steps -> {
+      if (steps == step) {
+        throw new IllegalStateException(
+            "rank "
+                + rank
+                + " fails after step "
+                + steps
+                + " on purpose (ramtrain.dist.fail-once-at-step)");
+      }
+    };
   }
 
   /**
@@ -161,9 +210,14 @@ public final class DistributedTraining
    * others fail after it, when its connections close.
    */
   private static final class FirstTaskFailure extends SparkListener {
+    private final SparkContext sc;
     private final CountDownLatch seen = new CountDownLatch(1);
     private volatile ExceptionFailure first;
     private volatile int rank;
+
+    FirstTaskFailure(SparkContext sc) {
+      this.sc = sc;
+    }
 
     @Override
     public void onTaskEnd(SparkListenerTaskEnd end) {
@@ -171,6 +225,10 @@ public final class DistributedTraining
         rank = end.taskInfo().partitionId();
         first = failure;
         seen.countDown();
+        if (failure.className().equals(ConfigException.class.getName())) {
+          // A usage error fails every attempt alike: end the job instead of retrying the stage.
+          sc.cancelStage(end.stageId(), "rank " + rank + ": " + failure.description());
+        }
       }
     }
 

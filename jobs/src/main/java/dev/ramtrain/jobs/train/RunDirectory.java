@@ -76,7 +76,7 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   private final boolean createdDir;
   private final DirectoryLock lock;
   private final Checkpoints.Loaded checkpoint;
-  private Map<String, Object> info = Map.of();
+  private final Map<String, Object> info = new TreeMap<>();
   private boolean previousPending;
 
   private RunDirectory(
@@ -192,13 +192,13 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
 
   /** What every checkpoint's state.json records besides the loop's position. */
   public void recordInCheckpoints(Map<String, Object> info) {
-    this.info = new TreeMap<>(info);
+    this.info.putAll(info);
   }
 
   @Override
-  public Path save(int epochsDone, long globalStep, Checkpoints.Snapshot snapshot)
+  public Path save(String name, int epochsDone, long globalStep, Checkpoints.Snapshot snapshot)
       throws IOException {
-    Path saved = Checkpoints.save(dir, epochsDone, globalStep, snapshot, info);
+    Path saved = Checkpoints.save(dir, name, epochsDone, globalStep, snapshot, info);
     if (previousPending) {
       PausePoints.reach("overwrite.before-discard");
       deleteTree(dir.resolve(PREVIOUS));

@@ -106,14 +106,26 @@ public record RunSpec(
 
   /**
    * The run directory and what to do with a run already there; {@code resumeAnyway} resumes even
-   * though the settings or data differ from the checkpoint's.
+   * though the settings or data differ from the checkpoint's; {@code checkpointEvery}: steps
+   * between checkpoints within an epoch (0: at the end of each epoch only).
    */
-  public record Output(String dir, RunDirectory.Mode mode, boolean resumeAnyway)
+  public record Output(
+      String dir, RunDirectory.Mode mode, boolean resumeAnyway, int checkpointEvery)
       implements Serializable {
     public Output {
       if (resumeAnyway && mode != RunDirectory.Mode.RESUME) {
         throw new ConfigException("--resume-anyway goes with --resume");
       }
+      if (checkpointEvery < 0) {
+        throw new ConfigException(
+            "ramtrain.train.checkpoint-every must be >= 0 (0: at the end of each epoch only)");
+      }
+    }
+
+    /** The same directory and cadence, opened in {@code other} mode. */
+    public Output in(RunDirectory.Mode other) {
+      return new Output(
+          dir, other, resumeAnyway && other == RunDirectory.Mode.RESUME, checkpointEvery);
     }
 
     public Path path() {
@@ -160,10 +172,18 @@ public record RunSpec(
         new LoaderOptions.Rank(rank, world));
   }
 
+  /** This run writing to {@code other}. */
+  public RunSpec withOutput(Output other) {
+    return new RunSpec(
+        data, model, optimizer, schedule, loop, offload, backend, other, resumeSettings);
+  }
+
   /** This run continuing the one in its directory ({@code --resume}). */
   public RunSpec resuming(boolean anyway) {
     boolean overwrite = output.mode() == RunDirectory.Mode.OVERWRITE;
-    Output resumed = new Output(output.dir(), RunDirectory.Mode.of(true, overwrite), anyway);
+    Output resumed =
+        new Output(
+            output.dir(), RunDirectory.Mode.of(true, overwrite), anyway, output.checkpointEvery());
     return new RunSpec(
         data, model, optimizer, schedule, loop, offload, backend, resumed, resumeSettings);
   }

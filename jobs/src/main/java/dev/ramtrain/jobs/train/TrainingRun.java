@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
+import java.util.function.LongConsumer;
 
 /**
  * One training run over opened shards, wherever they come from (a dataset directory for {@code
@@ -40,21 +41,22 @@ public final class TrainingRun {
    */
   public static EvalResult run(RunSpec spec, TrainingData data, RunDirectory run)
       throws IOException {
-    return run(spec, data, run, null, DataParallel.single());
+    return run(spec, data, run, null, DataParallel.single(), null);
   }
 
   /**
    * The same as one rank of a data-parallel job ({@code spec} already {@link RunSpec#forRank}):
    * rank 0 has the run directory and writes metrics and checkpoints; the others get {@code run}
-   * null and, when resuming, {@code resumeFrom}, the checkpoint rank 0 continues from. Returns the
-   * evaluation over all ranks.
+   * null and, when resuming, {@code resumeFrom}, the checkpoint rank 0 continues from. {@code
+   * afterEachStep} (may be null) hears of every step done. Returns the evaluation over all ranks.
    */
   public static EvalResult run(
       RunSpec spec,
       TrainingData data,
       RunDirectory run,
       Checkpoints.Loaded resumeFrom,
-      DataParallel ranks)
+      DataParallel ranks,
+      LongConsumer afterEachStep)
       throws IOException {
     ShardSet train = data.train();
     ShardSet val = data.val();
@@ -123,7 +125,10 @@ public final class TrainingRun {
         info.put("decoder", data.manifest().transforms().get("decoder"));
         if (run != null) {
           run.recordInCheckpoints(info);
-          trainer.checkpointTo(run);
+        }
+        trainer.checkpointTo(run, spec.output().checkpointEvery()); // every rank: the same cadence
+        if (afterEachStep != null) {
+          trainer.afterEachStep(afterEachStep);
         }
         int firstEpoch = 0;
         if (checkpoint != null) {

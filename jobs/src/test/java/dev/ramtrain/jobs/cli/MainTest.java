@@ -447,6 +447,32 @@ class MainTest {
     }
     assertTrue(Files.exists(tmp.resolve("two/checkpoints/epoch-0003/model.safetensors")));
 
+    // A trainer task fails within an epoch (the last rank, after step 10, in the first attempt):
+    // Spark retries the stage, which resumes from checkpoint step 9 and ends with the weights of
+    // the run that never failed, byte for byte.
+    Run recovered =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("recovered").toString(),
+                "--ranks",
+                "2",
+                "--master",
+                "local[2]",
+                "--set",
+                "ramtrain.train.checkpoint-every=3",
+                "--set",
+                "ramtrain.dist.fail-once-at-step=10"));
+    assertEquals(0, recovered.status(), recovered.err());
+    assertTrue(recovered.out().contains("resuming from"), recovered.out());
+    assertTrue(recovered.out().contains("step-000000009"), recovered.out());
+    assertEquals(
+        -1L,
+        Files.mismatch(
+            tmp.resolve("two/checkpoints/epoch-0003/model.safetensors"),
+            tmp.resolve("recovered/checkpoints/epoch-0003/model.safetensors")));
+
     // A rank's own error reaches the console, named by its rank (Spark's names none).
     Run again =
         run(

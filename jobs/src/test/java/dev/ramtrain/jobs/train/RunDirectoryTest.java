@@ -41,7 +41,7 @@ class RunDirectoryTest {
           metrics.write(record("step", e, step));
         }
         metrics.write(record("epoch", e, e * 10));
-        run.save(e, e * 10L, snapshot(e));
+        run.save(Checkpoints.name(e, e * 10L, true), e, e * 10L, snapshot(e));
       }
     }
     Files.createDirectories(dir.resolve("report"));
@@ -105,7 +105,7 @@ class RunDirectoryTest {
                 }
               });
       assertEquals(old, aside, "the old run is whole, aside");
-      run.save(1, 10, snapshot(42));
+      run.save(Checkpoints.name(1, 10, true), 1, 10, snapshot(42));
       assertFalse(
           Files.exists(dir.resolve(RunDirectory.PREVIOUS)), "gone after the first checkpoint");
     }

@@ -87,13 +87,34 @@ public final class Checkpoints {
     return new Snapshot(model.spec(), weights, state, optimizer.steps());
   }
 
+  /**
+   * The folder name of a checkpoint: {@code epoch-NNNN} at the end of an epoch, {@code
+   * step-NNNNNNNNN} within one (a run resumes from either, its loader at the step's batch).
+   */
+  public static String name(int epochsDone, long globalStep, boolean endOfEpoch) {
+    return endOfEpoch
+        ? String.format("epoch-%04d", epochsDone)
+        : String.format("step-%09d", globalStep);
+  }
+
   /** Saves {@code snapshot} after {@code epochsDone} epochs; {@code info} adds to state.json. */
   public static Path save(
       Path runDir, int epochsDone, long globalStep, Snapshot snapshot, Map<String, Object> info)
       throws IOException {
+    return save(runDir, name(epochsDone, globalStep, true), epochsDone, globalStep, snapshot, info);
+  }
+
+  /** Saves {@code snapshot} as checkpoint {@code name} ({@link #name}) and makes it the latest. */
+  public static Path save(
+      Path runDir,
+      String name,
+      int epochsDone,
+      long globalStep,
+      Snapshot snapshot,
+      Map<String, Object> info)
+      throws IOException {
     Path root = runDir.resolve("checkpoints");
     Files.createDirectories(root);
-    String name = String.format("epoch-%04d", epochsDone);
     Path tmp = root.resolve(name + ".tmp");
     deleteTree(tmp);
     Files.createDirectories(tmp);
@@ -138,9 +159,12 @@ public final class Checkpoints {
     } catch (NoSuchFileException e) {
       throw new IOException(runDir + " has no checkpoint (no checkpoints/latest)", e);
     }
-    if (!name.matches("epoch-\\d{4,9}")) {
+    if (!name.matches("epoch-\\d{4,9}|step-\\d{9,12}")) {
       throw new IOException(
-          root.resolve(LATEST) + " names '" + name + "', not a checkpoint folder (epoch-NNNN)");
+          root.resolve(LATEST)
+              + " names '"
+              + name
+              + "', not a checkpoint folder (epoch-NNNN or step-NNNNNNNNN)");
     }
     return load(root.resolve(name));
   }

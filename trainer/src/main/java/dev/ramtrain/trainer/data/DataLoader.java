@@ -110,7 +110,20 @@ public final class DataLoader implements AutoCloseable {
 
   /** Starts epoch {@code epoch}; close it (or drain it) before starting the next one. */
   public Epoch epoch(int epoch) {
-    return new Epoch(epoch);
+    return new Epoch(epoch, 0);
+  }
+
+  /**
+   * Epoch {@code epoch} from batch {@code firstBatch} on: the same batches, with the same samples
+   * and augmentation, as the whole epoch's from there (a run resumed from a checkpoint taken within
+   * an epoch).
+   */
+  public Epoch epoch(int epoch, int firstBatch) {
+    if (firstBatch < 0 || firstBatch > batchesPerEpoch()) {
+      throw new IllegalArgumentException(
+          "batch " + firstBatch + " outside an epoch of " + batchesPerEpoch());
+    }
+    return new Epoch(epoch, firstBatch);
   }
 
   /** The batches of one epoch, in order. */
@@ -120,11 +133,18 @@ public final class DataLoader implements AutoCloseable {
     private final List<CompletableFuture<Batch>> pending = new ArrayList<>();
     private int next;
 
-    private Epoch(int epoch) {
+    private Epoch(int epoch, int firstBatch) {
       this.epoch = epoch;
       this.order = rankOrder(epoch);
-      for (int slot = 0; slot < Math.min(options.prefetch(), batchesPerEpoch()); slot++) {
-        pending.add(submit(slot, slot));
+      this.next = firstBatch;
+      // Batch b is assembled in slot b mod prefetch, as release() refills it.
+      for (int slot = 0; slot < options.prefetch(); slot++) {
+        pending.add(CompletableFuture.completedFuture(null));
+      }
+      for (int b = firstBatch;
+          b < Math.min(firstBatch + options.prefetch(), batchesPerEpoch());
+          b++) {
+        pending.set(b % options.prefetch(), submit(b, b % options.prefetch()));
       }
     }
 
