@@ -391,7 +391,9 @@ public final class Trainer implements AutoCloseable {
       Path saved = checkpoints.save(name, epochsDone, globalStep, snapshot);
       LOG.info("checkpoint {}", saved);
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot write checkpoint " + name + ": " + e.getMessage(), e);
+      String which = endOfEpoch ? "of epoch " + epochsDone : "at step " + globalStep;
+      throw new UncheckedIOException(
+          "cannot write the checkpoint " + which + ": " + e.getMessage(), e);
     }
   }
 
