@@ -235,7 +235,7 @@ public final class DistributedTraining
     RuntimeException explain(Exception stageFailure) {
       try {
         // Listeners hear of the task's end on Spark's event thread, shortly after the job fails.
-        seen.await(10, TimeUnit.SECONDS);
+        seen.await(3, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
