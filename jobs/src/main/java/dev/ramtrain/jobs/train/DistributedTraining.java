@@ -30,7 +30,9 @@ import java.util.stream.IntStream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.ExceptionFailure;
+import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
+import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.scheduler.SparkListener;
@@ -158,7 +160,8 @@ public final class DistributedTraining
         try (RunDirectory run = RunDirectory.open(output.path(), output.mode())) {
           run.recordInCheckpoints(Map.of(JOB_KEY, job));
           task.barrier(); // the run directory is settled: the others may read its checkpoint
-          return TrainingRun.run(mine, data, run, null, ranks, faults);
+          return TrainingRun.run(
+              mine, data, run, new TrainingRun.RankContext(ranks, null, faults, hostLimit()));
         }
       }
       task.barrier();
@@ -166,7 +169,8 @@ public final class DistributedTraining
           output.mode() == RunDirectory.Mode.RESUME
               ? Checkpoints.loadLatest(output.path().toAbsolutePath().normalize())
               : null;
-      return TrainingRun.run(mine, data, null, resumeFrom, ranks, faults);
+      return TrainingRun.run(
+          mine, data, null, new TrainingRun.RankContext(ranks, resumeFrom, faults, hostLimit()));
     }
   }
 
@@ -250,6 +254,17 @@ public final class DistributedTraining
           ? new ConfigException(message)
           : new RankFailedException(message, stageFailure);
     }
+  }
+
+  /**
+   * The host memory this rank may plan with: in local mode the machine's (the driver's JVM is the
+   * executor), on a cluster what its executor was given beside the heap.
+   */
+  private static HostLimit hostLimit() {
+    SparkConf conf = SparkEnv.get().conf();
+    return conf.get("spark.master", "").startsWith("local")
+        ? HostLimit.MACHINE
+        : HostLimit.executor(conf);
   }
 
   /** The host of the executor running {@code rank}, as Spark's scheduler knows it. */

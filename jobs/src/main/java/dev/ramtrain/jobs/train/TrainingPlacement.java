@@ -37,14 +37,30 @@ public final class TrainingPlacement {
       float clipNorm,
       Backend backend,
       Stream setup,
-      DataParallel ranks) {
+      DataParallel ranks,
+      HostLimit hostLimit) {
     OffloadSpec offload = spec.offload();
     ModelConfig model = spec.model().config(shape, spec.batchSize());
     if (offload.mode() == OffloadSpec.Mode.OFF) {
       return resident(spec, model, clipNorm, backend, setup, ranks);
     }
     long free = backend.freeMemoryBytes();
-    long budget = budget(offload, free);
+    // The CPU backend's device memory is the host's: within the rank's limit.
+    boolean limited = backend.sharesHostCores() && hostLimit.binds(free);
+    free = limited ? hostLimit.cap(free) : free;
+    long budget;
+    try {
+      budget = budget(offload, free);
+    } catch (ConfigException e) {
+      if (!limited) {
+        throw e;
+      }
+      throw new ConfigException(
+          e.getMessage()
+              + " (the CPU backend's device memory is this rank's host memory: "
+              + hostLimit.source()
+              + "; raise it)");
+    }
     List<LayerCost> costs = LayerCost.measure(model.layers(), backend);
     // Placement depends on memory only; the copy and GEMM rates, which take a second to measure,
     // only feed the printed predictions of an offloaded run.
@@ -66,14 +82,20 @@ public final class TrainingPlacement {
     long publishedBytes =
         offload.delayedUpdate() ? 4 * costs.stream().mapToLong(LayerCost::parameters).sum() : 0;
     long pinned = plan.hostPinnedBytes() + publishedBytes;
-    long host = HostMemory.availableBytes();
+    long machine = HostMemory.availableBytes();
+    long host = hostLimit.cap(machine);
     if (pinned > host) { // pinned memory cannot be paged out: fail now, not midway through setup
       throw new ConfigException(
           String.format(
               "ramtrain.offload: an offloaded run keeps every parameter's weights, gradients and"
-                  + " optimizer state in pinned host memory, %s here, and the host has %s"
-                  + " available; use a host with more memory or a smaller model",
-              PlacementPlan.bytes(pinned), PlacementPlan.bytes(host)));
+                  + " optimizer state in pinned host memory, %s here, and %s; %s",
+              PlacementPlan.bytes(pinned),
+              hostLimit.binds(machine)
+                  ? "this rank may take " + hostLimit.source()
+                  : "the host has " + PlacementPlan.bytes(host) + " available",
+              hostLimit.binds(machine)
+                  ? "raise it, or use a smaller model"
+                  : "use a host with more memory or a smaller model"));
     }
     if (offload.delayedUpdate() && ranks.partitionsOptimizerState()) {
       throw new ConfigException(

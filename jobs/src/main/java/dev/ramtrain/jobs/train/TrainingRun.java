@@ -41,23 +41,32 @@ public final class TrainingRun {
    */
   public static EvalResult run(RunSpec spec, TrainingData data, RunDirectory run)
       throws IOException {
-    return run(spec, data, run, null, DataParallel.single(), null);
+    return run(spec, data, run, RankContext.SINGLE);
+  }
+
+  /**
+   * What one rank of a data-parallel job brings to a run besides its spec and data: the other
+   * ranks, the checkpoint rank 0 resumes from (for the others, which have no run directory), a
+   * listener of every step done (may be null), and the host memory it may take.
+   */
+  public record RankContext(
+      DataParallel ranks,
+      Checkpoints.Loaded resumeFrom,
+      LongConsumer afterEachStep,
+      HostLimit hostLimit) {
+    /** A process training alone. */
+    public static final RankContext SINGLE =
+        new RankContext(DataParallel.single(), null, null, HostLimit.MACHINE);
   }
 
   /**
    * The same as one rank of a data-parallel job ({@code spec} already {@link RunSpec#forRank}):
    * rank 0 has the run directory and writes metrics and checkpoints; the others get {@code run}
-   * null and, when resuming, {@code resumeFrom}, the checkpoint rank 0 continues from. {@code
-   * afterEachStep} (may be null) hears of every step done. Returns the evaluation over all ranks.
+   * null and, when resuming, {@code rank.resumeFrom()}. Returns the evaluation over all ranks.
    */
-  public static EvalResult run(
-      RunSpec spec,
-      TrainingData data,
-      RunDirectory run,
-      Checkpoints.Loaded resumeFrom,
-      DataParallel ranks,
-      LongConsumer afterEachStep)
+  public static EvalResult run(RunSpec spec, TrainingData data, RunDirectory run, RankContext rank)
       throws IOException {
+    DataParallel ranks = rank.ranks();
     ShardSet train = data.train();
     ShardSet val = data.val();
     ImageShape shape = train.shape();
@@ -65,7 +74,7 @@ public final class TrainingRun {
     spec.model().requireFits(shape, classes);
     SortedMap<String, String> settings = spec.resumeSettings();
     String fingerprint = RunFingerprint.data(data.manifest());
-    Checkpoints.Loaded checkpoint = run != null ? run.checkpoint() : resumeFrom;
+    Checkpoints.Loaded checkpoint = run != null ? run.checkpoint() : rank.resumeFrom();
     if (checkpoint != null) {
       RunFingerprint.requireSameRun(
           checkpoint, settings, fingerprint, spec.output().resumeAnyway());
@@ -83,7 +92,8 @@ public final class TrainingRun {
       }
       Stream setup = backend.createStream("setup");
       try (Learner learner =
-              TrainingPlacement.learner(spec, shape, options.clipNorm(), backend, setup, ranks);
+              TrainingPlacement.learner(
+                  spec, shape, options.clipNorm(), backend, setup, ranks, rank.hostLimit());
           MetricsLog metrics = run != null ? run.metrics() : new MetricsLog(null);
           Trainer trainer =
               new Trainer(
@@ -127,8 +137,8 @@ public final class TrainingRun {
           run.recordInCheckpoints(info);
         }
         trainer.checkpointTo(run, spec.output().checkpointEvery()); // every rank: the same cadence
-        if (afterEachStep != null) {
-          trainer.afterEachStep(afterEachStep);
+        if (rank.afterEachStep() != null) {
+          trainer.afterEachStep(rank.afterEachStep());
         }
         int firstEpoch = 0;
         if (checkpoint != null) {
