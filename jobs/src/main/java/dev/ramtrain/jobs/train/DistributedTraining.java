@@ -106,6 +106,7 @@ public final class DistributedTraining
       throw failure.explain(e);
     } finally {
       sc.removeSparkListener(failure);
+      sc.setJobDescription(null);
     }
     if (results.size() != 1) {
       throw new IllegalStateException("expected rank 0's evaluation, got " + results.size());
@@ -124,7 +125,7 @@ public final class DistributedTraining
       return CollectionConverters.asScala(
           (rank == 0 ? List.of(eval) : List.<EvalResult>of()).iterator());
     } catch (IOException e) {
-      throw new UncheckedIOException("rank " + rank + ": " + e.getMessage(), e);
+      throw new UncheckedIOException(e.getMessage(), e); // the driver names the rank
     }
   }
 
@@ -249,7 +250,10 @@ public final class DistributedTraining
             ? unchecked
             : new RankFailedException(stageFailure.getMessage(), stageFailure);
       }
-      String message = "rank " + rank + ": " + failure.description();
+      String prefix = "rank " + rank + ": ";
+      String description = failure.description();
+      // The ring's own errors already start with the rank that saw them.
+      String message = description.startsWith(prefix) ? description : prefix + description;
       return failure.className().equals(ConfigException.class.getName())
           ? new ConfigException(message)
           : new RankFailedException(message, stageFailure);
