@@ -2,34 +2,22 @@ package dev.ramtrain.etl.spark;
 
 import dev.ramtrain.format.console.ProgressLine;
 import java.time.Duration;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
-import org.apache.spark.scheduler.AccumulableInfo;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerExecutorMetricsUpdate;
-import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.util.LongAccumulator;
-import scala.Tuple4;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The preprocessing job's progress line (files/s, MB/s, ETA), from the accumulators tasks add to
- * per file. A driver-side accumulator takes a task's count only when the task ends; running tasks'
- * counts arrive with each executor heartbeat (spark.executor.heartbeatInterval), so the line adds
- * the latest of those for the tasks still running and moves with the files, not with the shards.
+ * per file, with the running tasks' latest counts ({@link RunningTaskCounts}): the line moves with
+ * the files, not with the shards.
  */
 final class ConsoleProgress implements AutoCloseable {
   private final String label;
   private final long total;
-  private final LongAccumulator files;
-  private final LongAccumulator bytes;
   private final long startNanos;
   private final ProgressLine line = new ProgressLine();
   private final Thread thread;
   private final SparkContext spark;
-  private final RunningTasks running = new RunningTasks();
+  private final RunningTaskCounts running;
   private volatile boolean active = true;
 
   private ConsoleProgress(
@@ -42,9 +30,8 @@ final class ConsoleProgress implements AutoCloseable {
     this.label = label;
     this.startNanos = startNanos;
     this.total = total;
-    this.files = files;
-    this.bytes = bytes;
     this.spark = spark;
+    this.running = new RunningTaskCounts(files, bytes);
     this.thread = new Thread(this::loop, "ramtrain-progress");
     thread.setDaemon(true);
   }
@@ -66,44 +53,6 @@ final class ConsoleProgress implements AutoCloseable {
     return progress;
   }
 
-  /**
-   * The latest accumulator values of the tasks still running, by task id: replaced by each
-   * heartbeat, dropped when the task ends (its count is then in the accumulator itself).
-   */
-  final class RunningTasks extends SparkListener {
-    private final Map<Long, long[]> partial = new ConcurrentHashMap<>();
-
-    @Override
-    public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate update) {
-      for (Tuple4<Object, Object, Object, Seq<AccumulableInfo>> task :
-          CollectionConverters.asJava(update.accumUpdates())) {
-        long[] counts = partial.computeIfAbsent((Long) task._1(), id -> new long[2]);
-        for (AccumulableInfo info : CollectionConverters.asJava(task._4())) {
-          if (info.update().isDefined()) {
-            if (info.id() == files.id()) {
-              counts[0] = ((Number) info.update().get()).longValue();
-            } else if (info.id() == bytes.id()) {
-              counts[1] = ((Number) info.update().get()).longValue();
-            }
-          }
-        }
-      }
-    }
-
-    @Override
-    public void onTaskEnd(SparkListenerTaskEnd end) {
-      partial.remove(end.taskInfo().taskId());
-    }
-
-    long files() {
-      return partial.values().stream().mapToLong(c -> c[0]).sum();
-    }
-
-    long bytes() {
-      return partial.values().stream().mapToLong(c -> c[1]).sum();
-    }
-  }
-
   private void loop() {
     while (active) {
       try {
@@ -118,8 +67,8 @@ final class ConsoleProgress implements AutoCloseable {
   String text() {
     double seconds = Math.max(1e-3, (System.nanoTime() - startNanos) / 1e9);
     // A task that ends between the two reads counts twice for an instant: never past the total.
-    long done = Math.min(total, files.value() + running.files());
-    long read = bytes.value() + running.bytes();
+    long done = Math.min(total, running.current(0));
+    long read = running.current(1);
     double rate = done / seconds;
     String eta =
         rate > 0 && done < total

@@ -25,7 +25,6 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.function.LongConsumer;
 import java.util.stream.IntStream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.BarrierTaskContext;
@@ -38,6 +37,7 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.util.LongAccumulator;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.reflect.ClassTag$;
@@ -62,12 +62,21 @@ public final class DistributedTraining
   private final int world;
   private final TrainSettings.Dist dist;
   private final String job; // names this job's checkpoints: a retried stage resumes only from those
+  private final LongAccumulator progressSteps; // rank 0's steps run, for the driver's line
+  private final LongAccumulator progressTotal; // and the steps it has to run
 
-  private DistributedTraining(RunSpec spec, TrainSettings.Dist dist, String job) {
+  private DistributedTraining(
+      RunSpec spec,
+      TrainSettings.Dist dist,
+      String job,
+      LongAccumulator progressSteps,
+      LongAccumulator progressTotal) {
     this.spec = spec;
     this.world = dist.ranks();
     this.dist = dist;
     this.job = job;
+    this.progressSteps = progressSteps;
+    this.progressTotal = progressTotal;
   }
 
   /**
@@ -85,20 +94,24 @@ public final class DistributedTraining
     }
     spec.forRank(0, world); // an uneven batch split is a usage error before anything starts
     List<Integer> ranks = IntStream.range(0, world).boxed().toList();
+    LongAccumulator steps = sc.longAccumulator("ramtrain.train.steps");
+    LongAccumulator total = sc.longAccumulator("ramtrain.train.steps-to-run");
     RDD<EvalResult> trained =
         new JavaSparkContext(sc)
             .parallelize(ranks, world)
             .rdd()
             .barrier()
             .mapPartitions(
-                new DistributedTraining(spec, dist, UUID.randomUUID().toString()),
+                new DistributedTraining(spec, dist, UUID.randomUUID().toString(), steps, total),
                 false,
                 ClassTag$.MODULE$.apply(EvalResult.class));
     sc.setJobDescription("ramtrain train: " + world + " data-parallel ranks (barrier stage)");
     FirstTaskFailure failure = new FirstTaskFailure(sc);
     sc.addSparkListener(failure);
     List<EvalResult> results;
-    try {
+    // In local mode rank 0's own line is on this console; on a cluster it is on an executor's.
+    try (TrainingProgress progress =
+        sc.isLocal() ? null : TrainingProgress.start(sc, steps, total)) {
       // Through a shuffle: Spark retries a failed barrier stage only if it is a map stage (a
       // barrier result stage is aborted), and a retried stage resumes from the last checkpoint.
       results = trained.toJavaRDD().repartition(1).collect();
@@ -151,7 +164,7 @@ public final class DistributedTraining
   private EvalResult train(BarrierTaskContext task, DataParallel ranks) throws IOException {
     RunSpec.Output output = task.stageAttemptNumber() == 0 ? spec.output() : afterFailure();
     RunSpec mine = spec.forRank(ranks.rank(), world).withOutput(output);
-    LongConsumer faults = failOnce(task, ranks.rank());
+    TrainingRun.StepListener steps = stepListener(task, ranks.rank());
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     try (ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
@@ -162,7 +175,7 @@ public final class DistributedTraining
           run.recordInCheckpoints(Map.of(JOB_KEY, job));
           task.barrier(); // the run directory is settled: the others may read its checkpoint
           return TrainingRun.run(
-              mine, data, run, new TrainingRun.RankContext(ranks, null, faults, hostLimit()));
+              mine, data, run, new TrainingRun.RankContext(ranks, null, steps, hostLimit()));
         }
       }
       task.barrier();
@@ -171,7 +184,7 @@ public final class DistributedTraining
               ? Checkpoints.loadLatest(output.path().toAbsolutePath().normalize())
               : null;
       return TrainingRun.run(
-          mine, data, null, new TrainingRun.RankContext(ranks, resumeFrom, faults, hostLimit()));
+          mine, data, null, new TrainingRun.RankContext(ranks, resumeFrom, steps, hostLimit()));
     }
   }
 
@@ -190,21 +203,33 @@ public final class DistributedTraining
   }
 
   /**
-   * Recovery tests' fault: the last rank fails after a given step, in the stage's first attempt.
+   * Rank 0 counts its steps into the driver's progress accumulators; the last rank fails once if a
+   * recovery test asks it to ({@code ramtrain.dist.fail-once-at-step}, first attempt only).
    */
-  private LongConsumer failOnce(BarrierTaskContext task, int rank) {
-    long step = dist.failOnceAtStep();
-    if (step < 0 || rank != world - 1 || task.stageAttemptNumber() > 0) {
-      return null;
-    }
-    return steps -> {
-      if (steps == step) {
-        throw new IllegalStateException(
-            "rank "
-                + rank
-                + " fails after step "
-                + steps
-                + " on purpose (ramtrain.dist.fail-once-at-step)");
+  private TrainingRun.StepListener stepListener(BarrierTaskContext task, int rank) {
+    boolean counts = rank == 0;
+    long failAt = rank == world - 1 && task.stageAttemptNumber() == 0 ? dist.failOnceAtStep() : -1;
+    return new TrainingRun.StepListener() {
+      @Override
+      public void starting(long stepsToRun) {
+        if (counts) {
+          progressTotal.add(stepsToRun);
+        }
+      }
+
+      @Override
+      public void done(long stepsDone) {
+        if (counts) {
+          progressSteps.add(1);
+        }
+        if (stepsDone == failAt) {
+          throw new IllegalStateException(
+              "rank "
+                  + rank
+                  + " fails after step "
+                  + stepsDone
+                  + " on purpose (ramtrain.dist.fail-once-at-step)");
+        }
       }
     };
   }

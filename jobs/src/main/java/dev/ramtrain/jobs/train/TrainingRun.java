@@ -22,7 +22,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
-import java.util.function.LongConsumer;
 
 /**
  * One training run over opened shards, wherever they come from (a dataset directory for {@code
@@ -46,14 +45,11 @@ public final class TrainingRun {
 
   /**
    * What one rank of a data-parallel job brings to a run besides its spec and data: the other
-   * ranks, the checkpoint rank 0 resumes from (for the others, which have no run directory), a
-   * listener of every step done (may be null), and the host memory it may take.
+   * ranks, the checkpoint rank 0 resumes from (for the others, which have no run directory), who
+   * hears of its steps (may be null), and the host memory it may take.
    */
   public record RankContext(
-      DataParallel ranks,
-      Checkpoints.Loaded resumeFrom,
-      LongConsumer afterEachStep,
-      HostLimit hostLimit) {
+      DataParallel ranks, Checkpoints.Loaded resumeFrom, StepListener steps, HostLimit hostLimit) {
     /** A process training alone. */
     public static final RankContext SINGLE =
         new RankContext(DataParallel.single(), null, null, HostLimit.MACHINE);
@@ -137,9 +133,6 @@ public final class TrainingRun {
           run.recordInCheckpoints(info);
         }
         trainer.checkpointTo(run, spec.output().checkpointEvery()); // every rank: the same cadence
-        if (rank.afterEachStep() != null) {
-          trainer.afterEachStep(rank.afterEachStep());
-        }
         int firstEpoch = 0;
         if (checkpoint != null) {
           learner.restore(checkpoint, setup);
@@ -149,10 +142,23 @@ public final class TrainingRun {
               "resuming from %s after %d epochs, step %d%n",
               checkpoint.dir(), firstEpoch, checkpoint.globalStep());
         }
+        if (rank.steps() != null) {
+          long start = checkpoint != null ? checkpoint.globalStep() : 0;
+          rank.steps().starting((long) options.epochs() * trainLoader.batchesPerEpoch() - start);
+          trainer.afterEachStep(rank.steps()::done);
+        }
         trainer.fit(trainLoader, valLoader, firstEpoch);
         return trainer.evaluate(valLoader);
       }
     }
+  }
+
+  /** Hears of a rank's steps: how many it is about to run, then each as it is done. */
+  public interface StepListener {
+    void starting(long stepsToRun);
+
+    /** After step {@code stepsDone} (on the loop's thread; throwing fails the run). */
+    void done(long stepsDone);
   }
 
   /** Writes the report of the run in {@code runDir} from its metrics and final evaluation. */
