@@ -14,11 +14,7 @@ final class ConsoleProgress implements AutoCloseable {
   private final String label;
   private final long total;
   private final long startNanos;
-  private final ProgressLine line = new ProgressLine();
-  private final Thread thread;
-  private final SparkContext spark;
-  private final RunningTaskCounts running;
-  private volatile boolean active = true;
+  private final LiveProgress live;
 
   private ConsoleProgress(
       String label,
@@ -28,12 +24,9 @@ final class ConsoleProgress implements AutoCloseable {
       SparkContext spark,
       long startNanos) {
     this.label = label;
-    this.startNanos = startNanos;
     this.total = total;
-    this.spark = spark;
-    this.running = new RunningTaskCounts(files, bytes);
-    this.thread = new Thread(this::loop, "ramtrain-progress");
-    thread.setDaemon(true);
+    this.startNanos = startNanos;
+    this.live = LiveProgress.start(spark, Duration.ofMillis(500), this::text, files, bytes);
   }
 
   /**
@@ -47,28 +40,18 @@ final class ConsoleProgress implements AutoCloseable {
       LongAccumulator bytes,
       SparkContext spark,
       long startNanos) {
-    ConsoleProgress progress = new ConsoleProgress(label, total, files, bytes, spark, startNanos);
-    spark.addSparkListener(progress.running);
-    progress.thread.start();
-    return progress;
-  }
-
-  private void loop() {
-    while (active) {
-      try {
-        Thread.sleep(500);
-      } catch (InterruptedException e) {
-        return;
-      }
-      line.update(this::text);
-    }
+    return new ConsoleProgress(label, total, files, bytes, spark, startNanos);
   }
 
   String text() {
+    return live.text();
+  }
+
+  private String text(RunningTaskCounts counts) {
     double seconds = Math.max(1e-3, (System.nanoTime() - startNanos) / 1e9);
     // A task that ends between the two reads counts twice for an instant: never past the total.
-    long done = Math.min(total, running.current(0));
-    long read = running.current(1);
+    long done = Math.min(total, counts.current(0));
+    long read = counts.current(1);
     double rate = done / seconds;
     String eta =
         rate > 0 && done < total
@@ -87,9 +70,6 @@ final class ConsoleProgress implements AutoCloseable {
 
   @Override
   public void close() {
-    active = false;
-    thread.interrupt();
-    spark.removeSparkListener(running);
-    line.finish(text());
+    live.close();
   }
 }

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.etl.spark.LiveProgress;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
@@ -110,8 +111,7 @@ public final class DistributedTraining
     sc.addSparkListener(failure);
     List<EvalResult> results;
     // In local mode rank 0's own line is on this console; on a cluster it is on an executor's.
-    try (TrainingProgress progress =
-        sc.isLocal() ? null : TrainingProgress.start(sc, steps, total)) {
+    try (LiveProgress progress = sc.isLocal() ? null : TrainingProgress.start(sc, steps, total)) {
       // Through a shuffle: Spark retries a failed barrier stage only if it is a map stage (a
       // barrier result stage is aborted), and a retried stage resumes from the last checkpoint.
       results = trained.toJavaRDD().repartition(1).collect();
