@@ -50,6 +50,9 @@ public final class DirectoryLock implements AutoCloseable {
   /** A lock of another host whose heartbeat is older than this is taken to be abandoned. */
   public static final Duration STALE_AFTER = Duration.ofMinutes(2);
 
+  /** How long a local lock may stay empty while its writer writes into it. */
+  static final Duration EMPTY_LOCAL_GRACE = Duration.ofMillis(500);
+
   /** Breaking a lock takes milliseconds; a turn to break one held longer was left by a crash. */
   static final Duration BREAK_TIMEOUT = Duration.ofSeconds(30);
 
@@ -127,7 +130,16 @@ public final class DirectoryLock implements AutoCloseable {
       if (found == null) {
         continue; // released between our create and our read: try again
       }
-      String stale = staleReason(found, staleAfter);
+      boolean local = DatasetFiles.isLocal(fs);
+      String stale =
+          local && found.content().length == 0
+              ? emptyLocalLockStale(found)
+              : staleReason(found, staleAfter);
+      if (stale == null && local && found.content().length == 0) {
+        sleepBriefly(); // a writer between creating its lock and writing into it, or one killed
+        // there
+        continue;
+      }
       if (stale == null) {
         throw new LockedException(dir, found.holder());
       }
@@ -201,6 +213,19 @@ public final class DirectoryLock implements AutoCloseable {
       holder = null; // being written this instant, or damaged: judged by its age alone
     }
     return new Found(bytes, holder, modified);
+  }
+
+  /**
+   * A local lock file is created empty and written at once, microseconds apart: one still empty
+   * after {@link #EMPTY_LOCAL_GRACE} belongs to a writer killed in between (a training run killed
+   * at any instant must be resumable). Elsewhere a file can stay empty until closed, so an empty
+   * lock is judged by its age as any other unreadable one.
+   */
+  private static String emptyLocalLockStale(Found found) {
+    long age = System.currentTimeMillis() - found.modifiedMillis();
+    return age > EMPTY_LOCAL_GRACE.toMillis()
+        ? "it has stayed empty for " + age + " ms: its writer died while creating it"
+        : null;
   }
 
   /** Why the lock's writer is known to be gone, or null while it may still be alive. */

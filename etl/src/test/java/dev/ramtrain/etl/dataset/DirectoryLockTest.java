@@ -116,7 +116,7 @@ class DirectoryLockTest {
 
   @Test
   void anUnreadableLockIsHeldWhileFresh() throws Exception {
-    Files.writeString(lockFile(), "");
+    Files.writeString(lockFile(), "{\"id\": \"damag");
     var e =
         assertThrows(
             DirectoryLock.LockedException.class,
@@ -124,6 +124,42 @@ class DirectoryLockTest {
     assertTrue(e.getMessage().contains("unknown writer"), e.getMessage());
     Files.setLastModifiedTime(lockFile(), FileTime.from(Instant.now().minusSeconds(600)));
     DirectoryLock.acquire(dir(), new Configuration(), "preprocess").close();
+  }
+
+  /**
+   * A writer killed between creating its (local) lock and writing into it leaves it empty: the next
+   * writer gets in within a moment, instead of waiting out the heartbeat timeout.
+   */
+  @Test
+  void anEmptyLocalLockOfAWriterKilledWhileCreatingItIsBrokenAtOnce() throws Exception {
+    Files.writeString(lockFile(), "");
+    long start = System.nanoTime();
+    DirectoryLock.acquire(dir(), new Configuration(), "train").close();
+    assertTrue(System.nanoTime() - start < Duration.ofSeconds(5).toNanos());
+    assertFalse(Files.exists(lockFile()), "released");
+  }
+
+  /** ...but one whose writer fills it a moment later is that writer's: waited for, then named. */
+  @Test
+  void anEmptyLocalLockBeingWrittenIsWaitedForAndItsWriterNamed() throws Exception {
+    Files.writeString(lockFile(), "");
+    Thread writer =
+        new Thread(
+            () -> {
+              try {
+                Thread.sleep(100);
+                writeLock(thisHost(), ProcessHandle.current().pid(), null, Instant.now());
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    writer.start();
+    var e =
+        assertThrows(
+            DirectoryLock.LockedException.class,
+            () -> DirectoryLock.acquire(dir(), new Configuration(), "train"));
+    writer.join();
+    assertTrue(e.getMessage().contains("alice"), e.getMessage());
   }
 
   @Test

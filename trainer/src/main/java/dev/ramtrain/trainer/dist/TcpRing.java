@@ -35,6 +35,12 @@ public final class TcpRing implements AutoCloseable {
   /** Transfers move in pieces this size, so a receive is reduced while it is still in cache. */
   static final int SEGMENT_BYTES = 1 << 20;
 
+  /**
+   * The largest block {@link #allGatherBytes} takes from a peer: far above any figures it carries
+   * (a 1,000-class confusion matrix is 8 MB), far below what a corrupt length would ask for.
+   */
+  static final int MAX_BLOCK_BYTES = 256 << 20;
+
   private final int rank;
   private final int world;
   private final long idleNanos;
@@ -186,7 +192,7 @@ public final class TcpRing implements AutoCloseable {
       ByteBuffer length = ByteBuffer.allocate(4);
       exchange(ByteBuffer.allocate(4).putInt(0, send.length), length);
       int size = length.flip().getInt();
-      if (size < 0 || size > SEGMENT_BYTES) {
+      if (size < 0 || size > MAX_BLOCK_BYTES) {
         throw new CollectiveException(
             "rank " + rank + ": rank " + from + " sent a block of " + size + " bytes");
       }

@@ -105,6 +105,35 @@ class TcpRingTest {
     }
   }
 
+  /** Blocks of every size, a 1,000-class confusion matrix's 8 MB included, in rank order. */
+  @Test
+  void allGatherBytesHandsEveryRankEveryBlockInRankOrder() throws Exception {
+    Members ring = bind(3);
+    int[] sizes = {0, 17, 8 * 1_002_000};
+    List<Future<List<byte[]>>> ranks = new ArrayList<>();
+    for (int r = 0; r < 3; r++) {
+      int rank = r;
+      ranks.add(
+          threads.submit(
+              () -> {
+                try (TcpRing joined = join(ring, rank, TIMEOUT).get()) {
+                  byte[] mine = new byte[sizes[rank]];
+                  java.util.Arrays.fill(mine, (byte) (rank + 1));
+                  return joined.allGatherBytes(mine);
+                }
+              }));
+    }
+    for (Future<List<byte[]>> rank : ranks) {
+      List<byte[]> blocks = rank.get(60, TimeUnit.SECONDS);
+      for (int r = 0; r < 3; r++) {
+        assertEquals(sizes[r], blocks.get(r).length, "block of rank " + r);
+        for (byte b : blocks.get(r)) {
+          assertEquals(r + 1, b);
+        }
+      }
+    }
+  }
+
   @Test
   void aWorldOfOneIsItself() throws Exception {
     float[][] inputs = randomInputs(1, 10, 1);
