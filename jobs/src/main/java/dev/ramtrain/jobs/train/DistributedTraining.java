@@ -6,6 +6,7 @@ import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
+import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.dist.DataParallel;
@@ -35,6 +36,7 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.rdd.RDD;
+import org.apache.spark.resource.ResourceProfile;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.sql.SparkSession;
@@ -106,6 +108,12 @@ public final class DistributedTraining
                 new DistributedTraining(spec, dist, UUID.randomUUID().toString(), steps, total),
                 false,
                 ClassTag$.MODULE$.apply(EvalResult.class));
+    // On a GPU cluster the trainer stage takes one GPU and all of an executor's cores; the ETL's
+    // stages keep their one core per task.
+    ResourceProfile profile = TrainerResources.profile(sc.getConf());
+    if (profile != null) {
+      trained = trained.withResources(profile);
+    }
     sc.setJobDescription("ramtrain train: " + world + " data-parallel ranks (barrier stage)");
     FirstTaskFailure failure = new FirstTaskFailure(sc);
     sc.addSparkListener(failure);
@@ -132,6 +140,9 @@ public final class DistributedTraining
   public Iterator<EvalResult> apply(Iterator<Integer> slot) {
     BarrierTaskContext task = BarrierTaskContext.get();
     int rank = task.partitionId();
+    if (spec.backend().kind() != BackendSpec.Kind.CPU) {
+      TrainerResources.requireDeviceZero(task.resourcesJMap(), rank);
+    }
     try (ServerSocketChannel listener = TcpRing.listen(InetAddress.getByName(host(task, rank)));
         DataParallel ranks = join(task, rank, listener)) {
       EvalResult eval = train(task, ranks);
