@@ -189,10 +189,7 @@ public final class Trainer implements AutoCloseable {
         afterEachStep.accept(globalStep);
         if (checkpointEvery > 0 && globalStep % checkpointEvery == 0 && next != null) {
           settle(totals); // a step whose loss is not finite is never saved
-          Checkpoints.Snapshot snapshot = snapshotIfSaved();
-          if (ranks.leader()) {
-            save(snapshot, epoch, false);
-          }
+          save(snapshotIfSaved(), epoch, false); // only rank 0 has a sink
         }
         double meanLoss = totals.lossSum / Math.max(1, totals.samples);
         double accuracy = (double) totals.correct / Math.max(1, totals.samples);

@@ -53,10 +53,7 @@ final class ConsoleProgress implements AutoCloseable {
     long done = Math.min(total, counts.current(0));
     long read = counts.current(1);
     double rate = done / seconds;
-    String eta =
-        rate > 0 && done < total
-            ? ProgressLine.format(Duration.ofSeconds((long) ((total - done) / rate)))
-            : "-";
+    String eta = ProgressLine.eta(done, total, rate);
     return String.format(
         "%s %,d/%,d files  %,.0f files/s  %.1f MB/s  elapsed %s  ETA %s",
         label,

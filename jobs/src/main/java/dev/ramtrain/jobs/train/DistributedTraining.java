@@ -209,7 +209,7 @@ public final class DistributedTraining
     if (!Files.exists(dir.resolve("checkpoints").resolve(Checkpoints.LATEST))) {
       return spec.output();
     }
-    boolean ours = job.equals(Checkpoints.loadLatest(dir).state().get(JOB_KEY));
+    boolean ours = job.equals(Checkpoints.latestState(dir).get(JOB_KEY));
     return ours ? spec.output().in(RunDirectory.Mode.RESUME) : spec.output();
   }
 

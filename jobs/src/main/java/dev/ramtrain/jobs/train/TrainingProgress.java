@@ -34,10 +34,7 @@ final class TrainingProgress {
       return "train: the ranks are starting";
     }
     double rate = done / Math.max(1e-3, seconds);
-    String eta =
-        rate > 0 && done < of
-            ? ProgressLine.format(Duration.ofSeconds((long) ((of - done) / rate)))
-            : "-";
+    String eta = ProgressLine.eta(done, of, rate);
     return String.format(
         "train %,d/%,d steps  %,.1f steps/s  elapsed %s  ETA %s",
         done, of, rate, ProgressLine.format(Duration.ofSeconds((long) seconds)), eta);

@@ -152,6 +152,19 @@ public final class Checkpoints {
 
   /** The checkpoint {@code checkpoints/latest} of a run directory names. */
   public static Loaded loadLatest(Path runDir) throws IOException {
+    return load(latest(runDir));
+  }
+
+  /**
+   * What the latest checkpoint's state.json records (steps, epochs, model, what the run added),
+   * read without its weights and optimizer state.
+   */
+  public static Map<String, Object> latestState(Path runDir) throws IOException {
+    return readState(latest(runDir));
+  }
+
+  /** The folder {@code checkpoints/latest} names. */
+  private static Path latest(Path runDir) throws IOException {
     Path root = runDir.resolve("checkpoints");
     String name;
     try {
@@ -166,10 +179,22 @@ public final class Checkpoints {
               + name
               + "', not a checkpoint folder (epoch-NNNN or step-NNNNNNNNN)");
     }
-    return load(root.resolve(name));
+    return root.resolve(name);
   }
 
   public static Loaded load(Path dir) throws IOException {
+    Map<String, Object> state = readState(dir);
+    Map<String, Safetensors.Tensor> weights =
+        Safetensors.read(dir.resolve("model.safetensors"), new HashMap<>());
+    List<float[]> optimizer = new ArrayList<>();
+    Safetensors.read(dir.resolve("optimizer.safetensors"), new HashMap<>())
+        .values()
+        .forEach(t -> optimizer.add(t.values()));
+    return new Loaded(dir, state, weights, optimizer);
+  }
+
+  /** A checkpoint's state.json, checked for the counts and model every checkpoint records. */
+  private static Map<String, Object> readState(Path dir) throws IOException {
     Path file = dir.resolve("state.json");
     Map<String, Object> state;
     try {
@@ -190,13 +215,7 @@ public final class Checkpoints {
     if (!(state.get("model") instanceof String)) {
       throw new IOException(file + ": 'model' is missing or not a model spec");
     }
-    Map<String, Safetensors.Tensor> weights =
-        Safetensors.read(dir.resolve("model.safetensors"), new HashMap<>());
-    List<float[]> optimizer = new ArrayList<>();
-    Safetensors.read(dir.resolve("optimizer.safetensors"), new HashMap<>())
-        .values()
-        .forEach(t -> optimizer.add(t.values()));
-    return new Loaded(dir, state, weights, optimizer);
+    return state;
   }
 
   /** Puts a checkpoint's weights (and optimizer state, if given) back onto the device. */

@@ -95,8 +95,9 @@ public final class DataParallel implements AutoCloseable {
   }
 
   /**
-   * ZeRO-1's first half: this rank's {@link #share} of {@code floats} becomes the mean over the
-   * ranks, the same bits {@link #averageGradients} gives there; the rest is left partly summed.
+   * The all-reduce's first half (and ZeRO-1's): this rank's {@link #share} of {@code floats}
+   * becomes the mean over the ranks, the ring's sum times 1 / world; the rest is left partly
+   * summed.
    */
   public void reduceScatterMean(ByteBuffer floats) {
     if (ring == null) {
@@ -135,15 +136,10 @@ public final class DataParallel implements AutoCloseable {
    * the ring's sum in its fixed order, times 1 / world. Identical bits on every rank afterwards.
    */
   public void averageGradients(ByteBuffer floats) {
-    if (ring == null) {
-      return;
-    }
-    try {
-      ring.allReduceSum(floats);
-    } catch (IOException e) {
-      throw new UncheckedIOException("averaging gradients: " + e.getMessage(), e);
-    }
-    scale(floats.slice(), 1f / ring.worldSize());
+    // The all-reduce's two halves, the mean taken on each rank's own share between them: each
+    // rank scales 1 / world of the buffer, not all of it, and the gather hands out those bits.
+    reduceScatterMean(floats);
+    allGather(floats);
   }
 
   private static void scale(ByteBuffer floats, float factor) {

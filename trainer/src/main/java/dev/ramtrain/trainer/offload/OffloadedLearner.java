@@ -163,7 +163,7 @@ public final class OffloadedLearner implements Learner {
     model.awaitGradients(compute);
     long start = System.nanoTime();
     ranks.averageGradients(grads);
-    clip(model.hostGradients());
+    clip(model.hostGradients().asByteBuffer().asFloatBuffer(), false);
     step.update(0, model.parameterCount());
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersChanged();
@@ -186,16 +186,7 @@ public final class OffloadedLearner implements Learner {
     FloatBuffer mine =
         grads.slice(4 * (int) share[0], 4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
     if (clipNorm > 0) {
-      double[] sums = new double[GradClipMath.chunks(n)];
-      threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(mine, c, n));
-      double total = 0;
-      for (double s : sums) {
-        total += s;
-      }
-      float scale = GradClipMath.scale(clipNorm, (float) Math.sqrt(ranks.sum(total)[0]));
-      if (scale < 1) {
-        threads.forRange(0, n, (from, to) -> GradClipMath.scale(mine, scale, from, to));
-      }
+      clip(mine, true);
     }
     step.update(0, n);
     ranks.allGather(model.masters().asByteBuffer());
@@ -203,16 +194,29 @@ public final class OffloadedLearner implements Learner {
     model.mastersChanged();
   }
 
-  /** Clips the host gradient slab to {@code clipNorm} with the resident kernel's arithmetic. */
-  private void clip(HostBuffer grads) {
-    FloatBuffer g = grads.asByteBuffer().asFloatBuffer();
+  /**
+   * Clips {@code g} to {@code clipNorm} with the resident kernel's arithmetic. When {@code g} is
+   * this rank's share of the gradient (ZeRO-1), the squares of the other ranks' shares join the
+   * norm.
+   */
+  private void clip(FloatBuffer g, boolean share) {
     int n = g.capacity();
     double[] sums = new double[GradClipMath.chunks(n)];
     threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(g, c, n));
-    float scale = GradClipMath.scale(clipNorm, GradClipMath.norm(sums));
+    float norm = GradClipMath.norm(share ? ranks.sum(squares(sums)) : sums);
+    float scale = GradClipMath.scale(clipNorm, norm);
     if (scale < 1) {
       threads.forRange(0, n, (from, to) -> GradClipMath.scale(g, scale, from, to));
     }
+  }
+
+  /** The chunks' sums of squares added in chunk order, as {@link GradClipMath#norm} adds them. */
+  private static double squares(double[] chunkSums) {
+    double total = 0;
+    for (double s : chunkSums) {
+      total += s;
+    }
+    return total;
   }
 
   @Override

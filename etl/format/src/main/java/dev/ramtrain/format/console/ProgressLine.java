@@ -39,6 +39,15 @@ public final class ProgressLine {
     }
   }
 
+  /**
+   * The time left at {@code rate} per second for {@code total - done}, or "-" when unknown or done.
+   */
+  public static String eta(long done, long total, double rate) {
+    return rate > 0 && done < total
+        ? format(Duration.ofSeconds((long) ((total - done) / rate)))
+        : "-";
+  }
+
   /** h:mm:ss */
   public static String format(Duration d) {
     return String.format("%d:%02d:%02d", d.toHours(), d.toMinutesPart(), d.toSecondsPart());
