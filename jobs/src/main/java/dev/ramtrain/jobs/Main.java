@@ -4,6 +4,7 @@ import dev.ramtrain.jobs.cli.DemoCommand;
 import dev.ramtrain.jobs.cli.EvaluateCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;
 import dev.ramtrain.jobs.cli.InspectCommand;
+import dev.ramtrain.jobs.cli.PipelineCommand;
 import dev.ramtrain.jobs.cli.PlanCommand;
 import dev.ramtrain.jobs.cli.PredictCommand;
 import dev.ramtrain.jobs.cli.PreprocessCommand;
@@ -24,6 +25,7 @@ import picocli.CommandLine.Command;
       PreprocessCommand.class,
       InspectCommand.class,
       DemoCommand.class,
+      PipelineCommand.class,
       TrainCommand.class,
       EvaluateCommand.class,
       PredictCommand.class,

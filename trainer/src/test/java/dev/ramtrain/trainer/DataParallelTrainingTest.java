@@ -36,6 +36,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -161,6 +162,38 @@ class DataParallelTrainingTest {
     long parameters = plain.get(0).state().get(0).length;
     long halfOfTheState = 2 * 4 * (parameters - parameters / 2); // rank 0's share is the floor
     assertEquals(plain.get(0).pinnedBytes() - halfOfTheState, zero.get(0).pinnedBytes());
+  }
+
+  /** Ranks that agree pass; a rank whose digest differs fails every rank, named. */
+  @Test
+  void ranksWhoseWeightsDifferAreToldSo() throws Exception {
+    List<DataParallel> three = ring(3, false);
+    try {
+      List<Future<?>> agreeing = new ArrayList<>();
+      for (DataParallel rank : three) {
+        agreeing.add(ranks.submit(() -> rank.requireSame(new byte[] {1, 2, 3}, "final weights")));
+      }
+      for (Future<?> f : agreeing) {
+        f.get(30, TimeUnit.SECONDS);
+      }
+      List<Future<?>> diverged = new ArrayList<>();
+      for (DataParallel rank : three) {
+        byte[] digest = {1, 2, (byte) (rank.rank() == 2 ? 4 : 3)};
+        diverged.add(ranks.submit(() -> rank.requireSame(digest, "final weights")));
+      }
+      for (Future<?> f : diverged) {
+        java.util.concurrent.ExecutionException e =
+            org.junit.jupiter.api.Assertions.assertThrows(
+                java.util.concurrent.ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
+        assertTrue(
+            e.getCause().getMessage().contains("rank 2's final weights differ from rank 0's"),
+            e.getCause().getMessage());
+      }
+    } finally {
+      for (DataParallel rank : three) {
+        rank.close();
+      }
+    }
   }
 
   private List<Outcome> twoRanks(float clip, boolean zero1) throws Exception {

@@ -4,6 +4,7 @@ import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.ShardFormatException;
 import dev.ramtrain.format.ShardReader;
 import java.nio.ByteBuffer;
+import java.util.List;
 import org.apache.spark.api.java.JavaRDD;
 
 /**
@@ -13,10 +14,12 @@ import org.apache.spark.api.java.JavaRDD;
 public final class InMemoryShards implements AutoCloseable {
   private final Manifest manifest;
   private final JavaRDD<ShardResult> blocks;
+  private final List<ShardResult> placed;
 
-  InMemoryShards(Manifest manifest, JavaRDD<ShardResult> blocks) {
+  InMemoryShards(Manifest manifest, JavaRDD<ShardResult> blocks, List<ShardResult> placed) {
     this.manifest = manifest;
     this.blocks = blocks;
+    this.placed = List.copyOf(placed);
   }
 
   public Manifest manifest() {
@@ -25,6 +28,14 @@ public final class InMemoryShards implements AutoCloseable {
 
   public JavaRDD<ShardResult> blocks() {
     return blocks;
+  }
+
+  /**
+   * Every shard's result without its bytes, in split and shard order, naming the executor that
+   * cached it: where a trainer stage finds it without crossing the network.
+   */
+  public List<ShardResult> placed() {
+    return placed;
   }
 
   /** Opens a cached shard (on the executor that holds it), checking its CRC32C. */

@@ -163,7 +163,8 @@ public final class PreprocessJob {
         return new PreprocessResult(manifest, rejects, null, timing);
       }
       kept = true;
-      return new PreprocessResult(manifest, rejects, new InMemoryShards(manifest, shards), timing);
+      return new PreprocessResult(
+          manifest, rejects, new InMemoryShards(manifest, shards, results), timing);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new PreprocessException("interrupted while preprocessing " + source.path());

@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import org.apache.hadoop.fs.FSError;
+import org.apache.spark.SparkEnv;
 import scala.Tuple2;
 
 /**
@@ -101,7 +102,9 @@ final class ShardTask implements Serializable {
       staging.discard(split, shard);
     }
     byte[] bytes = memory == null ? null : memory.toByteArray();
-    return List.of(new ShardResult(split, shard, inputs, stats, rejects, bytes)).iterator();
+    String executor = SparkEnv.get().executorId();
+    return List.of(new ShardResult(split, shard, inputs, stats, rejects, bytes, executor))
+        .iterator();
   }
 
   private RawSample read(RawSample sample) throws RejectedImageException, IOException {

@@ -9,7 +9,6 @@ import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
-import dev.ramtrain.jobs.train.BarrierTraining;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
@@ -33,9 +32,9 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = {
       "The whole pipeline in one Spark application on a generated dataset: generate shapes images,",
-      "preprocess them into in-memory Arrow shards, train a CNN in a Spark barrier stage of one",
-      "task, and write the report (curves and confusion matrix). Any setting can be changed with",
-      "--set, e.g. --set ramtrain.train.epochs=3."
+      "preprocess them into in-memory Arrow shards, train a CNN in a Spark barrier stage (one rank",
+      "per executor, on the shards cached there), and write the report (curves and confusion",
+      "matrix). Any setting can be changed with --set, e.g. --set ramtrain.train.epochs=3."
     })
 public final class DemoCommand implements Callable<Integer> {
   /** The demo's CNN without its class count, which comes from the generated dataset. */
@@ -95,12 +94,14 @@ public final class DemoCommand implements Callable<Integer> {
         System.out.println(
             PreprocessCommand.summary(manifest, "(in memory)").indent(6).stripTrailing());
 
-        System.out.println("[3/4] train: one trainer task in a Spark barrier stage, run " + run);
+        System.out.println(
+            "[3/4] train: one rank per executor in a Spark barrier stage, run " + run);
         RamtrainConfig trainConfig =
             common.load(
                 flags(work, model != null ? model : MODEL + "-" + manifest.classes().size()));
         RunSpec spec = TrainSettings.read(trainConfig);
-        EvalResult eval = BarrierTraining.run(spec, shards);
+        EvalResult eval =
+            PipelineCommand.train(spec, TrainSettings.dist(trainConfig), shards).eval();
 
         System.out.println("[4/4] report:");
         Path report = TrainingRun.report(spec.output().path(), eval, manifest.classes());

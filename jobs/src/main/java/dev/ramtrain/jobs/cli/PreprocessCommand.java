@@ -26,47 +26,13 @@ import picocli.CommandLine.Option;
 public final class PreprocessCommand implements Callable<Integer> {
   @Mixin CommonOptions common;
 
-  @Option(
-      names = {"-i", "--input"},
-      paramLabel = "PATH",
-      description = "Raw dataset (ramtrain.source.path).")
-  String input;
+  @Mixin EtlFlags etl;
 
   @Option(
       names = {"-o", "--output"},
       paramLabel = "DIR",
       description = "Dataset directory to commit (ramtrain.etl.output).")
   String output;
-
-  @Option(
-      names = "--source-type",
-      description = "auto, image-folder, parquet, idx, cifar10 (ramtrain.source.type).")
-  String sourceType;
-
-  @Option(names = "--height", description = "Output height (ramtrain.etl.height).")
-  Integer height;
-
-  @Option(names = "--width", description = "Output width (ramtrain.etl.width).")
-  Integer width;
-
-  @Option(names = "--color", description = "rgb or grayscale (ramtrain.etl.color).")
-  String color;
-
-  @Option(
-      names = "--resize",
-      description = "shorter-side-crop, stretch, letterbox (ramtrain.etl.resize).")
-  String resize;
-
-  @Option(
-      names = "--copies",
-      description = "Augmented copies per sample (ramtrain.etl.augment.copies).")
-  Integer copies;
-
-  @Option(names = "--val-fraction", description = "Val split fraction (ramtrain.etl.val-fraction).")
-  Double valFraction;
-
-  @Option(names = "--decoder", description = "opencv or imageio (ramtrain.etl.decoder).")
-  String decoder;
 
   @Option(
       names = "--overwrite",
@@ -104,16 +70,8 @@ public final class PreprocessCommand implements Callable<Integer> {
 
   Map<String, String> flags() {
     Map<String, String> f = new LinkedHashMap<>();
-    f.put("ramtrain.source.path", input);
+    etl.addTo(f);
     f.put("ramtrain.etl.output", output);
-    f.put("ramtrain.source.type", sourceType);
-    f.put("ramtrain.etl.height", CommonOptions.text(height));
-    f.put("ramtrain.etl.width", CommonOptions.text(width));
-    f.put("ramtrain.etl.color", color);
-    f.put("ramtrain.etl.resize", resize);
-    f.put("ramtrain.etl.augment.copies", CommonOptions.text(copies));
-    f.put("ramtrain.etl.val-fraction", CommonOptions.text(valFraction));
-    f.put("ramtrain.etl.decoder", decoder);
     f.put("ramtrain.etl.overwrite", CommonOptions.text(overwrite));
     f.put("ramtrain.seed", CommonOptions.text(seed));
     return f;

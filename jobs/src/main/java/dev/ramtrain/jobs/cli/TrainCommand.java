@@ -14,7 +14,6 @@ import dev.ramtrain.jobs.train.TrainingData;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
-import dev.ramtrain.trainer.offload.OffloadSpec;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -42,52 +41,10 @@ public final class TrainCommand implements Callable<Integer> {
       description = "Dataset directory (ramtrain.train.dataset).")
   String dataset;
 
-  @Option(
-      names = {"-o", "--output"},
-      paramLabel = "DIR",
-      description = "Run directory (ramtrain.train.output).")
-  String output;
-
-  @Option(
-      names = "--model",
-      description = "Model spec, e.g. mlp:784-1024-1024-10 (ramtrain.train.model).")
-  String model;
-
-  @Option(names = "--epochs", description = "Epochs (ramtrain.train.epochs).")
-  Integer epochs;
-
-  @Option(names = "--batch-size", description = "Batch size (ramtrain.train.batch-size).")
-  Integer batchSize;
-
-  @Option(names = "--optimizer", description = "adamw or sgd (ramtrain.train.optimizer).")
-  String optimizer;
-
-  @Option(names = "--lr", description = "Learning rate (ramtrain.train.lr).")
-  Double lr;
+  @Mixin TrainFlags training;
 
   @Option(names = "--seed", description = "Seed (ramtrain.seed).")
   Long seed;
-
-  @Option(
-      names = "--ranks",
-      description =
-          "Data-parallel ranks, one trainer task each in a Spark barrier stage; --batch-size is"
-              + " the global batch (ramtrain.dist.ranks).")
-  Integer ranks;
-
-  @Option(
-      names = "--offload",
-      paramLabel = "MODE",
-      description =
-          "auto (offload when resident does not fit the budget), on or off"
-              + " (ramtrain.offload.mode).")
-  String offload;
-
-  @Option(
-      names = "--device-budget",
-      paramLabel = "SIZE",
-      description = "Device memory budget, e.g. 6GiB (ramtrain.offload.budget).")
-  String deviceBudget;
 
   @Option(
       names = "--resume",
@@ -101,13 +58,6 @@ public final class TrainCommand implements Callable<Integer> {
           "With --resume: continue even though settings or data differ from the checkpoint's.")
   boolean resumeAnyway;
 
-  @Option(
-      names = "--overwrite",
-      description =
-          "Replace the run in --output; it is deleted once the new run has saved its first"
-              + " checkpoint (ramtrain.train.overwrite).")
-  Boolean overwrite;
-
   @Override
   public Integer call() throws Exception {
     RamtrainConfig config = common.load(flags());
@@ -118,14 +68,10 @@ public final class TrainCommand implements Callable<Integer> {
       throw new ConfigException("--resume-anyway goes with --resume");
     }
     TrainSettings.Dist dist = TrainSettings.dist(config);
+    dist = dist.withRanks(dist.ranksOr(1));
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
-    if (dist.zero() == 1 && spec.offload().mode() != OffloadSpec.Mode.ON) {
-      throw new ConfigException(
-          "ramtrain.dist.zero = 1 partitions the host optimizer's state: it needs offloaded"
-              + " training (ramtrain.offload.mode = on, --offload on)");
-    }
     if (dist.ranks() > 1 || common.master() != null) {
       return trainOnSpark(spec, dist, ds.manifest().classes());
     }
@@ -148,31 +94,31 @@ public final class TrainCommand implements Callable<Integer> {
       throws IOException {
     try (SparkSession spark = SparkSessions.open("ramtrain train", common.master())) {
       EvalResult eval = DistributedTraining.run(spark, spec, dist);
-      Path runDir = spec.output().path();
-      System.out.printf(
-          "val accuracy %.4f, loss %.4f over %,d samples (%d ranks)%n",
-          eval.accuracy(), eval.loss(), eval.samples(), dist.ranks());
-      if (Files.exists(runDir.resolve(RunDirectory.METRICS))) {
-        System.out.printf("report %s%n", TrainingRun.report(runDir, eval, classes));
-      }
+      printResult(spec, eval, dist.ranks(), classes);
     }
     return 0;
+  }
+
+  /**
+   * Prints the final evaluation of a run trained in a Spark barrier stage and, where rank 0's run
+   * directory is on this machine's filesystem, writes its report.
+   */
+  static void printResult(RunSpec spec, EvalResult eval, int ranks, List<String> classes)
+      throws IOException {
+    Path runDir = spec.output().path();
+    System.out.printf(
+        "val accuracy %.4f, loss %.4f over %,d samples (%d ranks)%n",
+        eval.accuracy(), eval.loss(), eval.samples(), ranks);
+    if (Files.exists(runDir.resolve(RunDirectory.METRICS))) {
+      System.out.printf("report %s%n", TrainingRun.report(runDir, eval, classes));
+    }
   }
 
   Map<String, String> flags() {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.train.dataset", dataset);
-    f.put("ramtrain.train.output", output);
-    f.put("ramtrain.train.model", model);
-    f.put("ramtrain.train.epochs", CommonOptions.text(epochs));
-    f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
-    f.put("ramtrain.train.optimizer", optimizer);
-    f.put("ramtrain.train.lr", CommonOptions.text(lr));
+    training.addTo(f);
     f.put("ramtrain.seed", CommonOptions.text(seed));
-    f.put("ramtrain.dist.ranks", CommonOptions.text(ranks));
-    f.put("ramtrain.offload.mode", offload);
-    f.put("ramtrain.offload.budget", deviceBudget);
-    f.put("ramtrain.train.overwrite", CommonOptions.text(overwrite));
     return f;
   }
 }

@@ -48,19 +48,39 @@ public final class TrainSettings {
   private TrainSettings() {}
 
   /**
-   * {@code ramtrain.dist.*}: how many data-parallel ranks, how long one waits for another, and the
-   * ZeRO stage (0: every rank keeps all optimizer state; 1: each keeps its share).
+   * {@code ramtrain.dist.*}: how many data-parallel ranks ({@link #AUTO_RANKS}: as the command
+   * decides), how long one waits for another, and the ZeRO stage (0: every rank keeps all optimizer
+   * state; 1: each keeps its share).
    */
   public record Dist(int ranks, java.time.Duration timeout, int zero, long failOnceAtStep)
-      implements Serializable {}
+      implements Serializable {
+    /** The rank count given, or {@code auto} where {@code ramtrain.dist.ranks = auto}. */
+    public int ranksOr(int auto) {
+      return ranks == AUTO_RANKS ? auto : ranks;
+    }
+
+    /** These settings with {@code n} ranks. */
+    public Dist withRanks(int n) {
+      return new Dist(n, timeout, zero, failOnceAtStep);
+    }
+  }
+
+  /** {@code ramtrain.dist.ranks = auto}. */
+  public static final int AUTO_RANKS = 0;
 
   public static Dist dist(RamtrainConfig c) {
-    int ranks = c.integer("ramtrain.dist.ranks");
-    require(ranks >= 1, "ramtrain.dist.ranks", "must be >= 1, got " + ranks);
+    String key = "ramtrain.dist.ranks";
+    int ranks = c.string(key).strip().equalsIgnoreCase("auto") ? AUTO_RANKS : c.integer(key);
+    require(ranks >= 1 || ranks == AUTO_RANKS, key, "must be auto or >= 1, got " + ranks);
     java.time.Duration timeout = c.duration("ramtrain.dist.timeout");
     require(!timeout.isNegative() && !timeout.isZero(), "ramtrain.dist.timeout", "must be > 0");
     int zero = c.integer("ramtrain.dist.zero");
     require(zero == 0 || zero == 1, "ramtrain.dist.zero", "must be 0 or 1, got " + zero);
+    require(
+        zero == 0 || c.choice(O + "mode", OffloadSpec.Mode.class) == OffloadSpec.Mode.ON,
+        "ramtrain.dist.zero",
+        "1 partitions the host optimizer's state, which needs offloaded training"
+            + " (ramtrain.offload.mode = on, --offload on)");
     return new Dist(ranks, timeout, zero, c.longValue("ramtrain.dist.fail-once-at-step"));
   }
 

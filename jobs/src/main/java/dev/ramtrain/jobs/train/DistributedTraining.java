@@ -1,14 +1,11 @@
 package dev.ramtrain.jobs.train;
 
-import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.spark.LiveProgress;
-import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
-import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.TcpRing;
 import java.io.IOException;
@@ -28,7 +25,6 @@ import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.ExceptionFailure;
 import org.apache.spark.SparkConf;
@@ -47,18 +43,20 @@ import scala.reflect.ClassTag$;
 import scala.runtime.AbstractFunction1;
 
 /**
- * Trains on a committed dataset with {@code ramtrain.dist.ranks} data-parallel ranks: a Spark
- * barrier stage of one task per rank (Spark starts them together and fails them together). Each
- * task joins the job's TCP rings ({@link DataParallel}) through addresses and a secret exchanged
- * with {@link BarrierTaskContext#allGather}, opens every shard of the dataset and trains on its
- * share of each global batch; rank 0 owns the run directory.
+ * Trains with data-parallel ranks: a Spark barrier stage of one task per rank (Spark starts them
+ * together and fails them together). Each task joins the job's TCP rings ({@link DataParallel})
+ * through addresses and a secret exchanged with {@link BarrierTaskContext#allGather}, opens what
+ * its {@link RankInputs} give it (every shard of a committed dataset, or the in-memory shards of
+ * its partition) and trains on its share of each global batch; rank 0 owns the run directory.
  *
  * <p>The secret is made by rank 0 and travels over Spark's barrier RPC, which Spark authenticates
  * and encrypts when the cluster sets {@code spark.authenticate} and {@code
  * spark.network.crypto.enabled}.
+ *
+ * @param <T> the records of the stage's input partitions, one partition per rank
  */
-public final class DistributedTraining
-    extends AbstractFunction1<Iterator<Integer>, Iterator<EvalResult>> implements Serializable {
+public final class DistributedTraining<T>
+    extends AbstractFunction1<Iterator<T>, Iterator<EvalResult>> implements Serializable {
   private static final String JOB_KEY = "dist_job";
 
   private final RunSpec spec;
@@ -68,26 +66,47 @@ public final class DistributedTraining
   private final LongAccumulator progressSteps; // rank 0's steps run, for the driver's line
   private final LongAccumulator progressTotal; // and the steps it has to run
 
+  private final RankInputs<T> inputs;
+
   private DistributedTraining(
       RunSpec spec,
       TrainSettings.Dist dist,
+      RankInputs<T> inputs,
       String job,
       LongAccumulator progressSteps,
       LongAccumulator progressTotal) {
     this.spec = spec;
     this.world = dist.ranks();
     this.dist = dist;
+    this.inputs = inputs;
     this.job = job;
     this.progressSteps = progressSteps;
     this.progressTotal = progressTotal;
   }
 
   /**
-   * Trains the ranks {@code dist} asks for as {@code spec} says; the evaluation over all of them.
+   * Trains the ranks {@code dist} asks for as {@code spec} says, each opening every shard of the
+   * committed dataset; the evaluation over all of them.
    */
   public static EvalResult run(SparkSession spark, RunSpec spec, TrainSettings.Dist dist) {
     int world = dist.ranks();
-    var sc = spark.sparkContext();
+    List<Integer> ranks = IntStream.range(0, world).boxed().toList();
+    RDD<Integer> slots = new JavaSparkContext(spark.sparkContext()).parallelize(ranks, world).rdd();
+    return run(slots, new DatasetRanks(), spec, dist, "data-parallel ranks");
+  }
+
+  /**
+   * Trains the ranks of {@code dist} in a barrier stage over {@code onePartitionPerRank}, each rank
+   * opening its partition through {@code inputs}; the evaluation over all ranks.
+   */
+  static <T> EvalResult run(
+      RDD<T> onePartitionPerRank,
+      RankInputs<T> inputs,
+      RunSpec spec,
+      TrainSettings.Dist dist,
+      String what) {
+    int world = dist.ranks();
+    SparkContext sc = onePartitionPerRank.context();
     if (sc.isLocal() && world > sc.defaultParallelism()) {
       throw new ConfigException(
           String.format(
@@ -95,26 +114,26 @@ public final class DistributedTraining
                   + " %d task slots",
               world, sc.master(), sc.defaultParallelism()));
     }
+    if (onePartitionPerRank.getNumPartitions() != world) {
+      throw new IllegalArgumentException(
+          onePartitionPerRank.getNumPartitions() + " input partitions for " + world + " ranks");
+    }
     spec.forRank(0, world); // an uneven batch split is a usage error before anything starts
-    List<Integer> ranks = IntStream.range(0, world).boxed().toList();
     LongAccumulator steps = sc.longAccumulator("ramtrain.train.steps");
     LongAccumulator total = sc.longAccumulator("ramtrain.train.steps-to-run");
+    DistributedTraining<T> rank =
+        new DistributedTraining<>(spec, dist, inputs, UUID.randomUUID().toString(), steps, total);
     RDD<EvalResult> trained =
-        new JavaSparkContext(sc)
-            .parallelize(ranks, world)
-            .rdd()
+        onePartitionPerRank
             .barrier()
-            .mapPartitions(
-                new DistributedTraining(spec, dist, UUID.randomUUID().toString(), steps, total),
-                false,
-                ClassTag$.MODULE$.apply(EvalResult.class));
+            .mapPartitions(rank, false, ClassTag$.MODULE$.apply(EvalResult.class));
     // On a GPU cluster the trainer stage takes one GPU and all of an executor's cores; the ETL's
     // stages keep their one core per task.
     ResourceProfile profile = TrainerResources.profile(sc.getConf());
     if (profile != null) {
       trained = trained.withResources(profile);
     }
-    sc.setJobDescription("ramtrain train: " + world + " data-parallel ranks (barrier stage)");
+    sc.setJobDescription("ramtrain train: " + world + " " + what + " (barrier stage)");
     FirstTaskFailure failure = new FirstTaskFailure(sc);
     sc.addSparkListener(failure);
     List<EvalResult> results;
@@ -137,7 +156,7 @@ public final class DistributedTraining
 
   /** One rank: joins the others, trains, and (rank 0) hands back the evaluation. */
   @Override
-  public Iterator<EvalResult> apply(Iterator<Integer> slot) {
+  public Iterator<EvalResult> apply(Iterator<T> partition) {
     BarrierTaskContext task = BarrierTaskContext.get();
     int rank = task.partitionId();
     if (spec.backend().kind() != BackendSpec.Kind.CPU) {
@@ -145,7 +164,7 @@ public final class DistributedTraining
     }
     try (ServerSocketChannel listener = TcpRing.listen(InetAddress.getByName(host(task, rank)));
         DataParallel ranks = join(task, rank, listener)) {
-      EvalResult eval = train(task, ranks);
+      EvalResult eval = train(task, ranks, CollectionConverters.asJava(partition));
       return CollectionConverters.asScala(
           (rank == 0 ? List.of(eval) : List.<EvalResult>of()).iterator());
     } catch (IOException e) {
@@ -172,21 +191,21 @@ public final class DistributedTraining
     return DataParallel.join(rank, addresses, listener, secret, dist.timeout(), dist.zero() == 1);
   }
 
-  private EvalResult train(BarrierTaskContext task, DataParallel ranks) throws IOException {
+  private EvalResult train(BarrierTaskContext task, DataParallel ranks, java.util.Iterator<T> input)
+      throws IOException {
     RunSpec.Output output = task.stageAttemptNumber() == 0 ? spec.output() : afterFailure();
-    RunSpec mine = spec.forRank(ranks.rank(), world).withOutput(output);
     TrainingRun.StepListener steps = stepListener(task, ranks.rank());
-    String location = spec.data().requireLocation();
-    Dataset ds = Dataset.open(location, new Configuration());
-    try (ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
-        ShardSet val = DatasetShards.open(ds, Manifest.VAL)) {
-      TrainingData data = new TrainingData(train, val, ds.manifest(), location);
+    try (RankInputs.Opened opened = inputs.open(spec, ranks.rank(), world, input)) {
+      RunSpec mine = opened.spec().withOutput(output);
       if (ranks.leader()) {
         try (RunDirectory run = RunDirectory.open(output.path(), output.mode())) {
           run.recordInCheckpoints(Map.of(JOB_KEY, job));
           task.barrier(); // the run directory is settled: the others may read its checkpoint
           return TrainingRun.run(
-              mine, data, run, new TrainingRun.RankContext(ranks, null, steps, hostLimit()));
+              mine,
+              opened.data(),
+              run,
+              new TrainingRun.RankContext(ranks, null, steps, hostLimit()));
         }
       }
       task.barrier();
@@ -195,19 +214,27 @@ public final class DistributedTraining
               ? Checkpoints.loadLatest(output.path().toAbsolutePath().normalize())
               : null;
       return TrainingRun.run(
-          mine, data, null, new TrainingRun.RankContext(ranks, resumeFrom, steps, hostLimit()));
+          mine,
+          opened.data(),
+          null,
+          new TrainingRun.RankContext(ranks, resumeFrom, steps, hostLimit()));
     }
   }
 
   /**
    * How a retried stage opens the run directory: resuming from the latest checkpoint if this job
    * wrote it (its state.json names the job), else as the first attempt did. A checkpoint of another
-   * run is never taken over, and a failure before the first checkpoint is not recovered.
+   * run is never taken over. A new run (mode FRESH) that failed before its first checkpoint starts
+   * again over what it wrote: its first attempt found no run there and held the directory's lock
+   * since, so the run files there are its own; they are moved aside (OVERWRITE) and deleted once
+   * the retry has saved its first checkpoint.
    */
   private RunSpec.Output afterFailure() throws IOException {
     Path dir = spec.output().path().toAbsolutePath().normalize();
     if (!Files.exists(dir.resolve("checkpoints").resolve(Checkpoints.LATEST))) {
-      return spec.output();
+      return spec.output().mode() == RunDirectory.Mode.FRESH
+          ? spec.output().in(RunDirectory.Mode.OVERWRITE)
+          : spec.output();
     }
     boolean ours = job.equals(Checkpoints.latestState(dir).get(JOB_KEY));
     return ours ? spec.output().in(RunDirectory.Mode.RESUME) : spec.output();

@@ -145,6 +145,22 @@ public record RunSpec(
    * settings a resume checks stay the global ones.
    */
   public RunSpec forRank(int rank, int world) {
+    return forRank(new LoaderOptions.Rank(rank, world), new LoaderOptions.Rank(rank, world));
+  }
+
+  /**
+   * This run as rank {@code rank} of {@code world} ranks that each train on shards of their own,
+   * taking {@code trainPerEpoch} samples of them each epoch (the count every rank takes) and
+   * evaluating all of its own; otherwise as {@link #forRank(int, int)}.
+   */
+  public RunSpec forRankWithOwnShards(int rank, int world, long trainPerEpoch) {
+    return forRank(
+        LoaderOptions.Rank.owning(rank, world, trainPerEpoch),
+        LoaderOptions.Rank.owning(rank, world, 0));
+  }
+
+  private RunSpec forRank(LoaderOptions.Rank train, LoaderOptions.Rank eval) {
+    int world = train.worldSize();
     int global = batchSize();
     if (global % world != 0) {
       throw new ConfigException(
@@ -155,21 +171,16 @@ public record RunSpec(
     Data shared =
         new Data(
             data.location(),
-            share(data.train(), global / world, rank, world),
+            share(data.train(), global / world, train),
             // The model runs at most the per-rank batch: evaluation batches shrink alike.
-            share(data.eval(), Math.max(1, data.eval().batchSize() / world), rank, world));
+            share(data.eval(), Math.max(1, data.eval().batchSize() / world), eval));
     return new RunSpec(
         shared, model, optimizer, schedule, loop, offload, backend, output, resumeSettings);
   }
 
-  private static LoaderOptions share(LoaderOptions o, int batch, int rank, int world) {
+  private static LoaderOptions share(LoaderOptions o, int batch, LoaderOptions.Rank rank) {
     return new LoaderOptions(
-        batch,
-        o.workers(),
-        o.prefetch(),
-        o.sampling(),
-        o.augmentation(),
-        new LoaderOptions.Rank(rank, world));
+        batch, o.workers(), o.prefetch(), o.sampling(), o.augmentation(), rank);
   }
 
   /** This run writing to {@code other}. */

@@ -50,7 +50,9 @@ public final class TrainingPlacement {
     free = limited ? hostLimit.cap(free) : free;
     long budget;
     try {
-      budget = budget(offload, free);
+      // Within an executor's memory beside its heap (384 MiB by Spark's default), a GPU's margin
+      // would leave nothing: a quarter of it at most stays for the JVM's own native memory there.
+      budget = budget(limited ? withMarginAtMost(offload, free / 4) : offload, free);
     } catch (ConfigException e) {
       if (!limited) {
         throw e;
@@ -130,6 +132,18 @@ public final class TrainingPlacement {
    */
   public static long budget(OffloadSpec offload, long free) {
     return RamtrainConfig.checked("ramtrain.offload.margin", () -> offload.budget(free));
+  }
+
+  private static OffloadSpec withMarginAtMost(OffloadSpec o, long margin) {
+    return new OffloadSpec(
+        o.mode(),
+        o.budgetBytes(),
+        Math.min(o.marginBytes(), margin),
+        o.prefetchDepth(),
+        o.bf16Weights(),
+        o.delayedUpdate(),
+        o.delayWarmupSteps(),
+        o.hostThreads());
   }
 
   private static PlacementPlan plan(

@@ -11,13 +11,20 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.dist.DataParallel;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
@@ -31,6 +38,9 @@ import java.util.TreeMap;
  * into its {@link RunDirectory} and evaluates on the val split. The loop itself is {@link Trainer}.
  */
 public final class TrainingRun {
+  /** Samples the input normalization is measured on (the first, in shard order). */
+  private static final int NORMALIZATION_SAMPLES = 10_000;
+
   private TrainingRun() {}
 
   /**
@@ -83,7 +93,7 @@ public final class TrainingRun {
         Normalization n =
             checkpoint != null
                 ? Normalization.fromState(checkpoint.state())
-                : Normalization.measure(train, 10_000);
+                : measure(train, spec.data().train().rank(), ranks);
         options = options.withNormalization(n.mean(), n.std());
       }
       Stream setup = backend.createStream("setup");
@@ -148,8 +158,45 @@ public final class TrainingRun {
           trainer.afterEachStep(rank.steps()::done);
         }
         trainer.fit(trainLoader, valLoader, firstEpoch);
-        return trainer.evaluate(valLoader);
+        EvalResult eval = trainer.evaluate(valLoader);
+        if (ranks.worldSize() > 1) {
+          String digest = digest(learner.snapshot(setup).weights());
+          ranks.requireSame(digest.getBytes(StandardCharsets.US_ASCII), "final weights");
+          System.out.printf(
+              "rank %d of %d: final weights identical on every rank (%s)%n",
+              ranks.rank(), ranks.worldSize(), digest);
+        }
+        return eval;
       }
+    }
+  }
+
+  /**
+   * The normalization every rank uses: where ranks hold shards of their own, measured by each on
+   * its share of the samples and added up over the ranks, so that all normalize alike.
+   */
+  private static Normalization measure(
+      ShardSet train, LoaderOptions.Rank rank, DataParallel ranks) {
+    if (!rank.ownShards()) {
+      return Normalization.measure(train, NORMALIZATION_SAMPLES);
+    }
+    int share = Math.max(1, NORMALIZATION_SAMPLES / rank.worldSize());
+    return Normalization.fromMoments(ranks.sum(Normalization.moments(train, share)));
+  }
+
+  /** SHA-256 over every tensor's name and values, in order. */
+  static String digest(List<Safetensors.Tensor> weights) {
+    try {
+      MessageDigest sha = MessageDigest.getInstance("SHA-256");
+      for (Safetensors.Tensor t : weights) {
+        sha.update(t.name().getBytes(StandardCharsets.UTF_8));
+        ByteBuffer values = ByteBuffer.allocate(4 * t.values().length);
+        values.asFloatBuffer().put(t.values());
+        sha.update(values);
+      }
+      return "sha256:" + HexFormat.of().formatHex(sha.digest());
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java runtime has SHA-256", e);
     }
   }
 

@@ -56,7 +56,9 @@ class LauncherIT {
     assertEquals(0, r.status(), r.output());
     assertTrue(r.output().contains("[4/4] report"), r.output());
     assertTrue(r.output().contains("in a Spark barrier stage"), r.output());
-    assertTrue(r.output().contains("in-memory shards (stage"), r.output());
+    assertTrue(r.output().contains("on in-memory shards:"), r.output());
+    assertTrue(r.output().contains("1 rank read "), r.output());
+    assertTrue(r.output().contains("0.0 MB of it over the network"), r.output());
     Matcher accuracy =
         Pattern.compile("val accuracy (\\d\\.\\d+) over (\\d+) samples").matcher(r.output());
     assertTrue(accuracy.find(), r.output());

@@ -376,21 +376,7 @@ class MainTest {
    */
   @Test
   void twoRanksTrainAsOneProcessWithTheSameGlobalBatch() throws Exception {
-    Path images = tmp.resolve("images");
-    Run g =
-        run(
-            "generate",
-            "-o",
-            images.toString(),
-            "--classes",
-            "3",
-            "--images-per-class",
-            "24",
-            "--width",
-            "16",
-            "--height",
-            "16");
-    assertEquals(0, g.status(), g.err());
+    Path images = shapes(tmp.resolve("images"));
     Path dataset = tmp.resolve("dataset");
     Run p =
         run(
@@ -507,6 +493,117 @@ class MainTest {
     assertTrue(
         uneven.err().contains("ramtrain.train.batch-size = 7 cannot be split evenly"),
         uneven.err());
+  }
+
+  /**
+   * The pipeline: shards made in memory and trained on by two ranks, each on its own shards (none
+   * over the network in local mode); a rank failing mid-epoch is recovered by Spark, and the run
+   * ends with the uninterrupted run's weights, byte for byte.
+   */
+  @Test
+  void pipelineTrainsRanksOnTheirOwnInMemoryShardsAndRecovers() throws Exception {
+    Path images = shapes(tmp.resolve("images"));
+    List<String> common =
+        List.of(
+            "pipeline",
+            "-i",
+            images.toString(),
+            "--height",
+            "12",
+            "--width",
+            "12",
+            "--model",
+            "mlp:432-32-3",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "8",
+            "--ranks",
+            "2",
+            "--master",
+            "local[2]",
+            "--set",
+            "ramtrain.etl.val-fraction=0.25",
+            "--set",
+            "ramtrain.train.threads=1");
+    Run plain = run(with(common, "-o", tmp.resolve("plain").toString()));
+    assertEquals(0, plain.status(), plain.err());
+    assertTrue(plain.out().contains("dataset (in memory)"), plain.out());
+    assertTrue(plain.out().contains("rank 0 of 2") && plain.out().contains("rank 1 of 2"));
+    assertTrue(plain.out().contains("2 ranks read "), plain.out());
+    assertTrue(plain.out().contains("0.0 MB of it over the network"), plain.out());
+    assertTrue(plain.out().contains("(2 ranks)"), plain.out());
+    List<String> epochs = epochs(tmp.resolve("plain"));
+    assertEquals(2, epochs.size(), "rank 0 alone writes each epoch: " + epochs);
+    assertTrue(epochs.get(1).contains("\"world_size\":2"), epochs.get(1));
+    // Every val sample evaluated once over the two ranks.
+    java.util.regex.Matcher val =
+        java.util.regex.Pattern.compile("\\+ (\\d+) val samples").matcher(plain.out());
+    assertTrue(val.find(), plain.out());
+    assertTrue(plain.out().contains("over " + val.group(1) + " samples (2 ranks)"), plain.out());
+
+    Run recovered =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("recovered").toString(),
+                "--set",
+                "ramtrain.train.checkpoint-every=2",
+                "--set",
+                "ramtrain.dist.fail-once-at-step=5"));
+    assertEquals(0, recovered.status(), recovered.err());
+    assertTrue(recovered.out().contains("resuming from"), recovered.out());
+    assertEquals(
+        -1L,
+        Files.mismatch(
+            tmp.resolve("plain/checkpoints/epoch-0002/model.safetensors"),
+            tmp.resolve("recovered/checkpoints/epoch-0002/model.safetensors")));
+
+    // A rank failing before the first checkpoint: the retry starts the new run again over what
+    // the failed attempt wrote, and ends the same.
+    Run early =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("early").toString(),
+                "--set",
+                "ramtrain.dist.fail-once-at-step=2"));
+    assertEquals(0, early.status(), early.err());
+    assertEquals(
+        -1L,
+        Files.mismatch(
+            tmp.resolve("plain/checkpoints/epoch-0002/model.safetensors"),
+            tmp.resolve("early/checkpoints/epoch-0002/model.safetensors")));
+    assertEquals(2, epochs(tmp.resolve("early")).size(), "the failed attempt's lines are gone");
+
+    // More ranks than the shards can feed: refused before training, naming the keys.
+    Run starved =
+        run(
+            with(
+                common, "-o", tmp.resolve("starved").toString(), "--set", "ramtrain.etl.shards=1"));
+    assertEquals(Main.EXIT_USAGE, starved.status(), starved.err());
+    assertTrue(starved.err().contains("rank 1 holds 0 train samples"), starved.err());
+  }
+
+  /** 72 generated 16x16 shape images in 3 classes under {@code dir}. */
+  private static Path shapes(Path dir) {
+    Run g =
+        run(
+            "generate",
+            "-o",
+            dir.toString(),
+            "--classes",
+            "3",
+            "--images-per-class",
+            "24",
+            "--width",
+            "16",
+            "--height",
+            "16");
+    assertEquals(0, g.status(), g.err());
+    return dir;
   }
 
   private static String[] with(List<String> common, String... more) {

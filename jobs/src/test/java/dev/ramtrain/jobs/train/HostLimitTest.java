@@ -88,4 +88,33 @@ class HostLimitTest {
           e.getMessage());
     }
   }
+
+  /**
+   * A small model fits Spark's default executor (1 GiB heap, 384 MiB beside it): the offload margin
+   * meant for a GPU's driver would take all 384 MiB, so within an executor it is capped at a
+   * quarter of the limit.
+   */
+  @Test
+  void aSmallModelTrainsInADefaultExecutor() {
+    RamtrainConfig c =
+        RamtrainConfig.load(
+            null,
+            Map.of(),
+            Map.of("ramtrain.train.model", "mlp:3072-64-10", "ramtrain.train.batch-size", "8"));
+    RunSpec spec = TrainSettings.read(c);
+    try (Backend backend = new CpuBackend(1)) {
+      var setup = backend.createStream("setup");
+      try (var learner =
+          TrainingPlacement.learner(
+              spec,
+              new ImageShape(32, 32, 3),
+              0f,
+              backend,
+              setup,
+              DataParallel.single(),
+              HostLimit.executor(conf("spark.executor.memory", "1g")))) {
+        assertEquals(3072 * 64 + 64 + 64 * 10 + 10, learner.parameterCount());
+      }
+    }
+  }
 }

@@ -18,10 +18,11 @@ import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
  * Streams batches from memory-mapped shards into pinned staging buffers. Each epoch shuffles all
- * samples with a generator seeded by (seed, epoch) and gives this rank every worldSize-th of them;
- * worker threads assemble batches, copying each image once, from the shard into staging, with its
- * random crop and flip drawn from (seed, epoch, sample id). So what a batch holds never depends on
- * thread timing, and batches come out in order whatever order the workers finish in.
+ * samples with a generator seeded by (seed, epoch) and gives this rank every worldSize-th of them
+ * (or, where each rank has shards of its own, shuffles those by (seed, epoch, rank)); worker
+ * threads assemble batches, copying each image once, from the shard into staging, with its random
+ * crop and flip drawn from (seed, epoch, sample id). So what a batch holds never depends on thread
+ * timing, and batches come out in order whatever order the workers finish in.
  */
 public final class DataLoader implements AutoCloseable {
   private final ShardSet shards;
@@ -41,25 +42,27 @@ public final class DataLoader implements AutoCloseable {
     List<ShardReader> readers = shards.readers();
     this.batches = new ShardBatch[readers.size()][];
     List<Long> samples = new ArrayList<>();
-    for (int s = 0; s < readers.size(); s++) {
-      ShardReader reader = readers.get(s);
-      batches[s] = new ShardBatch[reader.batchCount()];
-      for (int b = 0; b < reader.batchCount(); b++) {
-        batches[s][b] = reader.batch(b);
-        for (int r = 0; r < batches[s][b].rowCount(); r++) {
-          samples.add((long) s << 40 | (long) b << 20 | r);
+    try {
+      for (int s = 0; s < readers.size(); s++) {
+        ShardReader reader = readers.get(s);
+        batches[s] = new ShardBatch[reader.batchCount()];
+        for (int b = 0; b < reader.batchCount(); b++) {
+          batches[s][b] = reader.batch(b);
+          for (int r = 0; r < batches[s][b].rowCount(); r++) {
+            samples.add((long) s << 40 | (long) b << 20 | r);
+          }
         }
       }
-    }
-    this.index = samples.stream().mapToLong(Long::longValue).toArray();
-    if (perRank() == 0) {
-      throw new IllegalArgumentException(
-          "no samples for rank " + options.rank().rank() + " of " + options.rank().worldSize());
-    }
-    for (int i = 0; i < options.prefetch(); i++) {
-      pixelSlots.add(
-          backend.allocateHost("loader.pixels." + i, (long) options.batchSize() * shape.bytes()));
-      labelSlots.add(backend.allocateHost("loader.labels." + i, 4L * options.batchSize()));
+      this.index = samples.stream().mapToLong(Long::longValue).toArray();
+      requireSamples();
+      for (int i = 0; i < options.prefetch(); i++) {
+        pixelSlots.add(
+            backend.allocateHost("loader.pixels." + i, (long) options.batchSize() * shape.bytes()));
+        labelSlots.add(backend.allocateHost("loader.labels." + i, 4L * options.batchSize()));
+      }
+    } catch (RuntimeException | Error e) {
+      releaseMemory(); // nobody else can: the constructor does not return
+      throw e;
     }
     this.workers =
         Executors.newFixedThreadPool(
@@ -69,6 +72,24 @@ public final class DataLoader implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
+  }
+
+  private void requireSamples() {
+    boolean evaluatesOwnShards =
+        options.rank().ownShards()
+            && options.sampling().remainder() == LoaderOptions.Remainder.KEEP;
+    if (!evaluatesOwnShards && (perRank() == 0 || index.length == 0)) {
+      throw new IllegalArgumentException(
+          "no samples for rank " + options.rank().rank() + " of " + options.rank().worldSize());
+    }
+    if (options.rank().ownShards()
+        && options.sampling().remainder() == LoaderOptions.Remainder.DROP
+        && options.rank().ownShare() > index.length) {
+      throw new IllegalArgumentException(
+          String.format(
+              "rank %d holds %d samples and was asked for %d per epoch without padding",
+              options.rank().rank(), index.length, options.rank().ownShare()));
+    }
   }
 
   public ImageShape shape() {
@@ -81,12 +102,18 @@ public final class DataLoader implements AutoCloseable {
 
   /** Samples this rank sees per epoch (remainder rule applied at rank level). */
   long perRank() {
-    int world = options.rank().worldSize();
+    LoaderOptions.Rank rank = options.rank();
+    int world = rank.worldSize();
+    if (rank.ownShards()) {
+      return options.sampling().remainder() == LoaderOptions.Remainder.KEEP
+          ? index.length
+          : rank.ownShare();
+    }
     return switch (options.sampling().remainder()) {
       case PAD -> (index.length + world - 1) / world;
       case DROP -> index.length / world;
       // Positions rank, rank + world, ... below the sample count: every sample on one rank.
-      case KEEP -> (index.length - options.rank().rank() + world - 1) / world;
+      case KEEP -> (index.length - rank.rank() + world - 1) / world;
     };
   }
 
@@ -204,12 +231,18 @@ public final class DataLoader implements AutoCloseable {
     }
   }
 
-  /** This rank's samples for an epoch: a seeded shuffle, every worldSize-th, remainder applied. */
+  /**
+   * This rank's samples for an epoch: a seeded shuffle, then every worldSize-th of the shared order
+   * or the first of its own, remainder applied.
+   */
   private long[] rankOrder(int epoch) {
+    LoaderOptions.Rank rank = options.rank();
     long[] all = index.clone();
     if (options.sampling().shuffle()) {
+      // Ranks with shards of their own each draw an order of their own; shared shards, one order.
+      long stream = rank.ownShards() ? 0x5E1F + ((long) rank.rank() << 16) : 0x5E1F;
       SplittableRandom rng =
-          new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, 0x5E1F));
+          new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, stream));
       for (int i = all.length - 1; i > 0; i--) {
         int j = rng.nextInt(i + 1);
         long t = all[i];
@@ -222,9 +255,11 @@ public final class DataLoader implements AutoCloseable {
         options.sampling().remainder() == LoaderOptions.Remainder.KEEP
             ? perRank()
             : (long) batchesPerEpoch() * options.batchSize();
+    int stride = rank.ownShards() ? 1 : rank.worldSize();
+    int offset = rank.ownShards() ? 0 : rank.rank();
     long[] mine = new long[(int) count];
     for (int i = 0; i < count; i++) {
-      long position = (long) i * options.rank().worldSize() + options.rank().rank();
+      long position = (long) i * stride + offset;
       mine[i] = all[(int) (position % all.length)];
     }
     return mine;
@@ -233,9 +268,15 @@ public final class DataLoader implements AutoCloseable {
   @Override
   public void close() {
     workers.shutdownNow();
+    releaseMemory();
+  }
+
+  private void releaseMemory() {
     for (ShardBatch[] perShard : batches) {
-      for (ShardBatch b : perShard) {
-        b.close();
+      for (ShardBatch b : perShard == null ? new ShardBatch[0] : perShard) {
+        if (b != null) {
+          b.close();
+        }
       }
     }
     pixelSlots.forEach(HostBuffer::close);

@@ -47,14 +47,35 @@ public record LoaderOptions(
     }
   }
 
-  /** This loader's slice: rank {@code rank} of {@code worldSize} (data parallel training). */
-  public record Rank(int rank, int worldSize) implements Serializable {
+  /**
+   * This loader's slice: rank {@code rank} of {@code worldSize} (data parallel training). Without
+   * {@code ownShards} every rank opens the same shards and takes every worldSize-th sample of the
+   * shared order (PyTorch's DistributedSampler). With it the loader's shards are this rank's own
+   * (those cached where it runs) and each epoch it takes {@code ownShare} samples of them in an
+   * order of its own, the count every rank takes, so that all run the same number of batches (KEEP,
+   * for evaluation: every own sample once, none if it holds none).
+   */
+  public record Rank(int rank, int worldSize, boolean ownShards, long ownShare)
+      implements Serializable {
     public static final Rank SINGLE = new Rank(0, 1);
 
     public Rank {
       if (worldSize < 1 || rank < 0 || rank >= worldSize) {
         throw new IllegalArgumentException("rank " + rank + " outside [0, " + worldSize + ")");
       }
+      if (ownShare < 0 || (!ownShards && ownShare != 0)) {
+        throw new IllegalArgumentException("own share " + ownShare + " for shards not owned");
+      }
+    }
+
+    /** Rank {@code rank} of {@code worldSize}, every rank opening the same shards. */
+    public Rank(int rank, int worldSize) {
+      this(rank, worldSize, false, 0);
+    }
+
+    /** Rank {@code rank} of {@code worldSize}, taking {@code share} of its own shards' samples. */
+    public static Rank owning(int rank, int worldSize, long share) {
+      return new Rank(rank, worldSize, true, share);
     }
   }
 

@@ -26,11 +26,19 @@ public record Normalization(float[] mean, float[] std) {
 
   /** Measures over the first {@code maxSamples} samples (in shard order: deterministic). */
   public static Normalization measure(ShardSet shards, int maxSamples) {
+    return fromMoments(moments(shards, maxSamples));
+  }
+
+  /**
+   * Per channel, the sum of pixel values and of their squares over the first {@code maxSamples}
+   * samples, then the pixel count per channel: {@code [sum_0..sum_c-1, squares_0..squares_c-1,
+   * pixels]}. Moments of disjoint samples add up, so ranks that hold different shards can agree on
+   * one normalization.
+   */
+  public static double[] moments(ShardSet shards, int maxSamples) {
     ImageShape shape = shards.shape();
     int c = shape.channels();
-    double[] sum = new double[c];
-    double[] squares = new double[c];
-    long pixels = 0;
+    double[] moments = new double[2 * c + 1];
     int samples = 0;
     outer:
     for (ShardReader reader : shards.readers()) {
@@ -43,23 +51,30 @@ public record Normalization(float[] mean, float[] std) {
             long address = batch.imageAddress(r);
             for (int i = 0; i < shape.bytes(); i++) {
               double v = (MemoryUtil.getByte(address + i) & 0xFF) / 255.0;
-              sum[i % c] += v;
-              squares[i % c] += v * v;
+              moments[i % c] += v;
+              moments[c + i % c] += v * v;
             }
-            pixels += shape.height() * shape.width();
+            moments[2 * c] += shape.height() * shape.width();
           }
         }
       }
     }
+    return moments;
+  }
+
+  /** The normalization of {@link #moments} (summed over ranks or not). */
+  public static Normalization fromMoments(double[] moments) {
+    int c = (moments.length - 1) / 2;
+    double pixels = moments[2 * c];
     if (pixels == 0) {
       throw new IllegalArgumentException("no samples to measure normalization on");
     }
     float[] mean = new float[c];
     float[] std = new float[c];
     for (int k = 0; k < c; k++) {
-      double m = sum[k] / pixels;
+      double m = moments[k] / pixels;
       mean[k] = (float) m;
-      std[k] = (float) Math.max(1e-3, Math.sqrt(Math.max(0, squares[k] / pixels - m * m)));
+      std[k] = (float) Math.max(1e-3, Math.sqrt(Math.max(0, moments[c + k] / pixels - m * m)));
     }
     return new Normalization(mean, std);
   }

@@ -187,6 +187,28 @@ public final class DataParallel implements AutoCloseable {
     return sums;
   }
 
+  /**
+   * Fails unless every rank passes the same bytes (a digest of its weights, say), naming the first
+   * rank whose bytes differ from rank 0's and {@code what} they are.
+   */
+  public void requireSame(byte[] mine, String what) {
+    if (ring == null) {
+      return;
+    }
+    List<byte[]> all;
+    try {
+      all = figures.allGatherBytes(mine);
+    } catch (IOException e) {
+      throw new UncheckedIOException("comparing " + what + " over the ranks: " + e.getMessage(), e);
+    }
+    for (int r = 1; r < all.size(); r++) {
+      if (!java.util.Arrays.equals(all.get(0), all.get(r))) {
+        throw new IllegalStateException(
+            "rank " + r + "'s " + what + " differ from rank 0's: the ranks have diverged");
+      }
+    }
+  }
+
   @Override
   public void close() throws IOException {
     if (ring != null) {

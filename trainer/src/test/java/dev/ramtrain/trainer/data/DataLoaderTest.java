@@ -1,5 +1,8 @@
 package dev.ramtrain.trainer.data;
 
+import static dev.ramtrain.trainer.data.LoaderOptions.Remainder.DROP;
+import static dev.ramtrain.trainer.data.LoaderOptions.Remainder.KEEP;
+import static dev.ramtrain.trainer.data.LoaderOptions.Remainder.PAD;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -29,12 +32,19 @@ class DataLoaderTest {
   static final ImageShape SHAPE = new ImageShape(4, 5, 3);
   @TempDir Path tmp;
 
+  private static final int[] SIZES = {13, 7, 20};
+
   /** Three shards of 13, 7 and 20 samples; sample id s*1000+r, pixel i = (id*7 + i) mod 256. */
   private ShardSet shards() throws Exception {
+    return shards(0, 1, 2);
+  }
+
+  /** Those of the three shards numbered {@code which}. */
+  private ShardSet shards(int... which) throws Exception {
     ShardSchema schema = new ShardSchema(SHAPE, List.of("a", "b", "c"));
     List<ShardReader> readers = new ArrayList<>();
-    int[] sizes = {13, 7, 20};
-    for (int s = 0; s < sizes.length; s++) {
+    int[] sizes = SIZES;
+    for (int s : which) {
       Path file = tmp.resolve("s" + s + ".arrow");
       try (OutputStream out = Files.newOutputStream(file);
           ShardWriter w = new ShardWriter(schema, out, SHAPE.bytes() * 4L)) {
@@ -126,17 +136,7 @@ class DataLoaderTest {
           new DataLoader(
               backend, set, options(2, 2, LoaderOptions.Remainder.KEEP, 0, 1, 0, false))) {
         assertEquals(5, loader.batchesPerEpoch());
-        Set<String> seen = new HashSet<>();
-        for (byte[] batch : drain(loader, 0)) {
-          int n = batch.length / (SHAPE.bytes() + 4);
-          for (int j = 0; j < n; j++) {
-            seen.add(
-                new String(
-                    java.util.Arrays.copyOfRange(batch, j * SHAPE.bytes(), (j + 1) * SHAPE.bytes()),
-                    java.nio.charset.StandardCharsets.ISO_8859_1));
-          }
-        }
-        assertEquals(40, seen.size());
+        assertEquals(40, new HashSet<>(samples(drain(loader, 0))).size());
       }
       // Three ranks, keep: each sample on exactly one rank (data-parallel evaluation).
       List<String> overRanks = new ArrayList<>();
@@ -144,16 +144,7 @@ class DataLoaderTest {
         try (DataLoader loader =
             new DataLoader(
                 backend, set, options(2, 2, LoaderOptions.Remainder.KEEP, rank, 3, 0, false))) {
-          for (byte[] batch : drain(loader, 0)) {
-            int n = batch.length / (SHAPE.bytes() + 4);
-            for (int j = 0; j < n; j++) {
-              overRanks.add(
-                  new String(
-                      java.util.Arrays.copyOfRange(
-                          batch, j * SHAPE.bytes(), (j + 1) * SHAPE.bytes()),
-                      java.nio.charset.StandardCharsets.ISO_8859_1));
-            }
-          }
+          overRanks.addAll(samples(drain(loader, 0)));
         }
       }
       assertEquals(40, overRanks.size());
@@ -172,6 +163,132 @@ class DataLoaderTest {
         // 14 each (pad); batches of 8.
         assertEquals(
             rest == LoaderOptions.Remainder.DROP ? 1 : 2, batchesPerRank.get(0), rest.name());
+      }
+    }
+  }
+
+  /** The samples of {@code batches} (their pixels as text), in order. */
+  private static List<String> samples(List<byte[]> batches) {
+    List<String> out = new ArrayList<>();
+    for (byte[] batch : batches) {
+      int n = batch.length / (SHAPE.bytes() + 4);
+      for (int j = 0; j < n; j++) {
+        out.add(
+            new String(
+                java.util.Arrays.copyOfRange(batch, j * SHAPE.bytes(), (j + 1) * SHAPE.bytes()),
+                java.nio.charset.StandardCharsets.ISO_8859_1));
+      }
+    }
+    return out;
+  }
+
+  private static Set<String> samplesOfShards(int... which) {
+    Set<String> out = new HashSet<>();
+    for (int s : which) {
+      for (int r = 0; r < SIZES[s]; r++) {
+        out.add(new String(pixels(s * 1000L + r), java.nio.charset.StandardCharsets.ISO_8859_1));
+      }
+    }
+    return out;
+  }
+
+  private static LoaderOptions owning(
+      LoaderOptions.Remainder rest, int rank, int world, long share) {
+    return new LoaderOptions(
+        8,
+        2,
+        2,
+        new LoaderOptions.Sampling(42, true, rest),
+        LoaderOptions.Augmentation.NONE,
+        LoaderOptions.Rank.owning(rank, world, share));
+  }
+
+  @Test
+  void ranksWithShardsOfTheirOwnTakeTheSameCountFromTheirOwnSamples() throws Exception {
+    // Rank 0 holds shards 0 and 1 (20 samples), rank 1 shard 2 (20) and rank 2 nothing.
+    try (Backend backend = new CpuBackend(1);
+        ShardSet first = shards(0, 1);
+        ShardSet second = shards(2)) {
+      List<String> rank0;
+      List<String> rank1;
+      try (DataLoader a = new DataLoader(backend, first, owning(DROP, 0, 2, 16));
+          DataLoader b = new DataLoader(backend, second, owning(DROP, 1, 2, 16))) {
+        assertEquals(2, a.batchesPerEpoch());
+        assertEquals(2, b.batchesPerEpoch());
+        rank0 = samples(drain(a, 0));
+        rank1 = samples(drain(b, 0));
+        assertEquals(rank0, samples(drain(a, 0)), "the same epoch, the same order");
+        assertNotEquals(rank0, samples(drain(a, 1)), "another epoch, another order");
+      }
+      assertEquals(16, new HashSet<>(rank0).size(), "no sample twice in an epoch");
+      assertTrue(samplesOfShards(0, 1).containsAll(rank0), "rank 0 reads only its own shards");
+      assertTrue(samplesOfShards(2).containsAll(rank1), "rank 1 reads only its own shards");
+
+      // Padding to a share above what a rank holds wraps around its own samples.
+      try (DataLoader padded = new DataLoader(backend, first, owning(PAD, 0, 2, 24))) {
+        List<String> taken = samples(drain(padded, 0));
+        assertEquals(24, taken.size());
+        assertEquals(samplesOfShards(0, 1), new HashSet<>(taken));
+      }
+      // Dropping cannot take more than a rank holds: refused, naming the counts.
+      IllegalArgumentException tooMany =
+          org.junit.jupiter.api.Assertions.assertThrows(
+              IllegalArgumentException.class,
+              () -> new DataLoader(backend, first, owning(DROP, 0, 2, 24)).close());
+      assertTrue(tooMany.getMessage().contains("holds 20 samples"), tooMany.getMessage());
+
+      // Evaluation: every own sample once, and a rank that holds none runs no batch.
+      try (DataLoader keep = new DataLoader(backend, first, owning(KEEP, 0, 3, 0));
+          ShardSet none = new ShardSet(SHAPE, List.of("a", "b", "c"), List.of());
+          DataLoader empty = new DataLoader(backend, none, owning(KEEP, 2, 3, 0))) {
+        assertEquals(samplesOfShards(0, 1), new HashSet<>(samples(drain(keep, 0))));
+        assertEquals(20, samples(drain(keep, 0)).size());
+        assertEquals(0, empty.batchesPerEpoch());
+        assertTrue(drain(empty, 0).isEmpty());
+      }
+    }
+  }
+
+  @Test
+  void ranksHoldingDifferentShardsAgreeOnTheWholeSetsNormalization() throws Exception {
+    // Golden: every pixel of the 40 samples, straight from their ids.
+    int c = SHAPE.channels();
+    double[] sum = new double[c];
+    double[] squares = new double[c];
+    for (int s = 0; s < SIZES.length; s++) {
+      for (int r = 0; r < SIZES[s]; r++) {
+        byte[] p = pixels(s * 1000L + r);
+        for (int i = 0; i < p.length; i++) {
+          double v = (p[i] & 0xFF) / 255.0;
+          sum[i % c] += v;
+          squares[i % c] += v * v;
+        }
+      }
+    }
+    double perChannel = 40.0 * SHAPE.height() * SHAPE.width();
+    try (ShardSet all = shards();
+        ShardSet first = shards(0, 1);
+        ShardSet second = shards(2)) {
+      double[] a = Normalization.moments(first, 1000);
+      double[] b = Normalization.moments(second, 1000);
+      double[] summed = new double[a.length];
+      for (int i = 0; i < a.length; i++) {
+        summed[i] = a[i] + b[i];
+      }
+      Normalization whole = Normalization.measure(all, 1000);
+      Normalization overRanks = Normalization.fromMoments(summed);
+      for (int k = 0; k < c; k++) {
+        double mean = sum[k] / perChannel;
+        double std = Math.sqrt(squares[k] / perChannel - mean * mean);
+        assertEquals(mean, whole.mean()[k], 1e-6);
+        assertEquals(std, whole.std()[k], 1e-6);
+        assertEquals(whole.mean()[k], overRanks.mean()[k], 1e-6);
+        assertEquals(whole.std()[k], overRanks.std()[k], 1e-6);
+      }
+      // The first 13 samples: shard 0 alone.
+      try (ShardSet zero = shards(0)) {
+        assertEquals(
+            Normalization.measure(zero, 1000).mean()[0], Normalization.measure(all, 13).mean()[0]);
       }
     }
   }

@@ -1,0 +1,72 @@
+package dev.ramtrain.jobs.cli;
+
+import java.util.Map;
+import picocli.CommandLine.Option;
+
+/** The flags of {@code train} and {@code pipeline} that say what is trained, how, and where to. */
+public final class TrainFlags {
+  @Option(
+      names = {"-o", "--output"},
+      paramLabel = "DIR",
+      description = "Run directory (ramtrain.train.output).")
+  String output;
+
+  @Option(
+      names = "--model",
+      description = "Model spec, e.g. mlp:784-1024-1024-10 (ramtrain.train.model).")
+  String model;
+
+  @Option(names = "--epochs", description = "Epochs (ramtrain.train.epochs).")
+  Integer epochs;
+
+  @Option(names = "--batch-size", description = "Batch size (ramtrain.train.batch-size).")
+  Integer batchSize;
+
+  @Option(names = "--optimizer", description = "adamw or sgd (ramtrain.train.optimizer).")
+  String optimizer;
+
+  @Option(names = "--lr", description = "Learning rate (ramtrain.train.lr).")
+  Double lr;
+
+  @Option(
+      names = "--ranks",
+      description =
+          "Data-parallel ranks, one trainer task each in a Spark barrier stage; --batch-size is"
+              + " the global batch (ramtrain.dist.ranks).")
+  Integer ranks;
+
+  @Option(
+      names = "--offload",
+      paramLabel = "MODE",
+      description =
+          "auto (offload when resident does not fit the budget), on or off"
+              + " (ramtrain.offload.mode).")
+  String offload;
+
+  @Option(
+      names = "--device-budget",
+      paramLabel = "SIZE",
+      description = "Device memory budget, e.g. 6GiB (ramtrain.offload.budget).")
+  String deviceBudget;
+
+  @Option(
+      names = "--overwrite",
+      description =
+          "Replace the run in --output; it is deleted once the new run has saved its first"
+              + " checkpoint (ramtrain.train.overwrite).")
+  Boolean overwrite;
+
+  /** Adds the flags given to {@code f} (full key to text). */
+  void addTo(Map<String, String> f) {
+    f.put("ramtrain.train.output", output);
+    f.put("ramtrain.train.model", model);
+    f.put("ramtrain.train.epochs", CommonOptions.text(epochs));
+    f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
+    f.put("ramtrain.train.optimizer", optimizer);
+    f.put("ramtrain.train.lr", CommonOptions.text(lr));
+    f.put("ramtrain.dist.ranks", CommonOptions.text(ranks));
+    f.put("ramtrain.offload.mode", offload);
+    f.put("ramtrain.offload.budget", deviceBudget);
+    f.put("ramtrain.train.overwrite", CommonOptions.text(overwrite));
+  }
+}

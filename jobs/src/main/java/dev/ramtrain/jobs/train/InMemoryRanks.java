@@ -1,0 +1,60 @@
+package dev.ramtrain.jobs.train;
+
+import dev.ramtrain.etl.spark.InMemoryShards;
+import dev.ramtrain.etl.spark.ShardResult;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ShardReader;
+import dev.ramtrain.trainer.data.ShardSet;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.Iterator;
+import java.util.List;
+
+/**
+ * Ranks training on the in-memory shards of their partition (those a {@link ShardAssignment} gave
+ * them): each takes {@code trainPerEpoch} of its own samples per epoch, in an order of its own, and
+ * evaluates its own val shards; the figures are summed over the ranks.
+ */
+final class InMemoryRanks implements RankInputs<ShardResult> {
+  private final Manifest manifest;
+  private final long trainPerEpoch;
+
+  InMemoryRanks(Manifest manifest, long trainPerEpoch) {
+    this.manifest = manifest;
+    this.trainPerEpoch = trainPerEpoch;
+  }
+
+  @Override
+  public Opened open(RunSpec spec, int rank, int world, Iterator<ShardResult> partition)
+      throws IOException {
+    List<ShardResult> blocks = new ArrayList<>();
+    partition.forEachRemaining(blocks::add);
+    blocks.sort(Comparator.comparing(ShardResult::split).thenComparingInt(ShardResult::shard));
+    ShardSet train = open(blocks, Manifest.TRAIN);
+    try {
+      ShardSet val = open(blocks, Manifest.VAL);
+      return new Opened(
+          spec.forRankWithOwnShards(rank, world, trainPerEpoch),
+          new TrainingData(train, val, manifest, "in-memory shards"));
+    } catch (IOException | RuntimeException e) {
+      train.close();
+      throw e;
+    }
+  }
+
+  private ShardSet open(List<ShardResult> blocks, String split) throws IOException {
+    List<ShardReader> readers = new ArrayList<>();
+    try {
+      for (ShardResult block : blocks) {
+        if (block.split().equals(split)) {
+          readers.add(InMemoryShards.open(block));
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      readers.forEach(ShardReader::close);
+      throw e;
+    }
+    return new ShardSet(manifest.image().shape(), manifest.classes(), readers);
+  }
+}

@@ -1,0 +1,31 @@
+package dev.ramtrain.jobs.train;
+
+import java.io.IOException;
+import java.io.Serializable;
+import java.util.Iterator;
+
+/**
+ * What each rank of a data-parallel stage trains on, opened on its executor from its partition of
+ * the stage's input.
+ *
+ * @param <T> the records of a rank's partition
+ */
+interface RankInputs<T> extends Serializable {
+
+  /**
+   * Opens rank {@code rank}'s data from {@code partition}, with {@code spec} as that rank loads it
+   * ({@link RunSpec#forRank} or its own-shards variant).
+   */
+  Opened open(RunSpec spec, int rank, int world, Iterator<T> partition) throws IOException;
+
+  /** A rank's spec and opened data; closing closes its shards. */
+  record Opened(RunSpec spec, TrainingData data) implements AutoCloseable {
+    @Override
+    public void close() {
+      try (var train = data.train();
+          var val = data.val()) {
+        // both closed, the second even if the first fails
+      }
+    }
+  }
+}

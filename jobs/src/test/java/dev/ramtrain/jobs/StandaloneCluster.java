@@ -1,0 +1,290 @@
+package dev.ramtrain.jobs;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Enumeration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Stream;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipFile;
+
+/**
+ * A real Spark standalone cluster on 127.0.0.1 for the tests: a Master and Workers of one core
+ * each, every Worker with its own work directory, started from a SPARK_HOME assembled from the
+ * build's own Spark jars (no Spark distribution is needed: Spark's launcher library builds every
+ * command, given {@code SPARK_SCALA_VERSION} where a distribution's build folders are missing).
+ * Close to stop everything it started, the executors included.
+ */
+final class StandaloneCluster implements AutoCloseable {
+  private static final Duration START_TIMEOUT = Duration.ofSeconds(90);
+
+  private final Path home;
+  private final Path logs;
+  private final int masterPort;
+  private final Process master;
+  private final List<Process> workers = new ArrayList<>();
+  private final List<Path> workDirs = new ArrayList<>();
+
+  private StandaloneCluster(Path home, Path logs, int masterPort, Process master) {
+    this.home = home;
+    this.logs = logs;
+    this.masterPort = masterPort;
+    this.master = master;
+  }
+
+  /**
+   * Assembles SPARK_HOME under {@code dir} from the build in {@code root} (its launcher classpath
+   * and assembly jar) and starts a Master and {@code workers} Workers.
+   */
+  static StandaloneCluster start(Path dir, Path root, int workers) throws Exception {
+    Path home = assembleSparkHome(dir.resolve("spark-home"), root);
+    Path logs = Files.createDirectories(dir.resolve("logs"));
+    int port = freePort();
+    Process master =
+        daemon(
+            home,
+            logs.resolve("master.log"),
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            Integer.toString(port),
+            "--webui-port",
+            Integer.toString(freePort()));
+    StandaloneCluster cluster = new StandaloneCluster(home, logs, port, master);
+    try {
+      cluster.awaitLog(logs.resolve("master.log"), "ALIVE", 1);
+      for (int w = 0; w < workers; w++) {
+        Path work = Files.createDirectories(dir.resolve("worker-" + w));
+        cluster.workDirs.add(work);
+        cluster.workers.add(
+            daemon(
+                home,
+                logs.resolve("worker-" + w + ".log"),
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "1",
+                "--memory",
+                "2g",
+                "--work-dir",
+                work.toString(),
+                "--webui-port",
+                Integer.toString(freePort()),
+                cluster.masterUrl()));
+      }
+      cluster.awaitLog(logs.resolve("master.log"), "Registering worker", workers);
+      return cluster;
+    } catch (Exception | Error e) {
+      cluster.close();
+      throw e;
+    }
+  }
+
+  String masterUrl() {
+    return "spark://127.0.0.1:" + masterPort;
+  }
+
+  Path sparkHome() {
+    return home;
+  }
+
+  /** The work directory of worker {@code w}: its executors' stdout and stderr, per application. */
+  Path workDir(int w) {
+    return workDirs.get(w);
+  }
+
+  /** The environment a driver (bin/ramtrain, spark-submit) needs to reach this cluster. */
+  Map<String, String> clientEnvironment() {
+    return daemonEnvironment(home);
+  }
+
+  /** Worker {@code w}'s running executor processes (Spark's CoarseGrainedExecutorBackend). */
+  List<ProcessHandle> executors(int w) {
+    return workers
+        .get(w)
+        .descendants()
+        .filter(
+            p ->
+                p.info()
+                    .arguments()
+                    .map(a -> String.join(" ", a).contains("CoarseGrainedExecutorBackend"))
+                    .orElse(false))
+        .toList();
+  }
+
+  /** The application folders in the workers' work directories (one per application and worker). */
+  Set<Path> applications() throws IOException {
+    Set<Path> apps = new HashSet<>();
+    for (Path work : workDirs) {
+      try (Stream<Path> entries = Files.list(work)) {
+        entries.filter(p -> p.getFileName().toString().startsWith("app-")).forEach(apps::add);
+      }
+    }
+    return apps;
+  }
+
+  /**
+   * What the executors of the applications started since {@code before} ({@link #applications})
+   * printed to stdout so far, each file under a header naming it.
+   */
+  String executorStdout(Set<Path> before) throws IOException {
+    StringBuilder out = new StringBuilder();
+    for (Path app : applications()) {
+      if (before.contains(app)) {
+        continue;
+      }
+      try (Stream<Path> files = Files.walk(app)) {
+        for (Path f : files.filter(p -> p.getFileName().toString().equals("stdout")).toList()) {
+          out.append("== ").append(f).append('\n');
+          out.append(Files.readString(f, StandardCharsets.UTF_8));
+        }
+      }
+    }
+    return out.toString();
+  }
+
+  @Override
+  public void close() {
+    List<Process> all = new ArrayList<>(workers);
+    all.add(master);
+    for (Process p : all) {
+      p.descendants().forEach(ProcessHandle::destroyForcibly);
+      p.destroyForcibly();
+    }
+    for (Process p : all) {
+      try {
+        p.waitFor();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * SPARK_HOME with {@code jars/}: every jar of the launcher classpath but ramtrain's own modules
+   * and those whose classes the assembly jar already carries (what spark-submit ships with the
+   * job), as a Spark distribution has them; and {@code bin/spark-submit}.
+   */
+  private static Path assembleSparkHome(Path home, Path root) throws IOException {
+    Path target = root.resolve("jobs/target");
+    Path assembly;
+    try (var jars = Files.list(target)) {
+      assembly =
+          jars.filter(p -> p.getFileName().toString().endsWith("-assembly.jar"))
+              .findFirst()
+              .orElseThrow(() -> new IllegalStateException("no assembly jar in " + target));
+    }
+    Path jars = Files.createDirectories(home.resolve("jars"));
+    Files.createDirectories(home.resolve("conf"));
+    try (ZipFile shipped = new ZipFile(assembly.toFile())) {
+      for (String entry : Files.readString(target.resolve("launcher.classpath")).split(":")) {
+        Path jar = Path.of(entry.strip());
+        if (jar.startsWith(root) || carries(shipped, jar)) {
+          continue;
+        }
+        Files.createSymbolicLink(jars.resolve(jar.getFileName()), jar);
+      }
+    }
+    Path bin = Files.createDirectories(home.resolve("bin"));
+    Path submit = bin.resolve("spark-submit");
+    // What a distribution's bin/spark-submit does: Spark's launcher library builds the driver's
+    // command (classpath, driver JVM options and memory) and prints it, a NUL before it and one
+    // after each word; the script runs it.
+    Files.writeString(
+        submit,
+        String.join(
+            "\n",
+            "#!/usr/bin/env bash",
+            "set -euo pipefail",
+            "words=()",
+            "seen_marker=0",
+            "while IFS= read -r -d '' part; do",
+            "  if ((seen_marker)); then words+=(\"${part#$'\\n'}\"); else seen_marker=1;"
+                + " printf '%s' \"$part\"; fi",
+            "done < <(\"$JAVA_HOME/bin/java\" -cp \"$SPARK_HOME/jars/*\""
+                + " org.apache.spark.launcher.Main org.apache.spark.deploy.SparkSubmit \"$@\")",
+            "((${#words[@]})) || { echo 'spark-submit: the launcher built no command' >&2; exit 1; }",
+            "exec \"${words[@]}\"",
+            ""));
+    if (!submit.toFile().setExecutable(true)) {
+      throw new IOException("cannot make " + submit + " executable");
+    }
+    return home;
+  }
+
+  /**
+   * Whether the assembly holds {@code jar}'s first class or resource (so it ships with the job).
+   */
+  private static boolean carries(ZipFile assembly, Path jar) throws IOException {
+    try (ZipFile z = new ZipFile(jar.toFile())) {
+      Enumeration<? extends ZipEntry> entries = z.entries();
+      while (entries.hasMoreElements()) {
+        ZipEntry e = entries.nextElement();
+        if (!e.isDirectory() && !e.getName().startsWith("META-INF/")) {
+          return assembly.getEntry(e.getName()) != null;
+        }
+      }
+    }
+    return false;
+  }
+
+  private static Map<String, String> daemonEnvironment(Path home) {
+    return Map.of(
+        "SPARK_HOME", home.toString(),
+        "SPARK_SCALA_VERSION", "2.13",
+        "SPARK_LOCAL_IP", "127.0.0.1",
+        "SPARK_CONF_DIR", home.resolve("conf").toString(),
+        "JAVA_HOME", System.getProperty("java.home"));
+  }
+
+  private static Process daemon(Path home, Path log, String mainClass, String... args)
+      throws IOException {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(List.of(System.getProperty("ramtrain.jvm.flags", "").split("\\s+")));
+    command.addAll(List.of("-Xmx512m", "-cp", home.resolve("jars") + "/*", mainClass));
+    command.addAll(List.of(args));
+    ProcessBuilder pb =
+        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+    pb.environment().putAll(daemonEnvironment(home));
+    return pb.start();
+  }
+
+  /** Waits until {@code log} has {@code count} lines containing {@code text}. */
+  private void awaitLog(Path log, String text, int count) throws Exception {
+    Instant deadline = Instant.now().plus(START_TIMEOUT);
+    while (Instant.now().isBefore(deadline)) {
+      if (Files.exists(log)
+          && Files.readAllLines(log).stream().filter(l -> l.contains(text)).count() >= count) {
+        return;
+      }
+      Optional<Process> dead =
+          Stream.concat(workers.stream(), Stream.of(master)).filter(p -> !p.isAlive()).findFirst();
+      if (dead.isPresent()) {
+        throw new IllegalStateException(
+            "a cluster process exited (" + dead.get().exitValue() + "); logs in " + logs);
+      }
+      Thread.sleep(200);
+    }
+    throw new IllegalStateException(
+        "no '" + text + "' x" + count + " in " + log + " within " + START_TIMEOUT);
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+}

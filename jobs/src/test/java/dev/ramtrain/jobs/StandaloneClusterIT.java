@@ -1,0 +1,272 @@
+package dev.ramtrain.jobs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * ramtrain on a real Spark standalone cluster (a Master and two 1-core Workers on 127.0.0.1, each
+ * Worker with its own work directory), driven by bin/ramtrain through spark-submit with the
+ * assembly jar, as a user on a cluster's edge node does.
+ */
+class StandaloneClusterIT {
+  private static final Path ROOT = Path.of(System.getProperty("ramtrain.repo.root"));
+  private static final Pattern DIGEST =
+      Pattern.compile("rank (\\d) of 2: final weights identical on every rank \\((sha256:\\w+)\\)");
+
+  @TempDir static Path tmp;
+  static StandaloneCluster cluster;
+  static Path images;
+
+  @BeforeAll
+  static void startCluster() throws Exception {
+    cluster = StandaloneCluster.start(tmp.resolve("cluster"), ROOT, 2);
+    images = tmp.resolve("images");
+    Result generated =
+        ramtrain(
+            false,
+            "generate",
+            "-o",
+            images.toString(),
+            "--classes",
+            "3",
+            "--images-per-class",
+            "200",
+            "--width",
+            "32",
+            "--height",
+            "32");
+    assertEquals(0, generated.status(), generated.output());
+  }
+
+  @AfterAll
+  static void stopCluster() {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  record Result(int status, String output) {}
+
+  /** bin/ramtrain, on the cluster (SPARK_HOME set, spark-submit) or embedded. */
+  private static Process start(Path log, boolean onCluster, List<String> args) throws IOException {
+    List<String> command = new ArrayList<>(List.of(ROOT.resolve("bin/ramtrain").toString()));
+    command.addAll(args);
+    if (onCluster) {
+      command.addAll(List.of("--master", cluster.masterUrl()));
+    }
+    ProcessBuilder pb =
+        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+    pb.environment().remove("SPARK_HOME");
+    if (onCluster) {
+      pb.environment().putAll(cluster.clientEnvironment());
+    }
+    return pb.start();
+  }
+
+  private static Result finish(Process p, Path log) throws Exception {
+    assertTrue(p.waitFor(6, TimeUnit.MINUTES), "bin/ramtrain finished; output in " + log);
+    return new Result(p.exitValue(), Files.readString(log, StandardCharsets.UTF_8));
+  }
+
+  private static Result ramtrain(boolean onCluster, String... args) throws Exception {
+    Path log = Files.createTempFile(tmp, "ramtrain-", ".log");
+    return finish(start(log, onCluster, List.of(args)), log);
+  }
+
+  private static List<String> with(List<String> common, String... more) {
+    List<String> all = new ArrayList<>(common);
+    all.addAll(List.of(more));
+    return all;
+  }
+
+  /**
+   * A dataset preprocessed on the cluster; two ranks, one per executor, train on it as one process
+   * with the same global batch does, ending with the same weights on both; an executor killed
+   * mid-epoch is replaced, the stage retried from the last checkpoint, and the run ends with the
+   * weights of the run that was never interrupted, byte for byte.
+   */
+  @Test
+  void twoRanksTrainAsOneProcessAndAKilledExecutorChangesNoWeight() throws Exception {
+    Path dataset = tmp.resolve("dataset");
+    Result preprocessed =
+        ramtrain(
+            true,
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--set",
+            "ramtrain.etl.val-fraction=0.2");
+    assertEquals(0, preprocessed.status(), preprocessed.output());
+
+    List<String> train =
+        List.of(
+            "train",
+            "-d",
+            dataset.toString(),
+            "--model",
+            "cnn:c16-p-c32-p-f64-3",
+            "--epochs",
+            "4",
+            "--batch-size",
+            "16",
+            "--set",
+            "ramtrain.train.threads=1",
+            "--set",
+            "ramtrain.train.checkpoint-every=4");
+    Result one =
+        ramtrain(false, with(train, "-o", tmp.resolve("one").toString()).toArray(String[]::new));
+    assertEquals(0, one.status(), one.output());
+
+    Set<Path> before = cluster.applications();
+    Result two =
+        ramtrain(
+            true,
+            with(train, "-o", tmp.resolve("two").toString(), "--ranks", "2")
+                .toArray(String[]::new));
+    assertEquals(0, two.status(), two.output());
+    assertTrue(two.output().contains("(2 ranks)"), two.output());
+    String ranks = cluster.executorStdout(before);
+    assertEquals(2, digests(ranks).size(), "both ranks report their final weights:\n" + ranks);
+    assertEquals(1, new HashSet<>(digests(ranks)).size(), "the same weights:\n" + ranks);
+
+    List<String> epochsOne = epochs(tmp.resolve("one"));
+    List<String> epochsTwo = epochs(tmp.resolve("two"));
+    assertEquals(4, epochsTwo.size(), "rank 0 alone writes each epoch: " + epochsTwo);
+    // Sums in another order differ in the last bits, and training amplifies that as it goes:
+    // equal to 1e-4 in the first epochs; after, losses within 0.5% and the accuracy within 0.03 (a
+    // few val samples near a decision boundary may flip).
+    for (int e = 0; e < 4; e++) {
+      for (String key : List.of("train_loss", "val_loss", "val_acc")) {
+        double a = figure(epochsOne.get(e), key);
+        double b = figure(epochsTwo.get(e), key);
+        double tolerance = e < 2 ? 1e-4 : key.equals("val_acc") ? 0.03 : 5e-3;
+        assertEquals(a, b, tolerance * Math.max(1, Math.abs(a)), key + " of epoch " + (e + 1));
+      }
+    }
+
+    // The same run again; worker 1's executor is killed once a mid-epoch checkpoint is written.
+    before = cluster.applications();
+    Path killedRun = tmp.resolve("killed");
+    Path log = tmp.resolve("killed.log");
+    Process run = start(log, true, with(train, "-o", killedRun.toString(), "--ranks", "2"));
+    awaitStepCheckpoint(killedRun, run);
+    List<ProcessHandle> executors = cluster.executors(1);
+    assertEquals(1, executors.size(), "worker 1 runs one executor");
+    assertTrue(executors.get(0).destroyForcibly(), "SIGKILL to worker 1's executor");
+    Result killed = finish(run, log);
+    assertEquals(0, killed.status(), killed.output());
+    String afterKill = cluster.executorStdout(before);
+    assertTrue(afterKill.contains("resuming from"), afterKill);
+    assertEquals(
+        -1L,
+        Files.mismatch(
+            tmp.resolve("two/checkpoints/epoch-0004/model.safetensors"),
+            killedRun.resolve("checkpoints/epoch-0004/model.safetensors")),
+        "the killed run ends with the uninterrupted run's weights");
+  }
+
+  /**
+   * The pipeline on the cluster: shards preprocessed into executor memory, one rank per executor
+   * training on the shards cached there, none read over the network.
+   */
+  @Test
+  void pipelineRanksTrainOnTheShardsTheirExecutorsCached() throws Exception {
+    Set<Path> before = cluster.applications();
+    Result r =
+        ramtrain(
+            true,
+            "pipeline",
+            "-i",
+            images.toString(),
+            "-o",
+            tmp.resolve("pipeline").toString(),
+            "--height",
+            "16",
+            "--width",
+            "16",
+            "--model",
+            "cnn:cb8-p-cb16-p-f32-3",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "16",
+            "--ranks",
+            "2",
+            "--set",
+            "ramtrain.train.threads=1",
+            // Both executors registered before the ETL starts, so both cache shards.
+            "--conf",
+            "spark.scheduler.minRegisteredResourcesRatio=1.0");
+    assertEquals(0, r.status(), r.output());
+    assertTrue(r.output().contains("dataset (in memory)"), r.output());
+    Matcher read =
+        Pattern.compile("2 ranks read (\\d+\\.\\d) MB of shard blocks, (\\d+\\.\\d) MB")
+            .matcher(r.output());
+    assertTrue(read.find(), r.output());
+    assertTrue(Double.parseDouble(read.group(1)) > 0, r.output());
+    assertEquals("0.0", read.group(2), "no shard crossed the network: " + r.output());
+    String ranks = cluster.executorStdout(before);
+    assertEquals(1, new HashSet<>(digests(ranks)).size(), ranks);
+    assertEquals(2, digests(ranks).size(), ranks);
+    assertEquals(2, epochs(tmp.resolve("pipeline")).size());
+  }
+
+  private static List<String> digests(String stdout) {
+    List<String> out = new ArrayList<>();
+    Matcher m = DIGEST.matcher(stdout);
+    while (m.find()) {
+      out.add(m.group(2));
+    }
+    return out;
+  }
+
+  /**
+   * Waits until the run's latest checkpoint is a mid-epoch one (checkpoints/latest names it),
+   * failing if the run ends first.
+   */
+  private static void awaitStepCheckpoint(Path runDir, Process run) throws Exception {
+    Path latest = runDir.resolve("checkpoints/latest");
+    Instant deadline = Instant.now().plus(Duration.ofMinutes(3));
+    while (Instant.now().isBefore(deadline)) {
+      if (Files.exists(latest) && Files.readString(latest).strip().startsWith("step-")) {
+        return;
+      }
+      assertFalse(!run.isAlive(), "the run ended before its first step checkpoint");
+      Thread.sleep(20);
+    }
+    throw new AssertionError("no step checkpoint in " + runDir + " within 3 minutes");
+  }
+
+  private static List<String> epochs(Path run) throws IOException {
+    return Files.readAllLines(run.resolve("metrics.jsonl")).stream()
+        .filter(l -> l.contains("\"type\":\"epoch\""))
+        .toList();
+  }
+
+  private static double figure(String jsonLine, String key) {
+    Matcher m = Pattern.compile("\"" + key + "\":([-0-9.eE]+)").matcher(jsonLine);
+    assertTrue(m.find(), key + " in " + jsonLine);
+    return Double.parseDouble(m.group(1));
+  }
+}
