@@ -16,6 +16,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -184,6 +185,7 @@ struct Faults {
   unsigned long long memory = 4ULL << 30;  // the device's memory
   int driver_version = 13000;   // what cuDriverGetVersion reports (CUDA 13.0: driver 580)
   int sm_major = 9, sm_minor = 0;
+  int devices = 1;              // GPUs the driver reports (all share one emulated context)
 };
 
 static Faults read_faults() {
@@ -206,6 +208,7 @@ static Faults read_faults() {
     else if (key == "lose-device-when") f.lose_device_when = value;
     else if (key == "memory") f.memory = std::stoull(value);
     else if (key == "driver-version") f.driver_version = std::stoi(value);
+    else if (key == "devices") f.devices = std::stoi(value);
     else if (key == "compute-capability") {
       f.sm_major = std::stoi(value.substr(0, value.find('.')));
       f.sm_minor = std::stoi(value.substr(value.find('.') + 1));
@@ -351,33 +354,43 @@ EXPORT CUresult cuDriverGetVersion(int* version) {
   return CUDA_SUCCESS;
 }
 
+// The GPUs reported: as the faults file says, and while a context is open, as it said then (the
+// tests delete the file once the backend is open).
+static int device_count() {
+  int n = read_faults().devices;
+  std::lock_guard<std::mutex> g(primary.lock);
+  return primary.references > 0 ? std::max(n, primary.faults.devices) : n;
+}
+
+static bool valid(CUdevice device) { return device >= 0 && device < device_count(); }
+
 EXPORT CUresult cuDeviceGetCount(int* count) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  *count = 1;
+  *count = device_count();
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *device = 0;
+  if (ordinal < 0 || ordinal >= device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGetName(char* name, int length, CUdevice device) {
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!valid(device)) return CUDA_ERROR_INVALID_DEVICE;
   std::snprintf(name, length, "ramtrain CUDA emulator");
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!valid(device)) return CUDA_ERROR_INVALID_DEVICE;
   *bytes = read_faults().memory;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!valid(device)) return CUDA_ERROR_INVALID_DEVICE;
   Faults f = read_faults();
   switch (attribute) {
     case 1: *value = 1024; break;    // max threads per block
@@ -395,7 +408,7 @@ EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice device)
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
   if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!valid(device)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> g(primary.lock);
   if (primary.references++ == 0) {
     primary.faults = read_faults();
@@ -408,7 +421,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!valid(device)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> g(primary.lock);
   if (primary.references == 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (--primary.references == 0) {  // the context goes, and its memory with it

@@ -159,12 +159,14 @@ public final class DistributedTraining<T>
   public Iterator<EvalResult> apply(Iterator<T> partition) {
     BarrierTaskContext task = BarrierTaskContext.get();
     int rank = task.partitionId();
-    if (spec.backend().kind() != BackendSpec.Kind.CPU) {
-      TrainerResources.requireDeviceZero(task.resourcesJMap(), rank);
-    }
+    // The GPU Spark assigned this task, as a CUDA ordinal (the CPU backend has none to drive).
+    int device =
+        spec.backend().kind() == BackendSpec.Kind.CPU
+            ? 0
+            : TrainerResources.cudaOrdinal(task.resourcesJMap(), System.getenv(), rank);
     try (ServerSocketChannel listener = TcpRing.listen(InetAddress.getByName(host(task, rank)));
         DataParallel ranks = join(task, rank, listener)) {
-      EvalResult eval = train(task, ranks, CollectionConverters.asJava(partition));
+      EvalResult eval = train(task, ranks, device, CollectionConverters.asJava(partition));
       return CollectionConverters.asScala(
           (rank == 0 ? List.of(eval) : List.<EvalResult>of()).iterator());
     } catch (IOException e) {
@@ -191,12 +193,13 @@ public final class DistributedTraining<T>
     return DataParallel.join(rank, addresses, listener, secret, dist.timeout(), dist.zero() == 1);
   }
 
-  private EvalResult train(BarrierTaskContext task, DataParallel ranks, java.util.Iterator<T> input)
+  private EvalResult train(
+      BarrierTaskContext task, DataParallel ranks, int device, java.util.Iterator<T> input)
       throws IOException {
     RunSpec.Output output = task.stageAttemptNumber() == 0 ? spec.output() : afterFailure();
     TrainingRun.StepListener steps = stepListener(task, ranks.rank());
     try (RankInputs.Opened opened = inputs.open(spec, ranks.rank(), world, input)) {
-      RunSpec mine = opened.spec().withOutput(output);
+      RunSpec mine = opened.spec().withOutput(output).withBackend(spec.backend().onDevice(device));
       if (ranks.leader()) {
         try (RunDirectory run = RunDirectory.open(output.path(), output.mode())) {
           run.recordInCheckpoints(Map.of(JOB_KEY, job));

@@ -183,6 +183,12 @@ public record RunSpec(
         batch, o.workers(), o.prefetch(), o.sampling(), o.augmentation(), rank);
   }
 
+  /** This run on {@code other}. */
+  public RunSpec withBackend(BackendSpec other) {
+    return new RunSpec(
+        data, model, optimizer, schedule, loop, offload, other, output, resumeSettings);
+  }
+
   /** This run writing to {@code other}. */
   public RunSpec withOutput(Output other) {
     return new RunSpec(

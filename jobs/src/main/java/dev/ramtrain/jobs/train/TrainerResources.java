@@ -1,5 +1,7 @@
 package dev.ramtrain.jobs.train;
 
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkConf;
 import org.apache.spark.resource.ExecutorResourceRequests;
@@ -9,10 +11,10 @@ import org.apache.spark.resource.ResourceProfileBuilder;
 import org.apache.spark.resource.TaskResourceRequests;
 
 /**
- * What a trainer task asks Spark for on a GPU cluster: one GPU and all of its executor's cores, as
- * a stage-level resource profile on the trainer stage only, so the ETL's stages keep one core per
- * task. With dynamic allocation off, a task profile over the executors already there (Spark's
- * TaskResourceProfile); with it on, executors of that shape too.
+ * What a trainer task asks Spark for on a GPU cluster, and which GPU it then drives: one GPU and
+ * all of its executor's cores, as a stage-level resource profile on the trainer stage only, so the
+ * ETL's stages keep one core per task. With dynamic allocation off, a task profile over the
+ * executors already there (Spark's TaskResourceProfile); with it on, executors of that shape too.
  */
 final class TrainerResources {
   static final String GPU = "gpu";
@@ -48,26 +50,62 @@ final class TrainerResources {
   }
 
   /**
-   * Fails unless the GPU Spark assigned this task ({@code resources}, the task's) is the device the
-   * CUDA backend will drive, device 0 of those this process sees: Spark's addresses are the
-   * discovery script's, and only executors isolated to their GPUs (YARN, Kubernetes, or one
-   * executor per GPU with CUDA_VISIBLE_DEVICES) see their GPU as device 0.
+   * The CUDA ordinal of the GPU Spark assigned this task ({@code resources}, the task's), in a
+   * process whose environment is {@code env}; 0 where none was assigned. Spark's addresses are its
+   * discovery script's, which numbers GPUs as nvidia-smi does (PCI bus order):
+   *
+   * <ul>
+   *   <li>with {@code CUDA_VISIBLE_DEVICES} the process sees only those GPUs, in that order: the
+   *       address's position in the list, or 0 when the list holds one GPU (an executor isolated to
+   *       its GPU, as on YARN and Kubernetes, whose discovery may number it otherwise);
+   *   <li>without it the address is the ordinal, provided CUDA numbers GPUs as nvidia-smi does
+   *       ({@code CUDA_DEVICE_ORDER=PCI_BUS_ID}; CUDA's default puts the fastest first); address 0
+   *       of a machine with one GPU needs no order.
+   * </ul>
+   *
+   * Anything else fails at start, naming the rank, the address and what to set.
    */
-  static void requireDeviceZero(Map<String, ResourceInformation> resources, int rank) {
+  static int cudaOrdinal(
+      Map<String, ResourceInformation> resources, Map<String, String> env, int rank) {
     ResourceInformation gpu = resources.get(GPU);
     if (gpu == null || gpu.addresses().length == 0) {
-      return;
+      return 0;
     }
-    String address = gpu.addresses()[0];
-    if (!address.equals("0")) {
+    String address = gpu.addresses()[0].strip();
+    String visible = env.getOrDefault("CUDA_VISIBLE_DEVICES", "").strip();
+    if (!visible.isEmpty()) {
+      List<String> listed = Arrays.stream(visible.split(",")).map(String::strip).toList();
+      int position = listed.indexOf(address);
+      if (position >= 0) {
+        return position;
+      }
+      if (listed.size() == 1) {
+        return 0;
+      }
       throw new IllegalStateException(
-          "rank "
-              + rank
-              + " was assigned GPU "
-              + address
-              + ", and ramtrain's CUDA backend drives device 0 of the GPUs its process sees:"
-              + " isolate each executor to its GPU (YARN, Kubernetes, or CUDA_VISIBLE_DEVICES per"
-              + " executor) so that its GPU is device 0");
+          String.format(
+              "rank %d was assigned GPU %s, which is not among this executor's"
+                  + " CUDA_VISIBLE_DEVICES=%s",
+              rank, address, visible));
     }
+    int ordinal;
+    try {
+      ordinal = Integer.parseInt(address);
+    } catch (NumberFormatException e) {
+      throw new IllegalStateException(
+          String.format(
+              "rank %d was assigned GPU '%s': without CUDA_VISIBLE_DEVICES the address must be a"
+                  + " GPU index as nvidia-smi numbers them",
+              rank, address));
+    }
+    if (ordinal != 0 && !"PCI_BUS_ID".equals(env.get("CUDA_DEVICE_ORDER"))) {
+      throw new IllegalStateException(
+          String.format(
+              "rank %d was assigned GPU %s, numbered as nvidia-smi does; set"
+                  + " spark.executorEnv.CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers GPUs the"
+                  + " same way (its default puts the fastest first)",
+              rank, address));
+    }
+    return ordinal;
   }
 }

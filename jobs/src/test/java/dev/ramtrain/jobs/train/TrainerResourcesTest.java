@@ -50,17 +50,45 @@ class TrainerResourcesTest {
         "/opt/spark/getGpus.sh", elastic.executorResources().get("gpu").get().discoveryScript());
   }
 
+  private static Map<String, ResourceInformation> gpu(String address) {
+    return Map.of("gpu", new ResourceInformation("gpu", new String[] {address}));
+  }
+
   @Test
-  void aGpuOtherThanDeviceZeroIsRefusedNamingRankAndAddress() {
-    TrainerResources.requireDeviceZero(Map.of(), 0);
-    TrainerResources.requireDeviceZero(
-        Map.of("gpu", new ResourceInformation("gpu", new String[] {"0"})), 0);
-    var e =
+  void theAssignedGpuBecomesTheCudaOrdinalTheProcessSeesItAs() {
+    assertEquals(0, TrainerResources.cudaOrdinal(Map.of(), Map.of(), 0), "no GPU assigned");
+    // No CUDA_VISIBLE_DEVICES: the address, when CUDA numbers GPUs in PCI order as nvidia-smi.
+    assertEquals(0, TrainerResources.cudaOrdinal(gpu("0"), Map.of(), 0));
+    assertEquals(
+        3, TrainerResources.cudaOrdinal(gpu("3"), Map.of("CUDA_DEVICE_ORDER", "PCI_BUS_ID"), 1));
+    // CUDA_VISIBLE_DEVICES: the address's place in the list, or the one GPU an isolated
+    // executor sees.
+    assertEquals(
+        1, TrainerResources.cudaOrdinal(gpu("5"), Map.of("CUDA_VISIBLE_DEVICES", "4, 5,6"), 0));
+    assertEquals(
+        0, TrainerResources.cudaOrdinal(gpu("2"), Map.of("CUDA_VISIBLE_DEVICES", "GPU-a1b2"), 0));
+
+    var unordered =
+        assertThrows(
+            IllegalStateException.class, () -> TrainerResources.cudaOrdinal(gpu("3"), Map.of(), 1));
+    assertTrue(
+        unordered.getMessage().startsWith("rank 1 was assigned GPU 3"), unordered.getMessage());
+    assertTrue(
+        unordered.getMessage().contains("spark.executorEnv.CUDA_DEVICE_ORDER=PCI_BUS_ID"),
+        unordered.getMessage());
+    var notVisible =
         assertThrows(
             IllegalStateException.class,
-            () ->
-                TrainerResources.requireDeviceZero(
-                    Map.of("gpu", new ResourceInformation("gpu", new String[] {"3"})), 1));
-    assertTrue(e.getMessage().startsWith("rank 1 was assigned GPU 3"), e.getMessage());
+            () -> TrainerResources.cudaOrdinal(gpu("7"), Map.of("CUDA_VISIBLE_DEVICES", "0,1"), 2));
+    assertTrue(
+        notVisible
+            .getMessage()
+            .contains("GPU 7, which is not among this executor's" + " CUDA_VISIBLE_DEVICES=0,1"),
+        notVisible.getMessage());
+    var uuid =
+        assertThrows(
+            IllegalStateException.class,
+            () -> TrainerResources.cudaOrdinal(gpu("GPU-a1b2"), Map.of(), 0));
+    assertTrue(uuid.getMessage().contains("must be a GPU index"), uuid.getMessage());
   }
 }

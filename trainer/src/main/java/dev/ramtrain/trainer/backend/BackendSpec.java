@@ -3,10 +3,11 @@ package dev.ramtrain.trainer.backend;
 import java.io.Serializable;
 
 /**
- * Which backend a run asks for ({@code ramtrain.train.backend}), the host cores it may use, and on
- * CUDA who multiplies matrices ({@code ramtrain.cuda.gemm}).
+ * Which backend a run asks for ({@code ramtrain.train.backend}), the host cores it may use, on CUDA
+ * who multiplies matrices ({@code ramtrain.cuda.gemm}) and which GPU: {@code device}, the CUDA
+ * ordinal among the GPUs the process sees (0 but for a Spark task assigned another GPU).
  */
-public record BackendSpec(Kind kind, int threads, Gemm gemm) implements Serializable {
+public record BackendSpec(Kind kind, int threads, Gemm gemm, int device) implements Serializable {
 
   /** {@code auto}: CUDA when a usable GPU is found, else the CPU backend. */
   public enum Kind {
@@ -32,10 +33,23 @@ public record BackendSpec(Kind kind, int threads, Gemm gemm) implements Serializ
     if (kind == null || gemm == null) {
       throw new IllegalArgumentException("kind and gemm must be given");
     }
+    if (device < 0) {
+      throw new IllegalArgumentException("device must be >= 0, got " + device);
+    }
+  }
+
+  /** {@code kind} with {@code threads} host cores and {@code gemm}, on device 0. */
+  public BackendSpec(Kind kind, int threads, Gemm gemm) {
+    this(kind, threads, gemm, 0);
   }
 
   /** {@code kind} with {@code threads} host cores and the automatic GEMM choice. */
   public BackendSpec(Kind kind, int threads) {
     this(kind, threads, Gemm.AUTO);
+  }
+
+  /** The same on CUDA device {@code ordinal}. */
+  public BackendSpec onDevice(int ordinal) {
+    return new BackendSpec(kind, threads, gemm, ordinal);
   }
 }

@@ -24,7 +24,7 @@ public final class Backends {
       case CPU -> new CpuBackend(spec.threads());
       case CUDA -> CudaBackend.open(spec);
       case AUTO -> {
-        CudaProbe.Result gpu = CudaProbe.result();
+        CudaProbe.Result gpu = CudaProbe.result(spec.device());
         if (gpu.available()) {
           yield CudaBackend.open(spec);
         }

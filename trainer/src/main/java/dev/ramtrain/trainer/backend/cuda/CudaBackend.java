@@ -56,9 +56,12 @@ public final class CudaBackend implements Backend {
   private final Map<CudaEvent, String> liveEvents = new ConcurrentHashMap<>();
   private boolean released;
 
-  /** Opens device 0, or fails naming what is missing (driver, device, cuBLAS when insisted on). */
+  /**
+   * Opens the device {@code spec} names, or fails naming what is missing (driver, device, cuBLAS
+   * when insisted on).
+   */
   public static CudaBackend open(BackendSpec spec) {
-    CudaProbe.Result probe = CudaProbe.result();
+    CudaProbe.Result probe = CudaProbe.result(spec.device());
     if (!probe.available()) {
       throw new BackendUnavailableException("backend cuda: " + probe.unavailable());
     }

@@ -34,8 +34,9 @@ public final class CudaProbe {
     }
   }
 
-  /** What the driver says about device 0. */
+  /** What the driver says about the device of CUDA ordinal {@code ordinal}. */
   public record Device(
+      int ordinal,
       CUdevice handle,
       String name,
       int computeMajor,
@@ -44,7 +45,8 @@ public final class CudaProbe {
       long memoryBytes) {
     public String describe() {
       return String.format(
-          "%s (sm_%d%d, %.1f GiB, driver API %d.%d)",
+          "device %d: %s (sm_%d%d, %.1f GiB, driver API %d.%d)",
+          ordinal,
           name,
           computeMajor,
           computeMinor,
@@ -56,19 +58,28 @@ public final class CudaProbe {
 
   private CudaProbe() {}
 
-  /** The probe's result for this JVM. */
+  /** The probe's result for device 0, once for this JVM. */
   public static Result result() {
     return Once.RESULT;
   }
 
+  /** The probe's result for the device of CUDA ordinal {@code ordinal} (device 0's is kept). */
+  public static Result result(int ordinal) {
+    return ordinal == 0 ? result() : probe(ordinal);
+  }
+
   private static final class Once {
-    static final Result RESULT = probe();
+    static final Result RESULT = probe(0);
   }
 
   /** Probes now (tests change what the emulated driver reports); commands use {@link #result}. */
   static Result probe() {
+    return probe(0);
+  }
+
+  private static Result probe(int ordinal) {
     try {
-      return find();
+      return find(ordinal);
     } catch (LinkageError e) { // no libcuda.so.1, or JCuda's natives do not load here
       return new Result(null, "no CUDA driver could be loaded (" + whyNotLoaded(e) + ")");
     } catch (BackendException e) {
@@ -76,7 +87,7 @@ public final class CudaProbe {
     }
   }
 
-  private static Result find() {
+  private static Result find(int ordinal) {
     int init = cuInit(0);
     if (init == CUresult.CUDA_ERROR_NO_DEVICE) {
       return new Result(null, "the CUDA driver loads but reports no GPU");
@@ -84,7 +95,8 @@ public final class CudaProbe {
     CudaCalls.check(init, "initializing the CUDA driver");
     int[] value = new int[1];
     CudaCalls.check(cuDeviceGetCount(value), "counting devices");
-    if (value[0] == 0) {
+    int devices = value[0];
+    if (devices == 0) {
       return new Result(null, "the CUDA driver loads but reports no GPU");
     }
     CudaCalls.check(cuDriverGetVersion(value), "reading the driver version");
@@ -100,8 +112,15 @@ public final class CudaProbe {
               MINIMUM_DRIVER_VERSION / 1000,
               MINIMUM_DRIVER_VERSION % 1000 / 10));
     }
+    if (ordinal >= devices) {
+      return new Result(
+          null,
+          String.format(
+              "device %d was asked for, and the CUDA driver sees %d GPU%s",
+              ordinal, devices, devices == 1 ? "" : "s"));
+    }
     CUdevice device = new CUdevice();
-    CudaCalls.check(cuDeviceGet(device, 0), "opening device 0");
+    CudaCalls.check(cuDeviceGet(device, ordinal), "opening device " + ordinal);
     byte[] name = new byte[256];
     CudaCalls.check(cuDeviceGetName(name, name.length, device), "reading the device name");
     int major = attribute(device, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
@@ -114,7 +133,8 @@ public final class CudaProbe {
     }
     long[] memory = new long[1];
     CudaCalls.check(cuDeviceTotalMem(memory, device), "reading the device memory");
-    return new Result(new Device(device, cString(name), major, minor, driver, memory[0]), null);
+    return new Result(
+        new Device(ordinal, device, cString(name), major, minor, driver, memory[0]), null);
   }
 
   /**
