@@ -7,6 +7,19 @@ import org.apache.spark.sql.SparkSession;
 public final class SparkSessions {
   private SparkSessions() {}
 
+  /**
+   * The master a command runs on: {@code given} (--master), else spark-submit's ({@code
+   * spark.master}, which bin/ramtrain's --master and cluster mode pass that way); null when the
+   * command runs embedded by default.
+   */
+  public static String master(String given) {
+    if (given != null) {
+      return given;
+    }
+    SparkConf conf = new SparkConf(true);
+    return conf.contains("spark.master") ? conf.get("spark.master") : null;
+  }
+
   public static SparkSession open(String appName, String master) {
     SparkConf conf = new SparkConf(true);
     SparkSession.Builder builder = SparkSession.builder().appName(appName);

@@ -155,6 +155,23 @@ final class StandaloneCluster implements AutoCloseable {
     return out.toString();
   }
 
+  /** What the drivers run on the workers (--deploy-mode cluster) printed to stdout so far. */
+  String driverStdout() throws IOException {
+    StringBuilder out = new StringBuilder();
+    for (Path work : workDirs) {
+      try (Stream<Path> entries = Files.list(work)) {
+        for (Path driver :
+            entries.filter(p -> p.getFileName().toString().startsWith("driver-")).toList()) {
+          Path stdout = driver.resolve("stdout");
+          if (Files.exists(stdout)) {
+            out.append(Files.readString(stdout, StandardCharsets.UTF_8));
+          }
+        }
+      }
+    }
+    return out.toString();
+  }
+
   @Override
   public void close() {
     List<Process> all = new ArrayList<>(workers);

@@ -1,5 +1,7 @@
 package dev.ramtrain.jobs;
 
+import static dev.ramtrain.jobs.RunMetrics.epochs;
+import static dev.ramtrain.jobs.RunMetrics.figure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -232,6 +234,48 @@ class StandaloneClusterIT {
     assertEquals(2, epochs(tmp.resolve("pipeline")).size());
   }
 
+  /**
+   * --deploy-mode cluster: the driver runs on a Worker and trains there on an executor;
+   * bin/ramtrain exits with how the driver ended (Spark's client exits 0 either way).
+   */
+  @Test
+  void inClusterModeTheExitStatusIsTheDriversOutcome() throws Exception {
+    Path dataset = tmp.resolve("small");
+    Result preprocessed =
+        ramtrain(
+            false,
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--height",
+            "8",
+            "--width",
+            "8");
+    assertEquals(0, preprocessed.status(), preprocessed.output());
+    List<String> train =
+        List.of("train", "--model", "mlp:192-16-3", "--epochs", "1", "--deploy-mode", "cluster");
+    Result ok =
+        ramtrain(
+            true,
+            with(train, "-d", dataset.toString(), "-o", tmp.resolve("cluster-mode").toString())
+                .toArray(String[]::new));
+    assertEquals(0, ok.status(), ok.output());
+    assertTrue(ok.output().contains("finished on the cluster"), ok.output());
+    assertEquals(1, epochs(tmp.resolve("cluster-mode")).size());
+    assertTrue(
+        cluster.driverStdout().contains("(1 ranks)"), "trained on an executor, not the driver");
+
+    Result failed =
+        ramtrain(
+            true,
+            with(train, "-d", tmp.resolve("missing").toString(), "-o", tmp.resolve("x").toString())
+                .toArray(String[]::new));
+    assertEquals(1, failed.status(), failed.output());
+    assertTrue(failed.output().contains("ended FAILED on the cluster"), failed.output());
+  }
+
   private static List<String> digests(String stdout) {
     List<String> out = new ArrayList<>();
     Matcher m = DIGEST.matcher(stdout);
@@ -256,17 +300,5 @@ class StandaloneClusterIT {
       Thread.sleep(20);
     }
     throw new AssertionError("no step checkpoint in " + runDir + " within 3 minutes");
-  }
-
-  private static List<String> epochs(Path run) throws IOException {
-    return Files.readAllLines(run.resolve("metrics.jsonl")).stream()
-        .filter(l -> l.contains("\"type\":\"epoch\""))
-        .toList();
-  }
-
-  private static double figure(String jsonLine, String key) {
-    Matcher m = Pattern.compile("\"" + key + "\":([-0-9.eE]+)").matcher(jsonLine);
-    assertTrue(m.find(), key + " in " + jsonLine);
-    return Double.parseDouble(m.group(1));
   }
 }

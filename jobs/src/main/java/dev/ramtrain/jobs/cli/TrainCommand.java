@@ -72,7 +72,7 @@ public final class TrainCommand implements Callable<Integer> {
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
-    if (dist.ranks() > 1 || common.master() != null) {
+    if (dist.ranks() > 1 || SparkSessions.master(common.master()) != null) {
       return trainOnSpark(spec, dist, ds.manifest().classes());
     }
     // The run directory first: refusing it is quick, checksumming every shard is not.

@@ -1,5 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
+import static dev.ramtrain.jobs.RunMetrics.epochs;
+import static dev.ramtrain.jobs.RunMetrics.figure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -610,16 +612,6 @@ class MainTest {
     List<String> all = new java.util.ArrayList<>(common);
     all.addAll(List.of(more));
     return all.toArray(String[]::new);
-  }
-
-  private static List<String> epochs(Path run) throws java.io.IOException {
-    return Files.readAllLines(run.resolve("metrics.jsonl")).stream()
-        .filter(l -> l.contains("\"type\":\"epoch\""))
-        .toList();
-  }
-
-  private static double figure(String json, String key) {
-    return Double.parseDouble(json.replaceAll(".*\"" + key + "\":([-0-9.eE]+).*", "$1"));
   }
 
   @Test
