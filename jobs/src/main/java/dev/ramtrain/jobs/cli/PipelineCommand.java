@@ -48,7 +48,12 @@ public final class PipelineCommand implements Callable<Integer> {
         Manifest manifest = shards.manifest();
         System.out.println(PreprocessCommand.summary(manifest, "(in memory)"));
         InMemoryTraining.Result result = train(spec, dist, shards);
-        TrainCommand.printResult(spec, result.eval(), result.ranks(), manifest.classes());
+        TrainCommand.printResult(
+            spec,
+            result.eval(),
+            result.ranks(),
+            manifest.classes(),
+            spark.sparkContext().hadoopConfiguration());
       }
     }
     return 0;

@@ -9,13 +9,13 @@ import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.DistributedTraining;
 import dev.ramtrain.jobs.train.RunDirectory;
+import dev.ramtrain.jobs.train.RunReports;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainingData;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -72,7 +72,9 @@ public final class TrainCommand implements Callable<Integer> {
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
-    if (dist.ranks() > 1 || SparkSessions.master(common.master()) != null) {
+    // A run directory on HDFS or S3A is written by a trainer task, which publishes checkpoints.
+    boolean onSpark = dist.ranks() > 1 || SparkSessions.master(common.master()) != null;
+    if (onSpark || spec.output().remote()) {
       return trainOnSpark(spec, dist, ds.manifest().classes());
     }
     // The run directory first: refusing it is quick, checksumming every shard is not.
@@ -94,23 +96,25 @@ public final class TrainCommand implements Callable<Integer> {
       throws IOException {
     try (SparkSession spark = SparkSessions.open("ramtrain train", common.master())) {
       EvalResult eval = DistributedTraining.run(spark, spec, dist);
-      printResult(spec, eval, dist.ranks(), classes);
+      printResult(spec, eval, dist.ranks(), classes, spark.sparkContext().hadoopConfiguration());
     }
     return 0;
   }
 
   /**
-   * Prints the final evaluation of a run trained in a Spark barrier stage and, where rank 0's run
-   * directory is on this machine's filesystem, writes its report.
+   * Prints the final evaluation of a run trained in a Spark barrier stage and writes its report
+   * into the run directory, wherever that is (read back and written through {@code conf}'s
+   * filesystems when remote).
    */
-  static void printResult(RunSpec spec, EvalResult eval, int ranks, List<String> classes)
+  static void printResult(
+      RunSpec spec, EvalResult eval, int ranks, List<String> classes, Configuration conf)
       throws IOException {
-    Path runDir = spec.output().path();
     System.out.printf(
         "val accuracy %.4f, loss %.4f over %,d samples (%d ranks)%n",
         eval.accuracy(), eval.loss(), eval.samples(), ranks);
-    if (Files.exists(runDir.resolve(RunDirectory.METRICS))) {
-      System.out.printf("report %s%n", TrainingRun.report(runDir, eval, classes));
+    String report = RunReports.write(spec.output(), eval, classes, conf);
+    if (report != null) {
+      System.out.printf("report %s%n", report);
     }
   }
 

@@ -1,11 +1,11 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;
 import java.util.Iterator;
-import org.apache.hadoop.conf.Configuration;
 
 /**
  * Ranks training on a committed dataset: every rank opens every shard and takes its share of each
@@ -13,10 +13,16 @@ import org.apache.hadoop.conf.Configuration;
  * training with the same global batch. The stage's input is just one slot per rank.
  */
 final class DatasetRanks implements RankInputs<Integer> {
+  private final HadoopConf hadoop; // the driver's: datasets on HDFS, S3A, ...
+
+  DatasetRanks(HadoopConf hadoop) {
+    this.hadoop = hadoop;
+  }
+
   @Override
   public Opened open(RunSpec spec, int rank, int world, Iterator<Integer> slot) throws IOException {
     String location = spec.data().requireLocation();
-    Dataset ds = Dataset.open(location, new Configuration());
+    Dataset ds = Dataset.open(location, hadoop.get());
     ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
     try {
       ShardSet val = DatasetShards.open(ds, Manifest.VAL);

@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.train;
 
+import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.etl.spark.LiveProgress;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
@@ -67,15 +68,18 @@ public final class DistributedTraining<T>
   private final LongAccumulator progressTotal; // and the steps it has to run
 
   private final RankInputs<T> inputs;
+  private final HadoopConf hadoop; // the driver's: run directories on HDFS, S3A, ...
 
   private DistributedTraining(
       RunSpec spec,
       TrainSettings.Dist dist,
       RankInputs<T> inputs,
+      HadoopConf hadoop,
       String job,
       LongAccumulator progressSteps,
       LongAccumulator progressTotal) {
     this.spec = spec;
+    this.hadoop = hadoop;
     this.world = dist.ranks();
     this.dist = dist;
     this.inputs = inputs;
@@ -92,7 +96,9 @@ public final class DistributedTraining<T>
     int world = dist.ranks();
     List<Integer> ranks = IntStream.range(0, world).boxed().toList();
     RDD<Integer> slots = new JavaSparkContext(spark.sparkContext()).parallelize(ranks, world).rdd();
-    return run(slots, new DatasetRanks(), spec, dist, "data-parallel ranks");
+    DatasetRanks inputs =
+        new DatasetRanks(new HadoopConf(spark.sparkContext().hadoopConfiguration()));
+    return run(slots, inputs, spec, dist, "data-parallel ranks");
   }
 
   /**
@@ -122,7 +128,14 @@ public final class DistributedTraining<T>
     LongAccumulator steps = sc.longAccumulator("ramtrain.train.steps");
     LongAccumulator total = sc.longAccumulator("ramtrain.train.steps-to-run");
     DistributedTraining<T> rank =
-        new DistributedTraining<>(spec, dist, inputs, UUID.randomUUID().toString(), steps, total);
+        new DistributedTraining<>(
+            spec,
+            dist,
+            inputs,
+            new HadoopConf(sc.hadoopConfiguration()),
+            UUID.randomUUID().toString(),
+            steps,
+            total);
     RDD<EvalResult> trained =
         onePartitionPerRank
             .barrier()
@@ -201,7 +214,15 @@ public final class DistributedTraining<T>
     try (RankInputs.Opened opened = inputs.open(spec, ranks.rank(), world, input)) {
       RunSpec mine = opened.spec().withOutput(output).withBackend(spec.backend().onDevice(device));
       if (ranks.leader()) {
-        try (RunDirectory run = RunDirectory.open(output.path(), output.mode())) {
+        // A remote run directory (HDFS, S3A): the run trains into a local copy that publishes
+        // each checkpoint there.
+        try (RemoteRun remote = output.remote() ? RemoteRun.open(output, hadoop.get(), job) : null;
+            RunDirectory run =
+                RunDirectory.open(
+                    remote != null ? remote.staging() : output.path(), output.mode())) {
+          if (remote != null) {
+            run.afterEachCheckpoint(remote::publish);
+          }
           run.recordInCheckpoints(Map.of(JOB_KEY, job));
           task.barrier(); // the run directory is settled: the others may read its checkpoint
           return TrainingRun.run(
@@ -213,9 +234,7 @@ public final class DistributedTraining<T>
       }
       task.barrier();
       Checkpoints.Loaded resumeFrom =
-          output.mode() == RunDirectory.Mode.RESUME
-              ? Checkpoints.loadLatest(output.path().toAbsolutePath().normalize())
-              : null;
+          output.mode() == RunDirectory.Mode.RESUME ? latestCheckpoint(output) : null;
       return TrainingRun.run(
           mine,
           opened.data(),
@@ -233,14 +252,50 @@ public final class DistributedTraining<T>
    * the retry has saved its first checkpoint.
    */
   private RunSpec.Output afterFailure() throws IOException {
-    Path dir = spec.output().path().toAbsolutePath().normalize();
-    if (!Files.exists(dir.resolve("checkpoints").resolve(Checkpoints.LATEST))) {
-      return spec.output().mode() == RunDirectory.Mode.FRESH
-          ? spec.output().in(RunDirectory.Mode.OVERWRITE)
-          : spec.output();
+    RunSpec.Output output = spec.output();
+    Map<String, Object> latest = output.remote() ? remoteLatestState(output) : localLatestState();
+    if (latest == null) {
+      // A remote run's retry clears what its own first attempt published (RemoteRun's job marker).
+      return output.mode() == RunDirectory.Mode.FRESH && !output.remote()
+          ? output.in(RunDirectory.Mode.OVERWRITE)
+          : output;
     }
-    boolean ours = job.equals(Checkpoints.latestState(dir).get(JOB_KEY));
-    return ours ? spec.output().in(RunDirectory.Mode.RESUME) : spec.output();
+    return job.equals(latest.get(JOB_KEY)) ? output.in(RunDirectory.Mode.RESUME) : output;
+  }
+
+  private Map<String, Object> localLatestState() throws IOException {
+    Path dir = spec.output().path().toAbsolutePath().normalize();
+    return Files.exists(dir.resolve("checkpoints").resolve(Checkpoints.LATEST))
+        ? Checkpoints.latestState(dir)
+        : null;
+  }
+
+  private Map<String, Object> remoteLatestState(RunSpec.Output output) throws IOException {
+    Path local = RemoteRun.fetchLatest(output, hadoop.get());
+    if (local == null) {
+      return null;
+    }
+    try {
+      return Checkpoints.latestState(local);
+    } finally {
+      RemoteRun.deleteLocal(local);
+    }
+  }
+
+  /** The run's latest checkpoint, read where the run directory is. */
+  private Checkpoints.Loaded latestCheckpoint(RunSpec.Output output) throws IOException {
+    if (!output.remote()) {
+      return Checkpoints.loadLatest(output.path().toAbsolutePath().normalize());
+    }
+    Path local = RemoteRun.fetchLatest(output, hadoop.get());
+    if (local == null) {
+      throw new IOException(output.dir() + " has no checkpoint to resume from");
+    }
+    try {
+      return Checkpoints.loadLatest(local);
+    } finally {
+      RemoteRun.deleteLocal(local);
+    }
   }
 
   /**

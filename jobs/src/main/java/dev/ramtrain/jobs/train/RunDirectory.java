@@ -78,6 +78,13 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   private final Checkpoints.Loaded checkpoint;
   private final Map<String, Object> info = new TreeMap<>();
   private boolean previousPending;
+  private CheckpointPublisher publisher;
+
+  /** Hears of each checkpoint once it is saved and made the latest here. */
+  @FunctionalInterface
+  public interface CheckpointPublisher {
+    void publish(Path saved) throws IOException;
+  }
 
   private RunDirectory(
       Path dir,
@@ -190,6 +197,11 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
     return new MetricsLog(dir.resolve(METRICS), checkpoint != null);
   }
 
+  /** Has {@code p} hear of every checkpoint saved from now on (a remote copy publishing it). */
+  public void afterEachCheckpoint(CheckpointPublisher p) {
+    this.publisher = p;
+  }
+
   /** What every checkpoint's state.json records besides the loop's position. */
   public void recordInCheckpoints(Map<String, Object> info) {
     this.info.putAll(info);
@@ -204,6 +216,9 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
       deleteTree(dir.resolve(PREVIOUS));
       previousPending = false;
       LOG.info("the replaced run in {} is gone: this run has its first checkpoint", dir);
+    }
+    if (publisher != null) {
+      publisher.publish(saved);
     }
     return saved;
   }

@@ -128,8 +128,30 @@ public record RunSpec(
           dir, other, resumeAnyway && other == RunDirectory.Mode.RESUME, checkpointEvery);
     }
 
+    /**
+     * Whether the run directory is on a Hadoop filesystem other than this machine's disk: a URI
+     * with a scheme other than {@code file} (hdfs://, s3a://, ...).
+     */
+    public boolean remote() {
+      String scheme = scheme(dir);
+      return scheme != null && !scheme.equals("file");
+    }
+
+    /** The local run directory ({@code file:} URIs too); a remote one has none. */
     public Path path() {
-      return Path.of(dir);
+      if (remote()) {
+        throw new IllegalStateException(dir + " is not on this machine's filesystem");
+      }
+      return "file".equals(scheme(dir)) ? Path.of(java.net.URI.create(dir)) : Path.of(dir);
+    }
+
+    private static String scheme(String location) {
+      try {
+        String scheme = new java.net.URI(location).getScheme();
+        return scheme == null || scheme.length() < 2 ? null : scheme; // not a Windows drive
+      } catch (java.net.URISyntaxException e) {
+        return null; // a local path with characters a URI does not take
+      }
     }
   }
 

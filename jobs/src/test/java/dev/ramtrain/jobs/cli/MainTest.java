@@ -461,6 +461,46 @@ class MainTest {
             tmp.resolve("two/checkpoints/epoch-0003/model.safetensors"),
             tmp.resolve("recovered/checkpoints/epoch-0003/model.safetensors")));
 
+    // A run directory on another Hadoop filesystem (a stand-in for HDFS or S3A that java.nio
+    // cannot reach): rank 0 trains into a local copy and publishes each checkpoint, the other rank
+    // resumes from what was published, the driver writes the report there. The same weights.
+    Path remoteDir = tmp.resolve("remote-run");
+    Run remote =
+        run(
+            with(
+                common,
+                "-o",
+                "remote://" + remoteDir,
+                "--ranks",
+                "2",
+                "--master",
+                "local[2]",
+                "--set",
+                "ramtrain.train.checkpoint-every=3",
+                "--set",
+                "ramtrain.dist.fail-once-at-step=10"));
+    assertEquals(0, remote.status(), remote.err());
+    assertTrue(remote.out().contains("resuming from"), remote.out());
+    assertTrue(remote.out().contains("report remote:" + remoteDir), remote.out());
+    assertEquals(
+        -1L,
+        Files.mismatch(
+            tmp.resolve("two/checkpoints/epoch-0003/model.safetensors"),
+            remoteDir.resolve("checkpoints/epoch-0003/model.safetensors")));
+    assertEquals("epoch-0003", Files.readString(remoteDir.resolve("checkpoints/latest")).strip());
+    assertEquals(3, epochs(remoteDir).size());
+    assertTrue(Files.exists(remoteDir.resolve("report/index.html")));
+    try (var entries = Files.list(remoteDir.resolve("checkpoints"))) {
+      assertTrue(
+          entries.noneMatch(e -> e.getFileName().toString().startsWith(".publishing")),
+          "nothing half-published is left");
+    }
+    // A new run refuses a remote directory that holds one.
+    Run taken =
+        run(with(common, "-o", "remote://" + remoteDir, "--ranks", "2", "--master", "local[2]"));
+    assertEquals(Main.EXIT_USAGE, taken.status(), taken.err());
+    assertTrue(taken.err().contains("already holds a training run"), taken.err());
+
     // A rank's own error reaches the console, named by its rank (Spark's names none).
     Run again =
         run(
