@@ -42,8 +42,14 @@ public final class RunReports {
           false, metrics, new Path(local.resolve(RunDirectory.METRICS).toUri()), true);
       java.nio.file.Path index = TrainingRun.report(local, eval, classes);
       Path report = new Path(root, RunDirectory.REPORT);
-      fs.delete(report, true); // the run's own report folder, drawn again from its metrics
-      fs.copyFromLocalFile(false, true, new Path(index.getParent().toUri()), report);
+      fs.mkdirs(report);
+      // File by file: the report's own files are replaced, anything else there stays.
+      try (var files = Files.list(index.getParent())) {
+        for (java.nio.file.Path f : files.toList()) {
+          fs.copyFromLocalFile(
+              false, true, new Path(f.toUri()), new Path(report, f.getFileName().toString()));
+        }
+      }
       return new Path(report, index.getFileName().toString()).toString();
     } finally {
       RemoteRun.deleteLocal(local);
