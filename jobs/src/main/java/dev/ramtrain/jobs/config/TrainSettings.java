@@ -49,10 +49,12 @@ public final class TrainSettings {
 
   /**
    * {@code ramtrain.dist.*}: how many data-parallel ranks ({@link #AUTO_RANKS}: as the command
-   * decides), how long one waits for another, and the ZeRO stage (0: every rank keeps all optimizer
-   * state; 1: each keeps its share).
+   * decides), how long one waits for another, the ZeRO stage (0: every rank keeps all optimizer
+   * state; 1: each keeps its share), and whether each rank of {@code train} opens its own shards of
+   * the dataset or all of them.
    */
-  public record Dist(int ranks, java.time.Duration timeout, int zero, long failOnceAtStep)
+  public record Dist(
+      int ranks, java.time.Duration timeout, int zero, boolean ownShards, long failOnceAtStep)
       implements Serializable {
     /** The rank count given, or {@code auto} where {@code ramtrain.dist.ranks = auto}. */
     public int ranksOr(int auto) {
@@ -61,7 +63,7 @@ public final class TrainSettings {
 
     /** These settings with {@code n} ranks. */
     public Dist withRanks(int n) {
-      return new Dist(n, timeout, zero, failOnceAtStep);
+      return new Dist(n, timeout, zero, ownShards, failOnceAtStep);
     }
   }
 
@@ -81,7 +83,13 @@ public final class TrainSettings {
         "ramtrain.dist.zero",
         "1 partitions the host optimizer's state, which needs offloaded training"
             + " (ramtrain.offload.mode = on, --offload on)");
-    return new Dist(ranks, timeout, zero, c.longValue("ramtrain.dist.fail-once-at-step"));
+    String shards = c.string("ramtrain.dist.shards").strip();
+    require(
+        shards.equals("shared") || shards.equals("own"),
+        "ramtrain.dist.shards",
+        "must be shared or own, got '" + shards + "'");
+    return new Dist(
+        ranks, timeout, zero, shards.equals("own"), c.longValue("ramtrain.dist.fail-once-at-step"));
   }
 
   /** The run the settings describe. */

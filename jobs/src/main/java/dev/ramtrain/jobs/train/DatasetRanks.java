@@ -3,34 +3,67 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 
 /**
- * Ranks training on a committed dataset: every rank opens every shard and takes its share of each
- * global batch's positions (PyTorch's DistributedSampler), so N ranks follow single-process
- * training with the same global batch. The stage's input is just one slot per rank.
+ * Ranks training on a committed dataset. Without an assignment every rank opens every shard and
+ * takes its share of each global batch's positions (PyTorch's DistributedSampler), so N ranks
+ * follow single-process training with the same global batch. With one ({@code ramtrain.dist.shards
+ * = own}) each rank opens only the shards assigned to it and draws its batches from them, holding
+ * 1/N of the data. The stage's input is just one slot per rank.
  */
 final class DatasetRanks implements RankInputs<Integer> {
   private final HadoopConf hadoop; // the driver's: datasets on HDFS, S3A, ...
+  private final ShardAssignment assignment; // null: every rank opens every shard
+  private final long trainPerEpoch;
 
-  DatasetRanks(HadoopConf hadoop) {
+  DatasetRanks(HadoopConf hadoop, ShardAssignment assignment, long trainPerEpoch) {
     this.hadoop = hadoop;
+    this.assignment = assignment;
+    this.trainPerEpoch = trainPerEpoch;
   }
 
   @Override
   public Opened open(RunSpec spec, int rank, int world, Iterator<Integer> slot) throws IOException {
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, hadoop.get());
-    ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
+    ShardSet train = shards(ds, Manifest.TRAIN, rank);
     try {
-      ShardSet val = DatasetShards.open(ds, Manifest.VAL);
-      return new Opened(
-          spec.forRank(rank, world), new TrainingData(train, val, ds.manifest(), location));
+      ShardSet val = shards(ds, Manifest.VAL, rank);
+      RunSpec mine =
+          assignment == null
+              ? spec.forRank(rank, world)
+              : spec.forRankWithOwnShards(rank, world, trainPerEpoch);
+      return new Opened(mine, new TrainingData(train, val, ds.manifest(), location));
     } catch (IOException | RuntimeException e) {
       train.close();
       throw e;
     }
+  }
+
+  /** The shards of {@code split} this rank opens: all, or those assigned to it. */
+  private ShardSet shards(Dataset ds, String split, int rank) throws IOException {
+    if (assignment == null) {
+      return DatasetShards.open(ds, split);
+    }
+    Manifest m = ds.manifest();
+    List<ShardReader> readers = new ArrayList<>();
+    try {
+      List<Manifest.Shard> listed = m.split(split).shards();
+      for (int i = 0; i < listed.size(); i++) {
+        if (assignment.rankOf(split, i) == rank) {
+          readers.add(ds.openShard(listed.get(i), true));
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      readers.forEach(ShardReader::close);
+      throw e;
+    }
+    return new ShardSet(m.image().shape(), m.classes(), readers);
   }
 }

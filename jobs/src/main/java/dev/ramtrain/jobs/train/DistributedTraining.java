@@ -1,12 +1,15 @@
 package dev.ramtrain.jobs.train;
 
+import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.etl.spark.LiveProgress;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.TcpRing;
 import java.io.IOException;
@@ -26,6 +29,7 @@ import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.ExceptionFailure;
 import org.apache.spark.SparkConf;
@@ -92,12 +96,23 @@ public final class DistributedTraining<T>
    * Trains the ranks {@code dist} asks for as {@code spec} says, each opening every shard of the
    * committed dataset; the evaluation over all of them.
    */
-  public static EvalResult run(SparkSession spark, RunSpec spec, TrainSettings.Dist dist) {
+  public static EvalResult run(SparkSession spark, RunSpec spec, TrainSettings.Dist dist)
+      throws IOException {
     int world = dist.ranks();
     List<Integer> ranks = IntStream.range(0, world).boxed().toList();
     RDD<Integer> slots = new JavaSparkContext(spark.sparkContext()).parallelize(ranks, world).rdd();
-    DatasetRanks inputs =
-        new DatasetRanks(new HadoopConf(spark.sparkContext().hadoopConfiguration()));
+    Configuration conf = spark.sparkContext().hadoopConfiguration();
+    ShardAssignment assignment = null;
+    long trainPerEpoch = 0;
+    if (dist.ownShards()) {
+      spec.forRank(0, world); // an uneven batch split is refused first, as the stage does
+      Manifest manifest = Dataset.open(spec.data().requireLocation(), conf).manifest();
+      assignment = ShardAssignment.of(manifest, world);
+      assignment.requireABatchPerRank(spec.batchSize());
+      boolean pad = spec.data().train().sampling().remainder() == LoaderOptions.Remainder.PAD;
+      trainPerEpoch = assignment.trainPerEpoch(pad);
+    }
+    DatasetRanks inputs = new DatasetRanks(new HadoopConf(conf), assignment, trainPerEpoch);
     return run(slots, inputs, spec, dist, "data-parallel ranks");
   }
 

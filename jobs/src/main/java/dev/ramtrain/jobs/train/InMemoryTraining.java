@@ -2,7 +2,6 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.ShardResult;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.LoaderOptions;
@@ -49,7 +48,7 @@ public final class InMemoryTraining {
     int world = dist.ranksOr(Math.max(1, executors));
     spec.forRank(0, world); // an uneven batch split is a usage error before anything starts
     ShardAssignment assignment = ShardAssignment.of(placed, world);
-    requireABatchPerRank(spec, assignment);
+    assignment.requireABatchPerRank(spec.batchSize());
     boolean pad = spec.data().train().sampling().remainder() == LoaderOptions.Remainder.PAD;
     JavaRDD<ShardResult> byRank =
         shards
@@ -76,23 +75,6 @@ public final class InMemoryTraining {
     }
     return new Result(
         eval, world, assignment.moved(), traffic.bytesRead(), traffic.remoteBytesRead());
-  }
-
-  /** Fails, naming the keys, where a rank holds fewer train samples than its share of a batch. */
-  private static void requireABatchPerRank(RunSpec spec, ShardAssignment assignment) {
-    int world = assignment.world();
-    long perRankBatch = spec.batchSize() / world;
-    for (int r = 0; r < world; r++) {
-      long rows = assignment.rows(dev.ramtrain.format.Manifest.TRAIN, r);
-      if (rows < perRankBatch) {
-        throw new ConfigException(
-            String.format(
-                "ramtrain.dist.ranks = %d: rank %d holds %d train samples of the in-memory shards,"
-                    + " fewer than its share of a batch (ramtrain.train.batch-size %d / %d ranks);"
-                    + " use fewer ranks, a smaller batch, or more shards (ramtrain.etl.shard-size)",
-                world, r, rows, spec.batchSize(), world));
-      }
-    }
   }
 
   /** Sends each shard to the partition of the rank assigned to it. */

@@ -2,6 +2,8 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.spark.ShardResult;
 import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ShardStats;
+import dev.ramtrain.jobs.config.ConfigException;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -106,6 +108,45 @@ public final class ShardAssignment implements Serializable {
     return shards.stream().mapToLong(s -> s.stats().rows()).sum();
   }
 
+  /**
+   * Assigns the shards of a committed dataset ({@code manifest}) to {@code world} ranks, balanced
+   * by samples: no executor holds them, every rank reads its own from the dataset's storage.
+   */
+  public static ShardAssignment of(Manifest manifest, int world) {
+    List<ShardResult> shards = new ArrayList<>();
+    for (String split : List.of(Manifest.TRAIN, Manifest.VAL)) {
+      List<Manifest.Shard> listed = manifest.split(split).shards();
+      for (int i = 0; i < listed.size(); i++) {
+        Manifest.Shard s = listed.get(i);
+        ShardStats stats = new ShardStats(s.rows(), s.bytes(), 0, s.classCounts());
+        shards.add(new ShardResult(split, i, s.rows(), stats, List.of(), null, STORAGE));
+      }
+    }
+    return of(shards, world);
+  }
+
+  /** Where a committed dataset's shards are: the same for all, so balancing alone places them. */
+  private static final String STORAGE = "storage";
+
+  /**
+   * Fails, naming the keys, where a rank holds fewer train samples than its share of a batch of
+   * {@code batchSize}.
+   */
+  public void requireABatchPerRank(int batchSize) {
+    long perRankBatch = batchSize / world;
+    for (int r = 0; r < world; r++) {
+      long held = rows(Manifest.TRAIN, r);
+      if (held < perRankBatch) {
+        throw new ConfigException(
+            String.format(
+                "ramtrain.dist.ranks = %d: rank %d holds %d train samples of its own shards,"
+                    + " fewer than its share of a batch (ramtrain.train.batch-size %d / %d ranks);"
+                    + " use fewer ranks, a smaller batch, or more shards (ramtrain.etl.shard-size)",
+                world, r, held, batchSize, world));
+      }
+    }
+  }
+
   /** Executor ids in number order ("driver", local mode's only one, first). */
   private static final Comparator<String> EXECUTOR_ORDER =
       Comparator.comparing((String id) -> id.chars().allMatch(Character::isDigit))
@@ -123,6 +164,11 @@ public final class ShardAssignment implements Serializable {
   /** The rank that trains on {@code shard}, or -1 for a shard with no rows (nobody reads it). */
   public int rankOf(ShardResult shard) {
     return rankOf(key(shard));
+  }
+
+  /** The rank of shard {@code shard} of {@code split}, or -1. */
+  public int rankOf(String split, int shard) {
+    return rankOf(split + "/" + shard);
   }
 
   /** The rank of the shard with {@link #key}, or -1. */

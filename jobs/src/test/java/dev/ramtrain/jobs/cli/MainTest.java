@@ -461,6 +461,39 @@ class MainTest {
             tmp.resolve("two/checkpoints/epoch-0003/model.safetensors"),
             tmp.resolve("recovered/checkpoints/epoch-0003/model.safetensors")));
 
+    // Own shards: each rank opens only the shards assigned to it, together all of the dataset.
+    Run own =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("own").toString(),
+                "--ranks",
+                "2",
+                "--master",
+                "local[2]",
+                "--set",
+                "ramtrain.dist.shards=own"));
+    assertEquals(0, own.status(), own.err());
+    java.util.regex.Matcher opened =
+        java.util.regex.Pattern.compile("on " + dataset + ": (\\d+) train / (\\d+) val samples")
+            .matcher(own.out());
+    int[] train = new int[2];
+    int[] val = new int[2];
+    for (int r = 0; r < 2; r++) {
+      assertTrue(opened.find(), own.out());
+      train[r] = Integer.parseInt(opened.group(1));
+      val[r] = Integer.parseInt(opened.group(2));
+    }
+    java.util.regex.Matcher whole =
+        java.util.regex.Pattern.compile("on " + dataset + ": (\\d+) train / (\\d+) val samples")
+            .matcher(one.out());
+    assertTrue(whole.find(), one.out());
+    assertEquals(Integer.parseInt(whole.group(1)), train[0] + train[1], own.out());
+    assertEquals(Integer.parseInt(whole.group(2)), val[0] + val[1], own.out());
+    assertTrue(train[0] > 0 && train[1] > 0, own.out());
+    assertEquals(3, epochs(tmp.resolve("own")).size());
+
     // A run directory on another Hadoop filesystem (a stand-in for HDFS or S3A that java.nio
     // cannot reach): rank 0 trains into a local copy and publishes each checkpoint, the other rank
     // resumes from what was published, the driver writes the report there. The same weights.
