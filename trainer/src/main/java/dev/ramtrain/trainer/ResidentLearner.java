@@ -3,10 +3,10 @@ package dev.ramtrain.trainer;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
-import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.dist.GradientExchange;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.optim.Optimizer;
 import java.util.Map;
@@ -15,10 +15,9 @@ import java.util.Map;
  * Weights, gradients and optimizer state all on the device: backward, gradient clipping and one
  * optimizer kernel over the whole parameter slab. Owns the model and the optimizer.
  *
- * <p>Data parallel, the gradient slab goes to pinned host memory after backward, is averaged over
- * the ranks there and comes back before clipping, so every rank clips and updates the same
- * gradient. (The offloaded learner, whose gradients land on the host anyway, averages layer by
- * layer while backward goes on.)
+ * <p>Data parallel, each layer's gradients go to pinned host memory as soon as its backward has
+ * run, are averaged over the ranks there while the earlier layers' backward goes on, and come back
+ * before clipping ({@link GradientExchange}), so every rank clips and updates the same gradient.
  */
 public final class ResidentLearner implements Learner {
   private final Backend backend;
@@ -27,7 +26,7 @@ public final class ResidentLearner implements Learner {
   private final float clipNorm;
   private final DeviceBuffer gradNorm;
   private final DataParallel ranks;
-  private final HostBuffer exchange; // null: one rank
+  private final GradientExchange exchange; // null: one rank
 
   /** {@code clipNorm} 0: no clipping. */
   public ResidentLearner(Backend backend, Model model, Optimizer optimizer, float clipNorm) {
@@ -43,10 +42,7 @@ public final class ResidentLearner implements Learner {
     this.clipNorm = clipNorm;
     this.ranks = ranks;
     this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
-    this.exchange =
-        ranks.worldSize() == 1
-            ? null
-            : backend.allocateHost("grad-exchange", model.parameters().grads().bytes());
+    this.exchange = ranks.worldSize() == 1 ? null : new GradientExchange(backend, model, ranks);
   }
 
   @Override
@@ -67,14 +63,11 @@ public final class ResidentLearner implements Learner {
 
   @Override
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
-    model.backward(compute, dlogits, batch);
-    if (exchange != null) {
-      DeviceBuffer grads = model.parameters().grads();
-      long bytes = exchange.bytes();
-      backend.copy(grads, exchange, 0, bytes, compute);
-      compute.synchronize();
-      ranks.averageGradients(exchange.asByteBuffer());
-      backend.copy(exchange, 0, grads, bytes, compute);
+    if (exchange == null) {
+      model.backward(compute, dlogits, batch);
+    } else {
+      model.backward(compute, dlogits, batch, layer -> exchange.layerDone(compute, layer));
+      exchange.finish(compute);
     }
     if (clipNorm > 0) {
       backend.clipGradNorm(compute, model.parameters().grads(), clipNorm, gradNorm);
@@ -103,7 +96,7 @@ public final class ResidentLearner implements Learner {
     try (model;
         optimizer;
         gradNorm;
-        HostBuffer closedExchange = exchange) {
+        GradientExchange closedExchange = exchange) {
       // closes in reverse order
     }
   }

@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.cuda.EmulatorFaults;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.LoaderOptions;
@@ -82,14 +84,14 @@ class DataParallelTrainingTest {
       long pinnedBytes) {}
 
   @ParameterizedTest
-  @CsvSource({"false,0", "false,1", "true,0", "true,1"})
-  void twoRanksMatchOneProcessWithTheSameGlobalBatch(boolean offloaded, float clip)
+  @CsvSource({"false,0,false", "false,1,false", "true,0,false", "true,1,false", "false,1,true"})
+  void twoRanksMatchOneProcessWithTheSameGlobalBatch(boolean offloaded, float clip, boolean cuda)
       throws Exception {
-    Outcome single = run(offloaded, clip, DataParallel.single());
+    Outcome single = run(offloaded, clip, DataParallel.single(), cuda);
     List<DataParallel> two = ring(2, false);
     List<Future<Outcome>> running = new ArrayList<>();
     for (DataParallel rank : two) {
-      running.add(ranks.submit(() -> run(offloaded, clip, rank)));
+      running.add(ranks.submit(() -> run(offloaded, clip, rank, cuda)));
     }
     Outcome rank0 = running.get(0).get(120, TimeUnit.SECONDS);
     Outcome rank1 = running.get(1).get(120, TimeUnit.SECONDS);
@@ -213,10 +215,19 @@ class DataParallelTrainingTest {
   }
 
   private Outcome run(boolean offloaded, float clip, DataParallel dp) throws Exception {
+    return run(offloaded, clip, dp, false);
+  }
+
+  /** On the CPU backend, or with {@code cuda} on the CUDA backend over the driver emulator. */
+  private Outcome run(boolean offloaded, float clip, DataParallel dp, boolean cuda)
+      throws Exception {
     int world = dp.worldSize();
     int batch = GLOBAL_BATCH / world;
     LoaderOptions.Rank rank = new LoaderOptions.Rank(dp.rank(), world);
-    try (Backend b = new CpuBackend(1);
+    try (Backend b =
+            cuda
+                ? EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 1))
+                : new CpuBackend(1);
         DataLoader trainLoader =
             new DataLoader(
                 b,

@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntConsumer;
 
 /**
  * A stack of layers over one parameter slab: forward runs the layers in order, backward in reverse.
@@ -125,9 +126,18 @@ public final class Model implements Network, AutoCloseable {
 
   /** Backward from dL/dlogits; gradients accumulate into the slab (zero it each step). */
   public void backward(Stream stream, DeviceBuffer dlogits, int batch) {
+    backward(stream, dlogits, batch, layer -> {});
+  }
+
+  /**
+   * Backward, telling {@code done} of each layer (by index, last first) once its backward is
+   * enqueued: its parameters' gradients are final when the stream gets there.
+   */
+  public void backward(Stream stream, DeviceBuffer dlogits, int batch, IntConsumer done) {
     DeviceBuffer g = dlogits;
     for (int i = layers.size() - 1; i >= 0; i--) {
       g = layers.get(i).backward(stream, g, batch, i > 0);
+      done.accept(i);
     }
   }
 
