@@ -1,0 +1,104 @@
+package dev.ramtrain.trainer.dist;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.cuda.EmulatorFaults;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Buckets of any size average the whole slab: each rank fills its gradients with values of its own,
+ * announces the layers as backward would (last first), and ends with (g0 + g1) / 2 in every
+ * element, computed here independently.
+ */
+class GradientExchangeTest {
+  private static final String SPEC = "mlp:12-8-6-4-3";
+
+  @ParameterizedTest
+  @CsvSource({"1,false", "200,false", "400,false", "26214400,false", "1,true", "200,true"})
+  void everyBucketSizeAveragesTheWholeSlab(long bucketBytes, boolean cuda) throws Exception {
+    ExecutorService threads = Executors.newCachedThreadPool();
+    List<ServerSocketChannel> listeners = new ArrayList<>();
+    List<InetSocketAddress> addresses = new ArrayList<>();
+    for (int r = 0; r < 2; r++) {
+      listeners.add(TcpRing.listen(InetAddress.getLoopbackAddress()));
+      addresses.add((InetSocketAddress) listeners.get(r).getLocalAddress());
+    }
+    byte[] secret = "a secret of sixteen bytes or more".getBytes();
+    List<Future<float[]>> ranks = new ArrayList<>();
+    for (int r = 0; r < 2; r++) {
+      int rank = r;
+      ranks.add(
+          threads.submit(
+              () -> {
+                try (DataParallel dp =
+                    DataParallel.join(
+                        rank,
+                        addresses,
+                        listeners.get(rank),
+                        secret,
+                        Duration.ofSeconds(30),
+                        false)) {
+                  return exchanged(dp, bucketBytes, cuda);
+                }
+              }));
+    }
+    float[] rank0 = ranks.get(0).get(60, TimeUnit.SECONDS);
+    float[] rank1 = ranks.get(1).get(60, TimeUnit.SECONDS);
+    for (ServerSocketChannel l : listeners) {
+      l.close();
+    }
+    threads.shutdown();
+    float[] expected = new float[rank0.length];
+    for (int i = 0; i < expected.length; i++) {
+      expected[i] = (gradient(0, i) + gradient(1, i)) * 0.5f;
+    }
+    assertArrayEquals(expected, rank0);
+    assertArrayEquals(expected, rank1);
+  }
+
+  /** Rank {@code rank}'s made-up gradient of element {@code i}. */
+  private static float gradient(int rank, int i) {
+    return (rank + 1) * 0.25f + i * 0.125f;
+  }
+
+  /** On the CPU backend, or the CUDA backend over the driver emulator. */
+  private static float[] exchanged(DataParallel dp, long bucketBytes, boolean cuda) {
+    try (Backend backend =
+            cuda
+                ? EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 1))
+                : new CpuBackend(1);
+        Stream compute = backend.createStream("compute");
+        Model model = Model.build(SPEC, ModelSpec.parse(SPEC), backend, compute, 2, 1);
+        GradientExchange exchange = new GradientExchange(backend, model, dp, bucketBytes)) {
+      int n = (int) model.parameters().grads().count();
+      float[] mine = new float[n];
+      for (int i = 0; i < n; i++) {
+        mine[i] = gradient(dp.rank(), i);
+      }
+      Checkpoints.upload(backend, compute, model.parameters().grads(), mine);
+      for (int layer = model.layers().size() - 1; layer >= 0; layer--) {
+        exchange.layerDone(compute, layer);
+      }
+      exchange.finish(compute);
+      return Checkpoints.download(backend, compute, model.parameters().grads());
+    }
+  }
+}
