@@ -187,6 +187,14 @@ final class StandaloneCluster implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+    // The links this class made to the Maven repository's jars (JUnit warns of each it meets).
+    try (Stream<Path> jars = Files.list(home.resolve("jars"))) {
+      for (Path link : jars.filter(Files::isSymbolicLink).toList()) {
+        Files.delete(link);
+      }
+    } catch (IOException e) {
+      // the temporary folder's cleanup removes them then
+    }
   }
 
   /**
