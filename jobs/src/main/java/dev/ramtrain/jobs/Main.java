@@ -9,6 +9,7 @@ import dev.ramtrain.jobs.cli.PlanCommand;
 import dev.ramtrain.jobs.cli.PredictCommand;
 import dev.ramtrain.jobs.cli.PreprocessCommand;
 import dev.ramtrain.jobs.cli.TrainCommand;
+import java.util.concurrent.Callable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
@@ -32,7 +33,7 @@ import picocli.CommandLine.Command;
       PlanCommand.class,
       CommandLine.HelpCommand.class
     })
-public final class Main implements Runnable {
+public final class Main implements Callable<Integer> {
   /** The full trace of a failure goes here: to the log file only, never the console. */
   private static final Logger FAILURE = LoggerFactory.getLogger("dev.ramtrain.failure");
 
@@ -45,9 +46,11 @@ public final class Main implements Runnable {
   /** Exit status for a failed run (bad data, I/O). */
   public static final int EXIT_FAILURE = 1;
 
+  /** No command given: the usage, as a usage error. */
   @Override
-  public void run() {
-    CommandLine.usage(this, System.out);
+  public Integer call() {
+    CommandLine.usage(this, System.err);
+    return EXIT_USAGE;
   }
 
   public static void main(String[] args) {
@@ -61,6 +64,16 @@ public final class Main implements Runnable {
    */
   public static int run(String... args) {
     CommandLine cli = new CommandLine(new Main());
+    // A bad flag or value: one line naming it and where the help is, not the whole usage.
+    cli.setParameterExceptionHandler(
+        (e, badArgs) -> {
+          CommandLine where = e.getCommandLine();
+          String name = where.getCommandSpec().qualifiedName();
+          where.getErr().println(name + ": error: " + e.getMessage());
+          CommandLine.UnmatchedArgumentException.printSuggestions(e, where.getErr());
+          where.getErr().println("see '" + name + " --help'");
+          return EXIT_USAGE;
+        });
     cli.setExecutionExceptionHandler(
         (e, commandLine, parseResult) -> {
           FAILURE.error("ramtrain {} failed", commandLine.getCommandName(), e);

@@ -30,11 +30,13 @@ import picocli.CommandLine.Option;
 @Command(
     name = "demo",
     mixinStandardHelpOptions = true,
+    header = "Generate, preprocess and train in one Spark application.",
     description = {
-      "The whole pipeline in one Spark application on a generated dataset: generate shapes images,",
-      "preprocess them into in-memory Arrow shards, train a CNN in a Spark barrier stage (one rank",
-      "per executor, on the shards cached there), and write the report (curves and confusion",
-      "matrix). Any setting can be changed with --set, e.g. --set ramtrain.train.epochs=3."
+      "The whole pipeline in one Spark application on a generated dataset: generate "
+          + "shapes images, preprocess them into in-memory Arrow shards, train a CNN in a "
+          + "Spark barrier stage (one rank per executor, on the shards cached there), and "
+          + "write the report (curves and confusion matrix). Any setting can be changed with "
+          + "--set, e.g. --set ramtrain.train.epochs=3."
     })
 public final class DemoCommand implements Callable<Integer> {
   /** The demo's CNN without its class count, which comes from the generated dataset. */

@@ -36,9 +36,11 @@ import picocli.CommandLine.Option;
 @Command(
     name = "evaluate",
     mixinStandardHelpOptions = true,
+    header = "Evaluate a checkpoint on a dataset split.",
     description = {
-      "Evaluate a checkpoint on a dataset split: accuracy, loss, per-class accuracy and a confusion",
-      "matrix PNG. The model, image shape and normalization come from the checkpoint.",
+      "Evaluate a checkpoint on a dataset split: accuracy, loss, per-class accuracy and "
+          + "a confusion matrix PNG. The model, image shape and normalization come from the "
+          + "checkpoint.",
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class EvaluateCommand implements Callable<Integer> {

@@ -17,6 +17,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "generate",
     mixinStandardHelpOptions = true,
+    header = "Write the generated shapes dataset.",
     description = {
       "Write the generated shapes dataset (JPEG and PNG in class folders).",
       "Runs in this process, on the driver: --master does not distribute it."

@@ -20,8 +20,10 @@ import picocli.CommandLine.Parameters;
 @Command(
     name = "inspect",
     mixinStandardHelpOptions = true,
+    header = "Summarize a dataset and draw a contact sheet of its samples.",
     description = {
-      "Print a dataset's manifest summary and class histogram, and draw a contact sheet PNG of samples.",
+      "Print a dataset's manifest summary and class histogram, and draw a contact sheet "
+          + "PNG of samples.",
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class InspectCommand implements Callable<Integer> {

@@ -20,11 +20,13 @@ import picocli.CommandLine.Option;
 @Command(
     name = "pipeline",
     mixinStandardHelpOptions = true,
+    header = "Preprocess into executor memory and train there.",
     description = {
-      "Preprocess a raw dataset into in-memory Arrow shards on the executors and train on them in",
-      "the same Spark application: one data-parallel rank per executor holding shards (or",
-      "--ranks), each training on the shards cached where it runs. Only the run directory is",
-      "written. With --master the whole job runs on that cluster."
+      "Preprocess a raw dataset into in-memory Arrow shards on the executors and train "
+          + "on them in the same Spark application: one data-parallel rank per executor "
+          + "holding shards (or --ranks), each training on the shards cached where it runs. "
+          + "Only the run directory is written. With --master the whole job runs on that "
+          + "cluster."
     })
 public final class PipelineCommand implements Callable<Integer> {
   @Mixin CommonOptions common;

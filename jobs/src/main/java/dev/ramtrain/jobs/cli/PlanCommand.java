@@ -26,11 +26,13 @@ import picocli.CommandLine.Option;
 @Command(
     name = "plan",
     mixinStandardHelpOptions = true,
+    header = "Plan a model's placement for a device memory budget.",
     description = {
-      "Plan a model's placement for a device memory budget: resident or offloaded (optimizer on the",
-      "host, layers resident or streamed), device and pinned host memory, bytes copied per step,",
-      "predicted step time resident vs streamed, and the batch from which copies hide behind",
-      "compute. Layer memory is measured by binding each layer on the CPU backend.",
+      "Plan a model's placement for a device memory budget: resident or offloaded "
+          + "(optimizer on the host, layers resident or streamed), device and pinned host "
+          + "memory, bytes copied per step, predicted step time resident vs streamed, and the "
+          + "batch from which copies hide behind compute. Layer memory is measured by binding "
+          + "each layer on the CPU backend.",
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class PlanCommand implements Callable<Integer> {

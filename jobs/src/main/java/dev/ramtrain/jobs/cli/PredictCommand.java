@@ -40,11 +40,13 @@ import picocli.CommandLine.Parameters;
 @Command(
     name = "predict",
     mixinStandardHelpOptions = true,
+    header = "Classify image files with a checkpoint, as CSV.",
     description = {
-      "Classify image files with a checkpoint; writes CSV: path, predicted class, its probability,",
-      "every class's probability, and an error column for files that cannot be read. Images go",
-      "through the preprocessing's decode and resize (mode and decoder recorded in the checkpoint)",
-      "and the training run's normalization, so serving sees what training saw.",
+      "Classify image files with a checkpoint; writes CSV: path, predicted class, its "
+          + "probability, every class's probability, and an error column for files that "
+          + "cannot be read. Images go through the preprocessing's decode and resize (mode "
+          + "and decoder recorded in the checkpoint) and the training run's normalization, so "
+          + "serving sees what training saw.",
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class PredictCommand implements Callable<Integer> {

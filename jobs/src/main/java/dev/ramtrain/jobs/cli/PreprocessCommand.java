@@ -18,10 +18,11 @@ import picocli.CommandLine.Option;
 @Command(
     name = "preprocess",
     mixinStandardHelpOptions = true,
+    header = "Preprocess raw images into a committed dataset of Arrow shards.",
     description = {
-      "Decode, resize and augment a raw dataset into Arrow shards with Spark, and commit them",
-      "atomically to a dataset directory (manifest.json last). Sources: image folders, Parquet",
-      "tables, MNIST-family idx files, CIFAR-10 binaries."
+      "Decode, resize and augment a raw dataset into Arrow shards with Spark, and "
+          + "commit them atomically to a dataset directory (manifest.json last). Sources: "
+          + "image folders, Parquet tables, MNIST-family idx files, CIFAR-10 binaries."
     })
 public final class PreprocessCommand implements Callable<Integer> {
   @Mixin CommonOptions common;

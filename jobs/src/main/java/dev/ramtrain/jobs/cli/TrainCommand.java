@@ -30,8 +30,11 @@ import picocli.CommandLine.Option;
 @Command(
     name = "train",
     mixinStandardHelpOptions = true,
-    description =
-        "Train a model on a preprocessed dataset (its train split), evaluating on its val split each epoch.")
+    header = "Train a model on a preprocessed dataset.",
+    description = {
+      "Train a model on a preprocessed dataset (its train split), evaluating on its val "
+          + "split each epoch."
+    })
 public final class TrainCommand implements Callable<Integer> {
   @Mixin CommonOptions common;
 

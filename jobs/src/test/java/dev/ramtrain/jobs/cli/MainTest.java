@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.cli;
 import static dev.ramtrain.jobs.RunMetrics.epochs;
 import static dev.ramtrain.jobs.RunMetrics.figure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.jobs.Main;
@@ -685,6 +686,46 @@ class MainTest {
     List<String> all = new java.util.ArrayList<>(common);
     all.addAll(List.of(more));
     return all.toArray(String[]::new);
+  }
+
+  /** No command is a usage error; the command list gives each command's whole summary. */
+  @Test
+  void noCommandPrintsTheCommandsAndExitsWithUsageStatus() {
+    Run r = run();
+    assertEquals(Main.EXIT_USAGE, r.status());
+    List<String> commands =
+        List.of(
+            "generate",
+            "preprocess",
+            "inspect",
+            "demo",
+            "pipeline",
+            "train",
+            "evaluate",
+            "predict",
+            "plan");
+    for (String command : commands) {
+      java.util.regex.Matcher line =
+          java.util.regex.Pattern.compile("(?m)^  " + command + " +(.+)$").matcher(r.err());
+      assertTrue(line.find(), command + " listed:\n" + r.err());
+      assertTrue(line.group(1).endsWith("."), "a whole sentence: " + line.group(0));
+    }
+  }
+
+  /** A bad value: one line naming the option and the value, and where the help is. */
+  @Test
+  void aBadValueIsOneLineNotTheWholeUsage() {
+    Run r = run("train", "--epochs", "abc");
+    assertEquals(Main.EXIT_USAGE, r.status());
+    assertEquals(
+        List.of(
+            "ramtrain train: error: Invalid value for option '--epochs': 'abc' is not an int",
+            "see 'ramtrain train --help'"),
+        r.err().strip().lines().toList());
+    Run typo = run("trian");
+    assertEquals(Main.EXIT_USAGE, typo.status());
+    assertTrue(typo.err().contains("Did you mean: ramtrain plan or ramtrain train?"), typo.err());
+    assertFalse(typo.err().contains("Usage:"), typo.err());
   }
 
   @Test
