@@ -4,6 +4,7 @@ import dev.ramtrain.jobs.cli.DemoCommand;
 import dev.ramtrain.jobs.cli.EvaluateCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;
 import dev.ramtrain.jobs.cli.InspectCommand;
+import dev.ramtrain.jobs.cli.OptionDefaults;
 import dev.ramtrain.jobs.cli.PipelineCommand;
 import dev.ramtrain.jobs.cli.PlanCommand;
 import dev.ramtrain.jobs.cli.PredictCommand;
@@ -64,6 +65,8 @@ public final class Main implements Callable<Integer> {
    */
   public static int run(String... args) {
     CommandLine cli = new CommandLine(new Main());
+    OptionDefaults.show(cli);
+    cli.setUsageHelpAutoWidth(true); // the terminal's width where it is known
     // A bad flag or value: one line naming it and where the help is, not the whole usage.
     cli.setParameterExceptionHandler(
         (e, badArgs) -> {

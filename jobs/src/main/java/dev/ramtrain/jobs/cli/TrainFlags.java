@@ -29,6 +29,40 @@ public final class TrainFlags {
   Double lr;
 
   @Option(
+      names = "--weight-decay",
+      description = "Decoupled weight decay, AdamW's (ramtrain.train.weight-decay).")
+  Double weightDecay;
+
+  @Option(
+      names = "--schedule",
+      description =
+          "Learning-rate schedule: constant, step, cosine or one-cycle (ramtrain.train.schedule).")
+  String schedule;
+
+  @Option(
+      names = "--clip-norm",
+      description = "Clip the gradient norm to this; 0: off (ramtrain.train.clip-norm).")
+  Double clipNorm;
+
+  @Option(
+      names = "--label-smoothing",
+      description = "Label smoothing of the cross-entropy loss (ramtrain.train.label-smoothing).")
+  Double labelSmoothing;
+
+  @Option(
+      names = "--precision",
+      description = "fp32 or bf16 (autocast-style mixed precision) (ramtrain.train.precision).")
+  String precision;
+
+  @Option(names = "--workers", description = "Data-loader worker threads (ramtrain.train.workers).")
+  Integer workers;
+
+  @Option(
+      names = "--prefetch",
+      description = "Batches the loader prepares ahead (ramtrain.train.prefetch).")
+  Integer prefetch;
+
+  @Option(
       names = "--ranks",
       description =
           "Data-parallel ranks, one trainer task each in a Spark barrier stage; --batch-size is"
@@ -64,6 +98,13 @@ public final class TrainFlags {
     f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
     f.put("ramtrain.train.optimizer", optimizer);
     f.put("ramtrain.train.lr", CommonOptions.text(lr));
+    f.put("ramtrain.train.weight-decay", CommonOptions.text(weightDecay));
+    f.put("ramtrain.train.schedule", schedule);
+    f.put("ramtrain.train.clip-norm", CommonOptions.text(clipNorm));
+    f.put("ramtrain.train.label-smoothing", CommonOptions.text(labelSmoothing));
+    f.put("ramtrain.train.precision", precision);
+    f.put("ramtrain.train.workers", CommonOptions.text(workers));
+    f.put("ramtrain.train.prefetch", CommonOptions.text(prefetch));
     f.put("ramtrain.dist.ranks", CommonOptions.text(ranks));
     f.put("ramtrain.offload.mode", offload);
     f.put("ramtrain.offload.budget", deviceBudget);

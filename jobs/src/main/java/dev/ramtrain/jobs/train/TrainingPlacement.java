@@ -70,9 +70,14 @@ public final class TrainingPlacement {
     if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
       backend.reserve(plan.deviceBytes()); // the run's device memory in one allocation
       backend.resetPeakAllocatedBytes();
+      // The CPU backend's "device" is host memory: say so instead of naming a device budget.
+      String budgetText =
+          backend.sharesHostCores()
+              ? PlacementPlan.bytes(budget) + " of host memory (the cpu backend's device)"
+              : "a " + PlacementPlan.bytes(budget) + " device budget";
       System.out.printf(
-          "placement: resident (%s of a %s device budget; ramtrain.offload.mode=auto)%n",
-          PlacementPlan.bytes(plan.deviceBytes()), PlacementPlan.bytes(budget));
+          "placement: resident (%s of %s; ramtrain.offload.mode=auto)%n",
+          PlacementPlan.bytes(plan.deviceBytes()), budgetText);
       return resident(spec, model, clipNorm, backend, setup, ranks);
     }
     DeviceProfile profile =

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.Learner;
@@ -88,6 +89,15 @@ public final class TrainingRun {
     try (Backend backend = Backends.open(spec.backend());
         DataLoader trainLoader = new DataLoader(backend, train, spec.data().train());
         DataLoader valLoader = new DataLoader(backend, val, spec.data().eval())) {
+      if (trainLoader.batchesPerEpoch() == 0) {
+        throw new ConfigException(
+            String.format(
+                "ramtrain.train.batch-size = %d: the %,d train samples%s make no full batch"
+                    + " (ramtrain.train.remainder = drop); use a smaller --batch-size",
+                spec.batchSize(),
+                trainLoader.samples(),
+                ranks.worldSize() > 1 ? " this rank holds" : ""));
+      }
       TrainOptions options = spec.loop();
       if (!options.normalizationGiven()) { // a resumed run keeps what its first epoch measured
         Normalization n =

@@ -182,6 +182,8 @@ class MainTest {
             tmp.resolve("small").toString(),
             "--model",
             "mlp:768-32-3",
+            "--batch-size",
+            "8",
             "--offload",
             "on",
             "--device-budget",
@@ -709,6 +711,102 @@ class MainTest {
           java.util.regex.Pattern.compile("(?m)^  " + command + " +(.+)$").matcher(r.err());
       assertTrue(line.find(), command + " listed:\n" + r.err());
       assertTrue(line.group(1).endsWith("."), "a whole sentence: " + line.group(0));
+    }
+  }
+
+  /**
+   * The knobs a PyTorch user looks for are flags, each showing its default in --help, and they
+   * reach the run (its checkpoint's settings).
+   */
+  @Test
+  void pytorchKnobsAreFlagsWithTheirDefaultsShown() throws Exception {
+    Run help = run("train", "--help");
+    assertEquals(0, help.status());
+    String text = help.out().replaceAll("\\s+", " ");
+    for (String shown :
+        List.of(
+            "(ramtrain.train.epochs). Default: 5.",
+            "--weight-decay",
+            "--schedule",
+            "--clip-norm",
+            "--label-smoothing",
+            "--precision",
+            "--workers",
+            "--prefetch")) {
+      assertTrue(text.contains(shown), shown + " in\n" + help.out());
+    }
+    assertTrue(text.matches(".*weight-decay\\)\\. Default: 0\\.01\\..*"), help.out());
+
+    Path images = shapes(tmp.resolve("images"));
+    Path dataset = tmp.resolve("ds");
+    assertEquals(
+        0,
+        run(
+                "preprocess",
+                "-i",
+                images.toString(),
+                "-o",
+                dataset.toString(),
+                "--height",
+                "8",
+                "--width",
+                "8")
+            .status());
+    // The default batch of 256 is more than the dataset's train split: a usage error naming the
+    // key, not a schedule's internal complaint.
+    Run tooBig =
+        run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            tmp.resolve("big").toString(),
+            "--model",
+            "mlp:192-8-3",
+            "--schedule",
+            "cosine");
+    assertEquals(Main.EXIT_USAGE, tooBig.status(), tooBig.err());
+    assertTrue(tooBig.err().contains("ramtrain.train.batch-size = 256: the "), tooBig.err());
+    assertTrue(tooBig.err().contains("make no full batch"), tooBig.err());
+    Run r =
+        run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            tmp.resolve("run").toString(),
+            "--model",
+            "mlp:192-8-3",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "16",
+            "--weight-decay",
+            "0.05",
+            "--schedule",
+            "cosine",
+            "--clip-norm",
+            "1",
+            "--label-smoothing",
+            "0.1",
+            "--precision",
+            "bf16",
+            "--workers",
+            "1",
+            "--prefetch",
+            "2");
+    assertEquals(0, r.status(), r.err());
+    String state =
+        Files.readString(tmp.resolve("run/checkpoints/epoch-0001/state.json"))
+            .replaceAll("\\s", "");
+    for (String setting :
+        List.of(
+            "\"ramtrain.train.weight-decay\":\"0.05\"",
+            "\"ramtrain.train.schedule\":\"cosine\"",
+            "\"ramtrain.train.clip-norm\":\"1.0\"",
+            "\"ramtrain.train.label-smoothing\":\"0.1\"",
+            "\"ramtrain.train.precision\":\"bf16\"")) {
+      assertTrue(state.contains(setting), setting + " in " + state);
     }
   }
 
