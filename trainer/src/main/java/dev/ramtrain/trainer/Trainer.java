@@ -168,6 +168,7 @@ public final class Trainer implements AutoCloseable {
     long start = System.nanoTime();
     long stallBefore = train.stallNanos();
     EpochTotals totals = new EpochTotals();
+    long[] firstStep = {0, 0}; // when the epoch's first step was enqueued, and its batch number
     try (DataLoader.Epoch batches = train.epoch(epoch, firstBatch)) {
       Batch next = batches.next();
       int slot = 0;
@@ -186,6 +187,10 @@ public final class Trainer implements AutoCloseable {
           inputs.stage(next, slot); // the copy stream copies it while the step below computes
         }
         step(current.size(), currentSlot, epoch, stallNanos, totals);
+        if (firstStep[0] == 0) {
+          firstStep[0] = System.nanoTime();
+          firstStep[1] = current.index() + 1;
+        }
         afterEachStep.accept(globalStep);
         if (checkpointEvery > 0 && globalStep % checkpointEvery == 0 && next != null) {
           settle(totals); // a step whose loss is not finite is never saved
@@ -201,7 +206,14 @@ public final class Trainer implements AutoCloseable {
         progress.update(
             () ->
                 progressText(
-                    epoch, batchNumber, train.batchesPerEpoch(), meanLoss, accuracy, seen, start));
+                    epoch,
+                    batchNumber,
+                    train.batchesPerEpoch(),
+                    meanLoss,
+                    accuracy,
+                    seen,
+                    start,
+                    firstStep));
       }
       settle(totals); // the last step's loss, before evaluation and the checkpoint
     }
@@ -216,11 +228,17 @@ public final class Trainer implements AutoCloseable {
   }
 
   private String progressText(
-      int epoch, int batch, int batches, double loss, double accuracy, long samples, long start) {
-    double seconds = Math.max(1e-3, (System.nanoTime() - start) / 1e9);
-    double perBatch = seconds / batch;
-    long remaining =
-        (long) (perBatch * ((long) (options.epochs() - epoch - 1) * batches + batches - batch));
+      int epoch,
+      int batch,
+      int batches,
+      double loss,
+      double accuracy,
+      long samples,
+      long start,
+      long[] firstStep) {
+    long now = System.nanoTime();
+    double seconds = Math.max(1e-3, (now - start) / 1e9);
+    long batchesLeft = (long) (options.epochs() - epoch - 1) * batches + batches - batch;
     return String.format(
         "epoch %d/%d  step %d/%d  loss %.4f  acc %.4f  %,.0f samples/s  ETA %s",
         epoch + 1,
@@ -230,7 +248,22 @@ public final class Trainer implements AutoCloseable {
         loss,
         accuracy,
         samples / seconds,
-        ProgressLine.format(Duration.ofSeconds(remaining)));
+        eta(now, firstStep[0], (int) firstStep[1], batch, batchesLeft));
+  }
+
+  /**
+   * The time left for {@code batchesLeft} batches at the pace of the steps since the epoch's first
+   * (enqueued at {@code firstNanos}, batch {@code firstBatch}): the first step carries the warm-up
+   * (compilation, first allocations) and would make the first estimate many times too long. "-"
+   * until two steps after it have been timed.
+   */
+  static String eta(long nowNanos, long firstNanos, int firstBatch, int batch, long batchesLeft) {
+    int timed = batch - firstBatch;
+    if (firstNanos == 0 || timed < 2) {
+      return "-";
+    }
+    double perBatch = (nowNanos - firstNanos) / 1e9 / timed;
+    return ProgressLine.format(Duration.ofSeconds((long) (perBatch * batchesLeft)));
   }
 
   /** Loss and hits of the epoch's steps whose readback has been collected. */
