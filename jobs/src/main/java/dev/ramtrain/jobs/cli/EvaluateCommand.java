@@ -61,11 +61,25 @@ public final class EvaluateCommand implements Callable<Integer> {
   String split;
 
   @Option(
-      names = "--confusion",
+      names = {"-o", "--confusion"},
       paramLabel = "PNG",
-      defaultValue = "confusion.png",
-      description = "Where to draw the confusion matrix (default ${DEFAULT-VALUE}).")
+      description =
+          "Where to draw the confusion matrix (default: the checkpoint's run's report folder,"
+              + " evaluate-SPLIT-CHECKPOINT.png; beside the checkpoint when it is in no run).")
   Path confusionPng;
+
+  /**
+   * Where the confusion matrix goes when no path is given: the report folder of the run the
+   * checkpoint belongs to (RUN/checkpoints/NAME), else beside the checkpoint folder; named after
+   * the split and the checkpoint, so it replaces no report of the training run.
+   */
+  static Path defaultConfusion(Path checkpointDir, String split) {
+    Path dir = checkpointDir.toAbsolutePath().normalize();
+    String name = "evaluate-" + split + "-" + dir.getFileName() + ".png";
+    Path parent = dir.getParent();
+    boolean inRun = parent != null && parent.getFileName().toString().equals("checkpoints");
+    return inRun ? parent.getParent().resolve("report").resolve(name) : parent.resolve(name);
+  }
 
   @Override
   public Integer call() throws Exception {
@@ -134,16 +148,17 @@ public final class EvaluateCommand implements Callable<Integer> {
         for (int k = 0; k < m.classes().size(); k++) {
           System.out.printf("  %-20s %.4f%n", m.classes().get(k), eval.classAccuracy(k));
         }
-        Path parent = confusionPng.toAbsolutePath().getParent();
+        Path png = confusionPng != null ? confusionPng : defaultConfusion(c.dir(), split);
+        Path parent = png.toAbsolutePath().getParent();
         if (parent != null) {
           Files.createDirectories(parent);
         }
         Charts.confusion(
-            confusionPng,
+            png,
             String.format("Confusion matrix, %s (accuracy %.4f)", split, eval.accuracy()),
             m.classes(),
             eval.confusion());
-        System.out.println("confusion matrix " + confusionPng.toAbsolutePath());
+        System.out.println("confusion matrix " + png.toAbsolutePath());
       }
     }
     return 0;

@@ -172,6 +172,22 @@ class MainTest {
     assertEquals(0, eval.status(), eval.err());
     assertTrue(eval.out().contains("accuracy " + trained), trained + " vs " + eval.out());
     assertTrue(Files.exists(tmp.resolve("confusion.png")));
+    // Without a path the matrix goes into the run's report folder, named after split and
+    // checkpoint (never the current directory, never over the training report's files).
+    Run evalDefault =
+        run(
+            "evaluate",
+            "-c",
+            tmp.resolve("run").toString(),
+            "-d",
+            dataset.toString(),
+            "--set",
+            "ramtrain.train.batch-size=8");
+    assertEquals(0, evalDefault.status(), evalDefault.err());
+    String latest = Files.readString(tmp.resolve("run/checkpoints/latest")).strip();
+    Path drawn = tmp.resolve("run/report/evaluate-val-" + latest + ".png");
+    assertTrue(Files.size(drawn) > 1000, evalDefault.out());
+    assertTrue(evalDefault.out().contains("confusion matrix " + drawn), evalDefault.out());
 
     Run tooSmall =
         run(
