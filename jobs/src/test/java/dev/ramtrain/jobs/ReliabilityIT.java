@@ -440,6 +440,8 @@ class ReliabilityIT {
               "mlp:432-1024-3",
               "--epochs",
               "1",
+              "--batch-size",
+              "16",
               "--set",
               "ramtrain.train.threads=1");
       assertEquals(1, t.waitFor(), t.output());
