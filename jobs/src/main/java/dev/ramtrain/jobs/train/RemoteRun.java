@@ -68,8 +68,15 @@ public final class RemoteRun implements AutoCloseable {
               + output.dir()
               + " is done on a local run directory only; choose a new directory there");
     }
+    boolean created = !fs.exists(root);
     fs.mkdirs(root);
-    DirectoryLock lock = DirectoryLock.acquire(root, conf, "train");
+    DirectoryLock lock;
+    try {
+      lock = DirectoryLock.acquire(root, conf, "train");
+    } catch (IOException | RuntimeException e) {
+      removeIfEmpty(fs, root, created);
+      throw e;
+    }
     java.nio.file.Path staging = null;
     try {
       boolean holdsRun =
@@ -109,7 +116,19 @@ public final class RemoteRun implements AutoCloseable {
       if (staging != null) {
         deleteLocal(staging);
       }
+      removeIfEmpty(fs, root, created);
       throw e;
+    }
+  }
+
+  /** Removes the run directory this run created if a refusal left nothing in it. */
+  private static void removeIfEmpty(FileSystem fs, Path root, boolean created) {
+    try {
+      if (created && fs.listStatus(root).length == 0) {
+        fs.delete(root, false);
+      }
+    } catch (IOException e) {
+      LOG.warn("could not remove the empty run directory {}: {}", root, e.toString());
     }
   }
 

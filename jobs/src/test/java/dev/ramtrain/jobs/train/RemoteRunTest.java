@@ -60,5 +60,11 @@ class RemoteRunTest {
             () -> RemoteRun.open(output(dir, RunDirectory.Mode.RESUME), conf, "job-c").close());
     assertTrue(
         nothingToResume.getMessage().contains("no checkpoint"), nothingToResume.getMessage());
+    // A refused run leaves no directory it made behind.
+    Path never = tmp.resolve("never");
+    assertThrows(
+        ConfigException.class,
+        () -> RemoteRun.open(output(never, RunDirectory.Mode.RESUME), conf, "job-d").close());
+    assertFalse(Files.exists(never));
   }
 }
