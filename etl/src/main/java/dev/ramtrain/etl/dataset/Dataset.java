@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntPredicate;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -61,10 +62,22 @@ public final class Dataset {
    * ones already opened. The caller owns the readers.
    */
   public List<ShardReader> openSplit(String split) throws IOException {
+    return openShards(split, shard -> true);
+  }
+
+  /**
+   * Opens (and checksums) the shards of {@code split} whose index in the manifest {@code which}
+   * accepts (a data-parallel rank's own), in manifest order; on failure closes the ones already
+   * opened. The caller owns the readers.
+   */
+  public List<ShardReader> openShards(String split, IntPredicate which) throws IOException {
     List<ShardReader> readers = new ArrayList<>();
     try {
-      for (Manifest.Shard shard : manifest.split(split).shards()) {
-        readers.add(openShard(shard, true));
+      List<Manifest.Shard> shards = manifest.split(split).shards();
+      for (int i = 0; i < shards.size(); i++) {
+        if (which.test(i)) {
+          readers.add(openShard(shards.get(i), true));
+        }
       }
     } catch (IOException | RuntimeException e) {
       readers.forEach(ShardReader::close);

@@ -6,7 +6,6 @@ import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 
@@ -52,18 +51,7 @@ final class DatasetRanks implements RankInputs<Integer> {
       return DatasetShards.open(ds, split);
     }
     Manifest m = ds.manifest();
-    List<ShardReader> readers = new ArrayList<>();
-    try {
-      List<Manifest.Shard> listed = m.split(split).shards();
-      for (int i = 0; i < listed.size(); i++) {
-        if (assignment.rankOf(split, i) == rank) {
-          readers.add(ds.openShard(listed.get(i), true));
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      readers.forEach(ShardReader::close);
-      throw e;
-    }
+    List<ShardReader> readers = ds.openShards(split, i -> assignment.rankOf(split, i) == rank);
     return new ShardSet(m.image().shape(), m.classes(), readers);
   }
 }

@@ -268,7 +268,10 @@ public final class DistributedTraining<T>
    */
   private RunSpec.Output afterFailure() throws IOException {
     RunSpec.Output output = spec.output();
-    Map<String, Object> latest = output.remote() ? remoteLatestState(output) : localLatestState();
+    Map<String, Object> latest =
+        output.remote()
+            ? RemoteRun.readLatest(output, hadoop.get(), Checkpoints::latestState)
+            : localLatestState();
     if (latest == null) {
       // A remote run's retry clears what its own first attempt published (RemoteRun's job marker).
       return output.mode() == RunDirectory.Mode.FRESH && !output.remote()
@@ -285,32 +288,16 @@ public final class DistributedTraining<T>
         : null;
   }
 
-  private Map<String, Object> remoteLatestState(RunSpec.Output output) throws IOException {
-    Path local = RemoteRun.fetchLatest(output, hadoop.get());
-    if (local == null) {
-      return null;
-    }
-    try {
-      return Checkpoints.latestState(local);
-    } finally {
-      RemoteRun.deleteLocal(local);
-    }
-  }
-
   /** The run's latest checkpoint, read where the run directory is. */
   private Checkpoints.Loaded latestCheckpoint(RunSpec.Output output) throws IOException {
     if (!output.remote()) {
       return Checkpoints.loadLatest(output.path().toAbsolutePath().normalize());
     }
-    Path local = RemoteRun.fetchLatest(output, hadoop.get());
-    if (local == null) {
+    Checkpoints.Loaded latest = RemoteRun.readLatest(output, hadoop.get(), Checkpoints::loadLatest);
+    if (latest == null) {
       throw new IOException(output.dir() + " has no checkpoint to resume from");
     }
-    try {
-      return Checkpoints.loadLatest(local);
-    } finally {
-      RemoteRun.deleteLocal(local);
-    }
+    return latest;
   }
 
   /**

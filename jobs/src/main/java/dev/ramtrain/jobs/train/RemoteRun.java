@@ -219,25 +219,26 @@ public final class RemoteRun implements AutoCloseable {
     }
   }
 
+  /** Reads a run directory (a local copy) for {@link #readLatest}. */
+  @FunctionalInterface
+  public interface LocalReader<T> {
+    T read(java.nio.file.Path runDir) throws IOException;
+  }
+
   /**
-   * Copies the latest checkpoint of the remote run {@code output} (and {@code checkpoints/latest})
-   * into a new local folder laid out as a run directory, for a rank that resumes from it; null when
-   * the run has no checkpoint yet. The caller deletes the folder ({@link #deleteLocal}).
+   * What {@code reader} makes of the remote run {@code output}'s latest checkpoint, copied with
+   * {@code checkpoints/latest} into a local folder laid out as a run directory (deleted
+   * afterwards); null when the run has no checkpoint yet.
    */
-  public static java.nio.file.Path fetchLatest(RunSpec.Output output, Configuration conf)
+  public static <T> T readLatest(RunSpec.Output output, Configuration conf, LocalReader<T> reader)
       throws IOException {
     Path root = new Path(output.dir());
     FileSystem fs = root.getFileSystem(conf);
     java.nio.file.Path local = Files.createTempDirectory("ramtrain-checkpoint-");
     try {
-      if (!fetchLatest(fs, root, local)) {
-        deleteLocal(local);
-        return null;
-      }
-      return local;
-    } catch (IOException | RuntimeException e) {
+      return fetchLatest(fs, root, local) ? reader.read(local) : null;
+    } finally {
       deleteLocal(local);
-      throw e;
     }
   }
 
@@ -251,7 +252,7 @@ public final class RemoteRun implements AutoCloseable {
     try (var in = fs.open(latest)) {
       name = new String(in.readAllBytes(), StandardCharsets.UTF_8).strip();
     }
-    if (!name.matches("epoch-\\d{4,9}|step-\\d{9,12}")) {
+    if (!Checkpoints.isName(name)) {
       throw new IOException(latest + " names '" + name + "', not a checkpoint folder");
     }
     java.nio.file.Path checkpoints = Files.createDirectories(local.resolve(CHECKPOINTS));

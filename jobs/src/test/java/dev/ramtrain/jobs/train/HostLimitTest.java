@@ -8,7 +8,9 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.dist.DataParallel;
 import java.util.Map;
@@ -71,17 +73,7 @@ class HostLimitTest {
     try (Backend backend = new CpuBackend(1)) {
       var setup = backend.createStream("setup");
       ConfigException e =
-          assertThrows(
-              ConfigException.class,
-              () ->
-                  TrainingPlacement.learner(
-                      spec,
-                      new ImageShape(32, 32, 3),
-                      0f,
-                      backend,
-                      setup,
-                      DataParallel.single(),
-                      HostLimit.executor(conf("spark.executor.memory", "1g"))));
+          assertThrows(ConfigException.class, () -> inDefaultExecutor(spec, backend, setup));
       assertTrue(e.getMessage().contains("spark.executor.memoryOverhead"), e.getMessage());
       assertTrue(
           e.getMessage().contains("384.0 MiB") || e.getMessage().contains("384 MiB"),
@@ -104,17 +96,21 @@ class HostLimitTest {
     RunSpec spec = TrainSettings.read(c);
     try (Backend backend = new CpuBackend(1)) {
       var setup = backend.createStream("setup");
-      try (var learner =
-          TrainingPlacement.learner(
-              spec,
-              new ImageShape(32, 32, 3),
-              0f,
-              backend,
-              setup,
-              DataParallel.single(),
-              HostLimit.executor(conf("spark.executor.memory", "1g")))) {
+      try (var learner = inDefaultExecutor(spec, backend, setup)) {
         assertEquals(3072 * 64 + 64 + 64 * 10 + 10, learner.parameterCount());
       }
     }
+  }
+
+  /** The learner for 32x32x3 images as a rank in an executor of Spark's defaults (1g heap). */
+  private static Learner inDefaultExecutor(RunSpec spec, Backend backend, Stream setup) {
+    return TrainingPlacement.learner(
+        spec,
+        new ImageShape(32, 32, 3),
+        0f,
+        backend,
+        setup,
+        DataParallel.single(),
+        HostLimit.executor(conf("spark.executor.memory", "1g")));
   }
 }

@@ -163,6 +163,13 @@ public final class Checkpoints {
     return readState(latest(runDir));
   }
 
+  /**
+   * Whether {@code name} is a checkpoint folder's ({@link #name}: epoch-NNNN or step-NNNNNNNNN).
+   */
+  public static boolean isName(String name) {
+    return name.matches("epoch-\\d{4,9}|step-\\d{9,12}");
+  }
+
   /** The folder {@code checkpoints/latest} names. */
   private static Path latest(Path runDir) throws IOException {
     Path root = runDir.resolve("checkpoints");
@@ -172,7 +179,7 @@ public final class Checkpoints {
     } catch (NoSuchFileException e) {
       throw new IOException(runDir + " has no checkpoint (no checkpoints/latest)", e);
     }
-    if (!name.matches("epoch-\\d{4,9}|step-\\d{9,12}")) {
+    if (!isName(name)) {
       throw new IOException(
           root.resolve(LATEST)
               + " names '"

@@ -44,12 +44,14 @@ public final class GradientExchange implements AutoCloseable {
   private final DataParallel ranks;
   private final DeviceBuffer grads;
   private final HostBuffer host;
-  private final Stream copies;
   // By layer: the bucket a layer closes (the last of it backward reaches), else null.
   private final List<Slice> closes = new ArrayList<>();
-  private final List<Event> computed = new ArrayList<>(); // the bucket's backward has run
-  private final List<Event> returned = new ArrayList<>(); // its averaged slice is back
   private final boolean overlapped; // more than one bucket
+  // Only when overlapped, by layer where a bucket closes (else null): the bucket's backward has
+  // run, its averaged slice is back; the stream and thread that exchange it.
+  private final List<Event> computed = new ArrayList<>();
+  private final List<Event> returned = new ArrayList<>();
+  private final Stream copies;
   private final ExecutorService thread;
   private final List<Future<?>> pending = new ArrayList<>();
 
@@ -79,34 +81,42 @@ public final class GradientExchange implements AutoCloseable {
       layers.add(new Slice(first.offset(), last.offset() + last.spec().count() - first.offset()));
       next += n;
     }
-    closes.addAll(java.util.Collections.nCopies(layers.size(), (Slice) null));
+    int lowest = 0; // the first layer with parameters
+    while (lowest < layers.size() - 1 && layers.get(lowest) == null) {
+      lowest++;
+    }
     long end = -1; // the open bucket's end (floats), -1: none open
+    int buckets = 0;
+    closes.addAll(java.util.Collections.nCopies(layers.size(), (Slice) null));
     for (int i = layers.size() - 1; i >= 0; i--) {
       Slice s = layers.get(i);
       if (s == null) {
         continue;
       }
       end = end < 0 ? s.offset() + s.count() : end;
-      boolean lowest = layers.subList(0, i).stream().allMatch(java.util.Objects::isNull);
-      if (4 * (end - s.offset()) >= bucketBytes || lowest) {
+      if (4 * (end - s.offset()) >= bucketBytes || i == lowest) {
+        buckets++;
         closes.set(i, new Slice(s.offset(), end - s.offset()));
         end = -1;
       }
     }
-    this.overlapped = closes.stream().filter(java.util.Objects::nonNull).count() > 1;
+    this.overlapped = buckets > 1;
     this.host = backend.allocateHost("grad-exchange", grads.bytes());
-    this.copies = backend.createStream("grad-exchange");
     for (int i = 0; i < closes.size(); i++) {
-      computed.add(backend.createEvent("grads-computed." + i));
-      returned.add(backend.createEvent("grads-averaged." + i));
+      boolean exchanges = overlapped && closes.get(i) != null;
+      computed.add(exchanges ? backend.createEvent("grads-computed." + i) : null);
+      returned.add(exchanges ? backend.createEvent("grads-averaged." + i) : null);
     }
+    this.copies = overlapped ? backend.createStream("grad-exchange") : null;
     this.thread =
-        Executors.newSingleThreadExecutor(
-            r -> {
-              Thread t = new Thread(r, "ramtrain-grad-exchange");
-              t.setDaemon(true);
-              return t;
-            });
+        overlapped
+            ? Executors.newSingleThreadExecutor(
+                r -> {
+                  Thread t = new Thread(r, "ramtrain-grad-exchange");
+                  t.setDaemon(true);
+                  return t;
+                })
+            : null;
   }
 
   /** Layer {@code layer}'s backward is enqueued on {@code compute}: the bucket it closes may go. */
@@ -175,13 +185,15 @@ public final class GradientExchange implements AutoCloseable {
 
   @Override
   public void close() {
-    thread.shutdownNow();
-    boolean stopped;
-    try {
-      stopped = thread.awaitTermination(30, TimeUnit.SECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      stopped = false;
+    boolean stopped = true;
+    if (thread != null) {
+      thread.shutdownNow();
+      try {
+        stopped = thread.awaitTermination(30, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        stopped = false;
+      }
     }
     if (!stopped) {
       // An exchange still blocked on a peer would write into freed memory: keep it.
@@ -190,8 +202,8 @@ public final class GradientExchange implements AutoCloseable {
     }
     try (host;
         copies) {
-      computed.forEach(Event::close);
-      returned.forEach(Event::close);
+      computed.stream().filter(java.util.Objects::nonNull).forEach(Event::close);
+      returned.stream().filter(java.util.Objects::nonNull).forEach(Event::close);
     }
   }
 }
