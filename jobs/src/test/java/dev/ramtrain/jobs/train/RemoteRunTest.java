@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ramtrain.jobs.config.ConfigException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -66,5 +67,42 @@ class RemoteRunTest {
         ConfigException.class,
         () -> RemoteRun.open(output(never, RunDirectory.Mode.RESUME), conf, "job-d").close());
     assertFalse(Files.exists(never));
+  }
+
+  /**
+   * Publishing replaces only the checkpoint's own folder and the run's pointers: the folder under a
+   * temporary name then renamed, checkpoints/latest last; anything else in the run stays.
+   */
+  @Test
+  void publishingACheckpointTouchesOnlyItsOwnFiles() throws Exception {
+    Path dir = tmp.resolve("published");
+    Configuration conf = new Configuration();
+    try (RemoteRun run = RemoteRun.open(output(dir, RunDirectory.Mode.FRESH), conf, "job-a")) {
+      Files.createDirectories(dir.resolve("checkpoints"));
+      Files.writeString(dir.resolve("checkpoints/notes.txt"), "mine");
+      Path saved = Files.createDirectories(run.staging().resolve("checkpoints/epoch-0001"));
+      Files.writeString(saved.resolve("state.json"), "{}");
+      Files.writeString(run.staging().resolve(RunDirectory.METRICS), "{\"type\":\"epoch\"}\n");
+      run.publish(saved);
+      run.publish(saved); // a retry publishing the same checkpoint again replaces its own folder
+    }
+    assertEquals("{}", Files.readString(dir.resolve("checkpoints/epoch-0001/state.json")));
+    assertEquals("epoch-0001", Files.readString(dir.resolve("checkpoints/latest")));
+    assertTrue(Files.exists(dir.resolve(RunDirectory.METRICS)));
+    assertEquals("mine", Files.readString(dir.resolve("checkpoints/notes.txt")));
+    try (var entries = Files.list(dir.resolve("checkpoints"))) {
+      assertEquals(
+          List.of("epoch-0001", "latest", "notes.txt"),
+          entries
+              .map(e -> e.getFileName().toString())
+              .filter(n -> !n.startsWith("."))
+              .sorted()
+              .toList());
+    }
+    try (var entries = Files.list(dir.resolve("checkpoints"))) {
+      assertFalse(
+          entries.anyMatch(e -> e.getFileName().toString().startsWith(".publishing")),
+          "nothing half-published is left");
+    }
   }
 }
