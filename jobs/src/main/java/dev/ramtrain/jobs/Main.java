@@ -9,6 +9,7 @@ import dev.ramtrain.jobs.cli.PipelineCommand;
 import dev.ramtrain.jobs.cli.PlanCommand;
 import dev.ramtrain.jobs.cli.PredictCommand;
 import dev.ramtrain.jobs.cli.PreprocessCommand;
+import dev.ramtrain.jobs.cli.ReportCommand;
 import dev.ramtrain.jobs.cli.TrainCommand;
 import java.util.concurrent.Callable;
 import org.slf4j.Logger;
@@ -32,6 +33,7 @@ import picocli.CommandLine.Command;
       EvaluateCommand.class,
       PredictCommand.class,
       PlanCommand.class,
+      ReportCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Callable<Integer> {

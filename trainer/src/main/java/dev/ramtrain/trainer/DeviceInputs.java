@@ -123,15 +123,29 @@ public final class DeviceInputs implements AutoCloseable {
     consumed[slot].record(compute);
   }
 
-  /** A batch's loss sum and predictions, on the host. */
-  public record Readback(double lossSum, long correct, int[] truth, int[] predictions) {}
+  /**
+   * A batch's loss sum and predictions, on the host; {@code confidence} (each prediction's softmax
+   * probability) only when asked for, else null.
+   */
+  public record Readback(
+      double lossSum, long correct, int[] truth, int[] predictions, float[] confidence) {}
 
   /** A readback enqueued by {@link #readLater}: which buffer, how many rows. */
   public record PendingReadback(int buffer, int n) {}
 
   /** Brings losses, logits and labels to the host (a synchronization point): sum, argmax, hits. */
   public Readback read(DeviceBuffer losses, DeviceBuffer logits, DeviceBuffer truthLabels, int n) {
-    return collect(readLater(losses, logits, truthLabels, n));
+    return collect(readLater(losses, logits, truthLabels, n), false);
+  }
+
+  /** As {@link #read}, with each prediction's softmax probability (for evaluation's mistakes). */
+  public Readback readWithConfidence(
+      DeviceBuffer losses, DeviceBuffer logits, DeviceBuffer truthLabels, int n) {
+    return collect(readLater(losses, logits, truthLabels, n), true);
+  }
+
+  public ImageShape shape() {
+    return shape;
   }
 
   /**
@@ -155,6 +169,10 @@ public final class DeviceInputs implements AutoCloseable {
 
   /** Waits for {@code pending}'s copies (not for later work), then sums, argmaxes and counts. */
   public Readback collect(PendingReadback pending) {
+    return collect(pending, false);
+  }
+
+  private Readback collect(PendingReadback pending, boolean withConfidence) {
     int n = pending.n();
     HostBuffer host = readback[pending.buffer()];
     long labelsAt = 4L * n + 4L * n * classes;
@@ -185,7 +203,23 @@ public final class DeviceInputs implements AutoCloseable {
       predictions[i] = best;
       correct += best == truth[i] ? 1 : 0;
     }
-    return new Readback(sum, correct, truth, predictions);
+    return new Readback(
+        sum, correct, truth, predictions, withConfidence ? confidences(f, n, predictions) : null);
+  }
+
+  /** softmax(logits)[predicted] = 1 / Σ_c exp(l_c − l_predicted), which cannot overflow. */
+  private float[] confidences(FloatBuffer f, int n, int[] predictions) {
+    float[] confidence = new float[n];
+    for (int i = 0; i < n; i++) {
+      int row = n + i * classes;
+      double top = f.get(row + predictions[i]);
+      double denominator = 0;
+      for (int c = 0; c < classes; c++) {
+        denominator += Math.exp(f.get(row + c) - top);
+      }
+      confidence[i] = (float) (1 / denominator);
+    }
+    return confidence;
   }
 
   @Override

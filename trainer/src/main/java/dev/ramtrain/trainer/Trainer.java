@@ -50,6 +50,7 @@ public final class Trainer implements AutoCloseable {
   private int checkpointEvery; // steps between checkpoints within an epoch; 0: at epoch ends only
   private LongConsumer afterEachStep = steps -> {};
   private InFlight inFlight; // the step whose loss is still on its way to the host
+  private final StepLosses stepLosses = new StepLosses();
 
   public Trainer(
       Backend backend,
@@ -122,11 +123,13 @@ public final class Trainer implements AutoCloseable {
       record.put("type", "epoch");
       record.put("epoch", epoch + 1);
       record.put("step", globalStep); // steps done: the checkpoint after this epoch resumes here
+      stepLosses.drainInto(record); // the epoch's steps after its last step record
       record.put("train_loss", stats.loss());
       record.put("train_acc", stats.accuracy());
       record.put("val_loss", eval.loss());
       record.put("val_acc", eval.accuracy());
       record.put("samples_per_s", stats.samples() / stats.seconds());
+      record.put("seconds", stats.seconds());
       record.put("data_stall_pct", 100 * stats.stallSeconds() / stats.seconds());
       record.put("skipped_steps", skippedSteps);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
@@ -138,10 +141,9 @@ public final class Trainer implements AutoCloseable {
         continue; // rank 0 reports the epoch and saves the checkpoint
       }
       metrics.write(record);
-      save(snapshot, epoch + 1, true);
-      progress.finish(
+      progress.finish( // first: the checkpoint's log line goes below it, not after it
           String.format(
-              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %.0f samples/s, data stall %.1f%%",
+              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %,.0f samples/s, data stall %.1f%%",
               epoch + 1,
               options.epochs(),
               stats.loss(),
@@ -150,6 +152,7 @@ public final class Trainer implements AutoCloseable {
               eval.accuracy(),
               stats.samples() / stats.seconds(),
               100 * stats.stallSeconds() / stats.seconds()));
+      save(snapshot, epoch + 1, true);
     }
   }
 
@@ -216,6 +219,14 @@ public final class Trainer implements AutoCloseable {
                     firstStep));
       }
       settle(totals); // the last step's loss, before evaluation and the checkpoint
+      if (ranks.leader() && totals.samples > 0) {
+        int last = train.batchesPerEpoch();
+        double meanLoss = totals.lossSum / totals.samples;
+        double accuracy = (double) totals.correct / totals.samples;
+        progress.draw(
+            progressText(epoch, last, last, meanLoss, accuracy, totals.samples, start, firstStep)
+                + "  evaluating");
+      }
     }
     double seconds = (System.nanoTime() - start) / 1e9;
     double[] all = ranks.sum(totals.lossSum, totals.correct, totals.samples);
@@ -267,15 +278,16 @@ public final class Trainer implements AutoCloseable {
   }
 
   /** Loss and hits of the epoch's steps whose readback has been collected. */
-  private static final class EpochTotals {
+  private final class EpochTotals {
     double lossSum;
     long correct;
     long samples;
 
-    void add(DeviceInputs.Readback rb, int n) {
+    void add(DeviceInputs.Readback rb, int n, long step) {
       lossSum += rb.lossSum();
       correct += rb.correct();
       samples += n;
+      stepLosses.add(step, rb, n);
     }
   }
 
@@ -319,11 +331,14 @@ public final class Trainer implements AutoCloseable {
         throw diverged(epoch, globalStep, stepLoss);
       }
       skippedSteps++;
+      stepLosses.skipped(globalStep);
+      progress.clear();
       LOG.warn("loss is {} at epoch {} step {}: step skipped", stepLoss, epoch + 1, globalStep);
       globalStep++;
       return;
     }
     learner.backwardAndUpdate(compute, dlogits, n, lr);
+    totals.add(rb, n, globalStep);
     if (logStep) {
       Map<String, Object> learnerMetrics = learner.stepMetrics(compute); // waits for the step
       Map<String, Object> record = new LinkedHashMap<>();
@@ -332,18 +347,20 @@ public final class Trainer implements AutoCloseable {
       record.put("step", globalStep);
       record.put("loss", rb.lossSum() / n);
       record.put("acc", (double) rb.correct() / n);
+      stepLosses.drainInto(record); // every step since the previous record: nothing sampled away
       record.put("lr", lr);
       double stepSeconds = (System.nanoTime() - stepStart) / 1e9;
       record.put("step_ms", stepSeconds * 1e3);
       record.put("samples_per_s", n / stepSeconds);
       record.put("data_stall_ms", stallNanos / 1e6);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
+      Runtime jvm = Runtime.getRuntime();
+      record.put("heap_used_bytes", jvm.totalMemory() - jvm.freeMemory());
       record.putAll(learnerMetrics);
       if (ranks.leader()) {
         metrics.write(record); // rank 0's own step
       }
     }
-    totals.add(rb, n);
     globalStep++;
   }
 
@@ -358,7 +375,7 @@ public final class Trainer implements AutoCloseable {
     if (!Double.isFinite(rb.lossSum())) {
       throw diverged(step.epoch(), step.step(), rb.lossSum());
     }
-    totals.add(rb, step.readback().n());
+    totals.add(rb, step.readback().n(), step.step());
   }
 
   private TrainingDivergedException diverged(int epoch, long step, double lossSum) {
@@ -419,6 +436,7 @@ public final class Trainer implements AutoCloseable {
     String name = Checkpoints.name(epochsDone, globalStep, endOfEpoch);
     try {
       Path saved = checkpoints.save(name, epochsDone, globalStep, snapshot);
+      progress.clear(); // a mid-epoch checkpoint's line starts a line of its own
       LOG.info("checkpoint {}", saved);
     } catch (IOException e) {
       String which = endOfEpoch ? "of epoch " + epochsDone : "at step " + globalStep;

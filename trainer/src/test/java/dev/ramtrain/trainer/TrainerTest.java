@@ -109,11 +109,51 @@ class TrainerTest {
         lines.toString());
     assertTrue(
         lines.get(lines.size() - 1).contains("\"data_stall_pct\""), lines.get(lines.size() - 1));
+    everyStepsLossIsLoggedOnce(lines, 27, 9);
     // Training accuracy comes from each step's readback (one step late): it must count the
     // step's own labels, not those of a batch copied in since.
     String last = lines.get(lines.size() - 1);
     double trainAcc = Double.parseDouble(last.replaceAll(".*\"train_acc\":([0-9.]+).*", "$1"));
     assertTrue(trainAcc > 0.9, "train accuracy in the last epoch " + trainAcc);
+  }
+
+  /**
+   * Between them the records hold each step's loss once, in order (with log-every 5, four in five
+   * steps are never a step record of their own); a step record's last loss is its own, its
+   * loss_mean the mean of its steps (equal batches), and an epoch's steps average to its train
+   * loss.
+   */
+  private static void everyStepsLossIsLoggedOnce(List<String> lines, int steps, int perEpoch)
+      throws Exception {
+    var json = new com.fasterxml.jackson.databind.ObjectMapper();
+    double[] loss = new double[steps];
+    long next = 0;
+    for (String line : lines) {
+      var record = json.readTree(line);
+      if (!record.has("step_losses")) {
+        continue;
+      }
+      assertEquals(next, record.get("step_losses_from").asLong(), line);
+      var losses = record.get("step_losses");
+      double sum = 0;
+      for (int i = 0; i < losses.size(); i++) {
+        loss[(int) next++] = losses.get(i).asDouble();
+        sum += losses.get(i).asDouble();
+      }
+      assertEquals(sum / losses.size(), record.get("loss_mean").asDouble(), 1e-5, line);
+      if (record.get("type").asText().equals("step")) {
+        assertEquals(record.get("step").asLong(), next - 1, "the record's own step ends it");
+        assertEquals(record.get("loss").asDouble(), loss[(int) next - 1], 1e-6, line);
+      } else {
+        int epoch = record.get("epoch").asInt();
+        double epochSum = 0;
+        for (int s = (epoch - 1) * perEpoch; s < epoch * perEpoch; s++) {
+          epochSum += loss[s];
+        }
+        assertEquals(record.get("train_loss").asDouble(), epochSum / perEpoch, 1e-5, line);
+      }
+    }
+    assertEquals(steps, next, "every step's loss is in the metrics");
   }
 
   @Test

@@ -5,7 +5,7 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
-import dev.ramtrain.jobs.report.Charts;
+import dev.ramtrain.jobs.report.StaticCharts;
 import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
@@ -153,9 +153,11 @@ public final class EvaluateCommand implements Callable<Integer> {
         if (parent != null) {
           Files.createDirectories(parent);
         }
-        Charts.confusion(
+        StaticCharts.confusion(
             png,
-            String.format("Confusion matrix, %s (accuracy %.4f)", split, eval.accuracy()),
+            String.format(
+                "Confusion matrix, %% of each true class (%s accuracy %.2f%%)",
+                split, 100 * eval.accuracy()),
             m.classes(),
             eval.confusion());
         System.out.println("confusion matrix " + png.toAbsolutePath());

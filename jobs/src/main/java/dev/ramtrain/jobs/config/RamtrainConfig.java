@@ -85,6 +85,24 @@ public final class RamtrainConfig {
     return config;
   }
 
+  /**
+   * Every {@code ramtrain.*} setting as resolved, key to value text, sorted (for a run's record).
+   */
+  public java.util.SortedMap<String, String> resolved() {
+    return flat(config);
+  }
+
+  /** Every {@code ramtrain.*} key of {@code c}, to its value as text. */
+  public static java.util.SortedMap<String, String> flat(Config c) {
+    java.util.SortedMap<String, String> flat = new java.util.TreeMap<>();
+    if (c.hasPath("ramtrain")) {
+      for (var e : c.getConfig("ramtrain").entrySet()) {
+        flat.put("ramtrain." + e.getKey(), String.valueOf(e.getValue().unwrapped()));
+      }
+    }
+    return flat;
+  }
+
   /** The merged settings as HOCON text: how they travel to a Spark task. */
   public String render() {
     return config.root().render(com.typesafe.config.ConfigRenderOptions.concise());

@@ -116,7 +116,8 @@ public final class TrainSettings {
             RunDirectory.Mode.of(false, c.bool(P + "overwrite")),
             false,
             c.integer(P + "checkpoint-every")),
-        resumeSettings(c, schedule, seed));
+        resumeSettings(c, schedule, seed),
+        c.resolved());
   }
 
   /**

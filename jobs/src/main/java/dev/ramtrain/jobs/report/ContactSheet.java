@@ -51,7 +51,7 @@ public final class ContactSheet {
       g.drawString(name, x, y + tileH + CAPTION - 3);
     }
     g.dispose();
-    Png.write(sheet, png);
+    AtomicFile.png(sheet, png);
   }
 
   /** HWC RGB (or grey) bytes to a BufferedImage. */

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.trainer.EvalResult;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.List;
@@ -38,9 +39,10 @@ public final class RunReports {
     }
     java.nio.file.Path local = Files.createTempDirectory("ramtrain-report-");
     try {
-      fs.copyToLocalFile(
-          false, metrics, new Path(local.resolve(RunDirectory.METRICS).toUri()), true);
-      java.nio.file.Path index = TrainingRun.report(local, eval, classes);
+      java.nio.file.Path run = Files.createDirectory(local.resolve(root.getName())); // its name
+      fs.copyToLocalFile(false, metrics, new Path(run.resolve(RunDirectory.METRICS).toUri()), true);
+      copyLatestState(fs, root, run);
+      java.nio.file.Path index = TrainingRun.report(run, eval, classes);
       Path report = new Path(root, RunDirectory.REPORT);
       fs.mkdirs(report);
       // File by file: the report's own files are replaced, anything else there stays.
@@ -53,6 +55,29 @@ public final class RunReports {
       return new Path(report, index.getFileName().toString()).toString();
     } finally {
       RemoteRun.deleteLocal(local);
+    }
+  }
+
+  /**
+   * The latest checkpoint's pointer and state.json (the run's settings for the report, without its
+   * weights), when the run has one.
+   */
+  private static void copyLatestState(FileSystem fs, Path root, java.nio.file.Path run)
+      throws IOException {
+    Path checkpoints = new Path(root, RunDirectory.CHECKPOINTS);
+    Path latest = new Path(checkpoints, Checkpoints.LATEST);
+    if (!fs.exists(latest)) {
+      return;
+    }
+    java.nio.file.Path localCheckpoints =
+        Files.createDirectories(run.resolve(RunDirectory.CHECKPOINTS));
+    java.nio.file.Path localLatest = localCheckpoints.resolve(Checkpoints.LATEST);
+    fs.copyToLocalFile(false, latest, new Path(localLatest.toUri()), true);
+    String name = Files.readString(localLatest).trim();
+    Path state = new Path(new Path(checkpoints, name), "state.json");
+    if (Checkpoints.isName(name) && fs.exists(state)) {
+      java.nio.file.Path dir = Files.createDirectories(localCheckpoints.resolve(name));
+      fs.copyToLocalFile(false, state, new Path(dir.resolve("state.json").toUri()), true);
     }
   }
 }

@@ -36,11 +36,17 @@ public record RunSpec(
     OffloadSpec offload,
     BackendSpec backend,
     Output output,
-    SortedMap<String, String> resumeSettings)
+    SortedMap<String, String> resumeSettings,
+    SortedMap<String, String> resolvedConfig)
     implements Serializable {
 
+  /**
+   * {@code resumeSettings}: what a resume is checked against; {@code resolvedConfig}: every
+   * ramtrain.* setting as this run resolved it, recorded in its checkpoints for the report.
+   */
   public RunSpec {
     resumeSettings = Collections.unmodifiableSortedMap(new TreeMap<>(resumeSettings));
+    resolvedConfig = Collections.unmodifiableSortedMap(new TreeMap<>(resolvedConfig));
   }
 
   /** Where the samples come from and how they are loaded for training and for evaluation. */
@@ -197,7 +203,16 @@ public record RunSpec(
             // The model runs at most the per-rank batch: evaluation batches shrink alike.
             share(data.eval(), Math.max(1, data.eval().batchSize() / world), eval));
     return new RunSpec(
-        shared, model, optimizer, schedule, loop, offload, backend, output, resumeSettings);
+        shared,
+        model,
+        optimizer,
+        schedule,
+        loop,
+        offload,
+        backend,
+        output,
+        resumeSettings,
+        resolvedConfig);
   }
 
   private static LoaderOptions share(LoaderOptions o, int batch, LoaderOptions.Rank rank) {
@@ -208,13 +223,31 @@ public record RunSpec(
   /** This run on {@code other}. */
   public RunSpec withBackend(BackendSpec other) {
     return new RunSpec(
-        data, model, optimizer, schedule, loop, offload, other, output, resumeSettings);
+        data,
+        model,
+        optimizer,
+        schedule,
+        loop,
+        offload,
+        other,
+        output,
+        resumeSettings,
+        resolvedConfig);
   }
 
   /** This run writing to {@code other}. */
   public RunSpec withOutput(Output other) {
     return new RunSpec(
-        data, model, optimizer, schedule, loop, offload, backend, other, resumeSettings);
+        data,
+        model,
+        optimizer,
+        schedule,
+        loop,
+        offload,
+        backend,
+        other,
+        resumeSettings,
+        resolvedConfig);
   }
 
   /** This run continuing the one in its directory ({@code --resume}). */
@@ -224,6 +257,15 @@ public record RunSpec(
         new Output(
             output.dir(), RunDirectory.Mode.of(true, overwrite), anyway, output.checkpointEvery());
     return new RunSpec(
-        data, model, optimizer, schedule, loop, offload, backend, resumed, resumeSettings);
+        data,
+        model,
+        optimizer,
+        schedule,
+        loop,
+        offload,
+        backend,
+        resumed,
+        resumeSettings,
+        resolvedConfig);
   }
 }

@@ -149,6 +149,11 @@ public final class TrainingRun {
         info.put("dataset", data.source());
         info.put("resize", data.manifest().transforms().get("resize"));
         info.put("decoder", data.manifest().transforms().get("decoder"));
+        info.put("config", spec.resolvedConfig()); // every setting, for the report
+        info.put("build", BuildInfo.record());
+        info.put("train_samples", trainLoader.samples());
+        info.put("val_samples", valLoader.samples());
+        info.put("parameters", learner.parameterCount());
         if (run != null) {
           run.recordInCheckpoints(info);
         }
@@ -220,6 +225,6 @@ public final class TrainingRun {
 
   /** Writes the report of the run in {@code runDir} from its metrics and final evaluation. */
   public static Path report(Path runDir, EvalResult eval, List<String> classes) throws IOException {
-    return TrainingReport.write(runDir, runDir.resolve(RunDirectory.METRICS), eval, classes);
+    return TrainingReport.write(runDir, "val", eval, classes);
   }
 }

@@ -121,10 +121,29 @@ class MainTest {
 
     assertTrue(Files.exists(tmp.resolve("run/checkpoints/epoch-0002/model.safetensors")));
     String html = Files.readString(tmp.resolve("run/report/index.html"));
-    assertTrue(html.contains("confusion.png") && html.contains("circle"), html);
+    assertTrue(html.contains("Confusion matrix (counts)") && html.contains("circle"), html);
     var confusion = ImageIO.read(tmp.resolve("run/report/confusion.png").toFile());
     assertTrue(confusion.getWidth() > 100, "a drawn confusion matrix");
-    assertTrue(ImageIO.read(tmp.resolve("run/report/loss.png").toFile()).getHeight() == 400);
+    assertEquals(450, ImageIO.read(tmp.resolve("run/report/loss.png").toFile()).getHeight());
+    // The checkpoint records what the run resolved and what built it; the report shows both.
+    var state =
+        new com.fasterxml.jackson.databind.ObjectMapper()
+            .readTree(tmp.resolve("run/checkpoints/epoch-0002/state.json").toFile());
+    assertEquals("2", state.path("config").path("ramtrain.train.epochs").asText());
+    assertEquals("8", state.path("config").path("ramtrain.train.batch-size").asText());
+    assertTrue(state.path("build").path("commit").asText().matches("[0-9a-f]{40}.*"), "" + state);
+    assertTrue(html.contains("ramtrain.train.batch-size") && html.contains("Build"), "settings");
+    Path index = tmp.resolve("run/report/index.html");
+    Files.delete(index);
+    Run redrawn = run("report", tmp.resolve("run").toString());
+    assertEquals(0, redrawn.status(), redrawn.err());
+    assertTrue(Files.readString(index).contains("Confusion matrix (counts)"), "from what it kept");
+    Run two = run("report", tmp.resolve("run").toString(), tmp.resolve("run").toString());
+    assertEquals(2, two.status(), "several runs need -o");
+    assertTrue(two.err().contains("-o DIR"), two.err());
+    Run notRun = run("report", tmp.toString());
+    assertEquals(2, notRun.status());
+    assertTrue(notRun.err().contains("is not a ramtrain run directory"), notRun.err());
     Run resumed =
         run(
             "train",

@@ -30,10 +30,35 @@ public final class ProgressLine {
     }
   }
 
+  /**
+   * Draws the text now on a terminal, however recent the last update (the last step of a pass, so
+   * the line does not stay at a step before it while evaluation runs); nothing otherwise.
+   */
+  public synchronized void draw(String text) {
+    if (terminal) {
+      out.print("\r" + text + "   ");
+      out.flush();
+      lastDraw = System.nanoTime();
+    }
+  }
+
+  /**
+   * Empties the line on a terminal, so that a log line printed next starts at its beginning instead
+   * of after the progress text; the next update draws it again.
+   */
+  public synchronized void clear() {
+    if (terminal && lastDraw != 0) {
+      out.print("\r\033[K");
+      out.flush();
+      lastDraw = 0;
+    }
+  }
+
   /** Shows the final state and ends the line. */
   public synchronized void finish(String text) {
     if (terminal) {
-      out.println("\r" + text + "   ");
+      out.println("\r" + text + "\033[K");
+      lastDraw = 0;
     } else {
       LOG.info(text);
     }

@@ -1,0 +1,178 @@
+package dev.ramtrain.jobs.report;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.awt.image.BufferedImage;
+import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.imageio.ImageIO;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What the report page and its PNGs hold, from a run directory written by {@link RunFixture}. */
+class TrainingReportTest {
+  @TempDir Path tmp;
+
+  /** The charts' data as the page carries it (the JSON in #report-data). */
+  static JsonNode chartData(String html) throws IOException {
+    Matcher m =
+        Pattern.compile(
+                "<script type=\"application/json\" id=\"report-data\">(.*?)</script>",
+                Pattern.DOTALL)
+            .matcher(html);
+    assertTrue(m.find(), "the page carries its data");
+    return new ObjectMapper().readTree(m.group(1).replace("<\\/", "</"));
+  }
+
+  static JsonNode chart(JsonNode data, String id) {
+    for (JsonNode c : data.get("charts")) {
+      if (c.get("id").asText().equals(id)) {
+        return c;
+      }
+    }
+    return null;
+  }
+
+  @Test
+  void oneRunGetsEverySectionAndEveryStepsLoss() throws Exception {
+    Path run = RunFixture.write(tmp.resolve("run"), 3, 0.01, true);
+    Path index = TrainingReport.draw(List.of(run), run.resolve("report"));
+    String html = Files.readString(index);
+
+    assertFalse(html.contains("src=\"http") || html.contains("href=\"http"), "self-contained");
+    assertTrue(html.contains("uPlot"), "uPlot is inlined");
+    for (String section :
+        List.of(
+            "Per-class accuracy",
+            "Confusion matrix (counts)",
+            "Confusion matrix, row-normalized",
+            "predicted →",
+            "true ↓",
+            "Most confident mistakes",
+            "Epochs and timing",
+            "Offload",
+            "Dataset",
+            "Run settings",
+            "Build")) {
+      assertTrue(html.contains(section), section);
+    }
+    assertEquals(3, count(html, "<img alt=\"sample "), "one image per kept mistake");
+    assertTrue(html.contains("cat → <b>dog</b>"), "mistakes name true and predicted class");
+    // Row-normalized: 'dog' has 20 samples, 15 right = 75.0 %; counts table shows 15.
+    assertTrue(html.contains(">75.0</td>") && html.contains(">15</td>"), "counts and shares");
+
+    // Settings: the two that differ from the defaults come first, with their defaults beside.
+    int epochsRow = html.indexOf("<td class=\"key\">ramtrain.train.epochs</td>");
+    int seedRow = html.indexOf("<td class=\"key\">ramtrain.seed</td>");
+    assertTrue(epochsRow > 0 && seedRow > epochsRow, "changed settings first");
+    assertTrue(html.contains("2 of 3 settings differ"), "counted against the defaults");
+    assertTrue(
+        html.substring(epochsRow, html.indexOf("</tr>", epochsRow)).contains(">5</td>"),
+        "the default of epochs is shown beside the run's value");
+
+    JsonNode data = chartData(html);
+    JsonNode stepLoss = chart(data, "step-loss").get("series").get(0);
+    int steps = 3 * RunFixture.STEPS_PER_EPOCH;
+    assertEquals(steps, stepLoss.get("x").size(), "every step, not one in log-every");
+    for (int s = 0; s < steps; s++) {
+      assertEquals(s, stepLoss.get("x").get(s).asInt());
+      assertEquals(RunFixture.loss(s, 0.01), stepLoss.get("y").get(s).asDouble(), 1e-12);
+    }
+    assertTrue(chart(data, "step-loss").get("smoothing").asBoolean());
+    List<String> ids = new ArrayList<>();
+    data.get("charts").forEach(c -> ids.add(c.get("id").asText()));
+    assertEquals(
+        List.of(
+            "step-loss",
+            "loss",
+            "accuracy",
+            "lr",
+            "throughput",
+            "data-stall",
+            "offload",
+            "copied",
+            "memory"),
+        ids);
+    for (String id : ids) {
+      BufferedImage png = ImageIO.read(run.resolve("report/" + id + ".png").toFile());
+      assertNotNull(png, id);
+      assertEquals(800, png.getWidth(), id);
+    }
+    assertNotNull(ImageIO.read(run.resolve("report/confusion.png").toFile()));
+  }
+
+  @Test
+  void aResidentRunHasNoOffloadCharts() throws Exception {
+    Path run = RunFixture.write(tmp.resolve("run"), 1, 0.01, false);
+    String html = Files.readString(TrainingReport.draw(List.of(run), run.resolve("report")));
+    assertEquals(null, chart(chartData(html), "offload"));
+    assertFalse(html.contains("<h2>Offload</h2>"));
+  }
+
+  @Test
+  void severalRunsAreOverlaidWithTheSettingsThatDiffer() throws Exception {
+    Path a = RunFixture.write(tmp.resolve("lr-small"), 2, 0.01, false);
+    Path b = RunFixture.write(tmp.resolve("lr-large"), 3, 0.05, false);
+    String html = Files.readString(TrainingReport.draw(List.of(a, b), tmp.resolve("compare")));
+    assertTrue(html.contains("Settings that differ"));
+    int lrRow = html.indexOf("<td class=\"key\">ramtrain.train.lr</td>");
+    assertTrue(lrRow > 0, "lr differs");
+    String row = html.substring(lrRow, html.indexOf("</tr>", lrRow));
+    assertTrue(row.contains(">0.01</td>") && row.contains(">0.05</td>"), row);
+    assertFalse(html.contains("<td class=\"key\">ramtrain.seed</td>"), "equal settings left out");
+    JsonNode loss = chart(chartData(html), "step-loss").get("series");
+    assertEquals(2, loss.size());
+    assertEquals("lr-small: loss", loss.get(0).get("label").asText());
+    assertEquals(2 * RunFixture.STEPS_PER_EPOCH, loss.get(0).get("x").size());
+    assertEquals(3 * RunFixture.STEPS_PER_EPOCH, loss.get(1).get("x").size());
+    assertFalse(html.contains("Most confident mistakes"), "per-run sections stay in each run");
+  }
+
+  @Test
+  void aPageRamtrainDidNotWriteIsLeftAlone() throws Exception {
+    Path run = RunFixture.write(tmp.resolve("run"), 1, 0.01, false);
+    Path out = Files.createDirectories(tmp.resolve("site"));
+    Files.writeString(out.resolve("index.html"), "<html>my own page</html>");
+    assertThrows(FileAlreadyExistsException.class, () -> TrainingReport.draw(List.of(run), out));
+    assertEquals("<html>my own page</html>", Files.readString(out.resolve("index.html")));
+    try (var files = Files.list(out)) {
+      assertEquals(1, files.count(), "nothing written beside it");
+    }
+    // A page ramtrain wrote is replaced.
+    TrainingReport.draw(List.of(run), run.resolve("report"));
+    TrainingReport.draw(List.of(run), run.resolve("report"));
+  }
+
+  @Test
+  void aDamagedMetricsFileIsNamedWithItsLine() throws Exception {
+    Path run = RunFixture.write(tmp.resolve("run"), 1, 0.01, false);
+    Files.writeString(
+        run.resolve("metrics.jsonl"),
+        "{\"type\":\"epoch\"}\n{\"type\":",
+        java.nio.file.StandardOpenOption.APPEND);
+    IOException e =
+        assertThrows(IOException.class, () -> TrainingReport.draw(List.of(run), tmp.resolve("o")));
+    assertTrue(e.getMessage().contains("metrics.jsonl line"), e.getMessage());
+    assertFalse(Files.exists(tmp.resolve("o")), "nothing written for a run it cannot read");
+  }
+
+  private static int count(String text, String part) {
+    int n = 0;
+    for (int at = text.indexOf(part); at >= 0; at = text.indexOf(part, at + 1)) {
+      n++;
+    }
+    return n;
+  }
+}
