@@ -47,6 +47,18 @@ public interface Learner extends Network, AutoCloseable {
   void beginStep(Stream compute, long step);
 
   /**
+   * A later micro-batch of the step {@link #beginStep} began (gradient accumulation): keeps the
+   * gradients so far and seeds this micro-batch's dropout with {@code dropoutSeed}.
+   */
+  void continueStep(Stream compute, long dropoutSeed);
+
+  /**
+   * Backward from dL/dlogits, adding to the gradients, without an update: every micro-batch of an
+   * accumulated step but the last (data parallel, without exchanging gradients, as DDP's no_sync).
+   */
+  void accumulate(Stream compute, DeviceBuffer dlogits, int batch);
+
+  /**
    * Backward from dL/dlogits, then one optimizer update at learning rate {@code lr}, clipping the
    * gradient norm first if so configured. One call, because an offloaded update runs layer by layer
    * while backward goes on; it is enqueued and may still be running when this returns.

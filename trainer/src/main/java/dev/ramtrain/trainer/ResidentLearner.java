@@ -62,6 +62,16 @@ public final class ResidentLearner implements Learner {
   }
 
   @Override
+  public void continueStep(Stream compute, long dropoutSeed) {
+    model.beginStep(dropoutSeed);
+  }
+
+  @Override
+  public void accumulate(Stream compute, DeviceBuffer dlogits, int batch) {
+    model.backward(compute, dlogits, batch); // backward adds to the gradients zeroed at beginStep
+  }
+
+  @Override
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
     if (exchange == null) {
       model.backward(compute, dlogits, batch);

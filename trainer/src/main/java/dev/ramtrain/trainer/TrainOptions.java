@@ -14,7 +14,8 @@ public record TrainOptions(
     NanPolicy nanPolicy,
     float[] mean,
     float[] std,
-    int logEvery)
+    int logEvery,
+    int accumulate)
     implements Serializable {
 
   /** What a NaN or infinite loss does: stop with a message, or skip that step's update. */
@@ -23,15 +24,37 @@ public record TrainOptions(
     SKIP
   }
 
+  /**
+   * {@code accumulate}: batches whose gradients make one optimizer step (1: every batch is a step;
+   * N: PyTorch's loop that calls {@code optimizer.step()} every N backward passes, the loss divided
+   * so that the step's gradient is the mean over all their samples).
+   */
   public TrainOptions {
-    if (epochs < 1 || logEvery < 1) {
-      throw new IllegalArgumentException("epochs and log-every must be >= 1");
+    if (epochs < 1 || logEvery < 1 || accumulate < 1) {
+      throw new IllegalArgumentException("epochs, log-every and accumulate must be >= 1");
     }
     if (mean.length != std.length) {
       throw new IllegalArgumentException("mean and std need one value per channel each");
     }
     mean = mean.clone();
     std = std.clone();
+  }
+
+  /** Without gradient accumulation: one optimizer step per batch. */
+  public TrainOptions(
+      int epochs,
+      float labelSmoothing,
+      float clipNorm,
+      NanPolicy nanPolicy,
+      float[] mean,
+      float[] std,
+      int logEvery) {
+    this(epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, 1);
+  }
+
+  /** Optimizer steps in an epoch of {@code batches} batches: a short last group is a step too. */
+  public int stepsPerEpoch(int batches) {
+    return (batches + accumulate - 1) / accumulate;
   }
 
   /** Whether the settings gave the normalization (else it is measured on the training data). */
@@ -41,6 +64,7 @@ public record TrainOptions(
 
   /** These options with the normalization {@code mean}/{@code std}. */
   public TrainOptions withNormalization(float[] mean, float[] std) {
-    return new TrainOptions(epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery);
+    return new TrainOptions(
+        epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, accumulate);
   }
 }

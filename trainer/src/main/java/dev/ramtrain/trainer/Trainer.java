@@ -113,9 +113,12 @@ public final class Trainer implements AutoCloseable {
    */
   public void fit(DataLoader train, DataLoader val, int firstEpoch) {
     // A run resumed from a checkpoint taken within an epoch goes on from the batch after it.
-    long stepsIntoEpoch = globalStep - (long) firstEpoch * train.batchesPerEpoch();
+    int stepsPerEpoch = options.stepsPerEpoch(train.batchesPerEpoch());
+    long stepsIntoEpoch = globalStep - (long) firstEpoch * stepsPerEpoch;
     int firstBatch =
-        stepsIntoEpoch > 0 && stepsIntoEpoch < train.batchesPerEpoch() ? (int) stepsIntoEpoch : 0;
+        stepsIntoEpoch > 0 && stepsIntoEpoch < stepsPerEpoch
+            ? (int) stepsIntoEpoch * options.accumulate()
+            : 0;
     for (int epoch = firstEpoch; epoch < options.epochs(); epoch++) {
       EpochStats stats = trainEpoch(train, epoch, epoch == firstEpoch ? firstBatch : 0);
       EvalResult eval = evaluate(val);
@@ -189,13 +192,16 @@ public final class Trainer implements AutoCloseable {
           slot = (slot + 1) % DeviceInputs.SLOTS;
           inputs.stage(next, slot); // the copy stream copies it while the step below computes
         }
-        step(current.size(), currentSlot, epoch, stallNanos, totals);
+        MicroBatch micro = MicroBatch.of(current.index(), train, options.accumulate());
+        boolean stepped = step(current.size(), currentSlot, epoch, stallNanos, totals, micro);
         if (firstStep[0] == 0) {
           firstStep[0] = System.nanoTime();
           firstStep[1] = current.index() + 1;
         }
-        afterEachStep.accept(globalStep);
-        if (checkpointEvery > 0 && globalStep % checkpointEvery == 0 && next != null) {
+        if (stepped) {
+          afterEachStep.accept(globalStep);
+        }
+        if (stepped && checkpointEvery > 0 && globalStep % checkpointEvery == 0 && next != null) {
           settle(totals); // a step whose loss is not finite is never saved
           save(snapshotIfSaved(), epoch, false); // only rank 0 has a sink
         }
@@ -291,6 +297,27 @@ public final class Trainer implements AutoCloseable {
     }
   }
 
+  /**
+   * Where a batch stands in its optimizer step under gradient accumulation: its place among the
+   * {@code count} batches of the step (fewer than asked at the end of an epoch) and the samples of
+   * them all, over which the step's gradient is the mean.
+   */
+  private record MicroBatch(int index, int count, long stepSamples) {
+    static MicroBatch of(int batch, DataLoader train, int accumulate) {
+      int first = batch - batch % accumulate;
+      int count = Math.min(accumulate, train.batchesPerEpoch() - first);
+      long samples = 0;
+      for (int b = first; b < first + count; b++) {
+        samples += train.batchSize(b);
+      }
+      return new MicroBatch(batch - first, count, samples);
+    }
+
+    boolean last() {
+      return index == count - 1;
+    }
+  }
+
   /** A step whose loss and predictions are still on their way to the host. */
   private record InFlight(DeviceInputs.PendingReadback readback, int epoch, long step) {}
 
@@ -302,13 +329,25 @@ public final class Trainer implements AutoCloseable {
    * step anyway). A non-finite loss read late stops the run as one read at once would; the update
    * of that step and of the next have then run, and no checkpoint follows.
    */
-  private void step(int n, int slot, int epoch, long stallNanos, EpochTotals totals) {
+  private boolean step(
+      int n, int slot, int epoch, long stallNanos, EpochTotals totals, MicroBatch micro) {
     long stepStart = System.nanoTime();
     DeviceBuffer x = inputs.normalized(slot, n);
     DeviceBuffer y = inputs.labels(slot, n);
-    learner.beginStep(compute, globalStep);
+    // Without accumulation dropout is seeded by the step, as it always was; with it, every
+    // micro-batch of the step draws its own mask.
+    long dropoutSeed = globalStep * options.accumulate() + micro.index();
+    if (micro.index() == 0) {
+      learner.beginStep(compute, dropoutSeed);
+    } else {
+      learner.continueStep(compute, dropoutSeed);
+    }
     DeviceBuffer logits = learner.forward(compute, x, n, true);
-    DeviceBuffer dlogits = loss.compute(compute, logits, y, n);
+    DeviceBuffer dlogits = loss.compute(compute, logits, y, n, micro.stepSamples());
+    if (!micro.last()) {
+      accumulate(n, slot, epoch, logits, y, dlogits, totals);
+      return false;
+    }
     float lr = (float) schedule.lr(globalStep);
     boolean logStep = globalStep % options.logEvery() == 0;
     if (options.nanPolicy() == TrainOptions.NanPolicy.STOP && !logStep) {
@@ -319,7 +358,7 @@ public final class Trainer implements AutoCloseable {
       settle(totals);
       inFlight = new InFlight(pending, epoch, globalStep);
       globalStep++;
-      return;
+      return true;
     }
     settle(totals); // steps are accounted in order
     DeviceInputs.Readback rb = inputs.read(loss.losses(n), logits, y, n);
@@ -335,7 +374,7 @@ public final class Trainer implements AutoCloseable {
       progress.clear();
       LOG.warn("loss is {} at epoch {} step {}: step skipped", stepLoss, epoch + 1, globalStep);
       globalStep++;
-      return;
+      return true;
     }
     learner.backwardAndUpdate(compute, dlogits, n, lr);
     totals.add(rb, n, globalStep);
@@ -362,6 +401,45 @@ public final class Trainer implements AutoCloseable {
       }
     }
     globalStep++;
+    return true;
+  }
+
+  /**
+   * A micro-batch before the last of its step: backward adds its share to the gradients, no update.
+   * Its loss is read later as a step's is; under {@code nan-policy=skip} it is read at once, and a
+   * non-finite one is left out of the step (its gradient is not added).
+   */
+  private void accumulate(
+      int n,
+      int slot,
+      int epoch,
+      DeviceBuffer logits,
+      DeviceBuffer y,
+      DeviceBuffer dlogits,
+      EpochTotals totals) {
+    if (options.nanPolicy() == TrainOptions.NanPolicy.STOP) {
+      DeviceInputs.PendingReadback pending = inputs.readLater(loss.losses(n), logits, y, n);
+      inputs.consumed(slot);
+      learner.accumulate(compute, dlogits, n);
+      settle(totals);
+      inFlight = new InFlight(pending, epoch, globalStep);
+      return;
+    }
+    settle(totals);
+    DeviceInputs.Readback rb = inputs.read(loss.losses(n), logits, y, n);
+    inputs.consumed(slot);
+    double microLoss = ranks.worldSize() == 1 ? rb.lossSum() : ranks.sum(rb.lossSum())[0];
+    if (!Double.isFinite(microLoss)) {
+      progress.clear();
+      LOG.warn(
+          "loss is {} at epoch {} step {}: a micro-batch left out of the step",
+          microLoss,
+          epoch + 1,
+          globalStep);
+      return;
+    }
+    learner.accumulate(compute, dlogits, n);
+    totals.add(rb, n, globalStep);
   }
 
   /** Collects the step in flight, if any: its loss into {@code totals}, or the run stops. */

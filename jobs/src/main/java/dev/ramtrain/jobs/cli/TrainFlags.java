@@ -22,6 +22,14 @@ public final class TrainFlags {
   @Option(names = "--batch-size", description = "Batch size (ramtrain.train.batch-size).")
   Integer batchSize;
 
+  @Option(
+      names = "--accumulate",
+      paramLabel = "N",
+      description =
+          "Gradient accumulation: N batches per optimizer step, as one batch N times larger"
+              + " (ramtrain.train.accumulate).")
+  Integer accumulate;
+
   @Option(names = "--optimizer", description = "adamw or sgd (ramtrain.train.optimizer).")
   String optimizer;
 
@@ -96,6 +104,7 @@ public final class TrainFlags {
     f.put("ramtrain.train.model", model);
     f.put("ramtrain.train.epochs", CommonOptions.text(epochs));
     f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
+    f.put("ramtrain.train.accumulate", CommonOptions.text(accumulate));
     f.put("ramtrain.train.optimizer", optimizer);
     f.put("ramtrain.train.lr", CommonOptions.text(lr));
     f.put("ramtrain.train.weight-decay", CommonOptions.text(weightDecay));

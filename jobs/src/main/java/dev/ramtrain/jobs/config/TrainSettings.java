@@ -96,6 +96,7 @@ public final class TrainSettings {
   public static RunSpec read(RamtrainConfig c) {
     require(c.integer(P + "epochs") >= 1, P + "epochs", "must be >= 1");
     require(c.integer(P + "batch-size") >= 1, P + "batch-size", "must be >= 1");
+    require(c.integer(P + "accumulate") >= 1, P + "accumulate", "must be >= 1");
     require(c.number(P + "lr") > 0, P + "lr", "must be > 0");
     require(
         c.integer(P + "workers") >= 1 && c.integer(P + "prefetch") >= 1,
@@ -217,7 +218,8 @@ public final class TrainSettings {
                 c.choice(P + "nan-policy", TrainOptions.NanPolicy.class),
                 floats(P + "mean", mean),
                 floats(P + "std", std),
-                c.integer(P + "log-every")));
+                c.integer(P + "log-every"),
+                c.integer(P + "accumulate")));
   }
 
   /**

@@ -67,7 +67,8 @@ public final class RunFingerprint {
    * Settings newer than some checkpoints, with the value that computes what those checkpoints' runs
    * computed: a checkpoint without the key resumes under that value as unchanged.
    */
-  private static final Map<String, String> ADDED_LATER = Map.of("ramtrain.train.precision", "fp32");
+  private static final Map<String, String> ADDED_LATER =
+      Map.of("ramtrain.train.precision", "fp32", "ramtrain.train.accumulate", "1");
 
   public static void requireSameRun(
       Checkpoints.Loaded c, SortedMap<String, String> settings, String data, boolean anyway) {

@@ -104,6 +104,14 @@ public final class TrainingPlacement {
                   ? "raise it, or use a smaller model"
                   : "use a host with more memory or a smaller model"));
     }
+    if (spec.loop().accumulate() > 1) {
+      throw new ConfigException(
+          String.format(
+              "ramtrain.train.accumulate = %d: gradient accumulation needs the model resident on"
+                  + " the device, and this one is offloaded (ramtrain.offload.mode); use a smaller"
+                  + " batch that fits without accumulation, or accumulate = 1",
+              spec.loop().accumulate()));
+    }
     if (offload.delayedUpdate() && ranks.partitionsOptimizerState()) {
       throw new ConfigException(
           "ramtrain.dist.zero = 1: cannot be used with ramtrain.offload.delayed-update (ZeRO-1"

@@ -115,7 +115,9 @@ public final class TrainingRun {
               new Trainer(
                   backend,
                   learner,
-                  spec.schedule().forRun(trainLoader.batchesPerEpoch(), options.epochs()),
+                  spec.schedule()
+                      .forRun(
+                          options.stepsPerEpoch(trainLoader.batchesPerEpoch()), options.epochs()),
                   options,
                   shape,
                   metrics,
@@ -169,7 +171,8 @@ public final class TrainingRun {
         }
         if (rank.steps() != null) {
           long start = checkpoint != null ? checkpoint.globalStep() : 0;
-          rank.steps().starting((long) options.epochs() * trainLoader.batchesPerEpoch() - start);
+          int stepsPerEpoch = options.stepsPerEpoch(trainLoader.batchesPerEpoch());
+          rank.steps().starting((long) options.epochs() * stepsPerEpoch - start);
           trainer.afterEachStep(rank.steps()::done);
         }
         trainer.fit(trainLoader, valLoader, firstEpoch);

@@ -829,6 +829,8 @@ class MainTest {
             "--workers",
             "1",
             "--prefetch",
+            "2",
+            "--accumulate",
             "2");
     assertEquals(0, r.status(), r.err());
     String state =
@@ -840,9 +842,28 @@ class MainTest {
             "\"ramtrain.train.schedule\":\"cosine\"",
             "\"ramtrain.train.clip-norm\":\"1.0\"",
             "\"ramtrain.train.label-smoothing\":\"0.1\"",
-            "\"ramtrain.train.precision\":\"bf16\"")) {
+            "\"ramtrain.train.precision\":\"bf16\"",
+            "\"ramtrain.train.accumulate\":\"2\"")) {
       assertTrue(state.contains(setting), setting + " in " + state);
     }
+    // Accumulating the gradients of an offloaded model is not built: a usage error naming the key.
+    Run offloaded =
+        run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            tmp.resolve("offloaded").toString(),
+            "--model",
+            "mlp:192-8-3",
+            "--batch-size",
+            "4",
+            "--accumulate",
+            "2",
+            "--offload",
+            "on");
+    assertEquals(Main.EXIT_USAGE, offloaded.status(), offloaded.err());
+    assertTrue(offloaded.err().contains("ramtrain.train.accumulate = 2"), offloaded.err());
   }
 
   /** A bad value: one line naming the option and the value, and where the help is. */

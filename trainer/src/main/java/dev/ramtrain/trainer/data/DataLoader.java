@@ -130,6 +130,18 @@ public final class DataLoader implements AutoCloseable {
             : (perRank() + b - 1) / b);
   }
 
+  /**
+   * The samples of batch {@code index} of every epoch: the batch size, but for the last batch under
+   * KEEP, which holds what is left (gradient accumulation weighs its micro-batches by it).
+   */
+  public int batchSize(int index) {
+    long count =
+        options.sampling().remainder() == LoaderOptions.Remainder.KEEP
+            ? perRank()
+            : (long) batchesPerEpoch() * options.batchSize();
+    return (int) Math.min(options.batchSize(), count - (long) index * options.batchSize());
+  }
+
   /** Nanoseconds the consumer has waited for batches so far (the data stall). */
   public long stallNanos() {
     return stallNanos.get();

@@ -12,6 +12,7 @@ public final class CrossEntropyLoss implements AutoCloseable {
   private final float smoothing;
   private final DeviceBuffer losses;
   private final DeviceBuffer dlogits;
+  private final DeviceBuffer scale; // batch / meanOver, element by element, for accumulation
 
   public CrossEntropyLoss(Backend backend, int maxBatch, int classes, float smoothing) {
     if (smoothing < 0 || smoothing >= 1) {
@@ -22,13 +23,29 @@ public final class CrossEntropyLoss implements AutoCloseable {
     this.smoothing = smoothing;
     this.losses = backend.allocate("loss", DType.F32, maxBatch);
     this.dlogits = backend.allocate("dlogits", DType.F32, (long) maxBatch * classes);
+    this.scale = backend.allocate("dlogits.scale", DType.F32, (long) maxBatch * classes);
   }
 
   /** Enqueues the loss of {@code batch} rows; returns dL/dlogits (valid until the next call). */
   public DeviceBuffer compute(Stream stream, DeviceBuffer logits, DeviceBuffer labels, int batch) {
+    return compute(stream, logits, labels, batch, batch);
+  }
+
+  /**
+   * The same, with dL/dlogits of the loss summed over these rows and divided by {@code meanOver} (≥
+   * {@code batch}) instead of {@code batch}: a micro-batch's share of the gradient of the mean over
+   * a larger batch (gradient accumulation, as PyTorch's loss / accumulation steps).
+   */
+  public DeviceBuffer compute(
+      Stream stream, DeviceBuffer logits, DeviceBuffer labels, int batch, long meanOver) {
     DeviceBuffer g = dlogits.view(0, (long) batch * classes);
     backend.softmaxCrossEntropy(
         stream, logits, labels, batch, classes, smoothing, losses.view(0, batch), g);
+    if (meanOver != batch) {
+      DeviceBuffer share = scale.view(0, (long) batch * classes);
+      backend.fill(stream, share, (float) ((double) batch / meanOver));
+      backend.multiply(stream, g, share, g);
+    }
     return g;
   }
 
@@ -41,5 +58,6 @@ public final class CrossEntropyLoss implements AutoCloseable {
   public void close() {
     losses.close();
     dlogits.close();
+    scale.close();
   }
 }

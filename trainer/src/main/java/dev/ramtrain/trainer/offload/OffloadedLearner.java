@@ -136,6 +136,20 @@ public final class OffloadedLearner implements Learner {
     model.beginStep(compute, step);
   }
 
+  /**
+   * Offloaded gradients land in host memory layer by layer, over the last step's: accumulating them
+   * there is not built yet, and the run settings refuse accumulation with offloading before this.
+   */
+  @Override
+  public void continueStep(Stream compute, long dropoutSeed) {
+    throw new UnsupportedOperationException("gradient accumulation of an offloaded model");
+  }
+
+  @Override
+  public void accumulate(Stream compute, DeviceBuffer dlogits, int batch) {
+    throw new UnsupportedOperationException("gradient accumulation of an offloaded model");
+  }
+
   @Override
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
     HostUpdate step = optimizer.beginStep(lr);

@@ -472,6 +472,16 @@ public abstract class OffloadedTrainingTest {
     }
 
     @Override
+    public void continueStep(Stream compute, long dropoutSeed) {
+      throw new UnsupportedOperationException("the reference does not accumulate");
+    }
+
+    @Override
+    public void accumulate(Stream compute, DeviceBuffer dlogits, int batch) {
+      throw new UnsupportedOperationException("the reference does not accumulate");
+    }
+
+    @Override
     public void beginStep(Stream compute, long step) {
       model.zeroGrad(compute);
       model.beginStep(step);

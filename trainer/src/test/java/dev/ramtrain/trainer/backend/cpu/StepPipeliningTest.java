@@ -85,6 +85,16 @@ class StepPipeliningTest {
     }
 
     @Override
+    public void continueStep(Stream compute, long dropoutSeed) {
+      inner.continueStep(compute, dropoutSeed);
+    }
+
+    @Override
+    public void accumulate(Stream compute, DeviceBuffer dlogits, int batch) {
+      inner.accumulate(compute, dlogits, batch);
+    }
+
+    @Override
     public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
       inner.backwardAndUpdate(compute, dlogits, batch, lr);
       updates++;
