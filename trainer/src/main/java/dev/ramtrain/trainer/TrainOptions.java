@@ -15,7 +15,8 @@ public record TrainOptions(
     float[] mean,
     float[] std,
     int logEvery,
-    int accumulate)
+    int accumulate,
+    BestEpoch.Rule best)
     implements Serializable {
 
   /** What a NaN or infinite loss does: stop with a message, or skip that step's update. */
@@ -27,7 +28,8 @@ public record TrainOptions(
   /**
    * {@code accumulate}: batches whose gradients make one optimizer step (1: every batch is a step;
    * N: PyTorch's loop that calls {@code optimizer.step()} every N backward passes, the loss divided
-   * so that the step's gradient is the mean over all their samples).
+   * so that the step's gradient is the mean over all their samples). {@code best}: which epoch's
+   * checkpoint is the best, and whether to stop early.
    */
   public TrainOptions {
     if (epochs < 1 || logEvery < 1 || accumulate < 1) {
@@ -49,7 +51,16 @@ public record TrainOptions(
       float[] mean,
       float[] std,
       int logEvery) {
-    this(epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, 1);
+    this(
+        epochs,
+        labelSmoothing,
+        clipNorm,
+        nanPolicy,
+        mean,
+        std,
+        logEvery,
+        1,
+        BestEpoch.Rule.DEFAULT);
   }
 
   /** Optimizer steps in an epoch of {@code batches} batches: a short last group is a step too. */
@@ -65,6 +76,6 @@ public record TrainOptions(
   /** These options with the normalization {@code mean}/{@code std}. */
   public TrainOptions withNormalization(float[] mean, float[] std) {
     return new TrainOptions(
-        epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, accumulate);
+        epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, accumulate, best);
   }
 }

@@ -51,6 +51,7 @@ public final class Trainer implements AutoCloseable {
   private LongConsumer afterEachStep = steps -> {};
   private InFlight inFlight; // the step whose loss is still on its way to the host
   private final StepLosses stepLosses = new StepLosses();
+  private final BestEpoch best;
 
   public Trainer(
       Backend backend,
@@ -92,6 +93,7 @@ public final class Trainer implements AutoCloseable {
     this.options = options;
     this.metrics = metrics;
     this.ranks = ranks;
+    this.best = new BestEpoch(options.best());
     int classes = learner.outputSize();
     int batch = learner.maxBatch();
     this.compute = backend.createStream("compute");
@@ -112,6 +114,16 @@ public final class Trainer implements AutoCloseable {
    * epoch-0001} is saved.
    */
   public void fit(DataLoader train, DataLoader val, int firstEpoch) {
+    if (best.shouldStop() && firstEpoch < options.epochs()) {
+      // Resumed from the checkpoint of a run that stopped early, with the same patience.
+      LOG.info(
+          "this run stopped early after epoch {} ({} last improved after epoch {}): nothing to"
+              + " train; raise ramtrain.train.early-stop-patience to go on",
+          firstEpoch,
+          best.rule().metric().key(),
+          best.bestEpoch());
+      return;
+    }
     // A run resumed from a checkpoint taken within an epoch goes on from the batch after it.
     int stepsPerEpoch = options.stepsPerEpoch(train.batchesPerEpoch());
     long stepsIntoEpoch = globalStep - (long) firstEpoch * stepsPerEpoch;
@@ -122,6 +134,7 @@ public final class Trainer implements AutoCloseable {
     for (int epoch = firstEpoch; epoch < options.epochs(); epoch++) {
       EpochStats stats = trainEpoch(train, epoch, epoch == firstEpoch ? firstBatch : 0);
       EvalResult eval = evaluate(val);
+      boolean improved = best.offer(epoch + 1, eval); // the same on every rank: eval is summed
       Map<String, Object> record = new LinkedHashMap<>();
       record.put("type", "epoch");
       record.put("epoch", epoch + 1);
@@ -134,6 +147,7 @@ public final class Trainer implements AutoCloseable {
       record.put("samples_per_s", stats.samples() / stats.seconds());
       record.put("seconds", stats.seconds());
       record.put("data_stall_pct", 100 * stats.stallSeconds() / stats.seconds());
+      record.put("best_epoch", best.bestEpoch());
       record.put("skipped_steps", skippedSteps);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
       if (ranks.worldSize() > 1) {
@@ -141,6 +155,9 @@ public final class Trainer implements AutoCloseable {
       }
       Checkpoints.Snapshot snapshot = snapshotIfSaved();
       if (!ranks.leader()) {
+        if (best.shouldStop()) {
+          break;
+        }
         continue; // rank 0 reports the epoch and saves the checkpoint
       }
       metrics.write(record);
@@ -155,8 +172,42 @@ public final class Trainer implements AutoCloseable {
               eval.accuracy(),
               stats.samples() / stats.seconds(),
               100 * stats.stallSeconds() / stats.seconds()));
-      save(snapshot, epoch + 1, true);
+      String saved = save(snapshot, epoch + 1, true);
+      if (improved && saved != null) {
+        markBest(saved);
+      }
+      if (best.shouldStop()) {
+        LOG.info(
+            "early stop after epoch {}: {} has not improved by more than {} for {} epochs; the"
+                + " best was {} after epoch {}",
+            epoch + 1,
+            best.rule().metric().key(),
+            best.rule().minDelta(),
+            best.epochsSinceBest(),
+            String.format("%.4f", best.best()),
+            best.bestEpoch());
+        break;
+      }
     }
+  }
+
+  private void markBest(String name) {
+    try {
+      checkpoints.markBest(name);
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "cannot name " + name + " the best checkpoint: " + e.getMessage(), e);
+    }
+  }
+
+  /** Continues from a resumed checkpoint's record of the best epoch so far (its state.json). */
+  public void resumeBest(Map<String, Object> checkpointState) {
+    best.resume(checkpointState);
+  }
+
+  /** The best epoch so far by the run's metric (0: none yet), and its value. */
+  public BestEpoch best() {
+    return best;
   }
 
   public EpochStats trainEpoch(DataLoader train, int epoch) {
@@ -503,19 +554,21 @@ public final class Trainer implements AutoCloseable {
    */
   private Checkpoints.Snapshot snapshotIfSaved() {
     return checkpoints != null || ranks.partitionsOptimizerState()
-        ? learner.snapshot(compute)
+        ? learner.snapshot(compute).withLoopState(best.state())
         : null;
   }
 
-  private void save(Checkpoints.Snapshot snapshot, int epochsDone, boolean endOfEpoch) {
+  /** Saves the checkpoint if this rank saves them; returns its name, or null. */
+  private String save(Checkpoints.Snapshot snapshot, int epochsDone, boolean endOfEpoch) {
     if (checkpoints == null) {
-      return;
+      return null;
     }
     String name = Checkpoints.name(epochsDone, globalStep, endOfEpoch);
     try {
       Path saved = checkpoints.save(name, epochsDone, globalStep, snapshot);
       progress.clear(); // a mid-epoch checkpoint's line starts a line of its own
       LOG.info("checkpoint {}", saved);
+      return name;
     } catch (IOException e) {
       String which = endOfEpoch ? "of epoch " + epochsDone : "at step " + globalStep;
       throw new UncheckedIOException(

@@ -63,7 +63,8 @@ class GradientAccumulationTest {
               new float[] {0.5f},
               new float[] {0.25f},
               3,
-              accumulate);
+              accumulate,
+              BestEpoch.Rule.DEFAULT);
       long total = (long) EPOCHS * options.stepsPerEpoch(trainLoader.batchesPerEpoch());
       Path metricsFile = dir.resolve("metrics.jsonl");
       Model model =

@@ -14,7 +14,14 @@ public final class CheckpointOption {
       description = "A checkpoint folder, or a run directory (its latest checkpoint).")
   Path checkpoint;
 
+  @Option(
+      names = "--best",
+      description =
+          "With a run directory: its best checkpoint by the run's best-metric"
+              + " (checkpoints/best), not the latest.")
+  boolean best;
+
   TrainedCheckpoint open() throws IOException {
-    return TrainedCheckpoint.open(checkpoint);
+    return TrainedCheckpoint.open(checkpoint, best);
   }
 }

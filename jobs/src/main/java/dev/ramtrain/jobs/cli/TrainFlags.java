@@ -30,6 +30,21 @@ public final class TrainFlags {
               + " (ramtrain.train.accumulate).")
   Integer accumulate;
 
+  @Option(
+      names = "--best-metric",
+      description =
+          "val-loss or val-acc: the metric naming the best epoch's checkpoint"
+              + " (ramtrain.train.best-metric).")
+  String bestMetric;
+
+  @Option(
+      names = "--early-stop-patience",
+      paramLabel = "EPOCHS",
+      description =
+          "Stop when the best metric has not improved for this many epochs; 0: never"
+              + " (ramtrain.train.early-stop-patience).")
+  Integer earlyStopPatience;
+
   @Option(names = "--optimizer", description = "adamw or sgd (ramtrain.train.optimizer).")
   String optimizer;
 
@@ -105,6 +120,8 @@ public final class TrainFlags {
     f.put("ramtrain.train.epochs", CommonOptions.text(epochs));
     f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
     f.put("ramtrain.train.accumulate", CommonOptions.text(accumulate));
+    f.put("ramtrain.train.best-metric", bestMetric);
+    f.put("ramtrain.train.early-stop-patience", CommonOptions.text(earlyStopPatience));
     f.put("ramtrain.train.optimizer", optimizer);
     f.put("ramtrain.train.lr", CommonOptions.text(lr));
     f.put("ramtrain.train.weight-decay", CommonOptions.text(weightDecay));

@@ -5,6 +5,7 @@ import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.data.LoaderOptions;
@@ -43,7 +44,11 @@ public final class TrainSettings {
           "workers",
           "prefetch",
           "log-every",
-          "checkpoint-every");
+          "checkpoint-every",
+          // which checkpoint is called the best, and when a run stops early: not its numbers
+          "best-metric",
+          "early-stop-patience",
+          "early-stop-min-delta");
 
   private TrainSettings() {}
 
@@ -219,7 +224,11 @@ public final class TrainSettings {
                 floats(P + "mean", mean),
                 floats(P + "std", std),
                 c.integer(P + "log-every"),
-                c.integer(P + "accumulate")));
+                c.integer(P + "accumulate"),
+                new BestEpoch.Rule(
+                    c.choice(P + "best-metric", BestEpoch.Metric.class),
+                    c.integer(P + "early-stop-patience"),
+                    c.number(P + "early-stop-min-delta"))));
   }
 
   /**

@@ -89,6 +89,10 @@ public final class HtmlReport {
     if (!epochs.isEmpty()) {
       card(h, String.format("%,d", epochs.get(epochs.size() - 1).path("step").asLong()), "steps");
     }
+    int bestEpoch = bestEpoch(run);
+    if (bestEpoch > 0) {
+      card(h, Integer.toString(bestEpoch), "best epoch (checkpoints/best)");
+    }
     double seconds = epochs.stream().mapToDouble(r -> r.path("seconds").asDouble()).sum();
     if (seconds > 0) {
       card(h, duration(seconds), "training time");
@@ -211,13 +215,16 @@ public final class HtmlReport {
     if (run.epochs().isEmpty()) {
       return;
     }
-    h.append("<h2>Epochs and timing</h2>\n<table><tr><th>epoch</th><th>seconds</th>")
+    h.append("<h2>Epochs and timing</h2>\n<p class=\"sub\">The best epoch by the run's")
+        .append(" best-metric is highlighted.</p>\n<table><tr><th>epoch</th><th>seconds</th>")
         .append("<th>samples/s</th><th>data stall</th><th>train loss</th><th>train acc</th>")
         .append("<th>val loss</th><th>val acc</th></tr>\n");
+    int bestEpoch = bestEpoch(run);
     for (JsonNode r : run.epochs()) {
+      h.append(r.path("epoch").asInt() == bestEpoch ? "<tr class=\"changed\">" : "<tr>");
       h.append(
           String.format(
-              "<tr><td>%d</td><td>%s</td><td>%,.0f</td><td>%.1f%%</td><td>%.4f</td><td>%.4f</td>"
+              "<td>%d</td><td>%s</td><td>%,.0f</td><td>%.1f%%</td><td>%.4f</td><td>%.4f</td>"
                   + "<td>%.4f</td><td>%.4f</td></tr>%n",
               r.path("epoch").asInt(),
               r.has("seconds") ? String.format("%.1f", r.path("seconds").asDouble()) : "–",
@@ -229,6 +236,12 @@ public final class HtmlReport {
               r.path("val_acc").asDouble()));
     }
     h.append("</table>\n");
+  }
+
+  /** The best epoch the last epoch record names (0: none, or a run from before it was kept). */
+  private static int bestEpoch(RunRecord run) {
+    List<JsonNode> epochs = run.epochs();
+    return epochs.isEmpty() ? 0 : epochs.get(epochs.size() - 1).path("best_epoch").asInt();
   }
 
   private static void dataset(StringBuilder h, RunRecord run) {

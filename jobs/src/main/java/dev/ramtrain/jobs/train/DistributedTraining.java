@@ -236,7 +236,7 @@ public final class DistributedTraining<T>
                 RunDirectory.open(
                     remote != null ? remote.staging() : output.path(), output.mode())) {
           if (remote != null) {
-            run.afterEachCheckpoint(remote::publish);
+            run.afterEachCheckpoint(remote);
           }
           run.recordInCheckpoints(Map.of(JOB_KEY, job));
           task.barrier(); // the run directory is settled: the others may read its checkpoint

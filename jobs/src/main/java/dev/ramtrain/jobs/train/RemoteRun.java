@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * checkpoint and the metrics into the staging copy first. Replacing a remote run ({@code
  * --overwrite}) is refused: choose a new directory.
  */
-public final class RemoteRun implements AutoCloseable {
+public final class RemoteRun implements RunDirectory.CheckpointPublisher, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RemoteRun.class);
   private static final String CHECKPOINTS = RunDirectory.CHECKPOINTS;
   private static final String PUBLISHING = ".publishing-";
@@ -159,6 +159,7 @@ public final class RemoteRun implements AutoCloseable {
    * Publishes checkpoint {@code saved} (a folder of the staging copy's checkpoints), then the
    * metrics so far, then makes it the remote run's latest.
    */
+  @Override
   public void publish(java.nio.file.Path saved) throws IOException {
     String name = saved.getFileName().toString();
     Path checkpoints = new Path(root, CHECKPOINTS);
@@ -174,6 +175,12 @@ public final class RemoteRun implements AutoCloseable {
     writeReplacing(new Path(checkpoints, Checkpoints.LATEST), name);
     published = true;
     LOG.info("published checkpoint {} to {}", name, target);
+  }
+
+  /** Makes published checkpoint {@code name} the remote run's best ({@code checkpoints/best}). */
+  @Override
+  public void publishBest(String name) throws IOException {
+    writeReplacing(new Path(new Path(root, CHECKPOINTS), Checkpoints.BEST), name);
   }
 
   /** Copies the staging copy's metrics over the remote run's (whose lines it continues). */

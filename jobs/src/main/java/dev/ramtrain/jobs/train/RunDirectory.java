@@ -80,10 +80,12 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   private boolean previousPending;
   private CheckpointPublisher publisher;
 
-  /** Hears of each checkpoint once it is saved and made the latest here. */
-  @FunctionalInterface
+  /** Hears of each checkpoint once it is saved and made the latest here, and of the best. */
   public interface CheckpointPublisher {
     void publish(Path saved) throws IOException;
+
+    /** Checkpoint {@code name}, published before, is the run's best. */
+    void publishBest(String name) throws IOException;
   }
 
   private RunDirectory(
@@ -221,6 +223,14 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
       publisher.publish(saved);
     }
     return saved;
+  }
+
+  @Override
+  public void markBest(String name) throws IOException {
+    Checkpoints.point(dir, Checkpoints.BEST, name);
+    if (publisher != null) {
+      publisher.publishBest(name);
+    }
   }
 
   /** Puts a replaced run back if this one saved no checkpoint, then releases the directory. */

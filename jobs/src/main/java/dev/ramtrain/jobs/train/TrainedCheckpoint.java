@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.etl.image.ImageDecoder;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.Normalization;
@@ -28,6 +29,11 @@ public record TrainedCheckpoint(
 
   /** A checkpoint folder, or a run directory (its latest checkpoint). */
   public static TrainedCheckpoint open(Path checkpointOrRun) throws IOException {
+    return open(checkpointOrRun, false);
+  }
+
+  /** {@code best}: a run directory's best checkpoint ({@code checkpoints/best}), not its latest. */
+  public static TrainedCheckpoint open(Path checkpointOrRun, boolean best) throws IOException {
     if (!Files.isDirectory(checkpointOrRun)) {
       throw new IOException(
           "--checkpoint "
@@ -35,10 +41,17 @@ public record TrainedCheckpoint(
               + ": no such checkpoint folder or run directory"
               + (Files.exists(checkpointOrRun) ? " (it is a file)" : ""));
     }
+    boolean folder = Files.exists(checkpointOrRun.resolve("state.json"));
+    if (best && folder) {
+      throw new ConfigException(
+          "--best picks a run directory's best checkpoint: " + checkpointOrRun + " is one already");
+    }
     Checkpoints.Loaded c =
-        Files.exists(checkpointOrRun.resolve("state.json"))
+        folder
             ? Checkpoints.load(checkpointOrRun)
-            : Checkpoints.loadLatest(checkpointOrRun);
+            : best
+                ? Checkpoints.loadBest(checkpointOrRun)
+                : Checkpoints.loadLatest(checkpointOrRun);
     Map<String, Object> state = c.state();
     ImageShape shape;
     List<String> classes;

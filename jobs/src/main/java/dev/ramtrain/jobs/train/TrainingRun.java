@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.report.TrainingReport;
+import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.MetricsLog;
@@ -164,6 +165,7 @@ public final class TrainingRun {
         if (checkpoint != null) {
           learner.restore(checkpoint, setup);
           trainer.resumeAt(checkpoint.globalStep());
+          trainer.resumeBest(checkpoint.state());
           firstEpoch = checkpoint.epochsDone();
           System.out.printf(
               "resuming from %s after %d epochs, step %d%n",
@@ -176,6 +178,12 @@ public final class TrainingRun {
           trainer.afterEachStep(rank.steps()::done);
         }
         trainer.fit(trainLoader, valLoader, firstEpoch);
+        BestEpoch best = trainer.best();
+        if (run != null && best.bestEpoch() > 0) {
+          System.out.printf(
+              "best epoch %d: %s %.4f (%s/checkpoints/best)%n",
+              best.bestEpoch(), best.rule().metric().key(), best.best(), run.path());
+        }
         EvalResult eval = trainer.evaluate(valLoader);
         if (ranks.worldSize() > 1) {
           String digest = digest(learner.snapshot(setup).weights());

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.jobs.Main;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -561,6 +562,9 @@ class MainTest {
     assertEquals("epoch-0003", Files.readString(remoteDir.resolve("checkpoints/latest")).strip());
     assertEquals(3, epochs(remoteDir).size());
     assertTrue(Files.exists(remoteDir.resolve("report/index.html")));
+    assertTrue(
+        Checkpoints.isName(Files.readString(remoteDir.resolve("checkpoints/best"))),
+        "the best checkpoint is published too");
     try (var entries = Files.list(remoteDir.resolve("checkpoints"))) {
       assertTrue(
           entries.noneMatch(e -> e.getFileName().toString().startsWith(".publishing")),
@@ -864,6 +868,79 @@ class MainTest {
             "on");
     assertEquals(Main.EXIT_USAGE, offloaded.status(), offloaded.err());
     assertTrue(offloaded.err().contains("ramtrain.train.accumulate = 2"), offloaded.err());
+  }
+
+  /**
+   * The best epoch's checkpoint is named checkpoints/best, and a run stops once the metric has not
+   * improved for --early-stop-patience epochs; resumed with the same patience it trains no more.
+   */
+  @Test
+  void earlyStoppingKeepsTheBestCheckpoint() throws Exception {
+    Path images = shapes(tmp.resolve("images"));
+    Path dataset = tmp.resolve("ds");
+    assertEquals(
+        0,
+        run(
+                "preprocess",
+                "-i",
+                images.toString(),
+                "-o",
+                dataset.toString(),
+                "--height",
+                "8",
+                "--width",
+                "8")
+            .status());
+    String[] train = {
+      "train",
+      "-d",
+      dataset.toString(),
+      "-o",
+      tmp.resolve("run").toString(),
+      "--model",
+      "mlp:192-8-3",
+      "--epochs",
+      "6",
+      "--batch-size",
+      "8",
+      "--early-stop-patience",
+      "2",
+      // no later epoch beats the first by 100: epochs 2 and 3 do not improve, and it stops
+      "--set",
+      "ramtrain.train.early-stop-min-delta=100"
+    };
+    Run r = run(train);
+    assertEquals(0, r.status(), r.err());
+    assertTrue(r.out().contains("best epoch 1: val_loss"), r.out());
+    Path metrics = tmp.resolve("run/metrics.jsonl");
+    assertEquals(3, epochRecords(metrics), "stopped after epoch 3 of 6");
+    assertEquals("epoch-0001", Files.readString(tmp.resolve("run/checkpoints/best")));
+    var state =
+        new com.fasterxml.jackson.databind.ObjectMapper()
+            .readTree(tmp.resolve("run/checkpoints/epoch-0003/state.json").toFile());
+    assertEquals(1, state.path("best").path("epoch").asInt(), state.toString());
+    assertEquals(2, state.path("best").path("epochs_since").asInt());
+
+    Run resumed =
+        run(
+            java.util.stream.Stream.concat(
+                    java.util.Arrays.stream(train), java.util.stream.Stream.of("--resume"))
+                .toArray(String[]::new));
+    assertEquals(0, resumed.status(), resumed.err());
+    assertEquals(3, epochRecords(metrics), "a run that stopped early stays stopped");
+
+    Run best =
+        run("evaluate", "-c", tmp.resolve("run").toString(), "--best", "-d", dataset.toString());
+    assertEquals(0, best.status(), best.err());
+    assertTrue(best.out().contains("epoch-0001 on "), best.out());
+    Run latest = run("evaluate", "-c", tmp.resolve("run").toString(), "-d", dataset.toString());
+    assertTrue(latest.out().contains("epoch-0003 on "), latest.out());
+  }
+
+  private static long epochRecords(Path metrics) throws java.io.IOException {
+    return Files.readAllLines(metrics).stream()
+        .filter(l -> l.contains("\"type\":\"epoch\""))
+        .count();
   }
 
   /** A bad value: one line naming the option and the value, and where the help is. */

@@ -69,6 +69,8 @@ class TrainingReportTest {
       assertTrue(html.contains(section), section);
     }
     assertEquals(3, count(html, "<img alt=\"sample "), "one image per kept mistake");
+    assertTrue(html.contains("<b>2</b><span>best epoch (checkpoints/best)"), "the best epoch");
+    assertEquals(1, count(html, "<tr class=\"changed\"><td>2</td>"), "its row highlighted");
     assertTrue(html.contains("cat → <b>dog</b>"), "mistakes name true and predicted class");
     // Row-normalized: 'dog' has 20 samples, 15 right = 75.0 %; counts table shows 15.
     assertTrue(html.contains(">75.0</td>") && html.contains(">15</td>"), "counts and shares");

@@ -16,4 +16,7 @@ public interface CheckpointSink {
    */
   Path save(String name, int epochsDone, long globalStep, Checkpoints.Snapshot snapshot)
       throws IOException;
+
+  /** Names checkpoint {@code name}, saved before, the run's best ({@code checkpoints/best}). */
+  default void markBest(String name) throws IOException {}
 }

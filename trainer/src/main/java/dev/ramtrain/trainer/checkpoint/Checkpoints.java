@@ -41,6 +41,7 @@ public final class Checkpoints {
           .enable(SerializationFeature.INDENT_OUTPUT)
           .enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS);
   public static final String LATEST = "latest";
+  public static final String BEST = "best";
 
   private Checkpoints() {}
 
@@ -71,7 +72,25 @@ public final class Checkpoints {
       String model,
       List<Safetensors.Tensor> weights,
       List<float[]> optimizerState,
-      int optimizerSteps) {}
+      int optimizerSteps,
+      Map<String, Object> loopState) {
+    /** {@code loopState}: what the training loop adds to state.json (the best epoch so far). */
+    public Snapshot {
+      loopState = Map.copyOf(loopState);
+    }
+
+    public Snapshot(
+        String model,
+        List<Safetensors.Tensor> weights,
+        List<float[]> optimizerState,
+        int optimizerSteps) {
+      this(model, weights, optimizerState, optimizerSteps, Map.of());
+    }
+
+    public Snapshot withLoopState(Map<String, Object> state) {
+      return new Snapshot(model, weights, optimizerState, optimizerSteps, state);
+    }
+  }
 
   /** Reads a resident model's and optimizer's state back from the device. */
   public static Snapshot snapshot(
@@ -131,6 +150,7 @@ public final class Checkpoints {
     }
     Safetensors.write(tmp.resolve("optimizer.safetensors"), state, Map.of());
     Map<String, Object> json = new TreeMap<>(info);
+    json.putAll(snapshot.loopState());
     json.put("epochs_done", epochsDone);
     json.put("global_step", globalStep);
     json.put("optimizer_steps", snapshot.optimizerSteps());
@@ -140,19 +160,34 @@ public final class Checkpoints {
     deleteTree(dir);
     Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
     PausePoints.reach("checkpoint.before-latest");
-    Path latestTmp = root.resolve(LATEST + ".tmp");
-    Safetensors.writeFile(latestTmp, name.getBytes(StandardCharsets.UTF_8));
+    point(runDir, LATEST, name);
+    return dir;
+  }
+
+  /**
+   * Makes {@code checkpoints/pointer} ({@link #LATEST}, {@link #BEST}) name checkpoint {@code
+   * name}: written beside, then renamed over the old pointer, so a reader sees the old name or the
+   * new.
+   */
+  public static void point(Path runDir, String pointer, String name) throws IOException {
+    Path root = runDir.resolve("checkpoints");
+    Path tmp = root.resolve(pointer + ".tmp");
+    Safetensors.writeFile(tmp, name.getBytes(StandardCharsets.UTF_8));
     Files.move(
-        latestTmp,
-        root.resolve(LATEST),
+        tmp,
+        root.resolve(pointer),
         StandardCopyOption.ATOMIC_MOVE,
         StandardCopyOption.REPLACE_EXISTING);
-    return dir;
   }
 
   /** The checkpoint {@code checkpoints/latest} of a run directory names. */
   public static Loaded loadLatest(Path runDir) throws IOException {
     return load(latest(runDir));
+  }
+
+  /** The checkpoint {@code checkpoints/best} names: the best epoch's by the run's metric. */
+  public static Loaded loadBest(Path runDir) throws IOException {
+    return load(pointed(runDir, BEST));
   }
 
   /**
@@ -172,16 +207,21 @@ public final class Checkpoints {
 
   /** The folder {@code checkpoints/latest} names. */
   private static Path latest(Path runDir) throws IOException {
+    return pointed(runDir, LATEST);
+  }
+
+  private static Path pointed(Path runDir, String pointer) throws IOException {
     Path root = runDir.resolve("checkpoints");
     String name;
     try {
-      name = Files.readString(root.resolve(LATEST)).strip();
+      name = Files.readString(root.resolve(pointer)).strip();
     } catch (NoSuchFileException e) {
-      throw new IOException(runDir + " has no checkpoint (no checkpoints/latest)", e);
+      throw new IOException(
+          runDir + " has no " + pointer + " checkpoint (no checkpoints/" + pointer + ")", e);
     }
     if (!isName(name)) {
       throw new IOException(
-          root.resolve(LATEST)
+          root.resolve(pointer)
               + " names '"
               + name
               + "', not a checkpoint folder (epoch-NNNN or step-NNNNNNNNN)");
