@@ -744,7 +744,8 @@ class MainTest {
             "train",
             "evaluate",
             "predict",
-            "plan");
+            "plan",
+            "report");
     for (String command : commands) {
       java.util.regex.Matcher line =
           java.util.regex.Pattern.compile("(?m)^  " + command + " +(.+)$").matcher(r.err());
@@ -776,21 +777,7 @@ class MainTest {
     }
     assertTrue(text.matches(".*weight-decay\\)\\. Default: 0\\.01\\..*"), help.out());
 
-    Path images = shapes(tmp.resolve("images"));
-    Path dataset = tmp.resolve("ds");
-    assertEquals(
-        0,
-        run(
-                "preprocess",
-                "-i",
-                images.toString(),
-                "-o",
-                dataset.toString(),
-                "--height",
-                "8",
-                "--width",
-                "8")
-            .status());
+    Path dataset = tinyShapesDataset();
     // The default batch of 256 is more than the dataset's train split: a usage error naming the
     // key, not a schedule's internal complaint.
     Run tooBig =
@@ -876,21 +863,7 @@ class MainTest {
    */
   @Test
   void earlyStoppingKeepsTheBestCheckpoint() throws Exception {
-    Path images = shapes(tmp.resolve("images"));
-    Path dataset = tmp.resolve("ds");
-    assertEquals(
-        0,
-        run(
-                "preprocess",
-                "-i",
-                images.toString(),
-                "-o",
-                dataset.toString(),
-                "--height",
-                "8",
-                "--width",
-                "8")
-            .status());
+    Path dataset = tinyShapesDataset();
     String[] train = {
       "train",
       "-d",
@@ -935,6 +908,25 @@ class MainTest {
     assertTrue(best.out().contains("epoch-0001 on "), best.out());
     Run latest = run("evaluate", "-c", tmp.resolve("run").toString(), "-d", dataset.toString());
     assertTrue(latest.out().contains("epoch-0003 on "), latest.out());
+  }
+
+  /** The generated shapes, preprocessed to 8×8 into tmp/ds. */
+  private Path tinyShapesDataset() {
+    Path images = shapes(tmp.resolve("images"));
+    Path dataset = tmp.resolve("ds");
+    Run p =
+        run(
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--height",
+            "8",
+            "--width",
+            "8");
+    assertEquals(0, p.status(), p.err());
+    return dataset;
   }
 
   private static long epochRecords(Path metrics) throws java.io.IOException {
