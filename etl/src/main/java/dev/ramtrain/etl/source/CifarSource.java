@@ -66,6 +66,11 @@ public final class CifarSource implements ImageSource {
   }
 
   @Override
+  public boolean ownSplits() {
+    return true;
+  }
+
+  @Override
   public Map<String, Long> countBySplit(SparkSession spark, double valFraction) throws IOException {
     Map<String, Long> counts = new TreeMap<>();
     Configuration conf = spark.sparkContext().hadoopConfiguration();

@@ -79,6 +79,11 @@ public final class IdxSource implements ImageSource {
   }
 
   @Override
+  public boolean ownSplits() {
+    return true;
+  }
+
+  @Override
   public Map<String, Long> countBySplit(SparkSession spark, double valFraction) throws IOException {
     Map<String, Long> counts = new TreeMap<>();
     for (Pair pair : pairs(spark.sparkContext().hadoopConfiguration())) {

@@ -22,6 +22,14 @@ public interface ImageSource extends Serializable {
   List<String> classes(SparkSession spark) throws IOException;
 
   /**
+   * Whether the source carries its own train/val split (MNIST's t10k files, CIFAR's test batch):
+   * then {@code ramtrain.etl.val-fraction} is not used.
+   */
+  default boolean ownSplits() {
+    return false;
+  }
+
+  /**
    * Inputs per split, for shard planning: exact for sources that carry their own split, otherwise
    * the total divided by {@code valFraction}. Cheap: no image bytes are read.
    */

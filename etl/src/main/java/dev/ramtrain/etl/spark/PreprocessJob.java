@@ -290,8 +290,17 @@ public final class PreprocessJob {
     t.put("resample", "gaussian-bilinear below 2x, area at 2x or more and at integer ratios");
     t.put("color", transform.shape().channels() == 1 ? "grayscale" : "rgb");
     t.put("decoder", options.decoder().name().toLowerCase());
-    t.put("val-fraction", options.valFraction());
+    // What was done, not what was set: a source's own val split, or the fraction taken; no
+    // augmentation settings when no augmented copy was made.
+    if (source.ownSplits()) {
+      t.put("val", "the source's own split");
+    } else {
+      t.put("val-fraction", options.valFraction());
+    }
     Augmentation a = transform.augmentation();
+    if (a.copies() == 0) {
+      return t;
+    }
     Map<String, Object> augment = new LinkedHashMap<>();
     augment.put("copies", a.copies());
     augment.put("keep-original", a.keepOriginal());

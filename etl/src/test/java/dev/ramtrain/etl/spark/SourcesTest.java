@@ -2,6 +2,7 @@ package dev.ramtrain.etl.spark;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import dev.ramtrain.etl.TestSpark;
 import dev.ramtrain.etl.image.Augmentation;
@@ -76,6 +77,11 @@ class SourcesTest {
     assertEquals(List.of("0", "1", "2", "3", "4", "5", "6"), m.classes());
     assertEquals(50, m.split(Manifest.TRAIN).rows());
     assertEquals(20, m.split(Manifest.VAL).rows());
+    // The manifest records what was done: the source's own val split, no fraction taken, and no
+    // augmentation settings for copies never made.
+    assertEquals("the source's own split", m.transforms().get("val"));
+    assertFalse(m.transforms().containsKey("val-fraction"), m.transforms().toString());
+    assertFalse(m.transforms().containsKey("augment"), m.transforms().toString());
     var rows = Preprocessing.rows(Preprocessing.open(out), Manifest.VAL);
     for (int i = 0; i < 20; i++) {
       var row = rows.get(SampleIds.of("t10k-images-idx3-ubyte.gz#" + i));

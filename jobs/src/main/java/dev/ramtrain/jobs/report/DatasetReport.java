@@ -7,11 +7,66 @@ import dev.ramtrain.format.ShardReader;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /** A dataset's manifest summary and class histogram as text, and samples drawn from its shards. */
 public final class DatasetReport {
   private DatasetReport() {}
+
+  /**
+   * What preprocessing did, one line each: the resize, colour and decoder, where the val split came
+   * from, and the augmented copies made (none: no augmentation settings are shown).
+   */
+  static String transforms(Manifest m) {
+    Map<String, Object> t = m.transforms();
+    StringBuilder s = new StringBuilder();
+    s.append(String.format("resize       %s, %s%n", t.get("resize"), t.get("color")));
+    s.append(String.format("decoder      %s%n", t.get("decoder")));
+    s.append(String.format("val split    %s%n", valOrigin(m)));
+    if (!(t.get("augment") instanceof Map<?, ?> a)
+        || !(a.get("copies") instanceof Number copies)
+        || copies.intValue() == 0) {
+      s.append("augmentation none (no augmented copies were made)\n");
+      return s.toString();
+    }
+    s.append(
+        String.format(
+            "augmentation %d augmented %s per image%s: random-resized-crop scale %s ratio %s,"
+                + " flip p=%s, rotation ±%s°, brightness %s, contrast %s, saturation %s%n",
+            copies.intValue(),
+            copies.intValue() == 1 ? "copy" : "copies",
+            Boolean.TRUE.equals(a.get("keep-original")) ? " and the original" : "",
+            a.get("scale"),
+            a.get("ratio"),
+            a.get("flip-probability"),
+            a.get("rotation-degrees"),
+            a.get("brightness"),
+            a.get("contrast"),
+            a.get("saturation")));
+    return s.toString();
+  }
+
+  /**
+   * Where the val split came from. Manifests written before ramtrain recorded it ("val") carry the
+   * val-fraction setting even when the source had a split of its own (idx, cifar10), which they
+   * then did not use.
+   */
+  private static String valOrigin(Manifest m) {
+    Object recorded = m.transforms().get("val");
+    if (recorded != null) {
+      return String.valueOf(recorded);
+    }
+    if (Set.of("idx", "cifar10").contains(m.source().type())) {
+      return "the source's own split";
+    }
+    Object fraction = m.transforms().get("val-fraction");
+    return fraction instanceof Number f
+        ? String.format(
+            "%.0f%% of the inputs, chosen by a hash of each input's key", 100 * f.doubleValue())
+        : "unknown";
+  }
 
   public static String summary(Dataset dataset) {
     Manifest m = dataset.manifest();
@@ -24,7 +79,7 @@ public final class DatasetReport {
             "images       %dx%dx%d uint8 %s%n",
             m.image().height(), m.image().width(), m.image().channels(), m.image().layout()));
     s.append(String.format("source       %s %s%n", m.source().type(), m.source().path()));
-    s.append(String.format("transforms   %s%n", m.transforms()));
+    s.append(transforms(m));
     s.append(String.format("seed         %d%n", m.seed()));
     for (var e : new TreeMap<>(m.splits()).entrySet()) {
       Manifest.Split split = e.getValue();
@@ -35,8 +90,10 @@ public final class DatasetReport {
     }
     s.append(
         String.format(
-            "rejects      %d of %d inputs %s%n",
-            m.rejects().count(), m.rejects().inputs(), m.rejects().byReason()));
+            "rejects      %,d of %,d inputs%s%n",
+            m.rejects().count(),
+            m.rejects().inputs(),
+            m.rejects().byReason().isEmpty() ? "" : " " + m.rejects().byReason()));
     s.append("classes (train / val):\n");
     long max = 1;
     for (Manifest.Split split : m.splits().values()) {

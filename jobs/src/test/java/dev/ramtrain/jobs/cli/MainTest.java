@@ -92,6 +92,11 @@ class MainTest {
             "--verify-all");
     assertEquals(0, i.status(), i.err());
     assertTrue(i.out().contains("16x16x3 uint8 HWC"), i.out());
+    // What preprocessing did: the fraction of the folder's inputs taken for val, one copy made.
+    assertTrue(i.out().contains("val split    25% of the inputs"), i.out());
+    assertTrue(
+        i.out().contains("augmentation 1 augmented copy per image and the original"), i.out());
+    assertFalse(i.out().contains("transforms"), i.out());
     assertTrue(i.out().contains("48 rows, every shard's CRC32C matches"), i.out());
     assertTrue(i.out().contains("circle"), i.out());
     var png = ImageIO.read(sheet.toFile());
