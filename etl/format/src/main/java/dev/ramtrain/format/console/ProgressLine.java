@@ -12,7 +12,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class ProgressLine {
   private static final Logger LOG = LoggerFactory.getLogger(ProgressLine.class);
-  private final boolean terminal = System.console() != null;
+  // bin/ramtrain says whether stderr is a terminal; without it, Java's console (stdin and stdout).
+  private final boolean terminal =
+      Boolean.parseBoolean(
+          System.getProperty("ramtrain.stderr.terminal", String.valueOf(System.console() != null)));
   private final PrintStream out = System.err;
   private long lastDraw;
   private long lastLog = System.nanoTime();
