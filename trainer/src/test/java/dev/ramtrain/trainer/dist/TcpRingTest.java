@@ -144,6 +144,8 @@ class TcpRingTest {
   @Test
   void aRankWithAnotherSecretIsRefusedAndTheOtherTimesOutNamingIt() throws Exception {
     Members ring = bind(2);
+    // The impostor waits long: its refusal must come from the honest rank's check, not lose a
+    // race with its own wait for rank 1 (which never proves itself to it) on a loaded machine.
     Future<TcpRing> impostor =
         threads.submit(
             () ->
@@ -152,7 +154,7 @@ class TcpRingTest {
                     ring.addresses(),
                     ring.listener(0),
                     "another-job-secret!!".getBytes(),
-                    SHORT));
+                    TIMEOUT));
     Future<TcpRing> honest = join(ring, 1, SHORT);
     String refused = failure(impostor);
     assertTrue(refused.contains("rank 0: rank 1 refused the connection"), refused);
