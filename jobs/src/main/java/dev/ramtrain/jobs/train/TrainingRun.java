@@ -152,7 +152,7 @@ public final class TrainingRun {
         info.put("dataset", data.source());
         info.put("resize", data.manifest().transforms().get("resize"));
         info.put("decoder", data.manifest().transforms().get("decoder"));
-        info.put("config", spec.resolvedConfig()); // every setting, for the report
+        info.put("config", recordedConfig(spec)); // every setting, for the report
         info.put("build", BuildInfo.record());
         info.put("train_samples", trainLoader.samples());
         info.put("val_samples", valLoader.samples());
@@ -208,6 +208,18 @@ public final class TrainingRun {
     }
     int share = Math.max(1, NORMALIZATION_SAMPLES / rank.worldSize());
     return Normalization.fromMoments(ranks.sum(Normalization.moments(train, share)));
+  }
+
+  /**
+   * The settings a checkpoint records for the report: all of them but where the run directory is
+   * and whether this invocation replaced one, which say how it was started, not what it computed
+   * (a run resumed in a moved directory writes the same state.json as the one left in place).
+   */
+  private static SortedMap<String, String> recordedConfig(RunSpec spec) {
+    SortedMap<String, String> config = new TreeMap<>(spec.resolvedConfig());
+    config.remove("ramtrain.train.output");
+    config.remove("ramtrain.train.overwrite");
+    return config;
   }
 
   /** SHA-256 over every tensor's name and values, in order. */
