@@ -5,6 +5,20 @@ import java.io.Serializable;
 /** Height, width and channel count of the uint8 HWC images of a shard. */
 public record ImageShape(int height, int width, int channels) implements Serializable {
 
+  /** HEIGHTxWIDTHxCHANNELS, e.g. 32x32x3; an IllegalArgumentException says what is wrong. */
+  public static ImageShape parse(String text) {
+    String[] p = text.toLowerCase(java.util.Locale.ROOT).split("x");
+    try {
+      if (p.length != 3) {
+        throw new NumberFormatException();
+      }
+      return new ImageShape(Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          text + ": expected HEIGHTxWIDTHxCHANNELS, e.g. 32x32x3", e);
+    }
+  }
+
   public ImageShape {
     if (height <= 0 || width <= 0) {
       throw new IllegalArgumentException(

@@ -1,31 +1,16 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.etl.dataset.Dataset;
-import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.StaticCharts;
-import dev.ramtrain.jobs.train.DatasetShards;
+import dev.ramtrain.jobs.train.CheckpointEvaluation;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
-import dev.ramtrain.trainer.DeviceInputs;
 import dev.ramtrain.trainer.EvalResult;
-import dev.ramtrain.trainer.Evaluator;
-import dev.ramtrain.trainer.backend.Backend;
-import dev.ramtrain.trainer.backend.Backends;
-import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
-import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.Normalization;
-import dev.ramtrain.trainer.data.ShardSet;
-import dev.ramtrain.trainer.nn.CrossEntropyLoss;
-import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelSpec;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
@@ -89,80 +74,27 @@ public final class EvaluateCommand implements Callable<Integer> {
     String location = s.data().requireLocation();
     TrainedCheckpoint trained = checkpoint.open();
     Checkpoints.Loaded c = trained.loaded();
-    Dataset ds = Dataset.open(location, new Configuration());
-    Manifest m = ds.manifest();
-    if (!m.splits().containsKey(split)) {
-      throw new ConfigException(
-          "--split "
-              + split
-              + ": "
-              + location
-              + " has the splits "
-              + new java.util.TreeSet<>(m.splits().keySet()));
+    EvalResult eval = CheckpointEvaluation.run(s, trained, location, split, new Configuration());
+    List<String> classes = trained.classes();
+    System.out.printf(
+        "%s on %s/%s: accuracy %.4f, loss %.4f over %,d samples%n",
+        c.dir(), location, split, eval.accuracy(), eval.loss(), eval.samples());
+    for (int k = 0; k < classes.size(); k++) {
+      System.out.printf("  %-20s %.4f%n", classes.get(k), eval.classAccuracy(k));
     }
-    ImageShape shape = trained.shape();
-    if (!shape.equals(m.image().shape())) {
-      throw new IOException(
-          c.dir()
-              + " was trained on "
-              + shape
-              + " images; "
-              + location
-              + " holds "
-              + m.image().shape());
+    Path png = confusionPng != null ? confusionPng : defaultConfusion(c.dir(), split);
+    Path parent = png.toAbsolutePath().getParent();
+    if (parent != null) {
+      Files.createDirectories(parent);
     }
-    if (!m.classes().equals(trained.classes())) {
-      throw new IOException(
-          c.dir()
-              + " was trained on classes "
-              + trained.classes()
-              + "; "
-              + location
-              + " has "
-              + m.classes());
-    }
-    String spec = trained.model();
-    Normalization norm = trained.normalization();
-    try (Backend backend = Backends.open(s.backend());
-        ShardSet shards = DatasetShards.open(ds, split);
-        DataLoader loader = new DataLoader(backend, shards, s.data().eval())) {
-      Stream stream = backend.createStream("evaluate");
-      try (Model model =
-              Model.build(spec, ModelSpec.parse(spec, shape), backend, stream, s.batchSize(), 0);
-          CrossEntropyLoss loss =
-              new CrossEntropyLoss(backend, s.batchSize(), m.classes().size(), 0f);
-          DeviceInputs inputs =
-              new DeviceInputs(
-                  backend,
-                  stream,
-                  shape,
-                  s.batchSize(),
-                  m.classes().size(),
-                  norm.mean(),
-                  norm.std())) {
-        Checkpoints.restore(c, model, null, backend, stream);
-        EvalResult eval = Evaluator.evaluate(model, loss, inputs, loader);
-        System.out.printf(
-            "%s on %s/%s: accuracy %.4f, loss %.4f over %,d samples%n",
-            c.dir(), location, split, eval.accuracy(), eval.loss(), eval.samples());
-        for (int k = 0; k < m.classes().size(); k++) {
-          System.out.printf("  %-20s %.4f%n", m.classes().get(k), eval.classAccuracy(k));
-        }
-        Path png = confusionPng != null ? confusionPng : defaultConfusion(c.dir(), split);
-        Path parent = png.toAbsolutePath().getParent();
-        if (parent != null) {
-          Files.createDirectories(parent);
-        }
-        StaticCharts.confusion(
-            png,
-            String.format(
-                "Confusion matrix, %% of each true class (%s accuracy %.2f%%)",
-                split, 100 * eval.accuracy()),
-            m.classes(),
-            eval.confusion());
-        System.out.println("confusion matrix " + png.toAbsolutePath());
-      }
-    }
+    StaticCharts.confusion(
+        png,
+        String.format(
+            "Confusion matrix, %% of each true class (%s accuracy %.2f%%)",
+            split, 100 * eval.accuracy()),
+        classes,
+        eval.confusion());
+    System.out.println("confusion matrix " + png.toAbsolutePath());
     return 0;
   }
 }

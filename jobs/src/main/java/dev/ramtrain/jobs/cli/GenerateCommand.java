@@ -80,7 +80,7 @@ public final class GenerateCommand implements Callable<Integer> {
   }
 
   /** Writes the images the settings describe into {@code root}, a new or empty directory. */
-  static int write(RamtrainConfig config, Path root) throws IOException {
+  public static int write(RamtrainConfig config, Path root) throws IOException {
     SyntheticImages images;
     try {
       images =

@@ -108,12 +108,10 @@ public final class PlanCommand implements Callable<Integer> {
   }
 
   private static ImageShape shape(String text) {
-    String[] p = text.toLowerCase().split("x");
     try {
-      return new ImageShape(Integer.parseInt(p[0]), Integer.parseInt(p[1]), Integer.parseInt(p[2]));
-    } catch (RuntimeException e) {
-      throw new ConfigException(
-          "--image " + text + ": expected HEIGHTxWIDTHxCHANNELS, e.g. 32x32x3");
+      return ImageShape.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("--image " + e.getMessage());
     }
   }
 }

@@ -10,6 +10,11 @@ public final class DeviceProfiles {
 
   private DeviceProfiles() {}
 
+  /** The profiles' names, sorted. */
+  public static java.util.SortedSet<String> names(RamtrainConfig c) {
+    return new TreeSet<>(c.raw().getConfig(ROOT).root().keySet());
+  }
+
   public static DeviceProfile named(RamtrainConfig c, String name) {
     Config devices = c.raw().getConfig(ROOT);
     if (!devices.hasPath(name)) {

@@ -108,6 +108,29 @@ public final class RamtrainConfig {
     return config.root().render(com.typesafe.config.ConfigRenderOptions.concise());
   }
 
+  /**
+   * Fails naming {@code key} when its value is not of its default's kind (a number, a boolean, a
+   * list): what the commands find when they read a setting, found where a program sets it.
+   */
+  public void requireKindOfDefault(String key) {
+    if (!defaults.hasPath(key)) {
+      return; // an unknown key was refused when loading
+    }
+    ConfigValue d = defaults.getValue(key);
+    switch (d.valueType()) {
+      case NUMBER -> {
+        if (d.unwrapped() instanceof Integer || d.unwrapped() instanceof Long) {
+          longValue(key);
+        } else {
+          number(key);
+        }
+      }
+      case BOOLEAN -> bool(key);
+      case LIST -> strings(key);
+      default -> string(key);
+    }
+  }
+
   /** Settings {@link #render rendered} on the driver, read back in a task. */
   public static RamtrainConfig fromRendered(String text) {
     return new RamtrainConfig(defaults(), ConfigFactory.parseString(text).resolve());

@@ -20,6 +20,13 @@ public final class ContactSheet {
   public static void write(
       List<DatasetReport.Sample> samples, ImageShape shape, List<String> classes, Path png)
       throws IOException {
+    AtomicFile.png(draw(samples, shape, classes), png);
+  }
+
+  /** The sheet as an image: upscaled tiles in a square grid, each captioned with its class. */
+  public static BufferedImage draw(
+      List<DatasetReport.Sample> samples, ImageShape shape, List<String> classes)
+      throws IOException {
     if (samples.isEmpty()) {
       throw new IOException("no samples to draw");
     }
@@ -51,7 +58,7 @@ public final class ContactSheet {
       g.drawString(name, x, y + tileH + CAPTION - 3);
     }
     g.dispose();
-    AtomicFile.png(sheet, png);
+    return sheet;
   }
 
   /** HWC RGB (or grey) bytes to a BufferedImage. */

@@ -111,6 +111,12 @@ public final class StaticCharts {
    */
   public static void confusion(Path png, String title, List<String> classes, long[][] counts)
       throws IOException {
+    AtomicFile.png(confusionImage(title, classes, counts), png);
+  }
+
+  /** The confusion matrix drawn, as {@link #confusion} writes it. */
+  public static java.awt.image.BufferedImage confusionImage(
+      String title, List<String> classes, long[][] counts) {
     int n = classes.size();
     int size = Math.max(420, Math.min(1400, 160 + 56 * n));
     HeatMapChart chart =
@@ -143,6 +149,6 @@ public final class StaticCharts {
       }
     }
     chart.addSeries("counts", classes, rowsTopDown, cells);
-    AtomicFile.png(BitmapEncoder.getBufferedImage(chart), png);
+    return BitmapEncoder.getBufferedImage(chart);
   }
 }

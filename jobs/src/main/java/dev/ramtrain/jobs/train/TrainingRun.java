@@ -212,8 +212,8 @@ public final class TrainingRun {
 
   /**
    * The settings a checkpoint records for the report: all of them but where the run directory is
-   * and whether this invocation replaced one, which say how it was started, not what it computed
-   * (a run resumed in a moved directory writes the same state.json as the one left in place).
+   * and whether this invocation replaced one, which say how it was started, not what it computed (a
+   * run resumed in a moved directory writes the same state.json as the one left in place).
    */
   private static SortedMap<String, String> recordedConfig(RunSpec spec) {
     SortedMap<String, String> config = new TreeMap<>(spec.resolvedConfig());

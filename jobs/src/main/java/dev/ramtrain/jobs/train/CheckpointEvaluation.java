@@ -1,0 +1,92 @@
+package dev.ramtrain.jobs.train;
+
+import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.trainer.DeviceInputs;
+import dev.ramtrain.trainer.EvalResult;
+import dev.ramtrain.trainer.Evaluator;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Backends;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.data.Normalization;
+import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.nn.CrossEntropyLoss;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import java.io.IOException;
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * A trained checkpoint evaluated on a split of a dataset, in this process: the model, image shape
+ * and normalization come from the checkpoint, which must have been trained on the dataset's image
+ * shape and classes. What {@code evaluate} and the notebook API run.
+ */
+public final class CheckpointEvaluation {
+  private CheckpointEvaluation() {}
+
+  /** {@code s}: the backend and evaluation batches ({@code ramtrain.train.*}). */
+  public static EvalResult run(
+      RunSpec s, TrainedCheckpoint trained, String location, String split, Configuration conf)
+      throws IOException {
+    Checkpoints.Loaded c = trained.loaded();
+    Dataset ds = Dataset.open(location, conf);
+    Manifest m = ds.manifest();
+    if (!m.splits().containsKey(split)) {
+      throw new ConfigException(
+          "--split "
+              + split
+              + ": "
+              + location
+              + " has the splits "
+              + new java.util.TreeSet<>(m.splits().keySet()));
+    }
+    ImageShape shape = trained.shape();
+    if (!shape.equals(m.image().shape())) {
+      throw new IOException(
+          c.dir()
+              + " was trained on "
+              + shape
+              + " images; "
+              + location
+              + " holds "
+              + m.image().shape());
+    }
+    if (!m.classes().equals(trained.classes())) {
+      throw new IOException(
+          c.dir()
+              + " was trained on classes "
+              + trained.classes()
+              + "; "
+              + location
+              + " has "
+              + m.classes());
+    }
+    String spec = trained.model();
+    Normalization norm = trained.normalization();
+    try (Backend backend = Backends.open(s.backend());
+        ShardSet shards = DatasetShards.open(ds, split);
+        DataLoader loader = new DataLoader(backend, shards, s.data().eval())) {
+      Stream stream = backend.createStream("evaluate");
+      try (Model model =
+              Model.build(spec, ModelSpec.parse(spec, shape), backend, stream, s.batchSize(), 0);
+          CrossEntropyLoss loss =
+              new CrossEntropyLoss(backend, s.batchSize(), m.classes().size(), 0f);
+          DeviceInputs inputs =
+              new DeviceInputs(
+                  backend,
+                  stream,
+                  shape,
+                  s.batchSize(),
+                  m.classes().size(),
+                  norm.mean(),
+                  norm.std())) {
+        Checkpoints.restore(c, model, null, backend, stream);
+        return Evaluator.evaluate(model, loss, inputs, loader);
+      }
+    }
+  }
+}

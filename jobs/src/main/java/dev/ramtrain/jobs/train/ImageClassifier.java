@@ -1,0 +1,156 @@
+package dev.ramtrain.jobs.train;
+
+import dev.ramtrain.etl.image.Augmentation;
+import dev.ramtrain.etl.image.ImageProcessor;
+import dev.ramtrain.etl.image.ImageTransform;
+import dev.ramtrain.etl.image.RejectedImageException;
+import dev.ramtrain.etl.source.RawSample;
+import dev.ramtrain.trainer.Predictor;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.Backends;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.apache.arrow.memory.util.MemoryUtil;
+
+/**
+ * A trained checkpoint classifying image files as preprocessing and training saw them: decoded,
+ * resized and normalized as the checkpoint records, in batches. Owns its backend and model; what
+ * {@code predict} and the notebook API serve with.
+ */
+public final class ImageClassifier implements AutoCloseable {
+  /** A file's class and probabilities, or why it could not be classified ({@code error}). */
+  public record Prediction(
+      String path, String label, float probability, float[] probabilities, String error) {}
+
+  private final TrainedCheckpoint trained;
+  private final ImageProcessor processor;
+  private final int batchSize;
+  private final Backend backend;
+  private final Model model;
+  private final Predictor predictor;
+
+  private ImageClassifier(
+      TrainedCheckpoint trained,
+      ImageProcessor processor,
+      int batchSize,
+      Backend backend,
+      Model model,
+      Predictor predictor) {
+    this.trained = trained;
+    this.processor = processor;
+    this.batchSize = batchSize;
+    this.backend = backend;
+    this.model = model;
+    this.predictor = predictor;
+  }
+
+  /** {@code maxPixels}: decode limit per image (ramtrain.etl.max-pixels). */
+  public static ImageClassifier open(
+      TrainedCheckpoint trained, BackendSpec backendSpec, long maxPixels, int batchSize) {
+    ImageProcessor processor =
+        new ImageProcessor(
+            new ImageTransform(trained.shape(), trained.resize(), Augmentation.NONE),
+            trained.decoder(),
+            maxPixels,
+            0);
+    Backend backend = Backends.open(backendSpec);
+    Model model = null;
+    try {
+      var stream = backend.createStream("predict");
+      model =
+          Model.build(
+              trained.model(),
+              ModelSpec.parse(trained.model(), trained.shape()),
+              backend,
+              stream,
+              batchSize,
+              0);
+      Predictor predictor =
+          new Predictor(
+              backend,
+              stream,
+              model,
+              trained.shape(),
+              trained.normalization().mean(),
+              trained.normalization().std());
+      Checkpoints.restore(trained.loaded(), model, null, backend, stream);
+      return new ImageClassifier(trained, processor, batchSize, backend, model, predictor);
+    } catch (RuntimeException | Error e) {
+      try (Backend closing = backend;
+          Model closingModel = model) {
+        throw e;
+      }
+    }
+  }
+
+  public List<String> classes() {
+    return trained.classes();
+  }
+
+  /** One prediction per file, in order; an unreadable file gets its error, not an exception. */
+  public List<Prediction> classify(List<Path> files) {
+    List<Prediction> all = new ArrayList<>();
+    for (int from = 0; from < files.size(); from += batchSize) {
+      all.addAll(batch(files.subList(from, Math.min(files.size(), from + batchSize))));
+    }
+    return all;
+  }
+
+  private List<Prediction> batch(List<Path> chunk) {
+    HostBuffer staging = predictor.staging();
+    long imageBytes = processor.shape().bytes();
+    String[] errors = new String[chunk.size()];
+    int[] slot = new int[chunk.size()];
+    int staged = 0;
+    for (int i = 0; i < chunk.size(); i++) {
+      Path file = chunk.get(i);
+      long at = staging.address() + staged * imageBytes;
+      try {
+        byte[] bytes = Files.readAllBytes(file);
+        processor.process(
+            RawSample.encoded(file.toString(), bytes, -1, null),
+            0,
+            (copy, pixels) -> MemoryUtil.copyMemory(pixels, at, imageBytes));
+        slot[i] = staged++;
+      } catch (RejectedImageException e) {
+        errors[i] = e.reason().name().toLowerCase(Locale.ROOT) + ": " + e.getMessage();
+      } catch (IOException e) {
+        errors[i] = "unreadable: " + e.getMessage();
+      }
+    }
+    float[][] p = staged == 0 ? new float[0][] : predictor.probabilities(staged);
+    List<Prediction> out = new ArrayList<>();
+    for (int i = 0; i < chunk.size(); i++) {
+      String path = chunk.get(i).toString();
+      if (errors[i] != null) {
+        out.add(new Prediction(path, null, Float.NaN, null, errors[i]));
+        continue;
+      }
+      float[] probs = p[slot[i]];
+      int best = 0;
+      for (int c = 1; c < probs.length; c++) {
+        best = probs[c] > probs[best] ? c : best;
+      }
+      out.add(new Prediction(path, trained.classes().get(best), probs[best], probs, null));
+    }
+    return out;
+  }
+
+  @Override
+  public void close() {
+    try (Backend closingBackend = backend;
+        Model closingModel = model;
+        Predictor closingPredictor = predictor) {
+      // closes in reverse order
+    }
+  }
+}

@@ -1,0 +1,91 @@
+package dev.ramtrain.jobs.api;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.jobs.config.ConfigException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The facade's settings and its usage errors, which a note shows as the paragraph's error. */
+class RamTrainTest {
+  private static SparkSession spark;
+  @TempDir Path tmp;
+
+  @BeforeAll
+  static void session() {
+    spark =
+        SparkSession.builder()
+            .master("local[1]")
+            .appName("RamTrainTest")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ramtrain.train.epochs", "7")
+            .getOrCreate();
+  }
+
+  @AfterAll
+  static void stop() {
+    spark.stop();
+  }
+
+  @Test
+  void settingsComeFromDefaultsThenSparkPropertiesThenCode() {
+    RamTrain rt = RamTrain.on(spark);
+    assertEquals("7", rt.setting("ramtrain.train.epochs"), "the interpreter's property");
+    assertEquals("256", rt.setting("ramtrain.train.batch-size"), "the default");
+    RamTrain mine = rt.set("ramtrain.train.epochs", 2);
+    assertEquals("2", mine.setting("ramtrain.train.epochs"), "code beats the property");
+    assertEquals("7", rt.setting("ramtrain.train.epochs"), "set returns a copy");
+  }
+
+  @Test
+  void badSettingsAreRefusedWhereTheyAreGivenNamingTheKey() {
+    RamTrain rt = RamTrain.on(spark);
+    ConfigException typo =
+        assertThrows(ConfigException.class, () -> rt.set("ramtrain.train.epoch", 3));
+    assertTrue(typo.getMessage().contains("ramtrain.train.epochs"), typo.getMessage());
+    ConfigException kind =
+        assertThrows(ConfigException.class, () -> rt.set("ramtrain.train.epochs", "three"));
+    assertTrue(kind.getMessage().contains("ramtrain.train.epochs"), kind.getMessage());
+    spark.conf().set("spark.ramtrain.train.lr", "fast");
+    try {
+      ConfigException property = assertThrows(ConfigException.class, () -> RamTrain.on(spark));
+      assertTrue(property.getMessage().contains("spark.ramtrain.train.lr"), property.getMessage());
+    } finally {
+      spark.conf().unset("spark.ramtrain.train.lr");
+    }
+  }
+
+  @Test
+  void aModelThatDoesNotFitTheDataIsRefusedBeforeTrainingStarts() throws Exception {
+    RamTrain rt = RamTrain.on(spark).set("ramtrain.generate.images-per-class", 4);
+    Path images = tmp.resolve("images");
+    assertEquals(24, rt.generateShapes(images.toString()));
+    Path dataset = tmp.resolve("ds");
+    Inspection ds =
+        rt.set("ramtrain.etl.height", 8)
+            .set("ramtrain.etl.width", 8)
+            .preprocess(images.toString(), dataset.toString());
+    assertEquals(6, ds.classes().size());
+    assertEquals(24, ds.samples("train") + ds.samples("val"));
+    assertEquals(12, ds.classBalance().count(), "6 classes × 2 splits");
+    ConfigException wrongClasses =
+        assertThrows(
+            ConfigException.class,
+            () ->
+                rt.set("ramtrain.train.model", "mlp:192-8-3")
+                    .train(dataset.toString(), tmp.resolve("run").toString()));
+    assertTrue(wrongClasses.getMessage().contains("6 classes"), wrongClasses.getMessage());
+    assertFalse(Files.exists(tmp.resolve("run")), "nothing started, nothing written");
+    ConfigException plan =
+        assertThrows(ConfigException.class, () -> rt.plan("mlp:192-8-3", 32, "8x8"));
+    assertTrue(plan.getMessage().contains("HEIGHTxWIDTHxCHANNELS"), plan.getMessage());
+  }
+}
