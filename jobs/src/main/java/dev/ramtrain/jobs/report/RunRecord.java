@@ -81,6 +81,11 @@ public record RunRecord(
         evaluation);
   }
 
+  /** This run shown under another name. */
+  public RunRecord named(String other) {
+    return new RunRecord(other, dir, epochs, steps, lossSteps, stepLoss, state, evaluation);
+  }
+
   /** The records among {@code steps} that carry {@code key}. */
   public List<JsonNode> stepsWith(String key) {
     return steps.stream().filter(r -> r.has(key)).toList();

@@ -24,7 +24,7 @@ public final class TrainingReport {
     Path dir = run.resolve("report");
     Files.createDirectories(dir);
     Evaluation.of(split, eval, classes).write(dir);
-    return draw(List.of(run), dir);
+    return drawInto(List.of(run), dir);
   }
 
   /**
@@ -32,12 +32,23 @@ public final class TrainingReport {
    * the PNGs. A page there that ramtrain did not write is never replaced. Returns index.html.
    */
   public static Path draw(List<Path> runs, Path dir) throws IOException {
+    requireReportFolder(runs, dir);
+    return drawInto(runs, dir);
+  }
+
+  private static Path drawInto(List<Path> runs, Path dir) throws IOException {
     List<RunRecord> records = new ArrayList<>();
+    java.util.Set<String> names = new java.util.HashSet<>();
     for (Path run : runs) {
-      records.add(RunRecord.read(run));
+      RunRecord record = RunRecord.read(run);
+      // Lines and table rows are named after their run: two runs' folders of one name differ.
+      String name = record.name();
+      for (int n = 2; !names.add(name); n++) {
+        name = record.name() + " (" + n + ")";
+      }
+      records.add(record.named(name));
     }
     Path index = dir.resolve("index.html");
-    requireOurs(index);
     Files.createDirectories(dir);
     List<Chart> charts = RunCharts.of(records);
     for (Chart chart : charts) {
@@ -59,17 +70,33 @@ public final class TrainingReport {
   }
 
   /**
-   * Refuses to replace an index.html ramtrain did not write (its pages name ramtrain as their
-   * generator; so did the plain pages of its first versions, inside a run's own report folder).
+   * Refuses a folder ramtrain cannot prove is a report's, so that no file of the user's (a
+   * loss.png, say) is replaced: it must be new or empty, a run's own report folder, or hold a page
+   * ramtrain wrote (its pages name ramtrain as their generator; so did the plain pages of its first
+   * versions).
    */
-  private static void requireOurs(Path index) throws IOException {
-    if (!Files.exists(index)) {
+  private static void requireReportFolder(List<Path> runs, Path dir) throws IOException {
+    if (!Files.exists(dir)) {
       return;
     }
-    String page = Files.readString(index, StandardCharsets.UTF_8);
+    Path folder = dir.toAbsolutePath().normalize();
+    for (Path run : runs) {
+      if (folder.equals(run.toAbsolutePath().normalize().resolve("report"))) {
+        return;
+      }
+    }
+    try (var entries = Files.list(dir)) {
+      if (entries.findAny().isEmpty()) {
+        return;
+      }
+    }
+    Path index = dir.resolve("index.html");
+    String page = Files.exists(index) ? Files.readString(index, StandardCharsets.UTF_8) : "";
     if (!page.contains(HtmlReport.GENERATOR) && !page.contains("<title>ramtrain run report")) {
       throw new java.nio.file.FileAlreadyExistsException(
-          index.toString(), null, "not a ramtrain report: left as it is; choose another -o");
+          dir.toString(),
+          null,
+          "holds files and no ramtrain report: left as it is; choose a new or empty -o folder");
     }
   }
 }

@@ -84,6 +84,23 @@ class RamTrainTest {
                     .train(dataset.toString(), tmp.resolve("run").toString()));
     assertTrue(wrongClasses.getMessage().contains("6 classes"), wrongClasses.getMessage());
     assertFalse(Files.exists(tmp.resolve("run")), "nothing started, nothing written");
+    // In memory, as pipeline does: shards cached on the executors, trained on, closed.
+    try (var shards =
+        rt.set("ramtrain.etl.height", 8)
+            .set("ramtrain.etl.width", 8)
+            .preprocessInMemory(images.toString())) {
+      Training run =
+          rt.set("ramtrain.train.model", "mlp:192-8-6")
+              .set("ramtrain.train.epochs", 2)
+              .set("ramtrain.train.batch-size", 4)
+              .set("ramtrain.train.threads", 1)
+              .train(shards, tmp.resolve("memory-run").toString());
+      Training.Result result = run.await();
+      assertEquals(ds.samples("val"), result.samples(), "every val sample evaluated once");
+      assertEquals(2, run.epochs().count());
+      assertTrue(run.steps().count() > 0);
+      assertTrue(Files.exists(tmp.resolve("memory-run/report/index.html")));
+    }
     ConfigException plan =
         assertThrows(ConfigException.class, () -> rt.plan("mlp:192-8-3", 32, "8x8"));
     assertTrue(plan.getMessage().contains("HEIGHTxWIDTHxCHANNELS"), plan.getMessage());

@@ -152,9 +152,17 @@ class TrainingReportTest {
     try (var files = Files.list(out)) {
       assertEquals(1, files.count(), "nothing written beside it");
     }
-    // A page ramtrain wrote is replaced.
+    // Nor is a folder of other files without a page: its loss.png is not ramtrain's.
+    Path pictures = Files.createDirectories(tmp.resolve("pictures"));
+    Files.writeString(pictures.resolve("loss.png"), "my picture");
+    assertThrows(
+        FileAlreadyExistsException.class, () -> TrainingReport.draw(List.of(run), pictures));
+    assertEquals("my picture", Files.readString(pictures.resolve("loss.png")));
+    // A run's own report folder, and a folder holding a report ramtrain wrote, are redrawn.
     TrainingReport.draw(List.of(run), run.resolve("report"));
-    TrainingReport.draw(List.of(run), run.resolve("report"));
+    Path compare = tmp.resolve("compare");
+    TrainingReport.draw(List.of(run, run), compare);
+    TrainingReport.draw(List.of(run, run), compare);
   }
 
   @Test
