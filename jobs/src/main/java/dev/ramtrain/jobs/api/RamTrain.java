@@ -226,9 +226,21 @@ public final class RamTrain {
    * and returns at once: the handle shows the metrics while it trains.
    */
   public Training train(String dataset, String output) {
+    return train(dataset, output, false);
+  }
+
+  /**
+   * Starts the run in {@code output} again from its latest checkpoint (as {@code train --resume}:
+   * refused, naming what changed, when the settings or data differ from the checkpoint's).
+   */
+  public Training resume(String dataset, String output) {
+    return train(dataset, output, true);
+  }
+
+  private Training train(String dataset, String output, boolean resume) {
     RamtrainConfig c =
         set("ramtrain.train.dataset", dataset).set("ramtrain.train.output", output).config();
-    RunSpec spec = TrainSettings.read(c);
+    RunSpec spec = resume ? TrainSettings.read(c).resuming(false) : TrainSettings.read(c);
     TrainSettings.Dist dist = TrainSettings.dist(c);
     TrainSettings.Dist ranks = dist.withRanks(dist.ranksOr(1));
     Manifest manifest;

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.ramtrain.etl.dataset.DirectoryLock;
 import dev.ramtrain.jobs.report.RunRecord;
 import dev.ramtrain.jobs.train.RunReports;
 import dev.ramtrain.jobs.train.RunSpec;
@@ -49,34 +50,64 @@ public final class Training {
 
   private final SparkSession spark;
   private final RunSpec spec;
+  private final String jobGroup;
   private final CompletableFuture<Result> result;
 
-  private Training(SparkSession spark, RunSpec spec, CompletableFuture<Result> result) {
+  private Training(
+      SparkSession spark, RunSpec spec, String jobGroup, CompletableFuture<Result> result) {
     this.spark = spark;
     this.spec = spec;
+    this.jobGroup = jobGroup;
     this.result = result;
   }
 
   static Training start(
       SparkSession spark, RunSpec spec, List<String> classes, Callable<EvalResult> work) {
     CompletableFuture<Result> result = new CompletableFuture<>();
+    String jobGroup = "ramtrain-training-" + java.util.UUID.randomUUID();
     Thread thread =
         new Thread(
             () -> {
               try {
+                // Its own job group, so that cancel() stops this run's Spark jobs and no other.
+                spark
+                    .sparkContext()
+                    .setJobGroup(jobGroup, "ramtrain: training into " + spec.output().dir(), true);
                 EvalResult eval = work.call();
                 String report =
                     RunReports.write(
                         spec.output(), eval, classes, spark.sparkContext().hadoopConfiguration());
                 result.complete(new Result(eval.accuracy(), eval.loss(), eval.samples(), report));
               } catch (Throwable e) { // the caller sees it from await()
+                awaitTasksGone(spec);
                 result.completeExceptionally(e);
               }
             },
             "ramtrain-training " + spec.output().dir());
     thread.setDaemon(true); // a notebook that is closed does not wait for it
     thread.start();
-    return new Training(spark, spec, result);
+    return new Training(spark, spec, jobGroup, result);
+  }
+
+  /**
+   * A failed or cancelled job returns to the driver before its killed tasks have ended their step
+   * and released the run directory: until they have (the lock file gone, at most two minutes), a
+   * resume would find it taken. A remote run's lock is not watched.
+   */
+  private static void awaitTasksGone(RunSpec spec) {
+    if (spec.output().remote()) {
+      return;
+    }
+    Path lock = spec.output().path().resolve(DirectoryLock.FILE);
+    long deadline = System.nanoTime() + 120_000_000_000L;
+    while (Files.exists(lock) && System.nanoTime() < deadline) {
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
   }
 
   /** The run directory. */
@@ -86,6 +117,15 @@ public final class Training {
 
   public boolean isDone() {
     return result.isDone();
+  }
+
+  /**
+   * Stops the run: its Spark jobs are cancelled (the trainer tasks interrupted); {@link #await}
+   * then throws. The run directory keeps its checkpoints: {@code RamTrain.resume} (or {@code
+   * ramtrain train --resume}) goes on from the latest.
+   */
+  public void cancel() {
+    spark.sparkContext().cancelJobGroup(jobGroup);
   }
 
   /** Waits for the run's end; a failed run throws, with its cause. */

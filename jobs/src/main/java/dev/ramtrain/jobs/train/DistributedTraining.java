@@ -301,8 +301,9 @@ public final class DistributedTraining<T>
   }
 
   /**
-   * Rank 0 counts its steps into the driver's progress accumulators; the last rank fails once if a
-   * recovery test asks it to ({@code ramtrain.dist.fail-once-at-step}, first attempt only).
+   * Rank 0 counts its steps into the driver's progress accumulators; every rank stops after a step
+   * when its task was killed; the last rank fails once if a recovery test asks it to ({@code
+   * ramtrain.dist.fail-once-at-step}, first attempt only).
    */
   private TrainingRun.StepListener stepListener(BarrierTaskContext task, int rank) {
     boolean counts = rank == 0;
@@ -317,6 +318,9 @@ public final class DistributedTraining<T>
 
       @Override
       public void done(long stepsDone) {
+        // A cancelled job (the Spark UI's kill, a notebook's Training.cancel) interrupts its tasks;
+        // the loop never waits where an interrupt reaches it, so it stops here, after a step.
+        task.killTaskIfInterrupted();
         if (counts) {
           progressSteps.add(1);
         }

@@ -3,11 +3,13 @@ package dev.ramtrain.jobs.api;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.jobs.config.ConfigException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -23,7 +25,7 @@ class RamTrainTest {
   static void session() {
     spark =
         SparkSession.builder()
-            .master("local[1]")
+            .master("local[2]")
             .appName("RamTrainTest")
             .config("spark.ui.enabled", "false")
             .config("spark.ramtrain.train.epochs", "7")
@@ -84,6 +86,32 @@ class RamTrainTest {
                     .train(dataset.toString(), tmp.resolve("run").toString()));
     assertTrue(wrongClasses.getMessage().contains("6 classes"), wrongClasses.getMessage());
     assertFalse(Files.exists(tmp.resolve("run")), "nothing started, nothing written");
+    // Cancelled while it trains: await throws; resumed, the run ends from its latest checkpoint.
+    RamTrain long_ =
+        rt.set("ramtrain.train.model", "mlp:192-8-6")
+            .set("ramtrain.train.epochs", 1_000_000)
+            .set("ramtrain.train.batch-size", 4)
+            .set("ramtrain.train.threads", 1);
+    Training cancelled = long_.train(dataset.toString(), tmp.resolve("cancelled").toString());
+    Path latest = tmp.resolve("cancelled/checkpoints/latest");
+    for (int i = 0; i < 1200 && !Files.exists(latest); i++) {
+      Thread.sleep(50); // until the first checkpoint (a DataFrame here would wait for a core)
+    }
+    cancelled.cancel();
+    // A cancel that did not stop the run would leave await running: 60 s is far beyond a step.
+    assertThrows(
+        Exception.class,
+        () -> assertTimeoutPreemptively(Duration.ofSeconds(60), () -> cancelled.await()));
+    assertTrue(cancelled.isDone());
+    long epochsDone = cancelled.epochs().count();
+    assertTrue(epochsDone >= 1, "stopped after " + epochsDone + " epochs");
+    Training resumed =
+        long_
+            .set("ramtrain.train.epochs", epochsDone + 1)
+            .resume(dataset.toString(), tmp.resolve("cancelled").toString());
+    resumed.await();
+    assertEquals(epochsDone + 1, resumed.epochs().count(), "one more epoch after the resume");
+
     // In memory, as pipeline does: shards cached on the executors, trained on, closed.
     try (var shards =
         rt.set("ramtrain.etl.height", 8)
