@@ -28,7 +28,8 @@ import org.apache.spark.sql.types.StructType;
  * A training run started from code: it trains on a thread of its own while the caller looks at its
  * metrics (read from the run directory's metrics.jsonl at each call, so a paragraph run again shows
  * the epochs since), and {@link #await} gives the final evaluation once the report is written. The
- * run directory must be local to the driver for the live metrics.
+ * run directory must be local to the driver for the live metrics. The trainer task holds a task
+ * slot while it trains: a query of the metrics needs another one (local[2] or more).
  */
 public final class Training {
   private static final StructType EPOCHS =
