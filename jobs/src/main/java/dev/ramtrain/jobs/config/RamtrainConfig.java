@@ -14,6 +14,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.SortedMap;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Supplier;
 
@@ -88,13 +90,13 @@ public final class RamtrainConfig {
   /**
    * Every {@code ramtrain.*} setting as resolved, key to value text, sorted (for a run's record).
    */
-  public java.util.SortedMap<String, String> resolved() {
+  public SortedMap<String, String> resolved() {
     return flat(config);
   }
 
   /** Every {@code ramtrain.*} key of {@code c}, to its value as text. */
-  public static java.util.SortedMap<String, String> flat(Config c) {
-    java.util.SortedMap<String, String> flat = new java.util.TreeMap<>();
+  public static SortedMap<String, String> flat(Config c) {
+    SortedMap<String, String> flat = new TreeMap<>();
     if (c.hasPath("ramtrain")) {
       for (var e : c.getConfig("ramtrain").entrySet()) {
         flat.put("ramtrain." + e.getKey(), String.valueOf(e.getValue().unwrapped()));

@@ -15,6 +15,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.SortedMap;
+import java.util.SortedSet;
+import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * The report page: one self-contained HTML file (uPlot, its stylesheet, the charts' data and the
@@ -327,7 +330,7 @@ public final class HtmlReport {
   /** The full resolved configuration when the checkpoint has it, else the resume settings. */
   private static Map<String, String> settingsOf(JsonNode state) {
     JsonNode config = state.has("config") ? state.get("config") : state.path("settings");
-    Map<String, String> used = new java.util.TreeMap<>();
+    Map<String, String> used = new TreeMap<>();
     config.fields().forEachRemaining(f -> used.put(f.getKey(), f.getValue().asText()));
     return used;
   }
@@ -373,7 +376,7 @@ public final class HtmlReport {
     }
     h.append("</table>\n");
     List<Map<String, String>> settings = new ArrayList<>();
-    java.util.SortedSet<String> keys = new java.util.TreeSet<>();
+    SortedSet<String> keys = new TreeSet<>();
     for (RunRecord run : runs) {
       Map<String, String> s = run.state() == null ? Map.of() : settingsOf(run.state());
       settings.add(s);

@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.report;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -172,7 +173,7 @@ public final class RunCharts {
       boolean log,
       boolean smooth,
       List<RunRecord> runs,
-      java.util.function.Function<RunRecord, List<Chart.Series>> lines) {
+      Function<RunRecord, List<Chart.Series>> lines) {
     List<Chart.Series> all = new ArrayList<>();
     for (RunRecord run : runs) {
       for (Chart.Series s : lines.apply(run)) {

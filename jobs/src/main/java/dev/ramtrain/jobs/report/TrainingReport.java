@@ -6,7 +6,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The report of training runs: {@code report/index.html} (interactive, self-contained) and a PNG
@@ -38,7 +40,7 @@ public final class TrainingReport {
 
   private static Path drawInto(List<Path> runs, Path dir) throws IOException {
     List<RunRecord> records = new ArrayList<>();
-    java.util.Set<String> names = new java.util.HashSet<>();
+    Set<String> names = new HashSet<>();
     for (Path run : runs) {
       RunRecord record = RunRecord.read(run);
       // Lines and table rows are named after their run: two runs' folders of one name differ.
