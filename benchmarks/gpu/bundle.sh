@@ -2,9 +2,16 @@
 # Builds benchmarks/gpu/bundle/: everything GpuBench needs on a machine that has an NVIDIA driver
 # and nothing else (no Java, no network): a jlink'd Java runtime, the trainer's jars (no Spark, no
 # OpenBLAS) and run.sh. Copy the folder there and run bundle/run.sh. Kept under 60 MiB.
-# Usage: benchmarks/gpu/bundle.sh [OUT=benchmarks/gpu/bundle]
+# With --tests it also carries the CUDA backend's test classes, OpenBLAS (their CPU reference) and
+# JUnit's console launcher, so `bundle/run.sh tests` runs them on the real GPU (about 80 MiB).
+# Usage: benchmarks/gpu/bundle.sh [--tests] [OUT=benchmarks/gpu/bundle]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TESTS=false
+if [ "${1:-}" = --tests ]; then
+  TESTS=true
+  shift
+fi
 OUT="$(realpath -m "${1:-$ROOT/benchmarks/gpu/bundle}")"
 MARK="$OUT/.ramtrain-gpu-bundle" # what this script wrote: the only folder it will ever delete
 # Checked before anything else (GpuBundleScriptIT): a folder not made here is never touched.
@@ -21,8 +28,18 @@ trap 'rm -f "$CP"' EXIT
 mvn -q -B -f "$ROOT/trainer/pom.xml" dependency:build-classpath -Dmdep.includeScope=runtime \
   -Dmdep.outputFile="$CP" >/dev/null
 # Not needed by the GPU bench: the CPU backend's BLAS, and what the build scopes too widely.
-tr ':' '\n' <"$CP" | grep -v -E '/(openblas|javacpp|junit|jqwik|opentest4j|apiguardian|log4j)[-.]' |
-  while read -r jar; do cp "$jar" "$OUT/lib/"; done
+if $TESTS; then
+  SKIP='/(junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
+else
+  SKIP='/(openblas|javacpp|junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
+fi
+tr ':' '\n' <"$CP" | grep -v -E "$SKIP" | while read -r jar; do cp "$jar" "$OUT/lib/"; done
+if $TESTS; then
+  mvn -q -B -f "$ROOT/pom.xml" -N dependency:copy \
+    -Dartifact=org.junit.platform:junit-platform-console-standalone:1.14.1 \
+    -DoutputDirectory="$OUT/lib" >/dev/null
+  (cd "$ROOT/trainer/target/test-classes" && jar cf "$OUT/lib/ramtrain-trainer-tests.jar" .)
+fi
 # SLF4J's simple logger (log4j-core would need java.desktop): INFO lines on stderr.
 mvn -q -B -f "$ROOT/pom.xml" -N dependency:copy -Dartifact=org.slf4j:slf4j-simple:2.0.16 \
   -DoutputDirectory="$OUT/lib" >/dev/null
@@ -31,6 +48,9 @@ cp "$ROOT"/trainer/target/ramtrain-trainer-*.jar "$ROOT"/etl/format/target/ramtr
 # The Java modules the trainer's code paths use (what jdeps lists for the jars, less java.desktop,
 # which only log4j, left out, would need).
 MODULES=java.base,java.logging,java.management,java.naming,java.sql,jdk.management,jdk.unsupported
+if $TESTS; then
+  MODULES="$MODULES,java.xml" # JUnit's console launcher writes its report with StAX
+fi
 jlink --add-modules "$MODULES" --strip-debug --no-header-files --no-man-pages --compress=2 --output "$OUT/runtime"
 cp "$ROOT/benchmarks/gpu/run.sh" "$OUT/run.sh"
 echo "bundle: $OUT ($(du -sh "$OUT" | cut -f1); modules $MODULES)"

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Runs GpuBench from the bundle benchmarks/gpu/bundle.sh made: only an NVIDIA driver is needed.
-# Usage: bundle/run.sh [SPEC [GEMM_N [STEPS [RATIO]]]]
+# `run.sh tests` instead runs the CUDA backend's tests on the real GPU (a bundle made with --tests):
+# the conformance suite, bit-equality with the CPU backend and offloaded training.
+# Usage: bundle/run.sh [SPEC [GEMM_N [STEPS [RATIO]]]] | bundle/run.sh tests
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-exec "$HERE/runtime/bin/java" --add-opens=java.base/java.nio=ALL-UNNAMED \
-  -Dorg.slf4j.simpleLogger.showDateTime=true \
-  -cp "$HERE/lib/*" dev.ramtrain.bench.GpuBench "$@"
+JAVA=("$HERE/runtime/bin/java" --add-opens=java.base/java.nio=ALL-UNNAMED
+  -Dorg.slf4j.simpleLogger.showDateTime=true)
+if [ "${1:-}" = tests ]; then
+  # The offload suite asks the emulator for a slow bus through this file; a real driver ignores it.
+  exec "${JAVA[@]}" -Dramtrain.cuda.emulator.faults="${TMPDIR:-/tmp}/ramtrain-emulator-faults.conf" -jar "$HERE"/lib/junit-platform-console-standalone-*.jar execute \
+    --class-path "$(printf '%s:' "$HERE"/lib/*.jar)" --disable-banner --details=tree \
+    --select-class dev.ramtrain.trainer.backend.cuda.CudaBackendKernelsTest \
+    --select-class dev.ramtrain.trainer.backend.cuda.CudaMatchesCpuTest \
+    --select-class dev.ramtrain.trainer.backend.cuda.CudaOffloadedTrainingTest
+fi
+exec "${JAVA[@]}" -cp "$HERE/lib/*" dev.ramtrain.bench.GpuBench "$@"

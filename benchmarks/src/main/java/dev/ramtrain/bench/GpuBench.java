@@ -217,7 +217,7 @@ public final class GpuBench {
               steps);
       Map<String, Object> m = str.lastMetrics();
       double stepMs = str.medianStepSeconds() * 1e3;
-      double exposedMs = ((Number) m.getOrDefault("exposed_copy_ms", 0)).doubleValue();
+      double exposedMs = metric(m, "exposed_copy_ms");
       System.out.printf(
           "batch %d (%s): resident %.2f ms (plan %.2f), streamed %.2f ms (plan %.2f) = %.3fx"
               + " resident; exposed copy %.2f ms = %.1f%% of the step, overlap %.2f; %.0f vs %.0f"
@@ -231,9 +231,22 @@ public final class GpuBench {
           str.medianStepSeconds() / res.medianStepSeconds(),
           exposedMs,
           100 * exposedMs / stepMs,
-          ((Number) m.getOrDefault("overlap", 0)).doubleValue(),
+          metric(m, "overlap"),
           batch / res.medianStepSeconds(),
           batch / str.medianStepSeconds());
+      // Where the streamed step's time goes, when it is not the exposed copy.
+      System.out.printf(
+          "  streamed step breakdown: compute %.2f ms, copy in %.2f ms, copy out %.2f ms,"
+              + " host optimizer %.2f ms (exposed %.2f ms)%n",
+          metric(m, "compute_ms"),
+          metric(m, "copy_in_ms"),
+          metric(m, "copy_out_ms"),
+          metric(m, "host_optimizer_ms"),
+          metric(m, "optimizer_exposed_ms"));
     }
+  }
+
+  private static double metric(Map<String, Object> metrics, String key) {
+    return ((Number) metrics.getOrDefault(key, 0)).doubleValue();
   }
 }
