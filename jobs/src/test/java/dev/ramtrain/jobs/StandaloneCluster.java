@@ -8,22 +8,21 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Enumeration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
-import java.util.zip.ZipEntry;
-import java.util.zip.ZipFile;
 
 /**
  * A real Spark standalone cluster on 127.0.0.1 for the tests: a Master and Workers of one core
- * each, every Worker with its own work directory, started from a SPARK_HOME assembled from the
- * build's own Spark jars (no Spark distribution is needed: Spark's launcher library builds every
- * command, given {@code SPARK_SCALA_VERSION} where a distribution's build folders are missing).
- * Close to stop everything it started, the executors included.
+ * each, every Worker with its own work directory, started from a SPARK_HOME whose jars are a stock
+ * Spark's: Spark's own modules and their dependencies as Spark's poms resolve them
+ * (jobs/spark-dist), nothing of ramtrain's, so the job sees what a user's cluster shows it (no
+ * Spark distribution is needed: Spark's launcher library builds every command, given {@code
+ * SPARK_SCALA_VERSION} where a distribution's build folders are missing). Close to stop everything
+ * it started, the executors included.
  */
 final class StandaloneCluster implements AutoCloseable {
   private static final Duration START_TIMEOUT = Duration.ofSeconds(90);
@@ -43,8 +42,8 @@ final class StandaloneCluster implements AutoCloseable {
   }
 
   /**
-   * Assembles SPARK_HOME under {@code dir} from the build in {@code root} (its launcher classpath
-   * and assembly jar) and starts a Master and {@code workers} Workers.
+   * Assembles SPARK_HOME under {@code dir} from the build in {@code root} (jobs/spark-dist's
+   * classpath) and starts a Master and {@code workers} Workers.
    */
   static StandaloneCluster start(Path dir, Path root, int workers) throws Exception {
     Path home = assembleSparkHome(dir.resolve("spark-home"), root);
@@ -198,29 +197,29 @@ final class StandaloneCluster implements AutoCloseable {
   }
 
   /**
-   * SPARK_HOME with {@code jars/}: every jar of the launcher classpath but ramtrain's own modules
-   * and those whose classes the assembly jar already carries (what spark-submit ships with the
-   * job), as a Spark distribution has them; and {@code bin/spark-submit}.
+   * SPARK_HOME with {@code jars/}: Spark's modules and their dependencies, as a Spark distribution
+   * has them (the Spark this build compiles against, checked); and {@code bin/spark-submit}.
    */
   private static Path assembleSparkHome(Path home, Path root) throws IOException {
-    Path target = root.resolve("jobs/target");
-    Path assembly;
-    try (var jars = Files.list(target)) {
-      assembly =
-          jars.filter(p -> p.getFileName().toString().endsWith("-assembly.jar"))
-              .findFirst()
-              .orElseThrow(() -> new IllegalStateException("no assembly jar in " + target));
+    Path classpath = root.resolve("jobs/spark-dist/target/spark-dist.classpath");
+    if (!Files.exists(classpath)) {
+      throw new IllegalStateException(classpath + " is missing: build jobs/spark-dist first");
     }
     Path jars = Files.createDirectories(home.resolve("jars"));
     Files.createDirectories(home.resolve("conf"));
-    try (ZipFile shipped = new ZipFile(assembly.toFile())) {
-      for (String entry : Files.readString(target.resolve("launcher.classpath")).split(":")) {
-        Path jar = Path.of(entry.strip());
-        if (jar.startsWith(root) || carries(shipped, jar)) {
-          continue;
-        }
-        Files.createSymbolicLink(jars.resolve(jar.getFileName()), jar);
+    String core = "spark-core_2.13-" + org.apache.spark.package$.MODULE$.SPARK_VERSION() + ".jar";
+    boolean sameSpark = false;
+    for (String entry : Files.readString(classpath).split(":")) {
+      Path jar = Path.of(entry.strip());
+      if (jar.startsWith(root)) {
+        throw new IllegalStateException(classpath + " names a jar of this build: " + jar);
       }
+      sameSpark |= jar.getFileName().toString().equals(core);
+      Files.createSymbolicLink(jars.resolve(jar.getFileName()), jar);
+    }
+    if (!sameSpark) {
+      throw new IllegalStateException(
+          classpath + " holds no " + core + ": jobs/spark-dist's spark.version is not the build's");
     }
     Path bin = Files.createDirectories(home.resolve("bin"));
     Path submit = bin.resolve("spark-submit");
@@ -247,22 +246,6 @@ final class StandaloneCluster implements AutoCloseable {
       throw new IOException("cannot make " + submit + " executable");
     }
     return home;
-  }
-
-  /**
-   * Whether the assembly holds {@code jar}'s first class or resource (so it ships with the job).
-   */
-  private static boolean carries(ZipFile assembly, Path jar) throws IOException {
-    try (ZipFile z = new ZipFile(jar.toFile())) {
-      Enumeration<? extends ZipEntry> entries = z.entries();
-      while (entries.hasMoreElements()) {
-        ZipEntry e = entries.nextElement();
-        if (!e.isDirectory() && !e.getName().startsWith("META-INF/")) {
-          return assembly.getEntry(e.getName()) != null;
-        }
-      }
-    }
-    return false;
   }
 
   private static Map<String, String> daemonEnvironment(Path home) {

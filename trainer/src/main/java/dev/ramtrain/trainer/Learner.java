@@ -71,6 +71,12 @@ public interface Learner extends Network, AutoCloseable {
    */
   Map<String, Object> stepMetrics(Stream compute);
 
+  /**
+   * The device slab of untrained state (batch norm's running statistics, PyTorch's buffers), read
+   * by evaluation beside the weights; empty for a model without any.
+   */
+  DeviceBuffer buffers();
+
   /** Weights, buffers and optimizer state, read back for a checkpoint. */
   Checkpoints.Snapshot snapshot(Stream compute);
 

@@ -18,6 +18,12 @@ import java.util.Map;
  * <p>Data parallel, each layer's gradients go to pinned host memory as soon as its backward has
  * run, are averaged over the ranks there while the earlier layers' backward goes on, and come back
  * before clipping ({@link GradientExchange}), so every rank clips and updates the same gradient.
+ *
+ * <p>Gradient accumulation sums whole micro-batch gradients: each micro-batch's backward runs into
+ * zeroed gradients and its result is added to the step's total, as ranks add theirs. So one process
+ * accumulating N micro-batches computes what N ranks with those batches compute (for two, bit for
+ * bit: the ring adds g0 + g1 as the total does), at the cost of a second gradient slab while
+ * accumulating.
  */
 public final class ResidentLearner implements Learner {
   private final Backend backend;
@@ -27,6 +33,8 @@ public final class ResidentLearner implements Learner {
   private final DeviceBuffer gradNorm;
   private final DataParallel ranks;
   private final GradientExchange exchange; // null: one rank
+  private DeviceBuffer stepTotal; // the step's finished micro-batches' gradients (accumulating)
+  private boolean holdsTotal; // whether this step has finished micro-batches in stepTotal
 
   /** {@code clipNorm} 0: no clipping. */
   public ResidentLearner(Backend backend, Model model, Optimizer optimizer, float clipNorm) {
@@ -59,6 +67,7 @@ public final class ResidentLearner implements Learner {
   public void beginStep(Stream compute, long step) {
     model.zeroGrad(compute);
     model.beginStep(step);
+    holdsTotal = false;
   }
 
   @Override
@@ -68,12 +77,32 @@ public final class ResidentLearner implements Learner {
 
   @Override
   public void accumulate(Stream compute, DeviceBuffer dlogits, int batch) {
-    model.backward(compute, dlogits, batch); // backward adds to the gradients zeroed at beginStep
+    model.backward(compute, dlogits, batch); // into the gradients zeroed before
+    DeviceBuffer grads = model.parameters().grads();
+    if (stepTotal == null) {
+      stepTotal = backend.allocate("gradients.step-total", DType.F32, grads.count());
+    }
+    if (holdsTotal) {
+      backend.add(compute, stepTotal, grads, stepTotal);
+    } else {
+      backend.copy(grads, stepTotal, compute);
+      holdsTotal = true;
+    }
+    model.zeroGrad(compute);
   }
 
   @Override
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
-    if (exchange == null) {
+    if (holdsTotal) { // the last micro-batch of an accumulated step: its gradient joins the total
+      model.backward(compute, dlogits, batch);
+      backend.add(compute, stepTotal, model.parameters().grads(), model.parameters().grads());
+      if (exchange != null) {
+        for (int layer = model.layers().size() - 1; layer >= 0; layer--) {
+          exchange.layerDone(compute, layer);
+        }
+        exchange.finish(compute);
+      }
+    } else if (exchange == null) {
       model.backward(compute, dlogits, batch);
     } else {
       model.backward(compute, dlogits, batch, layer -> exchange.layerDone(compute, layer));
@@ -92,6 +121,11 @@ public final class ResidentLearner implements Learner {
   }
 
   @Override
+  public DeviceBuffer buffers() {
+    return model.parameters().buffers();
+  }
+
+  @Override
   public Checkpoints.Snapshot snapshot(Stream compute) {
     return Checkpoints.snapshot(model, optimizer, backend, compute);
   }
@@ -106,6 +140,7 @@ public final class ResidentLearner implements Learner {
     try (model;
         optimizer;
         gradNorm;
+        DeviceBuffer closedTotal = stepTotal;
         GradientExchange closedExchange = exchange) {
       // closes in reverse order
     }

@@ -14,6 +14,8 @@ import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -222,6 +224,15 @@ public final class Trainer implements AutoCloseable {
           "data-parallel training needs the same number of batches on every rank: remainder"
               + " drop or pad, not keep");
     }
+    if (train.batchesPerStep() != options.accumulate()) {
+      // The loader applies the remainder rule to whole steps; a step of another size would leave
+      // an epoch's last step short or long.
+      throw new IllegalArgumentException(
+          "the loader makes steps of "
+              + train.batchesPerStep()
+              + " batches, the loop accumulates "
+              + options.accumulate());
+    }
     long start = System.nanoTime();
     long stallBefore = train.stallNanos();
     EpochTotals totals = new EpochTotals();
@@ -385,9 +396,11 @@ public final class Trainer implements AutoCloseable {
     long stepStart = System.nanoTime();
     DeviceBuffer x = inputs.normalized(slot, n);
     DeviceBuffer y = inputs.labels(slot, n);
-    // Without accumulation dropout is seeded by the step, as it always was; with it, every
-    // micro-batch of the step draws its own mask.
-    long dropoutSeed = globalStep * options.accumulate() + micro.index();
+    // Every micro-batch of the step draws its own mask, numbered across the ranks as their batches
+    // are across the global batch: one process accumulating N batches draws the masks N ranks do.
+    // One rank without accumulation: seeded by the step, as it always was.
+    long dropoutSeed =
+        (globalStep * ranks.worldSize() + ranks.rank()) * options.accumulate() + micro.index();
     if (micro.index() == 0) {
       learner.beginStep(compute, dropoutSeed);
     } else {
@@ -515,11 +528,38 @@ public final class Trainer implements AutoCloseable {
             lossSum, epoch + 1, step, schedule.lr(step), step - 1));
   }
 
-  /** Loss, accuracy and confusion matrix over every batch of {@code data}, without training. */
-  /** Over this rank's share of {@code data}, summed over the ranks: every sample once. */
+  /**
+   * Loss, accuracy and confusion matrix over every batch of {@code data}, without training. Data
+   * parallel, over this rank's share of {@code data}, summed over the ranks (every sample once),
+   * with rank 0's buffers on every rank.
+   */
   public EvalResult evaluate(DataLoader data) {
-    EvalResult mine = Evaluator.evaluate(learner, loss, inputs, data);
-    return ranks.worldSize() == 1 ? mine : EvalResult.sum(mine, ranks::sum);
+    if (ranks.worldSize() == 1) {
+      return Evaluator.evaluate(learner, loss, inputs, data);
+    }
+    takeLeadersBuffers();
+    return EvalResult.sum(Evaluator.evaluate(learner, loss, inputs, data), ranks::sum);
+  }
+
+  /**
+   * Replaces this rank's buffers (batch norm's running statistics) by rank 0's, as DDP's {@code
+   * broadcast_buffers} does before every forward. Each rank's statistics follow its own batches, so
+   * they differ by design; only evaluation reads them (training normalizes by the batch's own), so
+   * handing them over before each evaluation shows what DDP's per-step broadcast shows: rank 0's
+   * statistics in every evaluation and checkpoint, identical on every rank afterwards.
+   */
+  private void takeLeadersBuffers() {
+    DeviceBuffer buffers = learner.buffers();
+    if (buffers.count() == 0) {
+      return;
+    }
+    float[] mine = Checkpoints.download(backend, compute, buffers);
+    ByteBuffer bytes = ByteBuffer.allocate(4 * mine.length).order(ByteOrder.nativeOrder());
+    bytes.asFloatBuffer().put(mine);
+    ranks.takeLeaders(bytes);
+    float[] leaders = new float[mine.length];
+    bytes.asFloatBuffer().get(leaders);
+    Checkpoints.upload(backend, compute, buffers, leaders);
   }
 
   /** Hands a checkpoint to {@code sink} after every epoch. */

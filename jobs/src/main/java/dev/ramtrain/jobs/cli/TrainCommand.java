@@ -8,6 +8,7 @@ import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.DistributedTraining;
+import dev.ramtrain.jobs.train.ExecutorRanks;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunReports;
 import dev.ramtrain.jobs.train.RunSpec;
@@ -71,12 +72,16 @@ public final class TrainCommand implements Callable<Integer> {
       throw new ConfigException("--resume-anyway goes with --resume");
     }
     TrainSettings.Dist dist = TrainSettings.dist(config);
-    dist = dist.withRanks(dist.ranksOr(1));
+    String master = SparkSessions.master(common.master());
+    boolean cluster = master != null && !master.startsWith("local");
+    if (!cluster) {
+      dist = dist.withRanks(dist.ranksOr(1)); // on a cluster: one per executor, once they are known
+    }
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
     // A run directory on HDFS or S3A is written by a trainer task, which publishes checkpoints.
-    boolean onSpark = dist.ranks() > 1 || SparkSessions.master(common.master()) != null;
+    boolean onSpark = cluster || dist.ranks() > 1 || master != null;
     if (onSpark || spec.output().remote()) {
       return trainOnSpark(spec, dist, ds.manifest().classes());
     }
@@ -94,10 +99,18 @@ public final class TrainCommand implements Callable<Integer> {
     return 0;
   }
 
-  /** One trainer task per rank in a Spark barrier stage; rank 0 writes the run directory. */
+  /**
+   * One trainer task per rank in a Spark barrier stage; rank 0 writes the run directory. Ranks not
+   * given: one per executor.
+   */
   private int trainOnSpark(RunSpec spec, TrainSettings.Dist dist, List<String> classes)
-      throws IOException {
+      throws IOException, InterruptedException {
     try (SparkSession spark = SparkSessions.open("ramtrain train", common.master())) {
+      if (dist.ranks() == TrainSettings.AUTO_RANKS) {
+        ExecutorRanks.Choice choice = ExecutorRanks.choose(spark.sparkContext(), spec.batchSize());
+        System.out.printf("training with %d ranks: %s%n", choice.ranks(), choice.why());
+        dist = dist.withRanks(choice.ranks());
+      }
       EvalResult eval = DistributedTraining.run(spark, spec, dist);
       printResult(spec, eval, dist.ranks(), classes, spark.sparkContext().hadoopConfiguration());
     }

@@ -89,7 +89,8 @@ public final class TrainFlags {
       names = "--ranks",
       description =
           "Data-parallel ranks, one trainer task each in a Spark barrier stage; --batch-size is"
-              + " the global batch (ramtrain.dist.ranks).")
+              + " the global batch (ramtrain.dist.ranks; on a cluster one per executor by"
+              + " default).")
   Integer ranks;
 
   @Option(

@@ -173,12 +173,13 @@ public final class TrainSettings {
                 new LoaderOptions.Augmentation(c.integer(P + "crop-padding"), c.bool(P + "flip")));
     LoaderOptions train =
         LoaderOptions.training(
-            batch,
-            workers,
-            c.integer(P + "prefetch"),
-            seed,
-            c.choice(P + "remainder", LoaderOptions.Remainder.class),
-            augmentation);
+                batch,
+                workers,
+                c.integer(P + "prefetch"),
+                seed,
+                c.choice(P + "remainder", LoaderOptions.Remainder.class),
+                augmentation)
+            .withBatchesPerStep(c.integer(P + "accumulate"));
     return new RunSpec.Data(
         c.string(P + "dataset"), train, LoaderOptions.evaluation(batch, workers));
   }

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -30,7 +31,7 @@ public final class HtmlReport {
   static final String GENERATOR = "<meta name=\"generator\" content=\"ramtrain report\">";
 
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final String UPLOT_POM = "/META-INF/maven/org.webjars.npm/uplot/pom.properties";
+  private static final String ASSETS = "/dev/ramtrain/jobs/report/assets.properties";
 
   private HtmlReport() {}
 
@@ -448,14 +449,10 @@ public final class HtmlReport {
   }
 
   private static String uplot(String file) throws IOException {
-    Properties pom = new Properties();
-    try (InputStream in = HtmlReport.class.getResourceAsStream(UPLOT_POM)) {
-      if (in == null) {
-        throw new IOException("uPlot's WebJar is not on the class path (" + UPLOT_POM + ")");
-      }
-      pom.load(in);
-    }
-    return read("/META-INF/resources/webjars/uplot/" + pom.getProperty("version") + "/" + file);
+    Properties assets = new Properties();
+    assets.load(new StringReader(read(ASSETS)));
+    return read(
+        "/META-INF/resources/webjars/uplot/" + assets.getProperty("uplot.version") + "/" + file);
   }
 
   private static String resource(String name) throws IOException {

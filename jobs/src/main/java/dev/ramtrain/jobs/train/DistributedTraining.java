@@ -11,6 +11,7 @@ import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.dist.RanksDivergedException;
 import dev.ramtrain.trainer.dist.TcpRing;
 import java.io.IOException;
 import java.io.Serializable;
@@ -25,6 +26,7 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -39,9 +41,12 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.resource.ResourceProfile;
 import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.util.LongAccumulator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.reflect.ClassTag$;
@@ -62,6 +67,7 @@ import scala.runtime.AbstractFunction1;
  */
 public final class DistributedTraining<T>
     extends AbstractFunction1<Iterator<T>, Iterator<EvalResult>> implements Serializable {
+  private static final Logger LOG = LoggerFactory.getLogger(DistributedTraining.class);
   private static final String JOB_KEY = "dist_job";
 
   private final RunSpec spec;
@@ -339,13 +345,19 @@ public final class DistributedTraining<T>
   /**
    * The first trainer task's failure as that task saw it: Spark fails a barrier stage with "barrier
    * task ... finished unsuccessfully", naming no cause. The first task to fail is the cause; the
-   * others fail after it, when its connections close.
+   * others fail after it, when its connections close. A failure that every attempt would meet (a
+   * usage error, ranks that diverged) ends the job at once; any other lets Spark run the stage
+   * again, which the console is told, with the failure that caused it.
    */
   private static final class FirstTaskFailure extends SparkListener {
+    private static final Set<String> FINAL =
+        Set.of(ConfigException.class.getName(), RanksDivergedException.class.getName());
+
     private final SparkContext sc;
     private final CountDownLatch seen = new CountDownLatch(1);
     private volatile ExceptionFailure first;
     private volatile int rank;
+    private volatile String latest; // the first failure of the latest attempt, for the console
 
     FirstTaskFailure(SparkContext sc) {
       this.sc = sc;
@@ -353,15 +365,41 @@ public final class DistributedTraining<T>
 
     @Override
     public void onTaskEnd(SparkListenerTaskEnd end) {
-      if (first == null && end.reason() instanceof ExceptionFailure failure) {
-        rank = end.taskInfo().partitionId();
+      if (!(end.reason() instanceof ExceptionFailure failure)) {
+        return;
+      }
+      int failed = end.taskInfo().partitionId();
+      if (latest == null) {
+        latest = describe(failed, failure.description());
+      }
+      if (first == null) {
+        rank = failed;
         first = failure;
         seen.countDown();
-        if (failure.className().equals(ConfigException.class.getName())) {
-          // A usage error fails every attempt alike: end the job instead of retrying the stage.
-          sc.cancelStage(end.stageId(), "rank " + rank + ": " + failure.description());
+        if (FINAL.contains(failure.className())) {
+          // Every attempt would fail alike: end the job instead of retrying the stage.
+          sc.cancelStage(end.stageId(), describe(rank, failure.description()));
         }
       }
+    }
+
+    @Override
+    public void onStageSubmitted(SparkListenerStageSubmitted submitted) {
+      int attempt = submitted.stageInfo().attemptNumber();
+      if (attempt > 0) {
+        LOG.warn(
+            "the trainer stage failed ({}); Spark runs it again (attempt {}), every rank resuming"
+                + " from the run's latest checkpoint",
+            latest != null ? latest : "an executor was lost",
+            attempt + 1);
+        latest = null;
+      }
+    }
+
+    private static String describe(int rank, String description) {
+      String prefix = "rank " + rank + ": ";
+      // The ring's own errors already start with the rank that saw them.
+      return description.startsWith(prefix) ? description : prefix + description;
     }
 
     RuntimeException explain(Exception stageFailure) {
@@ -377,10 +415,7 @@ public final class DistributedTraining<T>
             ? unchecked
             : new RankFailedException(stageFailure.getMessage(), stageFailure);
       }
-      String prefix = "rank " + rank + ": ";
-      String description = failure.description();
-      // The ring's own errors already start with the rank that saw them.
-      String message = description.startsWith(prefix) ? description : prefix + description;
+      String message = describe(rank, failure.description());
       return failure.className().equals(ConfigException.class.getName())
           ? new ConfigException(message)
           : new RankFailedException(message, stageFailure);

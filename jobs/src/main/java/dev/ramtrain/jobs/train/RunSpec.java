@@ -199,9 +199,9 @@ public record RunSpec(
     Data shared =
         new Data(
             data.location(),
-            share(data.train(), global / world, train),
+            data.train().forRank(global / world, train),
             // The model runs at most the per-rank batch: evaluation batches shrink alike.
-            share(data.eval(), Math.max(1, data.eval().batchSize() / world), eval));
+            data.eval().forRank(Math.max(1, data.eval().batchSize() / world), eval));
     return new RunSpec(
         shared,
         model,
@@ -213,11 +213,6 @@ public record RunSpec(
         output,
         resumeSettings,
         resolvedConfig);
-  }
-
-  private static LoaderOptions share(LoaderOptions o, int batch, LoaderOptions.Rank rank) {
-    return new LoaderOptions(
-        batch, o.workers(), o.prefetch(), o.sampling(), o.augmentation(), rank);
   }
 
   /** This run on {@code other}. */

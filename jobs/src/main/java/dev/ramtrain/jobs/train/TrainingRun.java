@@ -91,13 +91,17 @@ public final class TrainingRun {
         DataLoader trainLoader = new DataLoader(backend, train, spec.data().train());
         DataLoader valLoader = new DataLoader(backend, val, spec.data().eval())) {
       if (trainLoader.batchesPerEpoch() == 0) {
+        int accumulate = spec.loop().accumulate();
         throw new ConfigException(
             String.format(
-                "ramtrain.train.batch-size = %d: the %,d train samples%s make no full batch"
-                    + " (ramtrain.train.remainder = drop); use a smaller --batch-size",
+                "ramtrain.train.batch-size = %d%s: the %,d train samples%s make no full %s"
+                    + " (ramtrain.train.remainder = drop); use a smaller --batch-size%s",
                 spec.batchSize(),
+                accumulate > 1 ? " x ramtrain.train.accumulate = " + accumulate : "",
                 trainLoader.samples(),
-                ranks.worldSize() > 1 ? " this rank holds" : ""));
+                ranks.worldSize() > 1 ? " this rank holds" : "",
+                accumulate > 1 ? "step" : "batch",
+                accumulate > 1 ? " or --accumulate" : ""));
       }
       TrainOptions options = spec.loop();
       if (!options.normalizationGiven()) { // a resumed run keeps what its first epoch measured

@@ -18,8 +18,8 @@ import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
  * Streams batches from memory-mapped shards into pinned staging buffers. Each epoch shuffles all
- * samples with a generator seeded by (seed, epoch) and gives this rank every worldSize-th of them
- * (or, where each rank has shards of its own, shuffles those by (seed, epoch, rank)); worker
+ * samples with a generator seeded by (seed, epoch) and gives this rank its slice of every global
+ * batch (or, where each rank has shards of its own, shuffles those by (seed, epoch, rank)); worker
  * threads assemble batches, copying each image once, from the shard into staging, with its random
  * crop and flip drawn from (seed, epoch, sample id). So what a batch holds never depends on thread
  * timing, and batches come out in order whatever order the workers finish in.
@@ -78,7 +78,7 @@ public final class DataLoader implements AutoCloseable {
     boolean evaluatesOwnShards =
         options.rank().ownShards()
             && options.sampling().remainder() == LoaderOptions.Remainder.KEEP;
-    if (!evaluatesOwnShards && (perRank() == 0 || index.length == 0)) {
+    if (!evaluatesOwnShards && index.length == 0) {
       throw new IllegalArgumentException(
           "no samples for rank " + options.rank().rank() + " of " + options.rank().worldSize());
     }
@@ -100,21 +100,35 @@ public final class DataLoader implements AutoCloseable {
     return index.length;
   }
 
-  /** Samples this rank sees per epoch (remainder rule applied at rank level). */
+  /**
+   * Samples this rank sees per epoch: DROP and PAD in whole steps (a batch on every rank, times the
+   * batches accumulated into a step), the last one dropped or filled by wrapping around; KEEP every
+   * sample once over the ranks.
+   */
   long perRank() {
     LoaderOptions.Rank rank = options.rank();
     int world = rank.worldSize();
+    LoaderOptions.Remainder remainder = options.sampling().remainder();
+    long stepOfRank = (long) options.batchSize() * options.batchesPerStep();
     if (rank.ownShards()) {
-      return options.sampling().remainder() == LoaderOptions.Remainder.KEEP
+      return remainder == LoaderOptions.Remainder.KEEP
           ? index.length
-          : rank.ownShare();
+          : wholeSteps(rank.ownShare(), stepOfRank, remainder) * stepOfRank;
     }
-    return switch (options.sampling().remainder()) {
-      case PAD -> (index.length + world - 1) / world;
-      case DROP -> index.length / world;
+    return switch (remainder) {
+      case PAD, DROP -> wholeSteps(index.length, stepOfRank * world, remainder) * stepOfRank;
       // Positions rank, rank + world, ... below the sample count: every sample on one rank.
       case KEEP -> (index.length - rank.rank() + world - 1) / world;
     };
+  }
+
+  private static long wholeSteps(long samples, long step, LoaderOptions.Remainder remainder) {
+    return remainder == LoaderOptions.Remainder.PAD ? (samples + step - 1) / step : samples / step;
+  }
+
+  /** Batches per optimizer step: the unit of the remainder rule. */
+  public int batchesPerStep() {
+    return options.batchesPerStep();
   }
 
   /** Whether every rank of the loader's world gets the same number of batches, full ones. */
@@ -244,8 +258,9 @@ public final class DataLoader implements AutoCloseable {
   }
 
   /**
-   * This rank's samples for an epoch: a seeded shuffle, then every worldSize-th of the shared order
-   * or the first of its own, remainder applied.
+   * This rank's samples for an epoch: a seeded shuffle, then its slice of every global batch of the
+   * shared order (every worldSize-th sample when keeping the remainder) or the first of its own,
+   * remainder applied.
    */
   private long[] rankOrder(int epoch) {
     LoaderOptions.Rank rank = options.rank();
@@ -267,14 +282,25 @@ public final class DataLoader implements AutoCloseable {
         options.sampling().remainder() == LoaderOptions.Remainder.KEEP
             ? perRank()
             : (long) batchesPerEpoch() * options.batchSize();
-    int stride = rank.ownShards() ? 1 : rank.worldSize();
-    int offset = rank.ownShards() ? 0 : rank.rank();
     long[] mine = new long[(int) count];
     for (int i = 0; i < count; i++) {
-      long position = (long) i * stride + offset;
-      mine[i] = all[(int) (position % all.length)];
+      mine[i] = all[(int) (position(i) % all.length)];
     }
     return mine;
+  }
+
+  /** Where this rank's {@code i}-th sample of an epoch stands in the epoch's order. */
+  private long position(long i) {
+    LoaderOptions.Rank rank = options.rank();
+    int world = rank.worldSize();
+    if (rank.ownShards()) {
+      return i;
+    }
+    if (options.sampling().remainder() == LoaderOptions.Remainder.KEEP) {
+      return i * world + rank.rank();
+    }
+    long b = options.batchSize();
+    return (i / b) * b * world + rank.rank() * b + i % b;
   }
 
   @Override

@@ -4,7 +4,9 @@ import java.io.Serializable;
 
 /**
  * How a loader walks its shards: samples per batch, worker threads, batches prefetched into pinned
- * staging, the order ({@link Sampling}), the augmentation, and which rank of how many it is.
+ * staging, the order ({@link Sampling}), the augmentation, which rank of how many it is, and how
+ * many of its batches make one optimizer step (gradient accumulation), the unit its remainder rule
+ * applies to.
  */
 public record LoaderOptions(
     int batchSize,
@@ -12,14 +14,16 @@ public record LoaderOptions(
     int prefetch,
     Sampling sampling,
     Augmentation augmentation,
-    Rank rank)
+    Rank rank,
+    int batchesPerStep)
     implements Serializable {
 
   /**
-   * What becomes of the samples that do not fill a batch. DROP them or PAD the last batch by
-   * wrapping around: every rank gets the same number of full batches, as data-parallel training
-   * needs. KEEP a short last batch: every sample exactly once over all ranks (evaluation), the
-   * ranks' shares differing by at most one sample.
+   * What becomes of the samples that do not fill a step (a batch on every rank, times the batches
+   * accumulated into one step). DROP them or PAD the last step by wrapping around: every rank gets
+   * the same number of full batches, as data-parallel training needs. KEEP a short last batch:
+   * every sample exactly once over all ranks (evaluation), the ranks' shares differing by at most
+   * one sample.
    */
   public enum Remainder {
     DROP,
@@ -49,11 +53,13 @@ public record LoaderOptions(
 
   /**
    * This loader's slice: rank {@code rank} of {@code worldSize} (data parallel training). Without
-   * {@code ownShards} every rank opens the same shards and takes every worldSize-th sample of the
-   * shared order (PyTorch's DistributedSampler). With it the loader's shards are this rank's own
-   * (those cached where it runs) and each epoch it takes {@code ownShare} samples of them in an
-   * order of its own, the count every rank takes, so that all run the same number of batches (KEEP,
-   * for evaluation: every own sample once, none if it holds none).
+   * {@code ownShards} every rank opens the same shards and, training, takes slice {@code rank} of
+   * every global batch of the shared order (positions [g + rank·b, g + (rank + 1)·b) of the global
+   * batch starting at g), so that N ranks see the batches one process accumulating N batches per
+   * step sees; evaluating (KEEP), every worldSize-th sample. With it the loader's shards are this
+   * rank's own (those cached where it runs) and each epoch it takes {@code ownShare} samples of
+   * them in an order of its own, the count every rank takes, so that all run the same number of
+   * batches (KEEP, for evaluation: every own sample once, none if it holds none).
    */
   public record Rank(int rank, int worldSize, boolean ownShards, long ownShare)
       implements Serializable {
@@ -80,9 +86,32 @@ public record LoaderOptions(
   }
 
   public LoaderOptions {
-    if (batchSize < 1 || workers < 1 || prefetch < 1) {
-      throw new IllegalArgumentException("batch size, workers and prefetch must be >= 1");
+    if (batchSize < 1 || workers < 1 || prefetch < 1 || batchesPerStep < 1) {
+      throw new IllegalArgumentException(
+          "batch size, workers, prefetch and batches per step must be >= 1");
     }
+  }
+
+  /** Every batch a step of its own. */
+  public LoaderOptions(
+      int batchSize,
+      int workers,
+      int prefetch,
+      Sampling sampling,
+      Augmentation augmentation,
+      Rank rank) {
+    this(batchSize, workers, prefetch, sampling, augmentation, rank, 1);
+  }
+
+  /** These options with {@code batches} batches accumulated into each optimizer step. */
+  public LoaderOptions withBatchesPerStep(int batches) {
+    return new LoaderOptions(batchSize, workers, prefetch, sampling, augmentation, rank, batches);
+  }
+
+  /** These options for {@code other}, with batches of {@code batch}. */
+  public LoaderOptions forRank(int batch, Rank other) {
+    return new LoaderOptions(
+        batch, workers, prefetch, sampling, augmentation, other, batchesPerStep);
   }
 
   /** Shuffled, augmented, a single rank: for training. */

@@ -8,6 +8,7 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -188,6 +189,22 @@ public final class DataParallel implements AutoCloseable {
   }
 
   /**
+   * Replaces {@code floats} (position to limit, the same length on every rank) by rank 0's, bit for
+   * bit: DDP's broadcast of buffers. On the figures' ring, as it is the training loop's thread that
+   * calls.
+   */
+  public void takeLeaders(ByteBuffer floats) {
+    if (figures == null) {
+      return;
+    }
+    try {
+      figures.broadcast(floats, 0);
+    } catch (IOException e) {
+      throw new UncheckedIOException("handing rank 0's buffers over: " + e.getMessage(), e);
+    }
+  }
+
+  /**
    * Fails unless every rank passes the same bytes (a digest of its weights, say), naming the first
    * rank whose bytes differ from rank 0's and {@code what} they are.
    */
@@ -202,8 +219,8 @@ public final class DataParallel implements AutoCloseable {
       throw new UncheckedIOException("comparing " + what + " over the ranks: " + e.getMessage(), e);
     }
     for (int r = 1; r < all.size(); r++) {
-      if (!java.util.Arrays.equals(all.get(0), all.get(r))) {
-        throw new IllegalStateException(
+      if (!Arrays.equals(all.get(0), all.get(r))) {
+        throw new RanksDivergedException(
             "rank " + r + "'s " + what + " differ from rank 0's: the ranks have diverged");
       }
     }

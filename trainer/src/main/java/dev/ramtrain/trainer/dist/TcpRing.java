@@ -203,6 +203,21 @@ public final class TcpRing implements AutoCloseable {
     return List.of(blocks);
   }
 
+  /**
+   * Hands rank {@code root}'s {@code bytes} (position to limit; the same length on every rank) to
+   * every rank, in place: around the ring, each rank passing on what it received, so every rank
+   * ends with the root's bits.
+   */
+  public void broadcast(ByteBuffer bytes, int root) throws IOException {
+    ByteBuffer none = ByteBuffer.allocate(0);
+    for (int hop = 0; hop < world - 1; hop++) {
+      int sender = Math.floorMod(root + hop, world);
+      boolean sends = rank == sender;
+      boolean receives = rank == (sender + 1) % world;
+      exchange(sends ? bytes.duplicate() : none, receives ? bytes.duplicate() : none);
+    }
+  }
+
   /** Closes both connections; an unfinished collective on a peer then fails there at once. */
   @Override
   public void close() throws IOException {

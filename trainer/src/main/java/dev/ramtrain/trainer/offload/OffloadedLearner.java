@@ -252,6 +252,11 @@ public final class OffloadedLearner implements Learner {
   }
 
   @Override
+  public DeviceBuffer buffers() {
+    return model.residentSlabs().buffers(); // every layer's, streamed or not
+  }
+
+  @Override
   public Checkpoints.Snapshot snapshot(Stream compute) {
     float[] weights = model.weights(compute);
     Parameters slabs = model.residentSlabs();

@@ -167,6 +167,48 @@ class DataLoaderTest {
     }
   }
 
+  /**
+   * Rank r of N takes slice r of every global batch: its batch s is batch s·N + r of one process
+   * whose steps accumulate N batches, so the two train alike. Remainder rules apply to whole steps
+   * (40 samples in steps of 3 batches of 4: 3 steps dropping 4, 4 padding).
+   */
+  @Test
+  void ranksTakeTheBatchesOfOneProcessAccumulatingThem() throws Exception {
+    try (Backend backend = new CpuBackend(1);
+        ShardSet set = shards()) {
+      for (LoaderOptions.Remainder rest :
+          List.of(LoaderOptions.Remainder.DROP, LoaderOptions.Remainder.PAD)) {
+        List<byte[]> accumulating;
+        try (DataLoader one = new DataLoader(backend, set, stepsOf(4, 3, rest, 0, 1))) {
+          accumulating = drain(one, 2);
+        }
+        assertEquals(rest == LoaderOptions.Remainder.DROP ? 9 : 12, accumulating.size(), "" + rest);
+        for (int rank = 0; rank < 3; rank++) {
+          try (DataLoader mine = new DataLoader(backend, set, stepsOf(4, 1, rest, rank, 3))) {
+            List<byte[]> batches = drain(mine, 2);
+            assertEquals(accumulating.size() / 3, batches.size(), rest + " rank " + rank);
+            for (int s = 0; s < batches.size(); s++) {
+              assertArrayEquals(
+                  accumulating.get(3 * s + rank), batches.get(s), rest + " rank " + rank + " " + s);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  private static LoaderOptions stepsOf(
+      int batch, int batchesPerStep, LoaderOptions.Remainder rest, int rank, int world) {
+    return new LoaderOptions(
+        batch,
+        2,
+        2,
+        new LoaderOptions.Sampling(42, true, rest),
+        LoaderOptions.Augmentation.NONE,
+        new LoaderOptions.Rank(rank, world),
+        batchesPerStep);
+  }
+
   /** The samples of {@code batches} (their pixels as text), in order. */
   private static List<String> samples(List<byte[]> batches) {
     List<String> out = new ArrayList<>();

@@ -134,6 +134,25 @@ class TcpRingTest {
     }
   }
 
+  /** Every rank ends with the root's bits (NaNs and signed zeros too), from any root. */
+  @ParameterizedTest
+  @CsvSource({"1,0", "2,0", "2,1", "3,0", "3,2", "5,3"})
+  void broadcastHandsEveryRankTheRootsBits(int world, int root) throws Exception {
+    float[][] inputs = randomInputs(world, 100_003, 9);
+    inputs[root][0] = Float.NaN;
+    inputs[root][1] = -0f;
+    List<float[]> results =
+        runRanks(world, TIMEOUT, (ring, data) -> ring.broadcast(data, root), inputs);
+    for (int r = 0; r < world; r++) {
+      for (int i = 0; i < inputs[root].length; i++) {
+        assertEquals(
+            Float.floatToRawIntBits(inputs[root][i]),
+            Float.floatToRawIntBits(results.get(r)[i]),
+            "rank " + r + " [" + i + "]");
+      }
+    }
+  }
+
   @Test
   void aWorldOfOneIsItself() throws Exception {
     float[][] inputs = randomInputs(1, 10, 1);

@@ -467,6 +467,11 @@ public abstract class OffloadedTrainingTest {
     }
 
     @Override
+    public DeviceBuffer buffers() {
+      return model.parameters().buffers();
+    }
+
+    @Override
     public long parameterCount() {
       return model.parameters().count();
     }

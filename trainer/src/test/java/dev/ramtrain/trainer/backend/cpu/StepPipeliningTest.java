@@ -56,6 +56,11 @@ class StepPipeliningTest {
     }
 
     @Override
+    public DeviceBuffer buffers() {
+      return inner.buffers();
+    }
+
+    @Override
     public DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
       if (training && step > 0) {
         CountDownLatch closed = new CountDownLatch(1);
