@@ -1,7 +1,9 @@
 package dev.ramtrain.etl.source;
 
+import dev.ramtrain.format.IoErrors;
 import java.io.File;
 import java.io.IOException;
+import java.nio.file.FileSystemLoopException;
 import java.nio.file.FileVisitOption;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
@@ -169,6 +171,19 @@ public final class ImageFolderSource implements ImageSource {
             return d.equals(dir) || !hidden(d.getFileName().toString())
                 ? FileVisitResult.CONTINUE
                 : FileVisitResult.SKIP_SUBTREE;
+          }
+
+          @Override
+          public FileVisitResult visitFileFailed(java.nio.file.Path file, IOException e)
+              throws IOException {
+            if (e instanceof FileSystemLoopException) {
+              throw new IOException(
+                  "a symbolic link loop at "
+                      + file
+                      + " (links under the input are followed): remove the link or move it out",
+                  e);
+            }
+            throw new IOException(IoErrors.reason(e) + " listing " + file, e);
           }
 
           @Override

@@ -11,9 +11,11 @@ import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 
@@ -49,7 +51,9 @@ public final class SampleBytes {
 
   private static byte[] readLocal(URI uri, long maxBytes)
       throws IOException, RejectedImageException {
-    try (FileChannel file = FileChannel.open(Paths.get(uri), StandardOpenOption.READ)) {
+    java.nio.file.Path path = Paths.get(uri);
+    requireRegularFile(path);
+    try (FileChannel file = FileChannel.open(path, StandardOpenOption.READ)) {
       long size = file.size();
       if (size > maxBytes) {
         throw tooLarge(size, maxBytes);
@@ -64,6 +68,40 @@ public final class SampleBytes {
         return shorter;
       }
       return buffer.array();
+    }
+  }
+
+  /**
+   * A local file's bytes, at most {@code maxBytes} of them: what is not a regular file, a file over
+   * the limit (never read) and one that is missing or unreadable are rejected.
+   */
+  public static byte[] readFile(java.nio.file.Path path, long maxBytes)
+      throws RejectedImageException, IOException {
+    try {
+      return readLocal(path.toUri(), maxBytes);
+    } catch (FileNotFoundException | NoSuchFileException | AccessDeniedException e) {
+      throw new RejectedImageException(RejectReason.UNREADABLE, IoErrors.reason(e));
+    }
+  }
+
+  /**
+   * Refuses what is not a regular file (through links): a named pipe would block the read forever,
+   * a device never end; only files are images.
+   */
+  public static void requireRegularFile(java.nio.file.Path path) throws RejectedImageException {
+    if (Files.exists(path) && !Files.isRegularFile(path)) {
+      throw new RejectedImageException(
+          RejectReason.UNREADABLE,
+          "not a regular file (" + kind(path) + "): only files are read as images");
+    }
+  }
+
+  private static String kind(java.nio.file.Path path) {
+    try {
+      BasicFileAttributes a = Files.readAttributes(path, BasicFileAttributes.class);
+      return a.isDirectory() ? "a directory" : "a named pipe, socket or device";
+    } catch (IOException e) {
+      return IoErrors.reason(e);
     }
   }
 

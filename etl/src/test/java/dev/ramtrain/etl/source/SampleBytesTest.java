@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.ramtrain.etl.dataset.NonLocalFileSystemTest;
 import dev.ramtrain.etl.image.RejectReason;
@@ -12,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 class SampleBytesTest {
@@ -69,6 +72,23 @@ class SampleBytesTest {
               RejectedImageException.class,
               () -> SampleBytes.read(unread(scheme, file), conf(), 100));
       assertEquals(RejectReason.UNREADABLE, e.reason(), scheme);
+    }
+  }
+
+  /** A named pipe or a device is rejected at once, never opened: a read would block or not end. */
+  @Test
+  @Timeout(30)
+  void whatIsNotARegularFileIsRejectedUnread() throws Exception {
+    Path fifo = tmp.resolve("x.jpg");
+    Process mkfifo = new ProcessBuilder("mkfifo", fifo.toString()).start();
+    assumeTrue(mkfifo.waitFor() == 0, "mkfifo");
+    for (Path special : new Path[] {fifo, Path.of("/dev/zero")}) {
+      var e =
+          assertThrows(
+              RejectedImageException.class,
+              () -> SampleBytes.read(unread("file", special), conf(), 100));
+      assertEquals(RejectReason.UNREADABLE, e.reason(), special.toString());
+      assertTrue(e.getMessage().contains("not a regular file"), e.getMessage());
     }
   }
 }

@@ -305,7 +305,11 @@ public final class RamTrain {
     List<Row> rows = new ArrayList<>();
     try (ImageClassifier classifier =
         ImageClassifier.open(
-            trained, TrainSettings.backend(c), c.longValue("ramtrain.etl.max-pixels"), 64)) {
+            trained,
+            TrainSettings.backend(c),
+            c.longValue("ramtrain.etl.max-pixels"),
+            c.bytes("ramtrain.etl.max-file-bytes"),
+            64)) {
       for (ImageClassifier.Prediction p : classifier.classify(files)) {
         rows.add(
             RowFactory.create(

@@ -1,8 +1,10 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.report.StaticCharts;
 import dev.ramtrain.jobs.train.CheckpointEvaluation;
+import dev.ramtrain.jobs.train.RunJournal;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.EvalResult;
@@ -61,9 +63,15 @@ public final class EvaluateCommand implements Callable<Integer> {
   static Path defaultConfusion(Path checkpointDir, String split) {
     Path dir = checkpointDir.toAbsolutePath().normalize();
     String name = "evaluate-" + split + "-" + dir.getFileName() + ".png";
-    Path parent = dir.getParent();
+    Path run = runOf(dir);
+    return run != null ? run.resolve("report").resolve(name) : dir.getParent().resolve(name);
+  }
+
+  /** The run directory a checkpoint folder is in ({@code RUN/checkpoints/NAME}), or null. */
+  private static Path runOf(Path checkpointDir) {
+    Path parent = checkpointDir.toAbsolutePath().normalize().getParent();
     boolean inRun = parent != null && parent.getFileName().toString().equals("checkpoints");
-    return inRun ? parent.getParent().resolve("report").resolve(name) : parent.resolve(name);
+    return inRun ? parent.getParent() : null;
   }
 
   @Override
@@ -83,6 +91,13 @@ public final class EvaluateCommand implements Callable<Integer> {
       System.out.printf("  %-20s %.4f%n", classes.get(k), eval.classAccuracy(k));
     }
     Path png = confusionPng != null ? confusionPng : defaultConfusion(c.dir(), split);
+    Path run = runOf(c.dir());
+    if (confusionPng == null && run != null) {
+      RunJournal.of(run).claim(png); // the run's report folder: a file of ramtrain's, recorded
+    } else {
+      OutputFile.requireReplaceable(
+          png, "evaluate -o", List.of(c.dir(), Path.of(location)), AtomicFile::isRamtrainPng);
+    }
     Path parent = png.toAbsolutePath().getParent();
     if (parent != null) {
       Files.createDirectories(parent);

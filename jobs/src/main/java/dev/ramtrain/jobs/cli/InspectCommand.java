@@ -4,11 +4,14 @@ import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.report.ContactSheet;
 import dev.ramtrain.jobs.report.DatasetReport;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
@@ -92,10 +95,14 @@ public final class InspectCommand implements Callable<Integer> {
       var picked = DatasetReport.samples(ds, split, n);
       if (!picked.isEmpty()) {
         String sheet = config.string("ramtrain.inspect.sheet");
-        Path png =
-            sheet.isBlank()
-                ? Path.of(Path.of(location).getFileName() + "-samples.png")
-                : Path.of(sheet);
+        Path png;
+        if (sheet.isBlank()) {
+          png = defaultSheet(location);
+        } else {
+          png = Path.of(sheet);
+          OutputFile.requireReplaceable(
+              png, "inspect --sheet", List.of(Path.of(location)), AtomicFile::isRamtrainPng);
+        }
         Manifest m = ds.manifest();
         ContactSheet.write(picked, m.image().shape(), m.classes(), png);
         out.append(
@@ -104,5 +111,26 @@ public final class InspectCommand implements Callable<Integer> {
       }
     }
     return out.toString();
+  }
+
+  /**
+   * Where the sheet goes unasked: beside a local dataset ({@code DATASET-samples.png}) when that
+   * folder is writable and the name is free or a sheet of ramtrain's, else a temporary folder of
+   * its own. Never the current directory, which may be someone's working tree.
+   */
+  static Path defaultSheet(String location) throws IOException {
+    String name = Path.of(new org.apache.hadoop.fs.Path(location).getName()) + "-samples.png";
+    java.net.URI uri = new org.apache.hadoop.fs.Path(location).toUri();
+    if (uri.getScheme() == null || uri.getScheme().equals("file")) {
+      Path dataset = Path.of(uri.getPath()).toAbsolutePath().normalize();
+      Path parent = dataset.getParent();
+      Path beside = parent == null ? null : parent.resolve(name);
+      if (beside != null
+          && Files.isWritable(parent)
+          && (!Files.exists(beside) || AtomicFile.isRamtrainPng(beside))) {
+        return beside;
+      }
+    }
+    return Files.createTempDirectory("ramtrain-inspect-").resolve(name);
   }
 }

@@ -1,19 +1,21 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.config.TrainSettings;
+import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.train.ImageClassifier;
 import dev.ramtrain.jobs.train.ImageFiles;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -60,6 +62,9 @@ public final class PredictCommand implements Callable<Integer> {
       description = "Image files, or directories searched recursively for images.")
   List<Path> inputs;
 
+  /** The CSV's first fields: an existing -o file that starts so is a CSV ramtrain wrote. */
+  static final String HEADER_START = "path,prediction,probability,";
+
   @Override
   public Integer call() throws Exception {
     if (batchSize < 1) {
@@ -69,74 +74,88 @@ public final class PredictCommand implements Callable<Integer> {
     BackendSpec backendSpec = TrainSettings.backend(config);
     TrainedCheckpoint trained = checkpoint.open();
     List<Path> files = ImageFiles.under(inputs);
-    int failed = 0;
-    try (PrintWriter csv = writer();
-        ImageClassifier classifier =
-            ImageClassifier.open(
-                trained, backendSpec, config.longValue("ramtrain.etl.max-pixels"), batchSize)) {
-      Stream<String> header =
-          Stream.concat(
-              Stream.of("path", "prediction", "probability"),
-              Stream.concat(trained.classes().stream(), Stream.of("error")));
-      csv.println(String.join(",", header.map(PredictCommand::field).toList()));
-      for (ImageClassifier.Prediction p : classifier.classify(files)) {
-        List<String> row = new ArrayList<>();
-        row.add(p.path());
-        if (p.error() != null) {
-          failed++;
-          row.add("");
-          row.add("");
-          trained.classes().forEach(c -> row.add(""));
-          row.add(p.error());
-        } else {
-          row.add(p.label());
-          row.add(String.format(Locale.ROOT, "%.6f", p.probability()));
-          for (float v : p.probabilities()) {
-            row.add(String.format(Locale.ROOT, "%.6f", v));
-          }
-          row.add("");
-        }
-        csv.println(String.join(",", row.stream().map(PredictCommand::field).toList()));
+    if (output != null) {
+      OutputFile.requireReplaceable(output, "predict -o", files, PredictCommand::isOurCsv);
+    }
+    int[] failed = {0};
+    try (ImageClassifier classifier =
+        ImageClassifier.open(
+            trained,
+            backendSpec,
+            config.longValue("ramtrain.etl.max-pixels"),
+            config.bytes("ramtrain.etl.max-file-bytes"),
+            batchSize)) {
+      AtomicFile.Body csv = out -> failed[0] = write(trained, classifier, files, out);
+      if (output == null) {
+        csv.writeTo(System.out);
+        System.out.flush();
+      } else { // written beside and renamed when whole: no truncated CSV under its name
+        AtomicFile.write(output, csv);
       }
     }
-    if (output != null) { // the whole CSV is written: publish it under its name in one step
-      Files.move(
-          partial(), output, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-    }
-    if (failed > 0) {
+    if (failed[0] > 0) {
       throw new IOException(
-          failed + " of " + files.size() + " images could not be read (see the error column)");
+          failed[0] + " of " + files.size() + " images could not be read (see the error column)");
     }
     return 0;
   }
 
-  private PrintWriter writer() throws IOException {
-    if (output == null) {
-      return new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8)) {
-        @Override
-        public void close() {
-          flush(); // standard output stays open
+  /** Writes the CSV; returns how many files had an error row. */
+  private static int write(
+      TrainedCheckpoint trained, ImageClassifier classifier, List<Path> files, OutputStream out) {
+    PrintWriter csv = new PrintWriter(new OutputStreamWriter(out, StandardCharsets.UTF_8));
+    Stream<String> header =
+        Stream.concat(
+            Stream.of("path", "prediction", "probability"),
+            Stream.concat(trained.classes().stream(), Stream.of("error")));
+    csv.println(String.join(",", header.map(PredictCommand::field).toList()));
+    int failed = 0;
+    for (ImageClassifier.Prediction p : classifier.classify(files)) {
+      List<String> row = new ArrayList<>();
+      row.add(p.path());
+      if (p.error() != null) {
+        failed++;
+        row.add("");
+        row.add("");
+        trained.classes().forEach(c -> row.add(""));
+        row.add(p.error());
+      } else {
+        row.add(p.label());
+        row.add(String.format(Locale.ROOT, "%.6f", p.probability()));
+        for (float v : p.probabilities()) {
+          row.add(String.format(Locale.ROOT, "%.6f", v));
         }
-      };
+        row.add("");
+      }
+      csv.println(String.join(",", row.stream().map(PredictCommand::field).toList()));
     }
-    Path parent = output.toAbsolutePath().getParent();
-    if (parent != null) {
-      Files.createDirectories(parent);
-    }
-    // Written beside the target and renamed when complete: a run that dies midway leaves no
-    // truncated CSV under the name a consumer reads.
-    return new PrintWriter(Files.newBufferedWriter(partial(), StandardCharsets.UTF_8));
+    csv.flush();
+    return failed;
   }
 
-  private Path partial() {
-    return output.resolveSibling(output.getFileName() + ".partial");
+  private static boolean isOurCsv(Path file) throws IOException {
+    try (var reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+      String first = reader.readLine();
+      return first != null && first.startsWith(HEADER_START);
+    } catch (java.nio.charset.MalformedInputException e) {
+      return false; // not text: not a CSV of ramtrain's
+    }
   }
 
-  /** A CSV field, quoted when it holds a comma, quote or line break (RFC 4180). */
+  /**
+   * A CSV field: control characters made visible ({@link Printable}), a leading {@code = + - @}
+   * that a spreadsheet would run as a formula made text by a quote before it (OWASP's advice),
+   * quoted when it holds a comma or a quote (RFC 4180). Paths and class names come from the user's
+   * files: a file named {@code =HYPERLINK(...).jpg} must not become a formula in someone's sheet.
+   */
   static String field(String value) {
-    if (value.indexOf(',') < 0 && value.indexOf('"') < 0 && value.indexOf('\n') < 0) {
-      return value;
+    String safe = Printable.of(value);
+    if (!safe.isEmpty() && "=+-@".indexOf(safe.charAt(0)) >= 0) {
+      safe = "'" + safe;
     }
-    return '"' + value.replace("\"", "\"\"") + '"';
+    if (safe.indexOf(',') < 0 && safe.indexOf('"') < 0) {
+      return safe;
+    }
+    return '"' + safe.replace("\"", "\"\"") + '"';
   }
 }

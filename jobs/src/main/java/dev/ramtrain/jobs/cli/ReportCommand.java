@@ -2,6 +2,7 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.report.TrainingReport;
+import dev.ramtrain.jobs.train.RunJournal;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -45,8 +46,11 @@ public final class ReportCommand implements Callable<Integer> {
       throw new ConfigException(
           "comparing " + runs.size() + " runs: say where the report goes with -o DIR");
     }
-    Path dir = output != null ? output : runs.get(0).resolve("report");
-    Path index = TrainingReport.draw(runs, dir);
+    Path own = runs.get(0).resolve("report").toAbsolutePath().normalize();
+    Path index =
+        runs.size() == 1 && (output == null || output.toAbsolutePath().normalize().equals(own))
+            ? TrainingReport.redraw(runs.get(0), RunJournal.of(runs.get(0))::claim)
+            : TrainingReport.draw(runs, output);
     System.out.println("report " + index.toAbsolutePath());
     return 0;
   }

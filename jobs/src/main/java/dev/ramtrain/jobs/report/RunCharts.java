@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.report;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
 
@@ -12,6 +13,19 @@ import java.util.function.ToDoubleFunction;
  */
 public final class RunCharts {
   private static final double MIB = 1 << 20;
+
+  /** Every chart's id: the names of the PNGs a report writes. */
+  static final Set<String> IDS =
+      Set.of(
+          "step-loss",
+          "loss",
+          "accuracy",
+          "lr",
+          "throughput",
+          "data-stall",
+          "offload",
+          "copied",
+          "memory");
 
   private RunCharts() {}
 
@@ -183,6 +197,9 @@ public final class RunCharts {
         String label = runs.size() > 1 ? run.name() + ": " + s.label() : s.label();
         all.add(new Chart.Series(label, s.x(), s.y()));
       }
+    }
+    if (!IDS.contains(id)) {
+      throw new IllegalStateException("chart " + id + " is missing from RunCharts.IDS");
     }
     return new Chart(id, title, xLabel, yLabel, log, smooth, all);
   }

@@ -5,6 +5,7 @@ import dev.ramtrain.etl.image.ImageProcessor;
 import dev.ramtrain.etl.image.ImageTransform;
 import dev.ramtrain.etl.image.RejectedImageException;
 import dev.ramtrain.etl.source.RawSample;
+import dev.ramtrain.etl.source.SampleBytes;
 import dev.ramtrain.trainer.Predictor;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
@@ -14,7 +15,6 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,6 +34,7 @@ public final class ImageClassifier implements AutoCloseable {
   private final TrainedCheckpoint trained;
   private final ImageProcessor processor;
   private final int batchSize;
+  private final long maxFileBytes;
   private final Backend backend;
   private final Model model;
   private final Predictor predictor;
@@ -42,20 +43,29 @@ public final class ImageClassifier implements AutoCloseable {
       TrainedCheckpoint trained,
       ImageProcessor processor,
       int batchSize,
+      long maxFileBytes,
       Backend backend,
       Model model,
       Predictor predictor) {
     this.trained = trained;
     this.processor = processor;
     this.batchSize = batchSize;
+    this.maxFileBytes = maxFileBytes;
     this.backend = backend;
     this.model = model;
     this.predictor = predictor;
   }
 
-  /** {@code maxPixels}: decode limit per image (ramtrain.etl.max-pixels). */
+  /**
+   * {@code maxPixels}, {@code maxFileBytes}: limits per image (ramtrain.etl.max-pixels,
+   * max-file-bytes), as preprocessing applies them.
+   */
   public static ImageClassifier open(
-      TrainedCheckpoint trained, BackendSpec backendSpec, long maxPixels, int batchSize) {
+      TrainedCheckpoint trained,
+      BackendSpec backendSpec,
+      long maxPixels,
+      long maxFileBytes,
+      int batchSize) {
     ImageProcessor processor =
         new ImageProcessor(
             new ImageTransform(trained.shape(), trained.resize(), Augmentation.NONE),
@@ -83,7 +93,8 @@ public final class ImageClassifier implements AutoCloseable {
               trained.normalization().mean(),
               trained.normalization().std());
       Checkpoints.restore(trained.loaded(), model, null, backend, stream);
-      return new ImageClassifier(trained, processor, batchSize, backend, model, predictor);
+      return new ImageClassifier(
+          trained, processor, batchSize, maxFileBytes, backend, model, predictor);
     } catch (RuntimeException | Error e) {
       try (Backend closing = backend;
           Model closingModel = model) {
@@ -115,7 +126,7 @@ public final class ImageClassifier implements AutoCloseable {
       Path file = chunk.get(i);
       long at = staging.address() + staged * imageBytes;
       try {
-        byte[] bytes = Files.readAllBytes(file);
+        byte[] bytes = SampleBytes.readFile(file, maxFileBytes);
         processor.process(
             RawSample.encoded(file.toString(), bytes, -1, null),
             0,

@@ -9,7 +9,10 @@ import java.util.Locale;
 import java.util.Set;
 import java.util.stream.Stream;
 
-/** The image files a user names: files as given, and those found under directories. */
+/**
+ * The image files a user names: files as given (whatever they turn out to be: a missing or special
+ * file becomes its error row, not the end of the run), and the image files found under directories.
+ */
 public final class ImageFiles {
   private static final Set<String> IMAGE_EXTENSIONS =
       Set.of("jpg", "jpeg", "png", "bmp", "gif", "webp", "tif", "tiff");
@@ -27,10 +30,8 @@ public final class ImageFiles {
               .sorted()
               .forEach(files::add);
         }
-      } else if (Files.exists(input)) {
-        files.add(input);
       } else {
-        throw new IOException(input + " does not exist");
+        files.add(input);
       }
     }
     if (files.isEmpty()) {

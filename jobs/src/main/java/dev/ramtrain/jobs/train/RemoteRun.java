@@ -99,6 +99,7 @@ public final class RemoteRun implements RunDirectory.CheckpointPublisher, AutoCl
           fs.copyToLocalFile(
               false, metrics, new Path(staging.resolve(RunDirectory.METRICS).toUri()), true);
         }
+        journalEverything(staging); // a copy this class made: all of it is the run's
       } else if (holdsRun) {
         throw new ConfigException(
             "ramtrain.train.output = "
@@ -270,6 +271,14 @@ public final class RemoteRun implements RunDirectory.CheckpointPublisher, AutoCl
         true);
     Files.writeString(checkpoints.resolve(Checkpoints.LATEST), name);
     return true;
+  }
+
+  /** Records every file of the staging copy in its {@link RunJournal}: this class wrote them. */
+  private static void journalEverything(java.nio.file.Path staging) throws IOException {
+    try (Stream<java.nio.file.Path> walk = Files.walk(staging)) {
+      RunJournal.of(staging)
+          .record(walk.filter(Files::isRegularFile).toArray(java.nio.file.Path[]::new));
+    }
   }
 
   /** Deletes a local folder this class created. */

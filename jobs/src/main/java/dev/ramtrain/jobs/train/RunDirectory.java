@@ -1,18 +1,19 @@
 package dev.ramtrain.jobs.train;
 
-import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ramtrain.etl.dataset.DirectoryLock;
 import dev.ramtrain.format.IoErrors;
 import dev.ramtrain.format.PausePoints;
 import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.MetricsLog;
 import dev.ramtrain.trainer.checkpoint.CheckpointSink;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
@@ -20,6 +21,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.slf4j.Logger;
@@ -28,19 +30,23 @@ import org.slf4j.LoggerFactory;
 /**
  * A training run's directory ({@code ramtrain.train.output}): {@code metrics.jsonl}, {@code
  * checkpoints/epoch-NNNN/}, {@code checkpoints/latest}, {@code report/}. One writer at a time
- * ({@link DirectoryLock}); nothing of an earlier run is lost by accident:
+ * ({@link DirectoryLock}). ramtrain moves or deletes only what its {@link RunJournal} records it
+ * wrote, and nothing of an earlier run is lost by accident:
  *
  * <ul>
- *   <li>a new run needs a new or empty directory;
+ *   <li>a new run needs a new or empty directory, or one whose run saved no checkpoint (its files,
+ *       a failed run's, are removed: a run without a checkpoint is nothing to resume or protect);
  *   <li>{@link Mode#RESUME} continues the run from its latest checkpoint, its metrics cut back to
  *       that checkpoint so they continue from its step;
- *   <li>{@link Mode#OVERWRITE} moves the old run's files aside into {@value #PREVIOUS} and deletes
- *       them only once the new run has saved its first checkpoint. A new run that fails before then
- *       gets the old one put back when it closes; one that is killed, when the directory is next
- *       opened.
+ *   <li>{@link Mode#OVERWRITE} moves the old run's recorded files aside into {@value #PREVIOUS} and
+ *       deletes them only once the new run has saved its first checkpoint. A new run that fails
+ *       before then gets the old one put back when it closes; one that is killed, when the
+ *       directory is next opened.
  * </ul>
  *
- * Files in the directory that are not a run's are never touched.
+ * A file the journal does not record (a user's {@code checkpoints/export.onnx}, {@code
+ * report/slides.pdf}, {@code notes.txt}) is never moved or deleted; one at a path a run writes
+ * refuses the run before anything is touched.
  */
 public final class RunDirectory implements CheckpointSink, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RunDirectory.class);
@@ -52,10 +58,6 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   static final String REPORT = "report";
   static final String PREVIOUS = "_previous-run";
   static final String MOVED = "_ramtrain-moved.json";
-
-  /** A run's own entries; the checkpoints first, which decides whether a replacement happened. */
-  private static final List<String> RUN_ENTRIES =
-      List.of(CHECKPOINTS, METRICS, LEGACY_RESUMED_METRICS, REPORT);
 
   public enum Mode {
     FRESH,
@@ -76,6 +78,7 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   private final boolean createdDir;
   private final DirectoryLock lock;
   private final Checkpoints.Loaded checkpoint;
+  private final RunJournal journal;
   private final Map<String, Object> info = new TreeMap<>();
   private boolean previousPending;
   private CheckpointPublisher publisher;
@@ -93,13 +96,18 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
       boolean createdDir,
       DirectoryLock lock,
       Checkpoints.Loaded checkpoint,
+      RunJournal journal,
       boolean moved) {
     this.dir = dir;
     this.createdDir = createdDir;
     this.lock = lock;
     this.checkpoint = checkpoint;
+    this.journal = journal;
     this.previousPending = moved;
   }
+
+  /** What a run directory holds: ramtrain's recorded files, and everything else. */
+  private record Contents(List<String> recorded, List<String> foreign) {}
 
   /**
    * Opens {@code dir} for a run in {@code mode}: takes its lock, finishes what a killed run left,
@@ -122,56 +130,61 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
         DirectoryLock.acquire(
             new org.apache.hadoop.fs.Path(run.toUri()), new Configuration(), "train");
     try {
-      putBackOrDiscardPrevious(run);
-      List<String> runEntries = new ArrayList<>();
-      List<String> foreign = new ArrayList<>();
-      try (Stream<Path> entries = Files.list(run)) {
-        for (Path p : entries.sorted().toList()) {
-          String name = p.getFileName().toString();
-          if (RUN_ENTRIES.contains(name)) {
-            runEntries.add(name);
-          } else if (!name.equals(DirectoryLock.FILE)) {
-            foreign.add(name);
-          }
-        }
+      settlePrevious(run);
+      RunJournal journal = RunJournal.of(run);
+      Contents contents = contents(run, journal);
+      List<String> inTheWay =
+          contents.foreign().stream().filter(RunDirectory::writtenByARun).toList();
+      if (!inTheWay.isEmpty()) {
+        throw new ConfigException(
+            "ramtrain.train.output = "
+                + run
+                + " holds "
+                + String.join(", ", inTheWay.subList(0, Math.min(5, inTheWay.size())))
+                + ", which ramtrain did not write and a run would replace: move it away or choose"
+                + " another directory");
       }
-      if (runEntries.isEmpty() && !foreign.isEmpty() && mode != Mode.RESUME) {
+      boolean checkpointed =
+          journal.owns(CHECKPOINTS + "/" + Checkpoints.LATEST)
+              && Files.exists(run.resolve(CHECKPOINTS).resolve(Checkpoints.LATEST));
+      if (mode == Mode.RESUME) {
+        if (!checkpointed) {
+          throw new ConfigException(
+              "--resume: "
+                  + run
+                  + " has no checkpoint to resume from; leave out --resume to start a new run");
+        }
+        return new RunDirectory(run, created, lock, Checkpoints.loadLatest(run), journal, false);
+      }
+      if (checkpointed && mode == Mode.FRESH) {
+        throw new ConfigException(
+            "ramtrain.train.output = "
+                + run
+                + " already holds a training run (checkpoints/"
+                + Checkpoints.LATEST
+                + "): --resume continues it, --overwrite replaces it (the old run is kept"
+                + " until the new one has saved its first checkpoint)");
+      }
+      if (checkpointed) {
+        return new RunDirectory(run, created, lock, null, moveAside(run, journal, contents), true);
+      }
+      if (contents.recorded().isEmpty() && !contents.foreign().isEmpty()) {
         throw new ConfigException(
             "ramtrain.train.output = "
                 + run
                 + " is not empty and holds no training run ("
-                + String.join(", ", foreign.subList(0, Math.min(5, foreign.size())))
+                + String.join(
+                    ", ", contents.foreign().subList(0, Math.min(5, contents.foreign().size())))
                 + "): choose a new or empty directory");
       }
-      return switch (mode) {
-        case FRESH -> {
-          if (!runEntries.isEmpty()) {
-            throw new ConfigException(
-                "ramtrain.train.output = "
-                    + run
-                    + " already holds a training run ("
-                    + String.join(", ", runEntries)
-                    + "): --resume continues it, --overwrite replaces it (the old run is kept"
-                    + " until the new one has saved its first checkpoint)");
-          }
-          yield new RunDirectory(run, created, lock, null, false);
-        }
-        case RESUME -> {
-          if (!Files.exists(run.resolve(CHECKPOINTS).resolve(Checkpoints.LATEST))) {
-            throw new ConfigException(
-                "--resume: "
-                    + run
-                    + " has no checkpoint to resume from; leave out --resume to start a new run");
-          }
-          yield new RunDirectory(run, created, lock, Checkpoints.loadLatest(run), false);
-        }
-        case OVERWRITE -> {
-          if (!runEntries.isEmpty()) {
-            moveAside(run, runEntries);
-          }
-          yield new RunDirectory(run, created, lock, null, !runEntries.isEmpty());
-        }
-      };
+      if (!contents.recorded().isEmpty()) {
+        removeRecorded(run, journal, contents.recorded());
+        LOG.info(
+            "{}: removed what a run that saved no checkpoint left there ({})",
+            run,
+            String.join(", ", contents.recorded()));
+      }
+      return new RunDirectory(run, created, lock, null, journal, false);
     } catch (IOException | RuntimeException e) {
       lock.close();
       removeIfEmpty(run, created);
@@ -193,8 +206,9 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
    * continued (called once the run is known to go ahead, so a refused resume changes nothing).
    */
   public MetricsLog metrics() throws IOException {
+    journal.record(dir.resolve(METRICS));
     if (checkpoint != null) {
-      keepMetricsUntil(dir, checkpoint);
+      keepMetricsUntil(dir, journal, checkpoint);
     }
     return new MetricsLog(dir.resolve(METRICS), checkpoint != null);
   }
@@ -212,6 +226,13 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   @Override
   public Path save(String name, int epochsDone, long globalStep, Checkpoints.Snapshot snapshot)
       throws IOException {
+    Path folder = dir.resolve(CHECKPOINTS).resolve(name);
+    List<Path> files = new ArrayList<>();
+    for (String file : Checkpoints.FILES) {
+      files.add(folder.resolve(file));
+    }
+    files.add(dir.resolve(CHECKPOINTS).resolve(Checkpoints.LATEST));
+    journal.record(files.toArray(Path[]::new));
     Path saved = Checkpoints.save(dir, name, epochsDone, globalStep, snapshot, info);
     if (previousPending) {
       PausePoints.reach("overwrite.before-discard");
@@ -227,6 +248,7 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
 
   @Override
   public void markBest(String name) throws IOException {
+    journal.record(dir.resolve(CHECKPOINTS).resolve(Checkpoints.BEST));
     Checkpoints.point(dir, Checkpoints.BEST, name);
     if (publisher != null) {
       publisher.publishBest(name);
@@ -238,7 +260,7 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   public void close() {
     try {
       if (previousPending) {
-        putBackOrDiscardPrevious(dir);
+        settlePrevious(dir);
       }
     } catch (IOException e) {
       LOG.error(
@@ -246,6 +268,71 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
     } finally {
       lock.close();
       removeIfEmpty(dir, createdDir);
+    }
+  }
+
+  /**
+   * Whether a run writes the file at {@code relative}: its metrics, checkpoint folders and
+   * pointers, and the report's own files.
+   */
+  static boolean writtenByARun(String relative) {
+    String[] parts = relative.split("/");
+    String first = parts[0];
+    if (parts.length == 1) {
+      return first.equals(METRICS) || first.equals(LEGACY_RESUMED_METRICS);
+    }
+    String second =
+        parts[1].endsWith(".tmp") ? parts[1].substring(0, parts[1].length() - 4) : parts[1];
+    if (first.equals(CHECKPOINTS)) {
+      return second.equals(Checkpoints.LATEST)
+          || second.equals(Checkpoints.BEST)
+          || Checkpoints.isName(second);
+    }
+    return first.equals(REPORT) && parts.length == 2 && TrainingReport.writes(parts[1]);
+  }
+
+  /** The run directory's files (walked), ramtrain's bookkeeping left out. */
+  private static Contents contents(Path run, RunJournal journal) throws IOException {
+    List<String> recorded = new ArrayList<>();
+    List<String> foreign = new ArrayList<>();
+    try (Stream<Path> walk = Files.walk(run)) {
+      for (Path p : walk.sorted().toList()) {
+        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+          continue;
+        }
+        String relative = journal.relative(p);
+        if (relative.equals(DirectoryLock.FILE)
+            || relative.equals(RunJournal.FILE)
+            || relative.equals("." + RunJournal.FILE + ".tmp")
+            || relative.startsWith(PREVIOUS + "/")) {
+          continue;
+        }
+        (journal.owns(relative) ? recorded : foreign).add(relative);
+      }
+    }
+    return new Contents(recorded, foreign);
+  }
+
+  /** Deletes {@code files} the journal records, then the folders they leave empty. */
+  private static void removeRecorded(Path run, RunJournal journal, List<String> files)
+      throws IOException {
+    for (String relative : files) {
+      Path file = run.resolve(relative);
+      Files.deleteIfExists(file);
+      removeEmptyFolders(run, file.getParent());
+    }
+    journal.forget(new TreeSet<>(files));
+  }
+
+  /** Removes {@code folder} and the folders above it, up to {@code run}, while they are empty. */
+  private static void removeEmptyFolders(Path run, Path folder) throws IOException {
+    for (Path f = folder; f != null && !f.equals(run) && f.startsWith(run); f = f.getParent()) {
+      try (Stream<Path> entries = Files.list(f)) {
+        if (entries.findAny().isPresent()) {
+          return;
+        }
+      }
+      Files.delete(f);
     }
   }
 
@@ -263,51 +350,80 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
     }
   }
 
-  /** Moves a run's entries into {@value #PREVIOUS}, journaling the names first. */
-  private static void moveAside(Path run, List<String> entries) throws IOException {
+  /**
+   * Moves a run's recorded files into {@value #PREVIOUS} (their paths kept), its journal with them,
+   * noting first what moves and the journal's id; returns the new run's journal.
+   */
+  private static RunJournal moveAside(Path run, RunJournal journal, Contents contents)
+      throws IOException {
     Path previous = run.resolve(PREVIOUS);
     Files.createDirectories(previous);
-    List<String> ordered = RUN_ENTRIES.stream().filter(entries::contains).toList();
-    Files.write(previous.resolve(MOVED), JSON.writeValueAsBytes(ordered));
-    for (String name : ordered) {
-      Files.move(run.resolve(name), previous.resolve(name), StandardCopyOption.ATOMIC_MOVE);
+    Map<String, Object> moved = new TreeMap<>();
+    moved.put("journal", journal.id());
+    moved.put("moved", contents.recorded());
+    Files.write(previous.resolve(MOVED), JSON.writeValueAsBytes(moved));
+    Files.move(
+        run.resolve(RunJournal.FILE),
+        previous.resolve(RunJournal.FILE),
+        StandardCopyOption.ATOMIC_MOVE);
+    for (String relative : contents.recorded()) {
+      Path target = previous.resolve(relative);
+      Files.createDirectories(target.getParent());
+      Files.move(run.resolve(relative), target, StandardCopyOption.ATOMIC_MOVE);
+      removeEmptyFolders(run, run.resolve(relative).getParent());
     }
     PausePoints.reach("overwrite.moved-aside");
     LOG.info("moved the run in {} aside until the new run has its first checkpoint", run);
+    return RunJournal.of(run);
   }
 
   /**
    * Settles a replacement that did not finish: with a checkpoint of the new run the old run's files
-   * go; without one, the new run's files go and the old run's come back.
+   * go; without one, the new run's recorded files go and the old run's come back.
    */
-  private static void putBackOrDiscardPrevious(Path run) throws IOException {
+  private static void settlePrevious(Path run) throws IOException {
     Path previous = run.resolve(PREVIOUS);
     if (!Files.isDirectory(previous)) {
       return;
     }
-    Path journal = previous.resolve(MOVED);
-    if (!Files.exists(journal)) {
+    Path note = previous.resolve(MOVED);
+    if (!Files.exists(note)) {
       LOG.warn("leaving {}: ramtrain did not write it", previous);
       return;
     }
-    List<String> moved = JSON.readValue(journal.toFile(), new TypeReference<List<String>>() {});
-    if (!moved.stream().allMatch(RUN_ENTRIES::contains)) {
-      throw new IOException(journal + ": names entries that are not a run's: " + moved);
+    JsonNode moved = JSON.readTree(note.toFile());
+    if (moved == null || !moved.path("journal").isTextual() || !moved.path("moved").isArray()) {
+      throw new IOException(note + ": not ramtrain's record of a run moved aside");
     }
-    // The checkpoints move first: if they are not aside, the replacement never began.
-    boolean began = Files.exists(previous.resolve(CHECKPOINTS)) || !moved.contains(CHECKPOINTS);
-    if (began && Files.exists(run.resolve(CHECKPOINTS).resolve(Checkpoints.LATEST))) {
+    String oldJournal = moved.path("journal").asText();
+    List<String> paths = new ArrayList<>();
+    for (JsonNode p : moved.path("moved")) {
+      paths.add(RunJournal.checked(note, p.asText(null)));
+    }
+    RunJournal current = Files.exists(run.resolve(RunJournal.FILE)) ? RunJournal.of(run) : null;
+    boolean replacing = current != null && !current.id().equals(oldJournal);
+    if (replacing
+        && current.owns(CHECKPOINTS + "/" + Checkpoints.LATEST)
+        && Files.exists(run.resolve(CHECKPOINTS).resolve(Checkpoints.LATEST))) {
       deleteTree(previous);
       return;
     }
-    for (String name : RUN_ENTRIES) {
-      boolean aside = Files.exists(previous.resolve(name));
-      if (aside || !moved.contains(name)) {
-        deleteTree(run.resolve(name)); // the replacing run's
+    if (replacing) { // the replacing run's files go, its journal last
+      removeRecorded(run, current, contents(run, current).recorded());
+      Files.delete(run.resolve(RunJournal.FILE));
+    }
+    for (String relative : paths) {
+      Path aside = previous.resolve(relative);
+      if (Files.exists(aside, LinkOption.NOFOLLOW_LINKS)) {
+        Files.createDirectories(run.resolve(relative).getParent());
+        Files.move(aside, run.resolve(relative), StandardCopyOption.ATOMIC_MOVE);
       }
-      if (aside) {
-        Files.move(previous.resolve(name), run.resolve(name), StandardCopyOption.ATOMIC_MOVE);
-      }
+    }
+    if (Files.exists(previous.resolve(RunJournal.FILE))) {
+      Files.move(
+          previous.resolve(RunJournal.FILE),
+          run.resolve(RunJournal.FILE),
+          StandardCopyOption.ATOMIC_MOVE);
     }
     deleteTree(previous);
     LOG.warn("the run that was to replace {} saved no checkpoint: the previous run is back", run);
@@ -317,12 +433,13 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
    * Keeps the metrics records up to {@code c} (steps before its step, epochs it completed), so a
    * resumed run's records continue from there instead of repeating a killed epoch's.
    */
-  private static void keepMetricsUntil(Path run, Checkpoints.Loaded c) throws IOException {
+  private static void keepMetricsUntil(Path run, RunJournal journal, Checkpoints.Loaded c)
+      throws IOException {
     List<String> kept = new ArrayList<>();
     int epochs = 0;
     for (String name : List.of(METRICS, LEGACY_RESUMED_METRICS)) {
       Path file = run.resolve(name);
-      if (!Files.exists(file)) {
+      if (!Files.exists(file) || !journal.owns(name)) {
         continue;
       }
       for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
@@ -348,14 +465,16 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
         }
       }
     }
-    Path tmp = run.resolve("." + METRICS + ".tmp");
+    Path tmp = run.resolve(METRICS + ".tmp");
     Files.write(tmp, kept, StandardCharsets.UTF_8);
     Files.move(
         tmp,
         run.resolve(METRICS),
         StandardCopyOption.ATOMIC_MOVE,
         StandardCopyOption.REPLACE_EXISTING);
-    Files.deleteIfExists(run.resolve(LEGACY_RESUMED_METRICS));
+    if (journal.owns(LEGACY_RESUMED_METRICS)) {
+      Files.deleteIfExists(run.resolve(LEGACY_RESUMED_METRICS));
+    }
   }
 
   private static void deleteTree(Path path) throws IOException {

@@ -252,6 +252,6 @@ public final class TrainingRun {
 
   /** Writes the report of the run in {@code runDir} from its metrics and final evaluation. */
   public static Path report(Path runDir, EvalResult eval, List<String> classes) throws IOException {
-    return TrainingReport.write(runDir, "val", eval, classes);
+    return TrainingReport.write(runDir, "val", eval, classes, RunJournal.of(runDir)::claim);
   }
 }

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -315,5 +316,172 @@ class CommandFailuresTest {
         MainTest.run("inspect", dataset.toString(), "--sheet", "/proc/ramtrain/sheet.png");
     assertOneLine(sheet, Main.EXIT_FAILURE, "cannot write the PNG /proc/ramtrain/sheet.png");
     assertFalse(sheet.err().contains("ImageOutputStream"), sheet.err());
+  }
+
+  /** An image of the generated set, any one. */
+  private static Path anImage() throws Exception {
+    try (var walk = Files.walk(images)) {
+      return walk.filter(p -> p.toString().endsWith(".png")).findFirst().orElseThrow();
+    }
+  }
+
+  /**
+   * predict reads regular files only, each within ramtrain.etl.max-file-bytes: a named pipe, a
+   * device, a 2 GiB file and a missing path become error rows beside the good image's prediction
+   * (none hangs, none runs out of memory), and a file name's escape sequence and spreadsheet
+   * formula reach the CSV harmless.
+   */
+  @Test
+  @Timeout(120)
+  void predictListsWhatItCannotReadAndReadsOnlyFiles() throws Exception {
+    Path run = tmp.resolve("run");
+    assertEquals(0, train(run, "--epochs", "1").status());
+    Path in = Files.createDirectories(tmp.resolve("in"));
+    Path good = Files.copy(anImage(), in.resolve("good.png"));
+    Path hostile = Files.copy(anImage(), in.resolve("=HYPERLINK(1)\u001b[2J.png"));
+    Path fifo = in.resolve("pipe.jpg");
+    assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor());
+    Path big = in.resolve("big.jpg");
+    try (var f = new java.io.RandomAccessFile(big.toFile(), "rw")) {
+      f.setLength(2L << 30); // sparse: no disk, but 2 GiB to read
+    }
+    Path csv = tmp.resolve("out.csv");
+    MainTest.Run p =
+        MainTest.run(
+            "predict",
+            "-c",
+            run.toString(),
+            "-o",
+            csv.toString(),
+            good.toString(),
+            hostile.toString(),
+            fifo.toString(),
+            big.toString(),
+            "/dev/zero",
+            tmp.resolve("missing.jpg").toString());
+    assertOneLine(p, Main.EXIT_FAILURE, "4 of 6 images could not be read");
+    List<String> rows = Files.readAllLines(csv);
+    assertEquals(7, rows.size(), String.join("\n", rows));
+    assertTrue(rows.get(1).startsWith(good + ",") && rows.get(1).endsWith(","), rows.get(1));
+    assertTrue(rows.get(2).startsWith(in + "/=HYPERLINK(1)\\x1b[2J.png,"), rows.get(2));
+    assertTrue(rows.get(3).contains("not a regular file"), rows.get(3));
+    assertTrue(rows.get(4).contains("exceeds ramtrain.etl.max-file-bytes"), rows.get(4));
+    assertTrue(rows.get(5).contains("not a regular file"), rows.get(5));
+    assertTrue(rows.get(6).contains("unreadable"), rows.get(6));
+    for (String row : rows) {
+      assertFalse(row.chars().anyMatch(c -> c < 0x20), "no control character: " + row);
+    }
+  }
+
+  /** CSV fields a spreadsheet would run as formulas are text; control characters are visible. */
+  @Test
+  void csvFieldsAreNeitherFormulasNorTerminalCommands() {
+    assertEquals(
+        "\"'=HYPERLINK(\"\"http://x\"\")\"", PredictCommand.field("=HYPERLINK(\"http://x\")"));
+    assertEquals("'+1", PredictCommand.field("+1"));
+    assertEquals("'-2+3", PredictCommand.field("-2+3"));
+    assertEquals("'@SUM(A1)", PredictCommand.field("@SUM(A1)"));
+    assertEquals("\"a,b\"", PredictCommand.field("a,b"));
+    assertEquals("cat\\x1b[31m", PredictCommand.field("cat\u001b[31m"));
+    assertEquals("0.500000", PredictCommand.field("0.500000"));
+  }
+
+  /**
+   * An output a user names replaces nothing ramtrain did not write: not one of the command's
+   * inputs, not a dataset's manifest, not a file of the user's; its own output, again, it does.
+   */
+  @Test
+  void explicitOutputsNeverReplaceAnInputOrAFileOfYours() throws Exception {
+    Path run = tmp.resolve("run");
+    assertEquals(0, train(run, "--epochs", "1").status());
+    Path image = Files.copy(anImage(), tmp.resolve("cat.png"));
+    byte[] pixels = bytes(image);
+    assertOneLine(
+        MainTest.run("predict", "-c", run.toString(), "-o", image.toString(), image.toString()),
+        Main.EXIT_USAGE,
+        "predict -o " + image + " is one of its inputs");
+    assertArrayEquals(pixels, bytes(image));
+    Path notes = Files.writeString(tmp.resolve("notes.csv"), "my,own,table\n");
+    assertOneLine(
+        MainTest.run("predict", "-c", run.toString(), "-o", notes.toString(), image.toString()),
+        Main.EXIT_USAGE,
+        "exists and ramtrain did not write it");
+    assertEquals("my,own,table\n", Files.readString(notes));
+    Path csv = tmp.resolve("predictions.csv");
+    for (int i = 0; i < 2; i++) { // its own CSV it replaces
+      MainTest.Run p =
+          MainTest.run("predict", "-c", run.toString(), "-o", csv.toString(), image.toString());
+      assertEquals(0, p.status(), p.err());
+    }
+
+    Path manifest = dataset.resolve("manifest.json");
+    byte[] before = bytes(manifest);
+    assertOneLine(
+        MainTest.run(
+            "evaluate", "-c", run.toString(), "-d", dataset.toString(), "-o", manifest.toString()),
+        Main.EXIT_USAGE,
+        "evaluate -o " + manifest + " exists and ramtrain did not write it");
+    assertArrayEquals(before, bytes(manifest));
+    Path png = tmp.resolve("matrix.png");
+    for (int i = 0; i < 2; i++) {
+      MainTest.Run e =
+          MainTest.run(
+              "evaluate", "-c", run.toString(), "-d", dataset.toString(), "-o", png.toString());
+      assertEquals(0, e.status(), e.err());
+    }
+
+    // A run's report folder: a file of a report's name the run did not write stays.
+    Path loss = run.resolve("report/loss.png");
+    Files.delete(loss);
+    dev.ramtrain.jobs.train.RunJournal.of(run).forget(java.util.Set.of("report/loss.png"));
+    Files.writeString(loss, "my picture");
+    assertOneLine(
+        MainTest.run("report", run.toString()),
+        Main.EXIT_FAILURE,
+        loss + ": ramtrain did not write it");
+    assertEquals("my picture", Files.readString(loss));
+  }
+
+  /** inspect's sheet goes beside the dataset, or to a folder of its own: never the working one. */
+  @Test
+  void inspectDrawsItsSheetBesideTheDatasetNeverInTheWorkingDirectory() throws Exception {
+    Path copy = tmp.resolve("ds");
+    TestFiles.copyTree(dataset, copy);
+    MainTest.Run r = MainTest.run("inspect", copy.toString());
+    assertEquals(0, r.status(), r.err());
+    assertTrue(r.out().contains("contact sheet " + tmp.resolve("ds-samples.png")), r.out());
+    assertFalse(Files.exists(Path.of("ds-samples.png").toAbsolutePath()));
+    Files.writeString(tmp.resolve("ds-samples.png"), "a file of mine");
+    MainTest.Run again = MainTest.run("inspect", copy.toString());
+    assertEquals(0, again.status(), again.err());
+    assertTrue(again.out().contains("ramtrain-inspect-"), "a folder of its own: " + again.out());
+    assertEquals("a file of mine", Files.readString(tmp.resolve("ds-samples.png")));
+  }
+
+  /** A named pipe among the images is a listed reject; the job does not wait on it. */
+  @Test
+  @Timeout(120)
+  void preprocessRejectsWhatIsNotAFile() throws Exception {
+    Path in = tmp.resolve("in");
+    TestFiles.copyTree(images, in);
+    Path fifo = in.resolve("circle/pipe.jpg");
+    assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor());
+    Path out = tmp.resolve("out");
+    MainTest.Run p =
+        MainTest.run(
+            "preprocess",
+            "-i",
+            in.toString(),
+            "-o",
+            out.toString(),
+            "--height",
+            "8",
+            "--width",
+            "8",
+            "--set",
+            "ramtrain.etl.max-reject-fraction=0.1");
+    assertEquals(0, p.status(), p.err());
+    String rejects = Files.readString(out.resolve("v0001/rejects.jsonl"));
+    assertTrue(rejects.contains("pipe.jpg") && rejects.contains("not a regular file"), rejects);
   }
 }

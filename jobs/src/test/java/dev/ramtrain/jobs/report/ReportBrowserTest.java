@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ramtrain.jobs.train.RunJournal;
 import java.awt.image.BufferedImage;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
@@ -91,7 +92,7 @@ class ReportBrowserTest {
       Assumptions.abort("no chromium here (Debian: apt-get install chromium)");
     }
     Path run = RunFixture.write(tmp.resolve("run"), 3, 0.01, true);
-    Path index = TrainingReport.draw(List.of(run), run.resolve("report"));
+    Path index = TrainingReport.redraw(run, RunJournal.of(run)::claim);
     String page = Files.readString(index, StandardCharsets.UTF_8);
     Path checked = index.resolveSibling("checked.html");
     Files.writeString(

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.report;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ramtrain.jobs.train.RunJournal;
 import dev.ramtrain.trainer.EvalResult;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -117,6 +118,9 @@ final class RunFixture {
     JSON.writeValue(checkpoint.resolve("state.json").toFile(), state);
     Files.writeString(dir.resolve("checkpoints/latest"), name);
     Evaluation.of("val", evaluation(), CLASSES).write(dir.resolve("report"));
+    try (var walk = Files.walk(dir)) { // what a run records having written
+      RunJournal.of(dir).record(walk.filter(Files::isRegularFile).toArray(Path[]::new));
+    }
     return dir;
   }
 

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ramtrain.jobs.train.RunJournal;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
@@ -48,7 +49,7 @@ class TrainingReportTest {
   @Test
   void oneRunGetsEverySectionAndEveryStepsLoss() throws Exception {
     Path run = RunFixture.write(tmp.resolve("run"), 3, 0.01, true);
-    Path index = TrainingReport.draw(List.of(run), run.resolve("report"));
+    Path index = TrainingReport.redraw(run, RunJournal.of(run)::claim);
     String html = Files.readString(index);
 
     assertFalse(html.contains("src=\"http") || html.contains("href=\"http"), "self-contained");
@@ -118,7 +119,7 @@ class TrainingReportTest {
   @Test
   void aResidentRunHasNoOffloadCharts() throws Exception {
     Path run = RunFixture.write(tmp.resolve("run"), 1, 0.01, false);
-    String html = Files.readString(TrainingReport.draw(List.of(run), run.resolve("report")));
+    String html = Files.readString(TrainingReport.redraw(run, RunJournal.of(run)::claim));
     assertEquals(null, chart(chartData(html), "offload"));
     assertFalse(html.contains("<h2>Offload</h2>"));
   }
@@ -159,10 +160,26 @@ class TrainingReportTest {
         FileAlreadyExistsException.class, () -> TrainingReport.draw(List.of(run), pictures));
     assertEquals("my picture", Files.readString(pictures.resolve("loss.png")));
     // A run's own report folder, and a folder holding a report ramtrain wrote, are redrawn.
-    TrainingReport.draw(List.of(run), run.resolve("report"));
+    TrainingReport.redraw(run, RunJournal.of(run)::claim);
+    TrainingReport.redraw(run, RunJournal.of(run)::claim);
     Path compare = tmp.resolve("compare");
     TrainingReport.draw(List.of(run, run), compare);
     TrainingReport.draw(List.of(run, run), compare);
+    assertTrue(AtomicFile.isRamtrainPng(compare.resolve("loss.png")), "its PNGs carry the mark");
+    // Within them, a file of a report's name that ramtrain did not write is left alone: in the
+    // run's folder it is not in the run's journal, in another it has no ramtrain mark.
+    Files.writeString(compare.resolve("lr.png"), "my picture");
+    assertThrows(
+        FileAlreadyExistsException.class, () -> TrainingReport.draw(List.of(run, run), compare));
+    assertEquals("my picture", Files.readString(compare.resolve("lr.png")));
+    Path own = run.resolve("report/loss.png");
+    Files.delete(own);
+    RunJournal.of(run).forget(java.util.Set.of("report/loss.png"));
+    Files.writeString(own, "my picture");
+    assertThrows(
+        FileAlreadyExistsException.class,
+        () -> TrainingReport.redraw(run, RunJournal.of(run)::claim));
+    assertEquals("my picture", Files.readString(own));
   }
 
   @Test

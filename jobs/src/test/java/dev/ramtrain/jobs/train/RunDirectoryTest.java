@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.ramtrain.etl.TestFiles;
 import dev.ramtrain.etl.dataset.DirectoryLock;
 import dev.ramtrain.jobs.config.ConfigException;
@@ -44,8 +45,10 @@ class RunDirectoryTest {
         run.save(Checkpoints.name(e, e * 10L, true), e, e * 10L, snapshot(e));
       }
     }
-    Files.createDirectories(dir.resolve("report"));
-    Files.writeString(dir.resolve("report/index.html"), "<html>old</html>");
+    Path index = dir.resolve("report/index.html");
+    Files.createDirectories(index.getParent());
+    RunJournal.of(dir).claim(index);
+    Files.writeString(index, "<html>old</html>");
   }
 
   private static Map<String, Object> record(String type, int epoch, long step) {
@@ -104,7 +107,7 @@ class RunDirectoryTest {
                   aside.put(k, v);
                 }
               });
-      assertEquals(old, aside, "the old run is whole, aside");
+      assertEquals(old, aside, "the old run is whole, aside, with its journal");
       run.save(Checkpoints.name(1, 10, true), 1, 10, snapshot(42));
       assertFalse(
           Files.exists(dir.resolve(RunDirectory.PREVIOUS)), "gone after the first checkpoint");
@@ -129,52 +132,171 @@ class RunDirectoryTest {
     assertEquals(old, snapshotOf(dir));
   }
 
+  /** The state an overwrite of {@code dir} leaves once it has moved {@code which} aside. */
+  private static Path movedAside(Path dir, List<String> which) throws Exception {
+    RunJournal old = RunJournal.of(dir);
+    Path previous = dir.resolve(RunDirectory.PREVIOUS);
+    Files.createDirectories(previous);
+    Files.writeString(
+        previous.resolve(RunDirectory.MOVED),
+        new ObjectMapper().writeValueAsString(Map.of("journal", old.id(), "moved", old.written())));
+    Files.move(dir.resolve(RunJournal.FILE), previous.resolve(RunJournal.FILE));
+    for (String relative : which) {
+      Files.createDirectories(previous.resolve(relative).getParent());
+      Files.move(dir.resolve(relative), previous.resolve(relative));
+    }
+    return previous;
+  }
+
   @Test
   void anOverwriteKilledAnywhereIsSettledByTheNextOpen() throws Exception {
     Path dir = tmp.resolve("run");
     oldRun(dir, 2);
     Map<String, String> old = snapshotOf(dir);
+    List<String> checkpointFiles =
+        RunJournal.of(dir).written().stream().filter(f -> f.startsWith("checkpoints/")).toList();
 
     // Killed after moving the checkpoints aside, before the metrics: the new run never began.
-    Path previous = dir.resolve(RunDirectory.PREVIOUS);
-    Files.createDirectories(previous);
-    Files.writeString(
-        previous.resolve(RunDirectory.MOVED), "[\"checkpoints\",\"metrics.jsonl\",\"report\"]");
-    Files.move(dir.resolve("checkpoints"), previous.resolve("checkpoints"));
+    movedAside(dir, checkpointFiles);
     try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.RESUME)) {
       assertEquals(2, run.checkpoint().epochsDone(), "the old run is back, and resumes");
     }
     assertEquals(old.keySet(), snapshotOf(dir).keySet());
 
     // Killed while the new run trained, before its first checkpoint.
-    Files.createDirectories(previous);
-    Files.writeString(
-        previous.resolve(RunDirectory.MOVED), "[\"checkpoints\",\"metrics.jsonl\",\"report\"]");
-    for (String name : List.of("checkpoints", "metrics.jsonl", "report")) {
-      Files.move(dir.resolve(name), previous.resolve(name));
-    }
+    List<String> all = new ArrayList<>(RunJournal.of(dir).written());
+    movedAside(dir, all);
+    RunJournal replacing = RunJournal.of(dir);
+    replacing.record(
+        dir.resolve("metrics.jsonl"), dir.resolve("checkpoints/epoch-0001/state.json"));
     Files.writeString(dir.resolve("metrics.jsonl"), "{\"type\":\"step\",\"step\":0}\n{\"ty");
     Files.createDirectories(dir.resolve("checkpoints/epoch-0001.tmp"));
+    Files.writeString(dir.resolve("checkpoints/epoch-0001.tmp/state.json"), "{");
     var e =
         assertThrows(ConfigException.class, () -> RunDirectory.open(dir, RunDirectory.Mode.FRESH));
     assertTrue(e.getMessage().contains("already holds a training run"), e.getMessage());
-    Map<String, String> now = snapshotOf(dir);
-    now.keySet().removeIf(k -> k.startsWith("metrics"));
-    Map<String, String> expected = new TreeMap<>(old);
-    expected.keySet().removeIf(k -> k.startsWith("metrics"));
-    assertEquals(expected, now, "the old run's files are back");
-    assertEquals(old.get("metrics.jsonl"), snapshotOf(dir).get("metrics.jsonl"));
+    assertEquals(old, snapshotOf(dir), "the old run's files are back, the new run's gone");
 
     // Killed after the new run's first checkpoint, before the old run was deleted.
-    Files.createDirectories(previous);
-    Files.writeString(previous.resolve(RunDirectory.MOVED), "[\"checkpoints\",\"metrics.jsonl\"]");
-    Files.move(dir.resolve("checkpoints"), previous.resolve("checkpoints"));
-    Files.move(dir.resolve("metrics.jsonl"), previous.resolve("metrics.jsonl"));
+    movedAside(dir, new ArrayList<>(RunJournal.of(dir).written()));
+    RunJournal newRun = RunJournal.of(dir);
+    List<Path> files = new ArrayList<>();
+    for (String f : Checkpoints.FILES) {
+      files.add(dir.resolve("checkpoints/epoch-0001").resolve(f));
+    }
+    files.add(dir.resolve("checkpoints/latest"));
+    newRun.record(files.toArray(Path[]::new));
     Checkpoints.save(dir, 1, 10, snapshot(7), Map.of());
     try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.RESUME)) {
       assertEquals(7f, run.checkpoint().weights().get("fc1.weight").values()[0], "the new run's");
     }
-    assertFalse(Files.exists(previous));
+    assertFalse(Files.exists(dir.resolve(RunDirectory.PREVIOUS)));
+    assertFalse(Files.exists(dir.resolve("report/index.html")), "the old run's report is gone");
+  }
+
+  /**
+   * Files ramtrain did not write stay where they are, whatever their names: beside an old run that
+   * a new one replaces, in a directory that holds no run, and in one whose run saved no checkpoint.
+   */
+  @Test
+  void filesRamtrainDidNotWriteStayWhateverTheirNames() throws Exception {
+    Path dir = tmp.resolve("run");
+    oldRun(dir, 2);
+    Map<String, String> mine =
+        Map.of(
+            "checkpoints/export.onnx", "onnx",
+            "checkpoints/model.pt", "pt",
+            "report/slides.pdf", "pdf",
+            "notes.txt", "notes");
+    for (var f : mine.entrySet()) {
+      Files.writeString(dir.resolve(f.getKey()), f.getValue());
+    }
+    try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.OVERWRITE);
+        MetricsLog metrics = run.metrics()) {
+      metrics.write(record("step", 1, 0));
+      run.save(Checkpoints.name(1, 10, true), 1, 10, snapshot(42));
+    }
+    for (var f : mine.entrySet()) {
+      assertEquals(
+          f.getValue(), Files.readString(dir.resolve(f.getKey())), f + " survives the overwrite");
+    }
+    Map<String, String> now = snapshotOf(dir);
+    assertFalse(now.containsKey("checkpoints/epoch-0002/state.json"), "the old run is gone");
+    assertFalse(now.containsKey("report/index.html"), "its report too");
+
+    // The issue's case: a folder with only a checkpoints/model.pt is no run to overwrite.
+    Path other = tmp.resolve("other");
+    Files.createDirectories(other.resolve("checkpoints"));
+    Files.writeString(other.resolve("checkpoints/model.pt"), "w");
+    var e =
+        assertThrows(
+            ConfigException.class, () -> RunDirectory.open(other, RunDirectory.Mode.OVERWRITE));
+    assertTrue(e.getMessage().contains("holds no training run"), e.getMessage());
+    assertEquals("w", Files.readString(other.resolve("checkpoints/model.pt")));
+  }
+
+  /** A user's file where a run writes refuses the run before anything is touched, naming it. */
+  @Test
+  void aFileAtAPathARunWritesRefusesTheRun() throws Exception {
+    for (String inTheWay :
+        List.of(
+            "checkpoints/epoch-0003/state.json",
+            "checkpoints/step-000000015.tmp/x",
+            "report/loss.png",
+            "metrics-resumed.jsonl")) {
+      Path dir = tmp.resolve("run-" + inTheWay.replace('/', '-'));
+      oldRun(dir, 2);
+      Files.createDirectories(dir.resolve(inTheWay).getParent());
+      Files.writeString(dir.resolve(inTheWay), "mine");
+      Map<String, String> before = snapshotOf(dir);
+      for (RunDirectory.Mode mode : RunDirectory.Mode.values()) {
+        var e = assertThrows(ConfigException.class, () -> RunDirectory.open(dir, mode));
+        assertTrue(
+            e.getMessage().contains(inTheWay + ", which ramtrain did not write"), e.getMessage());
+      }
+      assertEquals(before, snapshotOf(dir), "nothing touched");
+    }
+  }
+
+  /**
+   * A new run that failed before its first checkpoint left its metrics: that is no run to resume or
+   * protect, so a new run takes the directory (removing them), and --resume says there is nothing
+   * to resume. The two messages no longer send the user in a circle.
+   */
+  @Test
+  void aRunThatSavedNoCheckpointIsNoRunToProtect() throws Exception {
+    Path dir = tmp.resolve("run");
+    try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.FRESH);
+        MetricsLog metrics = run.metrics()) {
+      metrics.write(record("step", 1, 0)); // then the loss is NaN
+    }
+    Files.writeString(dir.resolve("notes.txt"), "mine");
+    var resume =
+        assertThrows(ConfigException.class, () -> RunDirectory.open(dir, RunDirectory.Mode.RESUME));
+    assertTrue(resume.getMessage().contains("leave out --resume"), resume.getMessage());
+    try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.FRESH)) {
+      assertFalse(Files.exists(dir.resolve("metrics.jsonl")), "the failed run's metrics are gone");
+    }
+    assertEquals("mine", Files.readString(dir.resolve("notes.txt")));
+  }
+
+  /** A journal naming a path outside the run is refused before anything is moved or deleted. */
+  @Test
+  void aHostileJournalIsRefused() throws Exception {
+    Path dir = tmp.resolve("run");
+    Files.createDirectories(dir);
+    Path victim = tmp.resolve("victim.txt");
+    Files.writeString(victim, "keep");
+    for (String entry : List.of("../victim.txt", "/etc/passwd", "a/../../victim.txt", "")) {
+      Files.writeString(
+          dir.resolve(RunJournal.FILE),
+          new ObjectMapper().writeValueAsString(Map.of("id", "x", "written", List.of(entry))));
+      var e =
+          assertThrows(
+              java.io.IOException.class, () -> RunDirectory.open(dir, RunDirectory.Mode.OVERWRITE));
+      assertTrue(e.getMessage().contains(RunJournal.FILE), e.getMessage());
+    }
+    assertEquals("keep", Files.readString(victim));
   }
 
   @Test

@@ -43,6 +43,10 @@ public final class Checkpoints {
   public static final String LATEST = "latest";
   public static final String BEST = "best";
 
+  /** The files of a checkpoint folder, all written by {@link #save}. */
+  public static final List<String> FILES =
+      List.of("model.safetensors", "optimizer.safetensors", "state.json");
+
   private Checkpoints() {}
 
   /** What a checkpoint holds, read back. */
@@ -135,8 +139,29 @@ public final class Checkpoints {
     Path root = runDir.resolve("checkpoints");
     Files.createDirectories(root);
     Path tmp = root.resolve(name + ".tmp");
-    deleteTree(tmp);
+    deleteTree(tmp); // a staging folder a killed save left
     Files.createDirectories(tmp);
+    try {
+      writeInto(tmp, epochsDone, globalStep, snapshot, info);
+    } catch (IOException | RuntimeException e) {
+      try {
+        deleteTree(tmp); // a full disk keeps no half checkpoint either
+      } catch (IOException cleanup) {
+        e.addSuppressed(cleanup);
+      }
+      throw e;
+    }
+    Path dir = root.resolve(name);
+    deleteTree(dir);
+    Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+    PausePoints.reach("checkpoint.before-latest");
+    point(runDir, LATEST, name);
+    return dir;
+  }
+
+  private static void writeInto(
+      Path tmp, int epochsDone, long globalStep, Snapshot snapshot, Map<String, Object> info)
+      throws IOException {
     Map<String, String> meta = new TreeMap<>();
     meta.put("format", "pt");
     meta.put("ramtrain.model", snapshot.model());
@@ -156,12 +181,6 @@ public final class Checkpoints {
     json.put("optimizer_steps", snapshot.optimizerSteps());
     json.put("model", snapshot.model());
     Safetensors.writeFile(tmp.resolve("state.json"), JSON.writeValueAsBytes(json));
-    Path dir = root.resolve(name);
-    deleteTree(dir);
-    Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
-    PausePoints.reach("checkpoint.before-latest");
-    point(runDir, LATEST, name);
-    return dir;
   }
 
   /**
@@ -172,7 +191,12 @@ public final class Checkpoints {
   public static void point(Path runDir, String pointer, String name) throws IOException {
     Path root = runDir.resolve("checkpoints");
     Path tmp = root.resolve(pointer + ".tmp");
-    Safetensors.writeFile(tmp, name.getBytes(StandardCharsets.UTF_8));
+    try {
+      Safetensors.writeFile(tmp, name.getBytes(StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      Files.deleteIfExists(tmp);
+      throw e;
+    }
     Files.move(
         tmp,
         root.resolve(pointer),

@@ -77,6 +77,23 @@ class CheckpointsTest {
     assertTrue(e.getMessage().contains("not a checkpoint folder"), e.getMessage());
   }
 
+  /**
+   * A save that fails part way (here state.json, after both safetensors files: as a disk filling up
+   * would) removes its staging folder: no half checkpoint is left, and latest is unchanged.
+   */
+  @Test
+  void aFailedSaveLeavesNoStagingBehind(@TempDir Path run) throws Exception {
+    Checkpoints.save(run, 1, 10, snapshot(), Map.of());
+    Map<String, Object> unwritable = Map.of("what", new Object()); // JSON has no form for it
+    assertThrows(IOException.class, () -> Checkpoints.save(run, 2, 20, snapshot(), unwritable));
+    try (var entries = Files.list(run.resolve("checkpoints"))) {
+      assertEquals(
+          List.of("epoch-0001", "latest"),
+          entries.map(p -> p.getFileName().toString()).sorted().toList());
+    }
+    assertEquals(1, Checkpoints.loadLatest(run).epochsDone());
+  }
+
   @Test
   void aFullDiskIsReportedWithTheFileBeingWritten() throws Exception {
     Path full = Path.of("/dev/full"); // every write fails with ENOSPC, as on a full disk

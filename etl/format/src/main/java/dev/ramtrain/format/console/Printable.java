@@ -1,0 +1,32 @@
+package dev.ramtrain.format.console;
+
+/**
+ * Text from outside (file and class names, a dataset's keys, what an exception says of them) made
+ * safe to print: control characters, which a terminal would obey (an escape sequence can move the
+ * cursor, retitle the window or hide the line), become visible {@code \xNN} escapes, and so does a
+ * backslash that would read as one. Everything else, non-ASCII letters included, is kept.
+ */
+public final class Printable {
+  private Printable() {}
+
+  public static String of(String text) {
+    if (text == null) {
+      return "null";
+    }
+    StringBuilder out = null;
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      boolean control = c < 0x20 || (c >= 0x7F && c < 0xA0);
+      boolean ambiguous = c == '\\' && i + 1 < text.length() && text.charAt(i + 1) == 'x';
+      if (control || ambiguous) {
+        if (out == null) {
+          out = new StringBuilder(text.length() + 8).append(text, 0, i);
+        }
+        out.append(String.format("\\x%02x", (int) c));
+      } else if (out != null) {
+        out.append(c);
+      }
+    }
+    return out == null ? text : out.toString();
+  }
+}

@@ -1,0 +1,22 @@
+package dev.ramtrain.format.console;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import org.junit.jupiter.api.Test;
+
+class PrintableTest {
+  @Test
+  void controlCharactersBecomeVisibleEscapes() {
+    assertEquals("a\\x1b]0;owned\\x07b", Printable.of("a\u001b]0;owned\u0007b"));
+    assertEquals("line\\x0aforged: error", Printable.of("line\nforged: error"));
+    assertEquals("\\x7f\\x9b", Printable.of("\u007f\u009b"));
+    assertEquals("not \\x5cx1b a control", Printable.of("not \\x1b a control"), "unambiguous");
+  }
+
+  @Test
+  void ordinaryTextIsKeptAsItIs() {
+    String text = "chien/Ñandú 犬 ✓ C:\\data";
+    assertSame(text, Printable.of(text));
+  }
+}
