@@ -10,11 +10,14 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 /** bin/ramtrain as a user runs it, in a separate process, after the build made its jars. */
 class LauncherIT {
@@ -23,7 +26,7 @@ class LauncherIT {
 
   record Result(int status, String output) {}
 
-  private static Result launch(Map<String, String> env, String... args)
+  static Result launch(Map<String, String> env, String... args)
       throws IOException, InterruptedException {
     List<String> command = new ArrayList<>(List.of(ROOT.resolve("bin/ramtrain").toString()));
     command.addAll(List.of(args));
@@ -140,6 +143,38 @@ class LauncherIT {
     // The application and its own arguments come last, after every spark-submit option.
     assertEquals(List.of("inspect", "some-dataset"), args.subList(args.size() - 2, args.size()));
     assertTrue(args.get(args.size() - 3).endsWith("-assembly.jar"), joined);
+  }
+
+  /**
+   * The launcher keeps the options it handles for spark-submit; none may be a name some command
+   * uses for its own (as {@code -c} once was: evaluate's and predict's checkpoint), or that
+   * command's flag never arrives. {@code --master} is both, on purpose: the launcher passes it on.
+   */
+  @Test
+  void theLauncherTakesNoOptionACommandOwns() throws Exception {
+    String script = Files.readString(ROOT.resolve("bin/ramtrain"));
+    String arguments = script.substring(script.indexOf("case \"$1\" in"), script.indexOf("esac"));
+    Set<String> launcher = new TreeSet<>();
+    Matcher label =
+        Pattern.compile("(?m)^\\s*(-[^)\\n]*)\\)").matcher(arguments.replace("\\\n", " "));
+    while (label.find()) {
+      for (String name : label.group(1).split("\\|")) {
+        launcher.add(name.strip().replace("=*", ""));
+      }
+    }
+    assertTrue(launcher.containsAll(List.of("--conf", "--driver-memory", "--jars")), "" + launcher);
+    Set<String> clash = new TreeSet<>();
+    CommandLine cli = new CommandLine(new dev.ramtrain.jobs.Main());
+    for (CommandLine command : cli.getSubcommands().values()) {
+      for (var option : command.getCommandSpec().options()) {
+        for (String name : option.names()) {
+          if (launcher.contains(name) && !name.equals("--master")) {
+            clash.add(command.getCommandName() + " " + name);
+          }
+        }
+      }
+    }
+    assertEquals(Set.of(), clash, "options bin/ramtrain would take from the command");
   }
 
   @Test
