@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs;
 
+import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.cli.DemoCommand;
 import dev.ramtrain.jobs.cli.EvaluateCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;
@@ -91,7 +92,7 @@ public final class Main implements Callable<Integer> {
                   "ramtrain "
                       + commandLine.getCommandName()
                       + ": error: "
-                      + Failures.describe(e)
+                      + Printable.of(Failures.describe(e)) // paths may hold escapes
                       + where);
           if (!Failures.isExpected(e) && log == null) {
             e.printStackTrace(commandLine.getErr());

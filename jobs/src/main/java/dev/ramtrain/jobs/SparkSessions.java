@@ -1,10 +1,15 @@
 package dev.ramtrain.jobs;
 
+import dev.ramtrain.jobs.config.ConfigException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.spark.SparkConf;
 import org.apache.spark.sql.SparkSession;
 
 /** Builds the Spark session: the master spark-submit gave, or embedded local[*] by default. */
 public final class SparkSessions {
+  private static final Pattern LOCAL = Pattern.compile("local\\[(\\d+)(?:,\\s*\\d+)?\\]");
+
   private SparkSessions() {}
 
   /**
@@ -22,6 +27,7 @@ public final class SparkSessions {
 
   public static SparkSession open(String appName, String master) {
     SparkConf conf = new SparkConf(true);
+    requireLocalThreads(master != null ? master : conf.get("spark.master", "local[*]"));
     SparkSession.Builder builder = SparkSession.builder().appName(appName);
     if (master != null) {
       builder.master(master);
@@ -37,5 +43,24 @@ public final class SparkSessions {
       builder.config("spark.executor.heartbeatInterval", "2s");
     }
     return builder.getOrCreate();
+  }
+
+  /**
+   * local[N]: Spark starts a thread per task slot; a mistyped N (local[999999]) ran the machine out
+   * of native threads with a stack trace. More than 8 per core (at least 64) is refused.
+   */
+  static void requireLocalThreads(String master) {
+    Matcher m = LOCAL.matcher(master.strip());
+    if (!m.matches()) {
+      return;
+    }
+    int cores = Runtime.getRuntime().availableProcessors();
+    long most = Math.max(64, 8L * cores);
+    if (m.group(1).length() > 9 || Long.parseLong(m.group(1)) > most) {
+      throw new ConfigException(
+          String.format(
+              "--master %s: %s task threads on a machine of %d cores; at most %d (or local[*])",
+              master, m.group(1), cores, most));
+    }
   }
 }

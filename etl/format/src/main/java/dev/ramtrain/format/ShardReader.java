@@ -166,7 +166,21 @@ public final class ShardReader implements AutoCloseable {
       root.close();
       throw new IllegalStateException(name + ": record batch " + index + " changed its rows");
     }
-    return new ShardBatch(root, schema.shape());
+    ShardBatch loaded = new ShardBatch(root, schema.shape());
+    int classes = schema.classes().size();
+    for (int row = 0; row < loaded.rowCount(); row++) {
+      int label = loaded.label(row);
+      if (label < 0 || label >= classes) {
+        long id = loaded.id(row);
+        loaded.close();
+        throw new IllegalStateException(
+            String.format(
+                "%s: record batch %d row %d (sample %d) has label %d, outside the shard's %d"
+                    + " classes",
+                name, index, row, id, label, classes));
+      }
+    }
+    return loaded;
   }
 
   @Override

@@ -1,5 +1,7 @@
 package dev.ramtrain.format;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -52,6 +54,34 @@ class ShardCorruptionTest {
     Files.write(file, bytes);
     var e = assertThrows(ShardFormatException.class, () -> ShardReader.open(file, stats.crc32c()));
     assertMessage(e, file.toString(), "checksum mismatch");
+  }
+
+  /** A label outside the classes (a tampered shard: the writer refuses one) names the shard. */
+  @Test
+  void aLabelOutsideTheClassesNamesTheShardAndTheSample() throws Exception {
+    Path file = tmp.resolve("labels.arrow");
+    ShardSchema five =
+        new ShardSchema(ShardFixtures.SCHEMA.shape(), List.of("c0", "c1", "c2", "c3", "c4"));
+    try (var out = Files.newOutputStream(file);
+        ShardWriter w = new ShardWriter(five, out, 1 << 20)) {
+      w.append(11, 1, ShardFixtures.pixels(0, five.shape().bytes()));
+      w.append(12, 4, ShardFixtures.pixels(1, five.shape().bytes()));
+      w.finish();
+    }
+    // The same bytes, the class list cut to three (whitespace keeps every length).
+    byte[] bytes = Files.readAllBytes(file);
+    String text = new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1);
+    String cut = text.replace(",\\\"c3\\\",\\\"c4\\\"]", "]" + " ".repeat(12));
+    if (cut.equals(text)) { // stored unescaped
+      cut = text.replace(",\"c3\",\"c4\"]", "]" + " ".repeat(10));
+    }
+    assertNotEquals(text, cut, "the class list is in the shard's metadata");
+    Files.write(file, cut.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+    try (ShardReader reader = ShardReader.open(file, null)) {
+      assertEquals(3, reader.schema().classes().size());
+      var e = assertThrows(IllegalStateException.class, () -> reader.batch(0));
+      assertMessage(e, file.toString(), "row 1 (sample 12) has label 4", "3 classes");
+    }
   }
 
   @Test

@@ -4,6 +4,7 @@ import dev.ramtrain.etl.source.SyntheticImages;
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.EtlSettings;
@@ -110,7 +111,8 @@ public final class DemoCommand implements Callable<Integer> {
         StringBuilder perClassText = new StringBuilder();
         List<String> classes = manifest.classes();
         for (int c = 0; c < classes.size(); c++) {
-          perClassText.append(String.format("%s %.3f  ", classes.get(c), eval.classAccuracy(c)));
+          perClassText.append(
+              String.format("%s %.3f  ", Printable.of(classes.get(c)), eval.classAccuracy(c)));
         }
         System.out.printf(
             "      val accuracy %.4f over %,d samples (per class: %s)%n      report %s%n",

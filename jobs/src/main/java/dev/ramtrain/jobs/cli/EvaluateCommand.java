@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.report.StaticCharts;
@@ -86,9 +87,14 @@ public final class EvaluateCommand implements Callable<Integer> {
     List<String> classes = trained.classes();
     System.out.printf(
         "%s on %s/%s: accuracy %.4f, loss %.4f over %,d samples%n",
-        c.dir(), location, split, eval.accuracy(), eval.loss(), eval.samples());
+        Printable.of(c.dir().toString()),
+        Printable.of(location),
+        split,
+        eval.accuracy(),
+        eval.loss(),
+        eval.samples());
     for (int k = 0; k < classes.size(); k++) {
-      System.out.printf("  %-20s %.4f%n", classes.get(k), eval.classAccuracy(k));
+      System.out.printf("  %-20s %.4f%n", Printable.of(classes.get(k)), eval.classAccuracy(k));
     }
     Path png = confusionPng != null ? confusionPng : defaultConfusion(c.dir(), split);
     Path run = runOf(c.dir());

@@ -2,6 +2,7 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.AtomicFile;
@@ -58,7 +59,7 @@ public final class InspectCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     RamtrainConfig config = common.load(flags());
-    System.out.print(run(config, dataset, split));
+    System.out.print(Printable.lines(run(config, dataset, split))); // names come from folders
     return 0;
   }
 

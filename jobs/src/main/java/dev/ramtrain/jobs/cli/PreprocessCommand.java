@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.etl.spark.PreprocessResult;
 import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
@@ -92,7 +93,7 @@ public final class PreprocessCommand implements Callable<Integer> {
                     : " (listed in " + output + "/" + m.rejects().file() + ")");
     return String.format(
         "dataset %s: %,d train + %,d val samples of %dx%dx%d in %d + %d shards (%.1f MB), %d classes; %s",
-        output,
+        Printable.of(output),
         train.rows(),
         val.rows(),
         m.image().height(),

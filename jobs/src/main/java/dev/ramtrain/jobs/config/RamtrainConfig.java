@@ -57,11 +57,17 @@ public final class RamtrainConfig {
       if (!Files.isReadable(userFile)) {
         throw new ConfigException("config file " + userFile + " does not exist or cannot be read");
       }
+      if (!Files.isRegularFile(userFile)) {
+        throw new ConfigException("config file " + userFile + " is not a file (a directory?)");
+      }
+      Config user;
       try {
-        merged = ConfigFactory.parseFile(userFile.toFile()).withFallback(merged);
+        user = ConfigFactory.parseFile(userFile.toFile());
       } catch (com.typesafe.config.ConfigException e) {
         throw new ConfigException("config file " + userFile + ": " + e.getMessage());
       }
+      requireRamtrainRoot(userFile, user);
+      merged = user.withFallback(merged);
     }
     Config spark = ConfigFactory.empty("Spark conf");
     for (var e : sparkConf.entrySet()) {
@@ -81,6 +87,37 @@ public final class RamtrainConfig {
         new RamtrainConfig(defaults, cli.withFallback(spark).withFallback(merged).resolve());
     result.rejectUnknownKeys();
     return result;
+  }
+
+  /**
+   * A user file sets {@code ramtrain.*} keys; other libraries' top-level keys may share it, but one
+   * that is a near miss of {@value #ROOT} ({@code ramtran}, {@code Ramtrain}) would be ignored
+   * whole, silently: refused, as is a file that sets no ramtrain key at all.
+   */
+  private static void requireRamtrainRoot(Path file, Config user) {
+    Set<String> roots = user.root().keySet();
+    for (String root : roots) {
+      if (!root.equals(ROOT) && distance(root.toLowerCase(Locale.ROOT), ROOT) <= 3) {
+        throw new ConfigException(
+            "config file "
+                + file
+                + ": unknown top-level key '"
+                + root
+                + "'; did you mean "
+                + ROOT
+                + "? Keys are listed in conf/ramtrain-defaults.conf");
+      }
+    }
+    if (!roots.contains(ROOT)) {
+      throw new ConfigException(
+          "config file "
+              + file
+              + " sets no "
+              + ROOT
+              + ".* key (its top-level keys: "
+              + new TreeSet<>(roots)
+              + ")");
+    }
   }
 
   public Config raw() {
@@ -143,15 +180,35 @@ public final class RamtrainConfig {
   }
 
   public int integer(String key) {
-    return get(key, ConfigValueType.NUMBER, () -> config.getInt(key));
+    return get(key, ConfigValueType.NUMBER, () -> Math.toIntExact(whole(key)));
   }
 
   public long longValue(String key) {
-    return get(key, ConfigValueType.NUMBER, () -> config.getLong(key));
+    return get(key, ConfigValueType.NUMBER, () -> whole(key));
   }
 
   public double number(String key) {
-    return get(key, ConfigValueType.NUMBER, () -> config.getDouble(key));
+    return get(
+        key,
+        ConfigValueType.NUMBER,
+        () -> {
+          double v = config.getDouble(key);
+          if (!Double.isFinite(v)) { // "Infinity" and "NaN" parse as numbers
+            throw new com.typesafe.config.ConfigException.BadValue(key, "not finite");
+          }
+          return v;
+        });
+  }
+
+  /** A whole number: HOCON would turn 1.5 into 1 without a word. */
+  private long whole(String key) {
+    Number n = config.getNumber(key);
+    double d = n.doubleValue();
+    if (!(n instanceof Integer || n instanceof Long)
+        && (d != Math.rint(d) || Double.isInfinite(d))) {
+      throw new com.typesafe.config.ConfigException.BadValue(key, "not a whole number");
+    }
+    return config.getLong(key);
   }
 
   public boolean bool(String key) {
@@ -231,7 +288,8 @@ public final class RamtrainConfig {
     try {
       return getter.get();
     } catch (com.typesafe.config.ConfigException.WrongType
-        | com.typesafe.config.ConfigException.BadValue e) {
+        | com.typesafe.config.ConfigException.BadValue
+        | ArithmeticException e) {
       String shown = config.hasPath(key) ? config.getValue(key).render() : "null";
       throw new ConfigException(
           key

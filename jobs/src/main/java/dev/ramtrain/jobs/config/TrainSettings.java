@@ -103,6 +103,10 @@ public final class TrainSettings {
     require(c.integer(P + "batch-size") >= 1, P + "batch-size", "must be >= 1");
     require(c.integer(P + "accumulate") >= 1, P + "accumulate", "must be >= 1");
     require(c.number(P + "lr") > 0, P + "lr", "must be > 0");
+    require(c.number(P + "clip-norm") >= 0, P + "clip-norm", "must be >= 0 (0: no clipping)");
+    require(c.number(P + "weight-decay") >= 0, P + "weight-decay", "must be >= 0");
+    double smoothing = c.number(P + "label-smoothing");
+    require(smoothing >= 0 && smoothing < 1, P + "label-smoothing", "must be in [0, 1)");
     require(
         c.integer(P + "workers") >= 1 && c.integer(P + "prefetch") >= 1,
         P + "workers/prefetch",

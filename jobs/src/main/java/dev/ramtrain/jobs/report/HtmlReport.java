@@ -67,7 +67,7 @@ public final class HtmlReport {
       h.append("</code> ");
     }
     h.append("</footer>\n<script type=\"application/json\" id=\"report-data\">")
-        .append(chartData(charts).replace("</", "<\\/"))
+        .append(scriptSafe(chartData(charts)))
         .append("</script>\n<script>\n")
         .append(uplot("dist/uPlot.iife.min.js"))
         .append("\n</script>\n<script>\n")
@@ -466,6 +466,16 @@ public final class HtmlReport {
       }
       return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
+  }
+
+  /**
+   * JSON made safe inside a script element: run and class names come from folder names, and a "<"
+   * in them ("</script>", or "<!--" with "<script" after it, which keeps the element open past its
+   * end) would end or swallow the data. Every {@code < > &} becomes its JSON escape, so the
+   * browser's HTML parser never sees one and JSON.parse gives the same strings back.
+   */
+  static String scriptSafe(String json) {
+    return json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026");
   }
 
   static String esc(String s) {

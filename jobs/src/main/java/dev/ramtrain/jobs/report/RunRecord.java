@@ -30,6 +30,12 @@ public record RunRecord(
   static final String METRICS = "metrics.jsonl";
 
   /** Reads the run in {@code dir}; a usage error names what is missing or unreadable. */
+  /** The records' counters: each a whole number that a chart's axis can take. */
+  private static final List<String> COUNTERS = List.of("epoch", "step", "step_losses_from");
+
+  /** Doubles count exactly up to here; a chart's axis computes its ticks in doubles. */
+  private static final long MAX_COUNTER = 1L << 53;
+
   public static RunRecord read(Path dir) throws IOException {
     Path metrics = dir.resolve(METRICS);
     if (!Files.isRegularFile(metrics)) {
@@ -51,6 +57,24 @@ public record RunRecord(
       } catch (IOException e) {
         throw new IOException(
             metrics + " line " + lineNumber + " is not JSON: " + IoErrors.reason(e), e);
+      }
+      for (String counter : COUNTERS) {
+        JsonNode n = record.get(counter);
+        if (n != null
+            && !(n.isIntegralNumber()
+                && n.canConvertToLong()
+                && n.asLong() >= 0
+                && n.asLong() <= MAX_COUNTER)) {
+          throw new IOException(
+              metrics
+                  + " line "
+                  + lineNumber
+                  + ": "
+                  + counter
+                  + " "
+                  + n
+                  + " is not a count a run writes (a whole number from 0 to 2^53)");
+        }
       }
       (record.path("type").asText().equals("epoch") ? epochs : steps).add(record);
       long from = record.path("step_losses_from").asLong(-1);

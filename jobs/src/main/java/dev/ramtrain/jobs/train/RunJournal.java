@@ -39,7 +39,8 @@ public final class RunJournal {
   }
 
   /** The journal of {@code run}, or a new empty one (written once something is recorded). */
-  public static RunJournal of(Path run) throws IOException {
+  public static RunJournal of(Path dir) throws IOException {
+    Path run = dir.toAbsolutePath().normalize();
     Path file = run.resolve(FILE);
     return Files.exists(file) ? read(run, file) : new RunJournal(run, newId(), new TreeSet<>());
   }
@@ -161,9 +162,9 @@ public final class RunJournal {
     }
   }
 
-  /** The path of {@code file} inside the run, '/'-separated. */
+  /** The path of {@code file} (absolute, or relative to the working directory) inside the run. */
   String relative(Path file) {
-    Path inside = run.relativize(run.resolve(file).toAbsolutePath().normalize());
+    Path inside = run.relativize(file.toAbsolutePath().normalize());
     if (inside.startsWith("..") || inside.toString().isEmpty()) {
       throw new IllegalArgumentException(file + " is not inside the run directory " + run);
     }

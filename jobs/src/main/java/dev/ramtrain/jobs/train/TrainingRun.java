@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.BestEpoch;
@@ -77,6 +78,16 @@ public final class TrainingRun {
     DataParallel ranks = rank.ranks();
     ShardSet train = data.train();
     ShardSet val = data.val();
+    for (String split : List.of(Manifest.TRAIN, Manifest.VAL)) {
+      Manifest.Split rows = data.manifest().splits().get(split);
+      if (rows == null || rows.rows() == 0) {
+        throw new ConfigException(
+            String.format(
+                "%s has no %s samples: training needs both splits; preprocess again with a"
+                    + " val fraction that leaves some in each (ramtrain.etl.val-fraction)",
+                data.source(), split));
+      }
+    }
     ImageShape shape = train.shape();
     List<String> classes = train.classes();
     spec.model().requireFits(shape, classes);

@@ -484,4 +484,42 @@ class CommandFailuresTest {
     String rejects = Files.readString(out.resolve("v0001/rejects.jsonl"));
     assertTrue(rejects.contains("pipe.jpg") && rejects.contains("not a regular file"), rejects);
   }
+
+  /**
+   * Class names (folder names) and paths reach the console as visible escapes: an escape sequence
+   * in a folder's name cannot recolour, clear or retitle the user's terminal.
+   */
+  @Test
+  void namesFromFilesReachTheConsoleHarmless() throws Exception {
+    Path in = tmp.resolve("in");
+    TestFiles.copyTree(images, in);
+    Path circle;
+    try (var dirs = Files.list(in)) {
+      circle = dirs.sorted().findFirst().orElseThrow();
+    }
+    Files.move(circle, in.resolve("red\u001b[31m\u001b]0;owned\u0007"));
+    Path out = tmp.resolve("out");
+    MainTest.Run p =
+        MainTest.run(
+            "preprocess",
+            "-i",
+            in.toString(),
+            "-o",
+            out.toString(),
+            "--height",
+            "8",
+            "--width",
+            "8",
+            "--set",
+            "ramtrain.etl.val-fraction=0.3");
+    assertEquals(0, p.status(), p.err());
+    MainTest.Run inspect = MainTest.run("inspect", out.toString(), "--samples", "0");
+    assertEquals(0, inspect.status(), inspect.err());
+    assertTrue(inspect.out().contains("red\\x1b[31m\\x1b]0;owned\\x07"), inspect.out());
+    MainTest.Run missing = MainTest.run("inspect", tmp.resolve("gone\u001b[2J").toString());
+    assertOneLine(missing, Main.EXIT_FAILURE, "gone\\x1b[2J");
+    for (MainTest.Run r : List.of(p, inspect, missing)) {
+      assertFalse((r.out() + r.err()).contains("\u001b"), "no raw escape: " + r.out() + r.err());
+    }
+  }
 }

@@ -134,6 +134,54 @@ class RamtrainConfigTest {
     assertEquals(List.of("tee", "trouser", "bag"), c.strings("ramtrain.source.class-names"));
   }
 
+  /**
+   * A user file that would be ignored whole is refused: a misspelt top level, no ramtrain key, a
+   * directory. Numbers are whole where the key is, finite everywhere, in range where the trainer
+   * needs it; a local master's thread count is bounded.
+   */
+  @Test
+  void settingsThatWouldBeIgnoredOrTruncatedAreRefused() throws Exception {
+    assertMessage(
+        assertThrows(
+            ConfigException.class,
+            () -> RamtrainConfig.load(file("ramtran { etl.height = 3 }"), Map.of(), Map.of())),
+        "unknown top-level key 'ramtran'",
+        "did you mean ramtrain");
+    assertMessage(
+        assertThrows(
+            ConfigException.class,
+            () -> RamtrainConfig.load(file("spark { executor.memory = 2g }"), Map.of(), Map.of())),
+        "sets no ramtrain.* key",
+        "[spark]");
+    assertMessage(
+        assertThrows(ConfigException.class, () -> RamtrainConfig.load(tmp, Map.of(), Map.of())),
+        "is not a file");
+    Map<String, String> bad =
+        Map.of(
+            "ramtrain.train.epochs", "1.5",
+            "ramtrain.train.lr", "Infinity",
+            "ramtrain.train.clip-norm", "-1",
+            "ramtrain.train.label-smoothing", "1",
+            "ramtrain.seed", "NaN");
+    for (var setting : bad.entrySet()) {
+      var e =
+          assertThrows(
+              ConfigException.class,
+              () ->
+                  TrainSettings.read(
+                      RamtrainConfig.load(
+                          null, Map.of(), Map.of(setting.getKey(), setting.getValue()))),
+              setting.toString());
+      assertMessage(e, setting.getKey());
+    }
+    assertMessage(
+        assertThrows(
+            ConfigException.class,
+            () -> dev.ramtrain.jobs.SparkSessions.open("test", "local[999999]")),
+        "--master local[999999]",
+        "task threads");
+  }
+
   @Test
   void missingUserFileIsNamed() {
     var e =

@@ -93,26 +93,11 @@ class ReportBrowserTest {
     }
     Path run = RunFixture.write(tmp.resolve("run"), 3, 0.01, true);
     Path index = TrainingReport.redraw(run, RunJournal.of(run)::claim);
-    String page = Files.readString(index, StandardCharsets.UTF_8);
-    Path checked = index.resolveSibling("checked.html");
-    Files.writeString(
-        checked,
-        page.replaceFirst("<head>", "<head>" + COLLECT_ERRORS)
-            .replace("</body>", INSPECT + "</body>"));
-
-    String dom = chromium(chromium, "--dump-dom", checked.toUri().toString());
-    Matcher m = CHECK.matcher(dom);
-    assertTrue(m.find(), "the page's check did not finish: " + tail(dom));
-    JsonNode result = new ObjectMapper().readTree(m.group(1).replace("&quot;", "\""));
-    assertEquals(0, result.get("errors").size(), "script errors: " + result.get("errors"));
-    int charts = TrainingReportTest.chartData(page).get("charts").size();
-    assertEquals(charts, result.get("charts").asInt(), "a chart box per chart");
-    assertTrue(result.get("controls").asInt() >= 3, "log-scale and smoothing controls");
-    for (String phase : List.of("before", "after")) {
-      for (JsonNode c : result.get(phase)) {
-        assertTrue(c.get("painted").asInt() > 500, phase + " the controls, nothing drawn in " + c);
-      }
-    }
+    assertDrawsEveryChart(chromium, index);
+    // Runs whose folder names would end or swallow the page's data script: still drawn.
+    Path a = RunFixture.write(tmp.resolve("a<!--<script>"), 2, 0.01, false);
+    Path b = RunFixture.write(tmp.resolve("b</script><b>x"), 2, 0.05, false);
+    assertDrawsEveryChart(chromium, TrainingReport.draw(List.of(a, b), tmp.resolve("compare")));
 
     Path shots = Files.createDirectories(Path.of("target", "report-browser"));
     Path screenshot = shots.resolve("report.png");
@@ -125,6 +110,29 @@ class ReportBrowserTest {
     BufferedImage shot = ImageIO.read(screenshot.toFile());
     assertNotNull(shot, "a screenshot at " + screenshot);
     assertEquals(1280, shot.getWidth());
+  }
+
+  /** Opens the page with the checks added: no script error, every chart painted, controls too. */
+  private static void assertDrawsEveryChart(String chromium, Path index) throws Exception {
+    String page = Files.readString(index, StandardCharsets.UTF_8);
+    Path checked = index.resolveSibling("checked.html");
+    Files.writeString(
+        checked,
+        page.replaceFirst("<head>", "<head>" + COLLECT_ERRORS)
+            .replace("</body>", INSPECT + "</body>"));
+    String dom = chromium(chromium, "--dump-dom", checked.toUri().toString());
+    Matcher m = CHECK.matcher(dom);
+    assertTrue(m.find(), "the page's check did not finish: " + tail(dom));
+    JsonNode result = new ObjectMapper().readTree(m.group(1).replace("&quot;", "\""));
+    assertEquals(0, result.get("errors").size(), "script errors: " + result.get("errors"));
+    int charts = TrainingReportTest.chartData(page).get("charts").size();
+    assertEquals(charts, result.get("charts").asInt(), "a chart box per chart of " + index);
+    assertTrue(result.get("controls").asInt() >= 3, "log-scale and smoothing controls");
+    for (String phase : List.of("before", "after")) {
+      for (JsonNode c : result.get(phase)) {
+        assertTrue(c.get("painted").asInt() > 500, phase + " the controls, nothing drawn in " + c);
+      }
+    }
   }
 
   private static String chromium(String binary, String... args) throws Exception {

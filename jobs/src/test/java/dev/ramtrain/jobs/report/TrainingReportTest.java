@@ -195,6 +195,31 @@ class TrainingReportTest {
     assertFalse(Files.exists(tmp.resolve("o")), "nothing written for a run it cannot read");
   }
 
+  /**
+   * Counters no run writes (a step of 1e300 made the chart library compute ticks forever) are
+   * refused naming the line, at once.
+   */
+  @Test
+  @org.junit.jupiter.api.Timeout(30)
+  void anAbsurdCounterInATamperedMetricsFileIsNamed() throws Exception {
+    for (String tamper :
+        List.of(
+            "{\"type\":\"step\",\"step\":1e300,\"loss\":0.5}",
+            "{\"type\":\"epoch\",\"epoch\":-1,\"step\":3}",
+            "{\"type\":\"step\",\"step\":9223372036854775807}",
+            "{\"type\":\"step\",\"step\":2,\"step_losses_from\":0.5,\"step_losses\":[1]}")) {
+      Path run =
+          RunFixture.write(tmp.resolve("run-" + Math.abs(tamper.hashCode())), 1, 0.01, false);
+      int lines = Files.readAllLines(run.resolve("metrics.jsonl")).size();
+      Files.writeString(
+          run.resolve("metrics.jsonl"), tamper + "\n", java.nio.file.StandardOpenOption.APPEND);
+      IOException e =
+          assertThrows(IOException.class, () -> TrainingReport.redraw(run, file -> {}), tamper);
+      assertTrue(
+          e.getMessage().contains("metrics.jsonl line " + (lines + 1) + ": "), e.getMessage());
+    }
+  }
+
   private static int count(String text, String part) {
     int n = 0;
     for (int at = text.indexOf(part); at >= 0; at = text.indexOf(part, at + 1)) {

@@ -280,6 +280,17 @@ class RunDirectoryTest {
     assertEquals("mine", Files.readString(dir.resolve("notes.txt")));
   }
 
+  /** A run named by a relative path (train -o run) records its files by their place in the run. */
+  @Test
+  void aRelativeRunPathRecordsPathsInsideTheRun() throws Exception {
+    Path relative = Path.of("").toAbsolutePath().relativize(tmp.resolve("run"));
+    assertFalse(relative.isAbsolute());
+    Files.createDirectories(relative.resolve("report"));
+    RunJournal.of(relative).claim(relative.resolve("report/loss.png"));
+    assertEquals(java.util.Set.of("report/loss.png"), RunJournal.of(tmp.resolve("run")).written());
+    assertTrue(RunJournal.of(relative).owns(relative.resolve("report/loss.png")));
+  }
+
   /** A journal naming a path outside the run is refused before anything is moved or deleted. */
   @Test
   void aHostileJournalIsRefused() throws Exception {

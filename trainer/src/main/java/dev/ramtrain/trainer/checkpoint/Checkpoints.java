@@ -21,8 +21,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -279,8 +281,17 @@ public final class Checkpoints {
       throw new IOException(file + ": empty");
     }
     for (String key : new String[] {"epochs_done", "global_step", "optimizer_steps"}) {
-      if (!(state.get(key) instanceof Number n) || n.longValue() < 0) {
-        throw new IOException(file + ": '" + key + "' is missing or not a count");
+      // Whole numbers a run reaches: not negative, not fractional, not near 2^63 (where step
+      // arithmetic would overflow), and epochs within an int.
+      long most = key.equals("epochs_done") ? Integer.MAX_VALUE : 1L << 53;
+      if (!(state.get(key) instanceof Number n)
+          || n instanceof Double
+          || n instanceof Float
+          || n.longValue() < 0
+          || n.longValue() > most
+          || (n instanceof java.math.BigInteger)) {
+        throw new IOException(
+            file + ": '" + key + "' is " + state.get(key) + ", not a count (0 to " + most + ")");
       }
     }
     if (!(state.get("model") instanceof String)) {
@@ -294,6 +305,9 @@ public final class Checkpoints {
       Loaded c, Model model, Optimizer optimizer, Backend backend, Stream stream) {
     requireModel(c, model.spec());
     Parameters p = model.parameters();
+    List<Parameters.Entry> all = new ArrayList<>(p.entries());
+    all.addAll(p.bufferEntries());
+    requireTensors(c, all);
     upload(backend, stream, p.values(), gather(c, p.entries(), p.values().count()));
     upload(backend, stream, p.buffers(), gather(c, p.bufferEntries(), p.buffers().count()));
     if (optimizer != null) {
@@ -303,6 +317,47 @@ public final class Checkpoints {
         upload(backend, stream, slabs.get(i), c.optimizerState().get(i));
       }
       optimizer.resumeAt(c.optimizerSteps());
+    }
+  }
+
+  /**
+   * Throws unless {@code c}'s weights are exactly {@code expected}'s tensors: every name there,
+   * none other, each of its shape (a transposed weight has the right count and the wrong shape),
+   * and every value finite. One message lists every difference, naming the file.
+   */
+  public static void requireTensors(Loaded c, List<Parameters.Entry> expected) {
+    List<String> problems = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    for (Parameters.Entry e : expected) {
+      String name = e.spec().name();
+      names.add(name);
+      Safetensors.Tensor t = c.weights().get(name);
+      long[] shape = Arrays.stream(e.spec().shape()).asLongStream().toArray();
+      if (t == null) {
+        problems.add("missing " + name + " " + Arrays.toString(shape));
+      } else if (!Arrays.equals(shape, t.shape())) {
+        problems.add(
+            name + " is " + Arrays.toString(t.shape()) + ", the model's " + Arrays.toString(shape));
+      } else {
+        float[] v = t.values();
+        for (int i = 0; i < v.length; i++) {
+          if (!Float.isFinite(v[i])) {
+            problems.add(name + " holds " + v[i] + " at [" + i + "]");
+            break;
+          }
+        }
+      }
+    }
+    c.weights().keySet().stream()
+        .filter(n -> !names.contains(n))
+        .sorted()
+        .forEach(n -> problems.add("unexpected " + n));
+    if (!problems.isEmpty()) {
+      throw new IllegalArgumentException(
+          c.dir().resolve("model.safetensors")
+              + " does not fit the model: "
+              + String.join("; ", problems.subList(0, Math.min(10, problems.size())))
+              + (problems.size() > 10 ? "; and " + (problems.size() - 10) + " more" : ""));
     }
   }
 

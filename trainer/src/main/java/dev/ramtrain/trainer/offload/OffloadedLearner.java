@@ -279,6 +279,9 @@ public final class OffloadedLearner implements Learner {
     Checkpoints.requireOptimizerSlabs(c, state.size());
     model.awaitUpdates();
     compute.synchronize();
+    List<Parameters.Entry> expected = new ArrayList<>(model.entries());
+    expected.addAll(model.residentSlabs().bufferEntries());
+    Checkpoints.requireTensors(c, expected);
     float[] masters = Checkpoints.gather(c, model.entries(), model.parameterCount());
     model.masters().asByteBuffer().asFloatBuffer().put(masters);
     Parameters slabs = model.residentSlabs();

@@ -109,4 +109,78 @@ class CheckpointsTest {
       assertEquals("No space left on device writing /dev/full", m.getCause().getMessage());
     }
   }
+
+  /** The snapshot's tensors as a model of fc1.weight [1, 2] and fc1.bias [1] expects them. */
+  private static void requireFits(Checkpoints.Loaded c) throws Exception {
+    try (var backend = new dev.ramtrain.trainer.backend.cpu.CpuBackend(1);
+        var p =
+            dev.ramtrain.trainer.nn.Parameters.allocate(
+                backend,
+                List.of(
+                    new dev.ramtrain.trainer.nn.ParamSpec(
+                        "fc1.weight",
+                        new int[] {1, 2},
+                        dev.ramtrain.trainer.nn.ParamSpec.Init.ZEROS,
+                        2),
+                    new dev.ramtrain.trainer.nn.ParamSpec(
+                        "fc1.bias",
+                        new int[] {1},
+                        dev.ramtrain.trainer.nn.ParamSpec.Init.ZEROS,
+                        2)),
+                List.of())) {
+      Checkpoints.requireTensors(c, p.entries());
+    }
+  }
+
+  /**
+   * A checkpoint whose weights do not fit the model is refused, every difference named: a weight of
+   * transposed shape (the same count), a missing and an extra tensor, a NaN; so are counters no run
+   * reaches.
+   */
+  @Test
+  void weightsThatDoNotFitTheModelAreRefusedNamingEachDifference() throws Exception {
+    Path run = tmp.resolve("run");
+    Path dir = Checkpoints.save(run, 1, 10, snapshot(), Map.of());
+    requireFits(Checkpoints.load(dir)); // the saved weights fit
+    Map<String, String> cases =
+        Map.of(
+            "transposed", "fc1.weight is [2, 1], the model's [1, 2]",
+            "extra", "unexpected fc2.weight",
+            "missing", "missing fc1.bias [1]",
+            "nan", "fc1.weight holds NaN at [1]");
+    for (var c : cases.entrySet()) {
+      List<Safetensors.Tensor> tensors = new ArrayList<>();
+      switch (c.getKey()) {
+        case "transposed" -> {
+          tensors.add(new Safetensors.Tensor("fc1.weight", new long[] {2, 1}, new float[] {1, 2}));
+          tensors.add(new Safetensors.Tensor("fc1.bias", new long[] {1}, new float[] {0}));
+        }
+        case "extra" -> {
+          tensors.addAll(snapshot().weights());
+          tensors.add(new Safetensors.Tensor("fc2.weight", new long[] {1}, new float[] {0}));
+        }
+        case "missing" -> tensors.add(snapshot().weights().get(0));
+        default -> {
+          tensors.add(
+              new Safetensors.Tensor("fc1.weight", new long[] {1, 2}, new float[] {1, Float.NaN}));
+          tensors.add(new Safetensors.Tensor("fc1.bias", new long[] {1}, new float[] {0}));
+        }
+      }
+      Safetensors.write(dir.resolve("model.safetensors"), tensors, Map.of("format", "pt"));
+      var e =
+          assertThrows(IllegalArgumentException.class, () -> requireFits(Checkpoints.load(dir)));
+      assertTrue(
+          e.getMessage().contains(dir.resolve("model.safetensors").toString()), e.getMessage());
+      assertTrue(e.getMessage().contains(c.getValue()), c.getKey() + ": " + e.getMessage());
+    }
+    for (String count : List.of("9223372036854775000", "-1", "1.5", "1e300")) {
+      String state = Files.readString(dir.resolve("state.json"));
+      Files.writeString(
+          dir.resolve("state.json"),
+          state.replaceFirst("\"global_step\" : \\d+", "\"global_step\" : " + count));
+      var e = assertThrows(IOException.class, () -> Checkpoints.load(dir), count);
+      assertTrue(e.getMessage().contains("'global_step' is"), e.getMessage());
+      Files.writeString(dir.resolve("state.json"), state);
+    }
+  }
 }

@@ -10,13 +10,22 @@ public final class Printable {
   private Printable() {}
 
   public static String of(String text) {
+    return escape(text, false);
+  }
+
+  /** Lines of such text: its line breaks kept, every other control character escaped. */
+  public static String lines(String text) {
+    return escape(text, true);
+  }
+
+  private static String escape(String text, boolean keepLineBreaks) {
     if (text == null) {
       return "null";
     }
     StringBuilder out = null;
     for (int i = 0; i < text.length(); i++) {
       char c = text.charAt(i);
-      boolean control = c < 0x20 || (c >= 0x7F && c < 0xA0);
+      boolean control = (c < 0x20 && !(keepLineBreaks && c == '\n')) || (c >= 0x7F && c < 0xA0);
       boolean ambiguous = c == '\\' && i + 1 < text.length() && text.charAt(i + 1) == 'x';
       if (control || ambiguous) {
         if (out == null) {

@@ -15,6 +15,11 @@ class PrintableTest {
   }
 
   @Test
+  void linesKeepTheirBreaks() {
+    assertEquals("a\nb\\x1b[2J\n", Printable.lines("a\nb\u001b[2J\n"));
+  }
+
+  @Test
   void ordinaryTextIsKeptAsItIs() {
     String text = "chien/Ñandú 犬 ✓ C:\\data";
     assertSame(text, Printable.of(text));
