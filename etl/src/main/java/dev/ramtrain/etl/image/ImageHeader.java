@@ -5,7 +5,19 @@ package dev.ramtrain.etl.image;
  * decompression bombs cheaply, to pick a reduced-size JPEG decode, and to notice truncated files
  * that decoders would silently pad with grey.
  */
-public record ImageHeader(Format format, int width, int height) {
+public record ImageHeader(Format format, int width, int height, int orientation) {
+
+  /** A header whose image is stored upright. */
+  public ImageHeader(Format format, int width, int height) {
+    this(format, width, height, ExifOrientation.UPRIGHT);
+  }
+
+  /** The image's size once turned upright ({@link ExifOrientation}). */
+  public ImageHeader upright() {
+    return ExifOrientation.swapsSides(orientation)
+        ? new ImageHeader(format, height, width, ExifOrientation.UPRIGHT)
+        : new ImageHeader(format, width, height, ExifOrientation.UPRIGHT);
+  }
 
   public enum Format {
     JPEG,
@@ -64,6 +76,7 @@ public record ImageHeader(Format format, int width, int height) {
       throw new RejectedImageException(RejectReason.TRUNCATED, "JPEG has no end-of-image marker");
     }
     int i = 2;
+    int orientation = ExifOrientation.UPRIGHT;
     while (i + 9 < b.length) {
       if ((b[i] & 0xFF) != 0xFF) {
         throw new RejectedImageException(RejectReason.CORRUPT, "JPEG marker expected at byte " + i);
@@ -77,7 +90,10 @@ public record ImageHeader(Format format, int width, int height) {
       boolean startOfFrame =
           marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
       if (startOfFrame) {
-        return new ImageHeader(Format.JPEG, u16be(b, i + 7), u16be(b, i + 5));
+        return new ImageHeader(Format.JPEG, u16be(b, i + 7), u16be(b, i + 5), orientation);
+      }
+      if (marker == 0xE1 && orientation == ExifOrientation.UPRIGHT) {
+        orientation = ExifOrientation.fromApp1(b, i + 4, Math.min(b.length, i + 2 + length));
       }
       if (marker == 0xDA || length < 2) {
         break; // scan data before any frame header

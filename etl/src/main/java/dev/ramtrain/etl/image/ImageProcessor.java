@@ -17,8 +17,9 @@ import org.bytedeco.opencv.opencv_core.Mat;
 import org.bytedeco.opencv.opencv_core.Rect;
 
 /**
- * decode ▶ colour ▶ resize ▶ augment for one sample, producing the uint8 HWC RGB (or grey) images
- * that go into a shard: the plain copy and {@code copies} augmented ones.
+ * decode ▶ turn upright (EXIF orientation) ▶ colour ▶ resize ▶ augment for one sample, producing
+ * the uint8 HWC RGB (or grey) images that go into a shard: the plain copy and {@code copies}
+ * augmented ones.
  */
 public final class ImageProcessor implements Serializable {
 
@@ -32,6 +33,7 @@ public final class ImageProcessor implements Serializable {
   private final long maxPixels;
   private final long seed;
   private final boolean decodeRegions;
+  private final boolean exifOrientation;
   private transient ImageDecoder decoder;
 
   public ImageProcessor(
@@ -49,11 +51,30 @@ public final class ImageProcessor implements Serializable {
       long maxPixels,
       long seed,
       boolean decodeRegions) {
+    this(transform, decoderKind, maxPixels, seed, decodeRegions, true);
+  }
+
+  private ImageProcessor(
+      ImageTransform transform,
+      ImageDecoder.Kind decoderKind,
+      long maxPixels,
+      long seed,
+      boolean decodeRegions,
+      boolean exifOrientation) {
     this.decodeRegions = decodeRegions;
     this.transform = transform;
     this.decoderKind = decoderKind;
     this.maxPixels = maxPixels;
     this.seed = seed;
+    this.exifOrientation = exifOrientation;
+  }
+
+  /**
+   * This processor turning photos upright by their EXIF orientation ({@code apply}, the default, as
+   * {@code PIL.ImageOps.exif_transpose}), or taking the stored pixels as they are.
+   */
+  public ImageProcessor withExifOrientation(boolean apply) {
+    return new ImageProcessor(transform, decoderKind, maxPixels, seed, decodeRegions, apply);
   }
 
   public ImageShape shape() {
@@ -75,6 +96,14 @@ public final class ImageProcessor implements Serializable {
     }
     byte[] bytes = sample.content();
     ImageHeader header = ImageHeader.probe(bytes, maxPixels);
+    if (exifOrientation && header.orientation() != ExifOrientation.UPRIGHT) {
+      // A photo stored sideways: decoded whole (regions are drawn on the upright image), turned.
+      try (Mat stored = decode(bytes, header, reduceFactor(header.upright()));
+          Mat source = ExifOrientation.apply(stored, header.orientation())) {
+        emit(source, new Region(0, 0, source.cols(), source.rows()), views(source, id), sink);
+      }
+      return;
+    }
     int reduce = reduceFactor(header);
     if (decodeRegions && header.format() == ImageHeader.Format.JPEG && regionDecoderUsable()) {
       // libjpeg's size at 1/reduce; the regions are drawn first so only their union is decoded

@@ -117,7 +117,8 @@ public final class PreprocessJob {
     ShardCounters counters = ShardCounters.register(sc);
     ImageProcessor processor =
         new ImageProcessor(
-            options.transform(), options.decoder(), options.maxPixels(), options.seed());
+                options.transform(), options.decoder(), options.maxPixels(), options.seed())
+            .withExifOrientation(options.exifOrientation());
     StagedShards staging = committer == null ? null : committer.staging(options.directIo());
     // One configuration object for reading and staging: Java serialization writes it once per task.
     HadoopConf hadoop = staging == null ? new HadoopConf(sc.hadoopConfiguration()) : staging.conf();
@@ -290,6 +291,7 @@ public final class PreprocessJob {
     t.put("resample", "gaussian-bilinear below 2x, area at 2x or more and at integer ratios");
     t.put("color", transform.shape().channels() == 1 ? "grayscale" : "rgb");
     t.put("decoder", options.decoder().name().toLowerCase());
+    t.put("exif-orientation", options.exifOrientation() ? "apply" : "ignore");
     // What was done, not what was set: a source's own val split, or the fraction taken; no
     // augmentation settings when no augmented copy was made.
     if (source.ownSplits()) {

@@ -7,6 +7,7 @@ import java.io.Serializable;
 /**
  * Everything the preprocessing job needs besides its source, checked when built. {@code directIo}:
  * write local shards past the page cache ({@link dev.ramtrain.etl.dataset.DirectFileChannel}).
+ * {@code exifOrientation}: turn photos upright by their EXIF orientation before anything else.
  */
 public record PreprocessOptions(
     ImageTransform transform,
@@ -23,7 +24,8 @@ public record PreprocessOptions(
     Output output,
     String outputPath,
     boolean overwrite,
-    boolean directIo)
+    boolean directIo,
+    boolean exifOrientation)
     implements Serializable {
 
   /** Shards are memory-mapped whole by readers, so they stay well under 2 GiB. */
@@ -52,6 +54,42 @@ public record PreprocessOptions(
     require(
         output == Output.MEMORY || (outputPath != null && !outputPath.isBlank()),
         "ramtrain.etl.output is required for offline preprocessing (--output)");
+  }
+
+  /** Photos turned upright by their EXIF orientation, the default. */
+  public PreprocessOptions(
+      ImageTransform transform,
+      ImageDecoder.Kind decoder,
+      long maxPixels,
+      long maxFileBytes,
+      double valFraction,
+      long seed,
+      long shardTargetBytes,
+      long batchTargetBytes,
+      int shardsPerSplit,
+      int minShardsPerSplit,
+      double maxRejectFraction,
+      Output output,
+      String outputPath,
+      boolean overwrite,
+      boolean directIo) {
+    this(
+        transform,
+        decoder,
+        maxPixels,
+        maxFileBytes,
+        valFraction,
+        seed,
+        shardTargetBytes,
+        batchTargetBytes,
+        shardsPerSplit,
+        minShardsPerSplit,
+        maxRejectFraction,
+        output,
+        outputPath,
+        overwrite,
+        directIo,
+        true);
   }
 
   private static void require(boolean ok, String message) {

@@ -70,10 +70,18 @@ public final class EtlSettings {
           mode,
           output,
           c.bool("ramtrain.etl.overwrite"),
-          c.bool("ramtrain.etl.direct-io"));
+          c.bool("ramtrain.etl.direct-io"),
+          c.choice("ramtrain.etl.exif-orientation", ExifOrientationSetting.class)
+              == ExifOrientationSetting.APPLY);
     } catch (IllegalArgumentException e) {
       throw new ConfigException(e.getMessage());
     }
+  }
+
+  /** {@code ramtrain.etl.exif-orientation}. */
+  public enum ExifOrientationSetting {
+    APPLY,
+    IGNORE
   }
 
   static Augmentation augmentation(RamtrainConfig c) {

@@ -23,7 +23,12 @@ public final class DatasetReport {
     Map<String, Object> t = m.transforms();
     StringBuilder s = new StringBuilder();
     s.append(String.format("resize       %s, %s%n", t.get("resize"), t.get("color")));
-    s.append(String.format("decoder      %s%n", t.get("decoder")));
+    s.append(
+        String.format(
+            "decoder      %s, EXIF orientation %s%n",
+            t.get("decoder"),
+            // Datasets made before the setting kept the stored pixels.
+            t.get("exif-orientation") == null ? "ignored" : t.get("exif-orientation") + "d"));
     s.append(String.format("val split    %s%n", valOrigin(m)));
     if (!(t.get("augment") instanceof Map<?, ?> a)
         || !(a.get("copies") instanceof Number copies)

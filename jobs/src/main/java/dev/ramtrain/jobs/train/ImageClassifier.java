@@ -68,10 +68,11 @@ public final class ImageClassifier implements AutoCloseable {
       int batchSize) {
     ImageProcessor processor =
         new ImageProcessor(
-            new ImageTransform(trained.shape(), trained.resize(), Augmentation.NONE),
-            trained.decoder(),
-            maxPixels,
-            0);
+                new ImageTransform(trained.shape(), trained.resize(), Augmentation.NONE),
+                trained.decoder(),
+                maxPixels,
+                0)
+            .withExifOrientation(trained.exifOrientation());
     Backend backend = Backends.open(backendSpec);
     Model model = null;
     try {

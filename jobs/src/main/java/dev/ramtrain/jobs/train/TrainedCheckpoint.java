@@ -4,6 +4,7 @@ import dev.ramtrain.etl.image.ImageDecoder;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.Normalization;
@@ -25,6 +26,7 @@ public record TrainedCheckpoint(
     ImageShape shape,
     ResizeMode resize,
     ImageDecoder.Kind decoder,
+    boolean exifOrientation,
     Normalization normalization) {
 
   /** A checkpoint folder, or a run directory (its latest checkpoint). */
@@ -74,6 +76,13 @@ public record TrainedCheckpoint(
         shape,
         choice(c, "resize", ResizeMode.SHORTER_SIDE_CROP, ResizeMode.class),
         choice(c, "decoder", ImageDecoder.Kind.OPENCV, ImageDecoder.Kind.class),
+        // Checkpoints of data made before the setting: the stored pixels, as their data had them.
+        choice(
+                c,
+                "exif_orientation",
+                EtlSettings.ExifOrientationSetting.IGNORE,
+                EtlSettings.ExifOrientationSetting.class)
+            == EtlSettings.ExifOrientationSetting.APPLY,
         Normalization.fromState(state));
   }
 

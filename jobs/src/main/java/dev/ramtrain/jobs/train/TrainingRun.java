@@ -167,6 +167,9 @@ public final class TrainingRun {
         info.put("dataset", data.source());
         info.put("resize", data.manifest().transforms().get("resize"));
         info.put("decoder", data.manifest().transforms().get("decoder"));
+        info.put(
+            "exif_orientation",
+            data.manifest().transforms().getOrDefault("exif-orientation", "ignore"));
         info.put("config", recordedConfig(spec)); // every setting, for the report
         info.put("build", BuildInfo.record());
         info.put("train_samples", trainLoader.samples());
