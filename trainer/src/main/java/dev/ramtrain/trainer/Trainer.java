@@ -48,6 +48,7 @@ public final class Trainer implements AutoCloseable {
   private final DataParallel ranks;
   private long globalStep;
   private int skippedSteps;
+  private final SampleRate rate = new SampleRate(); // what step records show as samples/s
   private CheckpointSink checkpoints; // null: no checkpoints (or another rank saves them)
   private int checkpointEvery; // steps between checkpoints within an epoch; 0: at epoch ends only
   private LongConsumer afterEachStep = steps -> {};
@@ -234,6 +235,7 @@ public final class Trainer implements AutoCloseable {
               + options.accumulate());
     }
     long start = System.nanoTime();
+    rate.restart(start);
     long stallBefore = train.stallNanos();
     EpochTotals totals = new EpochTotals();
     long[] firstStep = {0, 0}; // when the epoch's first step was enqueued, and its batch number
@@ -394,6 +396,7 @@ public final class Trainer implements AutoCloseable {
   private boolean step(
       int n, int slot, int epoch, long stallNanos, EpochTotals totals, MicroBatch micro) {
     long stepStart = System.nanoTime();
+    rate.add(n);
     DeviceBuffer x = inputs.normalized(slot, n);
     DeviceBuffer y = inputs.labels(slot, n);
     // Every micro-batch of the step draws its own mask, numbered across the ranks as their batches
@@ -454,7 +457,7 @@ public final class Trainer implements AutoCloseable {
       record.put("lr", lr);
       double stepSeconds = (System.nanoTime() - stepStart) / 1e9;
       record.put("step_ms", stepSeconds * 1e3);
-      record.put("samples_per_s", n / stepSeconds);
+      record.put("samples_per_s", rate.take(System.nanoTime())); // every step so far is done
       record.put("data_stall_ms", stallNanos / 1e6);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
       Runtime jvm = Runtime.getRuntime();

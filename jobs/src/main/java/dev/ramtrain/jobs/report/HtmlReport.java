@@ -430,9 +430,12 @@ public final class HtmlReport {
       o.put("id", c.id()).put("title", c.title()).put("xLabel", c.xLabel());
       o.put("yLabel", c.yLabel()).put("logScale", c.logScale()).put("smoothing", c.smoothing());
       ArrayNode series = o.putArray("series");
+      int runs = c.runs();
       for (Chart.Series s : c.series()) {
         ObjectNode so = series.addObject();
         so.put("label", s.label());
+        so.put("colour", s.colour(runs)); // a run's colour, the same in every chart
+        so.put("dashed", runs > 1 ? s.line() : 0); // its lines told apart by their dash
         ArrayNode x = so.putArray("x");
         ArrayNode y = so.putArray("y");
         for (int i = 0; i < s.x().length; i++) {

@@ -189,13 +189,16 @@ public final class RunCharts {
       List<RunRecord> runs,
       Function<RunRecord, List<Chart.Series>> lines) {
     List<Chart.Series> all = new ArrayList<>();
-    for (RunRecord run : runs) {
-      for (Chart.Series s : lines.apply(run)) {
+    for (int r = 0; r < runs.size(); r++) {
+      RunRecord run = runs.get(r);
+      List<Chart.Series> own = lines.apply(run);
+      for (int line = 0; line < own.size(); line++) {
+        Chart.Series s = own.get(line);
         if (s.x().length == 0) {
           continue;
         }
         String label = runs.size() > 1 ? run.name() + ": " + s.label() : s.label();
-        all.add(new Chart.Series(label, s.x(), s.y()));
+        all.add(new Chart.Series(label, s.x(), s.y(), r, line));
       }
     }
     if (!IDS.contains(id)) {

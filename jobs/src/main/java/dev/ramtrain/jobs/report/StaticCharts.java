@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.report;
 
+import java.awt.BasicStroke;
 import java.awt.Color;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -12,6 +13,7 @@ import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
 import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.lines.SeriesLines;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
@@ -32,6 +34,15 @@ public final class StaticCharts {
     new Color(0xbcbd22), new Color(0x17becf)
   };
 
+  /** Overlaid runs: a run is a colour in every chart, its lines (train, val) differ by dash. */
+  private static final BasicStroke[] DASHES = {
+    SeriesLines.SOLID,
+    new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {8, 4}, 0),
+    new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {2, 3}, 0),
+    new BasicStroke(
+        2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {8, 3, 2, 3}, 0)
+  };
+
   private StaticCharts() {}
 
   public static void write(Chart chart, Path png) throws IOException {
@@ -47,30 +58,34 @@ public final class StaticCharts {
     xy.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE);
     xy.getStyler().setChartBackgroundColor(Color.WHITE);
     xy.getStyler().setXAxisDecimalPattern("#,##0.##");
-    int k = 0;
+    int runs = chart.runs();
     for (Chart.Series s : chart.series()) {
-      Color color = PALETTE[k++ % PALETTE.length];
+      Color color = PALETTE[s.colour(runs) % PALETTE.length];
+      BasicStroke dash = DASHES[(runs > 1 ? s.line() : 0) % DASHES.length];
       if (chart.smoothing()) { // the raw line faint behind the smoothed one, as on the page
         line(
             xy,
             s.label() + " (raw)",
             s.x(),
             s.y(),
-            new Color(color.getRGB() & 0x00ffffff | 0x50000000, true));
+            new Color(color.getRGB() & 0x00ffffff | 0x50000000, true),
+            dash);
         line(
             xy,
             s.label() + " (smoothed " + SMOOTHING + ")",
             s.x(),
             smooth(s.y(), SMOOTHING),
-            color);
+            color,
+            dash);
       } else {
-        line(xy, s.label(), s.x(), s.y(), color);
+        line(xy, s.label(), s.x(), s.y(), color, dash);
       }
     }
     AtomicFile.png(BitmapEncoder.getBufferedImage(xy), png);
   }
 
-  private static void line(XYChart xy, String label, double[] xs, double[] ys, Color color) {
+  private static void line(
+      XYChart xy, String label, double[] xs, double[] ys, Color color, BasicStroke dash) {
     List<Double> x = new ArrayList<>();
     List<Double> y = new ArrayList<>();
     for (int i = 0; i < xs.length; i++) {
@@ -84,6 +99,7 @@ public final class StaticCharts {
     }
     XYSeries line = xy.addSeries(label, x, y);
     line.setLineColor(color);
+    line.setLineStyle(dash);
     line.setMarkerColor(color);
     line.setMarker(x.size() <= 60 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
   }

@@ -4,6 +4,8 @@
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("report-data").textContent);
+  // Overlaid runs: a run is a colour in every chart, and its lines (train, val) differ by dash.
+  var DASHES = [[], [8, 4], [2, 3], [8, 3, 2, 3]];
   var palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                  "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
@@ -81,7 +83,8 @@
       var series = [{ label: chart.xLabel, value: function (u, v) { return fmt(v); } }];
       var columns = [joined[0]];
       chart.series.forEach(function (s, i) {
-        var color = palette[i % palette.length];
+        var color = palette[s.colour % palette.length];
+        var dash = DASHES[s.dashed % DASHES.length];
         var ys = joined[i + 1].map(function (y) {
           return y === null || !isFinite(y) || (state.log && y <= 0) ? null : y;
         });
@@ -89,11 +92,11 @@
           series.push({ label: s.label + " (raw)", stroke: color + "44", width: 1,
                         spanGaps: true, value: function (u, v) { return fmt(v); } });
           columns.push(ys);
-          series.push({ label: s.label + " (smoothed)", stroke: color, width: 2,
+          series.push({ label: s.label + " (smoothed)", stroke: color, width: 2, dash: dash,
                         spanGaps: true, value: function (u, v) { return fmt(v); } });
           columns.push(smooth(ys, state.weight));
         } else {
-          series.push({ label: s.label, stroke: color, width: 2, spanGaps: true,
+          series.push({ label: s.label, stroke: color, width: 2, dash: dash, spanGaps: true,
                         points: { show: s.x.length <= 60 },
                         value: function (u, v) { return fmt(v); } });
           columns.push(ys);

@@ -141,6 +141,20 @@ class TrainingReportTest {
     assertEquals(2 * RunFixture.STEPS_PER_EPOCH, loss.get(0).get("x").size());
     assertEquals(3 * RunFixture.STEPS_PER_EPOCH, loss.get(1).get("x").size());
     assertFalse(html.contains("Most confident mistakes"), "per-run sections stay in each run");
+    // A run is one colour in every chart, its lines told apart by their dash.
+    for (JsonNode c : chartData(html).get("charts")) {
+      java.util.Map<Integer, java.util.List<Integer>> dashes = new java.util.TreeMap<>();
+      for (JsonNode s : c.get("series")) {
+        String label = s.get("label").asText();
+        int run = label.startsWith("lr-small:") ? 0 : 1;
+        assertEquals(run, s.get("colour").asInt(), label);
+        dashes.computeIfAbsent(run, r -> new java.util.ArrayList<>()).add(s.get("dashed").asInt());
+      }
+      for (var lines : dashes.values()) {
+        assertEquals(
+            lines.size(), new java.util.HashSet<>(lines).size(), c.get("id") + " " + lines);
+      }
+    }
   }
 
   @Test
