@@ -218,6 +218,8 @@ class ReadmeCommandsIT {
         "1",
         "--ranks",
         "1",
+        "--val-fraction",
+        "0.3",
         "--master",
         "local[2]");
     run(

@@ -209,6 +209,23 @@ class TrainingReportTest {
     assertFalse(Files.exists(tmp.resolve("o")), "nothing written for a run it cannot read");
   }
 
+  /** The staging files a killed report left beside its own files go with the next draw. */
+  @Test
+  void aKilledReportsStagingFilesAreRemovedByTheNext() throws Exception {
+    Path run = RunFixture.write(tmp.resolve("run"), 1, 0.01, false);
+    TrainingReport.redraw(run, RunJournal.of(run)::claim);
+    Path left = Files.writeString(run.resolve("report/.loss.png.123456.tmp"), "half a PNG");
+    Path mine = Files.writeString(run.resolve("report/.notes.txt.1.tmp"), "not a report file");
+    TrainingReport.redraw(run, RunJournal.of(run)::claim);
+    assertFalse(Files.exists(left), "the report's own staging file is gone");
+    assertTrue(Files.exists(mine), "another file is left alone");
+    Path compare = tmp.resolve("compare");
+    TrainingReport.draw(List.of(run, run), compare);
+    Path there = Files.writeString(compare.resolve(".index.html.77.tmp"), "<html");
+    TrainingReport.draw(List.of(run, run), compare);
+    assertFalse(Files.exists(there));
+  }
+
   /**
    * Counters no run writes (a step of 1e300 made the chart library compute ticks forever) are
    * refused naming the line, at once.
