@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs GpuBench from the bundle benchmarks/gpu/bundle.sh made: only an NVIDIA driver is needed.
 # `run.sh tests` instead runs the CUDA backend's tests on the real GPU (a bundle made with --tests):
-# the conformance suite, bit-equality with the CPU backend and offloaded training.
+# the conformance suite, bit-equality with the CPU backend, offloaded and data-parallel training.
 # Usage: bundle/run.sh [SPEC [GEMM_N [STEPS [RATIO]]]] | bundle/run.sh tests
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -13,6 +13,9 @@ if [ "${1:-}" = tests ]; then
     --class-path "$(printf '%s:' "$HERE"/lib/*.jar)" --disable-banner --details=tree \
     --select-class dev.ramtrain.trainer.backend.cuda.CudaBackendKernelsTest \
     --select-class dev.ramtrain.trainer.backend.cuda.CudaMatchesCpuTest \
-    --select-class dev.ramtrain.trainer.backend.cuda.CudaOffloadedTrainingTest
+    --select-class dev.ramtrain.trainer.backend.cuda.CudaOffloadedTrainingTest \
+    --select-method dev.ramtrain.trainer.TrainerTest#theCudaBackendTrainsAsTheCpuBackendDoes \
+    --select-method dev.ramtrain.trainer.TrainerTest#bf16PrecisionTrainsOnBothBackendsAndOffloaded \
+    --select-class dev.ramtrain.trainer.DataParallelTrainingTest
 fi
 exec "${JAVA[@]}" -cp "$HERE/lib/*" dev.ramtrain.bench.GpuBench "$@"
