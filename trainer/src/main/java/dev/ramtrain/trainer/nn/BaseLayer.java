@@ -44,6 +44,15 @@ abstract class BaseLayer implements Layer {
     return own(what, DType.F32, count);
   }
 
+  /**
+   * Scratch for one call ({@link Layer#scratchBytes} declares it): {@code count} elements of {@code
+   * dtype} at byte {@code offset} of the shared workspace, or, bound alone, memory of its own.
+   */
+  protected DeviceBuffer scratch(String what, DType dtype, long offset, long count) {
+    Workspace shared = source.workspace();
+    return shared == null ? own(what, dtype, count) : shared.view(name, dtype, offset, count);
+  }
+
   protected DeviceBuffer own(String what, DType dtype, long count) {
     DeviceBuffer b = source.activation(backend, name + "." + what, dtype, count);
     owned.add(b);

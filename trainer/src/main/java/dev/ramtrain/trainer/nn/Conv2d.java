@@ -11,6 +11,11 @@ import java.util.List;
  * NCHW output directly, then the bias; backward runs the same GEMMs transposed and col2im for the
  * input gradient. With {@link Precision#BF16} the GEMMs take bf16 columns, weights and output
  * gradients, and the output and input gradient are rounded to bf16.
+ *
+ * <p>What backward needs is kept as PyTorch keeps it, the input (the previous layer's output, not a
+ * copy); the columns, nine times the input for a 3×3 kernel, are scratch in the model's shared
+ * {@link Workspace}, computed again from the input in backward. The layer owns its output and its
+ * input gradient only.
  */
 public final class Conv2d extends BaseLayer {
   private final int in;
@@ -29,15 +34,15 @@ public final class Conv2d extends BaseLayer {
   private DeviceBuffer bias;
   private DeviceBuffer weightGrad;
   private DeviceBuffer biasGrad;
-  private DeviceBuffer cols;
   private DeviceBuffer y;
-  private DeviceBuffer dcols;
   private DeviceBuffer dx;
-  // bf16 only: the GEMMs' operands, which also serve as scratch for rounding their results.
+  private DeviceBuffer input; // the last forward's input: backward's columns are made from it
+  // Scratch (the shared workspace): the columns, which backward's dL/dcols reuses.
+  private DeviceBuffer cols;
+  // bf16 only, scratch: the GEMMs' operands, which also serve for rounding their results.
   private DeviceBuffer colsHalf; // the columns; after backward's dW, scratch for rounding dx
-  private DeviceBuffer weightHalf;
   private DeviceBuffer dyHalf; // the output gradient; in forward, scratch for rounding y
-  private DeviceBuffer colsUsed; // the columns the last forward multiplied (for dW)
+  private DeviceBuffer weightHalf; // kept: forward and backward multiply the same rounding
   private DeviceBuffer weightUsed; // the weights the last forward multiplied (for dx)
 
   public Conv2d(String name, int in, int h, int w, int out, int k, int stride, int pad) {
@@ -125,6 +130,25 @@ public final class Conv2d extends BaseLayer {
         new ParamSpec(name + ".bias", new int[] {out}, ParamSpec.Init.FAN_IN_UNIFORM, patch));
   }
 
+  /** The workspace's layout: F32 columns, then (bf16) the bf16 columns, then the bf16 dL/dy. */
+  private long colsBytes(int maxBatch) {
+    return 4L * maxBatch * oh * ow * patch;
+  }
+
+  private long colsHalfCount(int maxBatch) {
+    // Also big enough to round dx through: a strided 1x1 convolution has fewer columns.
+    return Math.max((long) maxBatch * oh * ow * patch, (long) maxBatch * inputSize());
+  }
+
+  @Override
+  public long scratchBytes(int maxBatch) {
+    long bytes = colsBytes(maxBatch);
+    if (precision == Precision.BF16) {
+      bytes += 2 * colsHalfCount(maxBatch) + 2L * maxBatch * oh * ow * out;
+    }
+    return bytes;
+  }
+
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
     weight = params.value(name + ".weight");
@@ -134,32 +158,34 @@ public final class Conv2d extends BaseLayer {
       biasGrad = params.grad(name + ".bias");
     }
     long positions = (long) maxBatch * oh * ow;
-    cols = own("cols", positions * patch);
     y = own("out", positions * out);
-    dcols = own("dcols", positions * patch);
     dx = own("dx", (long) maxBatch * inputSize());
+    cols = scratch("cols", DType.F32, 0, positions * patch);
     if (precision == Precision.BF16) {
-      // Also big enough to round dx through: a strided 1x1 convolution has fewer columns.
-      colsHalf = own("cols.bf16", DType.BF16, Math.max(positions * patch, dx.count()));
-      dyHalf = own("grad.bf16", DType.BF16, positions * out);
+      long halfAt = colsBytes(maxBatch);
+      colsHalf = scratch("cols.bf16", DType.BF16, halfAt, colsHalfCount(maxBatch));
+      dyHalf =
+          scratch("grad.bf16", DType.BF16, halfAt + 2 * colsHalfCount(maxBatch), positions * out);
       if (weight.dtype() != DType.BF16) {
         weightHalf = own("weight.bf16", DType.BF16, weight.count());
       }
     }
   }
 
+  /** The columns of the input's {@code batch} images; bf16 ones for a bf16 convolution. */
+  private DeviceBuffer columns(Stream s, DeviceBuffer x, int batch) {
+    DeviceBuffer colsb = cols.view(0, (long) batch * patch * oh * ow);
+    backend.im2col(s, x, batch, in, h, w, k, k, stride, pad, colsb);
+    return precision == Precision.BF16 ? Precision.inBf16(backend, s, colsb, colsHalf) : cols;
+  }
+
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     int hw = oh * ow;
-    DeviceBuffer colsb = cols.view(0, (long) batch * patch * hw);
-    backend.im2col(s, x, batch, in, h, w, k, k, stride, pad, colsb);
-    if (precision == Precision.BF16) {
-      colsUsed = Precision.inBf16(backend, s, colsb, colsHalf);
-      weightUsed = Precision.inBf16(backend, s, weight, weightHalf);
-    } else {
-      colsUsed = cols;
-      weightUsed = weight;
-    }
+    input = x;
+    DeviceBuffer colsUsed = columns(s, x, batch);
+    weightUsed =
+        precision == Precision.BF16 ? Precision.inBf16(backend, s, weight, weightHalf) : weight;
     // y_i [out, hw] = W [out, patch] · cols_i [patch, hw] for every image i
     backend.gemmStridedBatched(
         s,
@@ -197,6 +223,8 @@ public final class Conv2d extends BaseLayer {
       backend.sumChannels(s, dy, biasGrad, batch, out, hw);
     }
     DeviceBuffer g = precision == Precision.BF16 ? Precision.inBf16(backend, s, dy, dyHalf) : dy;
+    // The columns again, from the input (the workspace has served other layers since).
+    DeviceBuffer colsUsed = columns(s, input, batch);
     // dW += Σ_i dy_i [out, hw] · cols_iᵀ
     backend.gemmStridedBatched(
         s,
@@ -220,7 +248,7 @@ public final class Conv2d extends BaseLayer {
     if (!needInputGrad) {
       return null;
     }
-    // dcols_i = Wᵀ · dy_i for every image i
+    // dcols_i = Wᵀ · dy_i for every image i, into the columns' scratch (dW has read them)
     backend.gemmStridedBatched(
         s,
         true,
@@ -236,13 +264,13 @@ public final class Conv2d extends BaseLayer {
         hw,
         (long) out * hw,
         0f,
-        dcols,
+        cols,
         hw,
         (long) patch * hw,
         batch);
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
     backend.col2im(
-        s, dcols.view(0, (long) batch * patch * hw), batch, in, h, w, k, k, stride, pad, dxb);
+        s, cols.view(0, (long) batch * patch * hw), batch, in, h, w, k, k, stride, pad, dxb);
     if (precision == Precision.BF16) {
       Precision.round(backend, s, dxb, colsHalf); // the bf16 columns have served dW
     }

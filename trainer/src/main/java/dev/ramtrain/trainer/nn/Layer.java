@@ -30,6 +30,14 @@ public interface Layer extends AutoCloseable {
   void bind(Backend backend, ParameterSource params, int maxBatch);
 
   /**
+   * Bytes of scratch this layer uses within one forward or backward call at {@code maxBatch} and
+   * keeps for none: taken from the model's shared {@link Workspace}, sized for the largest need.
+   */
+  default long scratchBytes(int maxBatch) {
+    return 0;
+  }
+
+  /**
    * Called before each training forward with a seed drawn from (model seed, step), for layers whose
    * training forward draws random numbers (dropout): a resumed run draws the same numbers.
    */

@@ -16,6 +16,7 @@ public final class Model implements Network, AutoCloseable {
   private final String spec;
   private final List<Layer> layers;
   private final Parameters parameters;
+  private final Workspace workspace;
   private final Backend backend;
   private final int maxBatch;
   private final long seed;
@@ -24,12 +25,14 @@ public final class Model implements Network, AutoCloseable {
       String spec,
       List<Layer> layers,
       Parameters parameters,
+      Workspace workspace,
       Backend backend,
       int maxBatch,
       long seed) {
     this.spec = spec;
     this.layers = layers;
     this.parameters = parameters;
+    this.workspace = workspace;
     this.backend = backend;
     this.maxBatch = maxBatch;
     this.seed = seed;
@@ -63,19 +66,25 @@ public final class Model implements Network, AutoCloseable {
       buffers.addAll(layer.buffers());
     }
     Parameters parameters = Parameters.allocate(backend, specs, buffers);
+    Workspace workspace = null;
     List<Layer> bound = new ArrayList<>();
     try {
+      workspace = Workspace.forLayers(backend, layers, maxBatch);
+      ParameterSource source = parameters.sharing(workspace);
       for (Layer layer : layers) {
-        layer.bind(backend, parameters, maxBatch);
+        layer.bind(backend, source, maxBatch);
         bound.add(layer);
       }
       parameters.initialize(backend, stream, seed);
     } catch (RuntimeException e) {
       bound.forEach(Layer::close);
+      if (workspace != null) {
+        workspace.close();
+      }
       parameters.close();
       throw e;
     }
-    return new Model(spec, List.copyOf(layers), parameters, backend, maxBatch, seed);
+    return new Model(spec, List.copyOf(layers), parameters, workspace, backend, maxBatch, seed);
   }
 
   @Override
@@ -148,6 +157,7 @@ public final class Model implements Network, AutoCloseable {
   @Override
   public void close() {
     layers.forEach(Layer::close);
+    workspace.close();
     parameters.close();
   }
 }

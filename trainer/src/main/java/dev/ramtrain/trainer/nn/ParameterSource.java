@@ -24,4 +24,43 @@ public interface ParameterSource {
   default DeviceBuffer activation(Backend backend, String label, DType dtype, long count) {
     return backend.allocate(label, dtype, count);
   }
+
+  /**
+   * The scratch the model's layers share ({@link Workspace}), or null: a layer bound alone (to
+   * measure it) allocates its scratch as activation memory of its own.
+   */
+  default Workspace workspace() {
+    return null;
+  }
+
+  /** This source, with {@code shared} as the layers' workspace. */
+  default ParameterSource sharing(Workspace shared) {
+    ParameterSource base = this;
+    return new ParameterSource() {
+      @Override
+      public DeviceBuffer value(String name) {
+        return base.value(name);
+      }
+
+      @Override
+      public DeviceBuffer grad(String name) {
+        return base.grad(name);
+      }
+
+      @Override
+      public DeviceBuffer buffer(String name) {
+        return base.buffer(name);
+      }
+
+      @Override
+      public DeviceBuffer activation(Backend backend, String label, DType dtype, long count) {
+        return base.activation(backend, label, dtype, count);
+      }
+
+      @Override
+      public Workspace workspace() {
+        return shared;
+      }
+    };
+  }
 }

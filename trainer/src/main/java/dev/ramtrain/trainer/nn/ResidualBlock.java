@@ -65,6 +65,12 @@ public final class ResidualBlock extends BaseLayer {
     return all;
   }
 
+  /** Its layers run one at a time, so the largest of theirs is the block's. */
+  @Override
+  public long scratchBytes(int maxBatch) {
+    return children().stream().mapToLong(l -> l.scratchBytes(maxBatch)).max().orElse(0);
+  }
+
   /** The main branch, the shortcut's layers and the closing ReLU, in that order. */
   public List<Layer> children() {
     List<Layer> all = new ArrayList<>(main);

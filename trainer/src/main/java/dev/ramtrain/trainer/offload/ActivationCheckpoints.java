@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ParameterSource;
+import dev.ramtrain.trainer.nn.Workspace;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntFunction;
@@ -142,6 +143,11 @@ final class ActivationCheckpoints implements AutoCloseable {
     @Override
     public DeviceBuffer buffer(String name) {
       return base.buffer(name);
+    }
+
+    @Override
+    public Workspace workspace() {
+      return base.workspace(); // scratch is not an activation: it outlives no call
     }
 
     @Override

@@ -11,6 +11,7 @@ import dev.ramtrain.trainer.nn.Linear;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.nn.ResidualBlock;
+import dev.ramtrain.trainer.nn.Workspace;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,10 +19,12 @@ import java.util.function.Supplier;
 
 /**
  * What one top-level layer costs: its parameters, the device memory its activations take (a fixed
- * part and a part per sample; its output is part of that), its training FLOPs per sample (forward
- * and backward), and, once {@link #timed} on a backend, the seconds it really takes there: forward
- * and backward per sample, a device AdamW step over its parameters, and the part of a host AdamW
- * step over them that an offloaded step cannot hide (0 while not measured).
+ * part and a part per sample; its output is part of that), the scratch it takes per sample within
+ * one call (the model's workspace, shared by all layers: a plan counts the largest once), its
+ * training FLOPs per sample (forward and backward), and, once {@link #timed} on a backend, the
+ * seconds it really takes there: forward and backward per sample, a device AdamW step over its
+ * parameters, and the part of a host AdamW step over them that an offloaded step cannot hide (0
+ * while not measured).
  */
 public record LayerCost(
     String name,
@@ -32,9 +35,10 @@ public record LayerCost(
     long flopsPerSample,
     double secondsPerSample,
     double updateSeconds,
-    double exposedHostUpdateSeconds) {
+    double exposedHostUpdateSeconds,
+    long scratchBytesPerSample) {
 
-  /** A layer's memory and FLOPs, its times not measured. */
+  /** A layer's memory and FLOPs, its times not measured, no scratch. */
   public LayerCost(
       String name,
       long parameters,
@@ -51,6 +55,7 @@ public record LayerCost(
         flopsPerSample,
         0,
         0,
+        0,
         0);
   }
 
@@ -61,6 +66,15 @@ public record LayerCost(
 
   public long activationBytes(int batch) {
     return activationBytesFixed + activationBytesPerSample * batch;
+  }
+
+  public long scratchBytes(int batch) {
+    return scratchBytesPerSample * batch;
+  }
+
+  /** The model's workspace at {@code batch}: the largest scratch any of {@code layers} takes. */
+  static long workspaceBytes(List<LayerCost> layers, int batch) {
+    return layers.stream().mapToLong(l -> l.scratchBytes(batch)).max().orElse(0);
   }
 
   /**
@@ -84,7 +98,11 @@ public record LayerCost(
               2 * one - two,
               two - one,
               4L * layer.outputSize(),
-              flops(layer)));
+              flops(layer),
+              0,
+              0,
+              0,
+              layer.scratchBytes(1)));
     }
     return costs;
   }
@@ -94,14 +112,16 @@ public record LayerCost(
    * batch}: activations, scratch and buffers (running statistics).
    */
   private static long activationBytes(Layer layer, Backend backend, int batch) {
-    long before = backend.allocatedBytes();
-    long params = layer.parameters().stream().mapToLong(ParamSpec::count).sum();
-    try (Parameters p = Parameters.allocate(backend, layer.parameters(), layer.buffers())) {
-      try {
-        layer.bind(backend, p, batch);
-        return backend.allocatedBytes() - before - 8 * params;
-      } finally {
-        layer.close();
+    try (Workspace scratch = Workspace.forLayers(backend, List.of(layer), batch)) {
+      long before = backend.allocatedBytes(); // the scratch left out: the plan counts it once
+      long params = layer.parameters().stream().mapToLong(ParamSpec::count).sum();
+      try (Parameters p = Parameters.allocate(backend, layer.parameters(), layer.buffers())) {
+        try {
+          layer.bind(backend, p.sharing(scratch), batch);
+          return backend.allocatedBytes() - before - 8 * params;
+        } finally {
+          layer.close();
+        }
       }
     }
   }
@@ -146,7 +166,8 @@ public record LayerCost(
               c.flopsPerSample,
               Math.max(seconds[0] / batch, Double.MIN_NORMAL),
               seconds[1],
-              exposed ? host : 0));
+              exposed ? host : 0,
+              c.scratchBytesPerSample));
     }
     return timed;
   }

@@ -89,7 +89,10 @@ public record PlacementPlan(
               + budgetBytes);
     }
     long params = layers.stream().mapToLong(LayerCost::parameters).sum();
-    long activations = layers.stream().mapToLong(l -> l.activationBytes(batch)).sum();
+    // Each layer's own activations, and the scratch they share once (the model's workspace).
+    long activations =
+        layers.stream().mapToLong(l -> l.activationBytes(batch)).sum()
+            + LayerCost.workspaceBytes(layers, batch);
     // Measured layers take their measured time per sample; the others FLOPs over the profile's
     // rate.
     double compute =
@@ -248,7 +251,7 @@ public record PlacementPlan(
     long outputs = layers.stream().mapToLong(l -> l.outputBytesPerSample() * batch).sum();
     long boundary =
         layers.stream().mapToLong(l -> l.outputBytesPerSample() * batch).max().orElse(0);
-    return outputs + largest + boundary;
+    return outputs + largest + boundary + LayerCost.workspaceBytes(layers, batch);
   }
 
   /** The plan as the lines the {@code plan} command prints. */

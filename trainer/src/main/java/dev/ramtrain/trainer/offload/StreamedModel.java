@@ -11,6 +11,7 @@ import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.Network;
 import dev.ramtrain.trainer.nn.ParameterSource;
 import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.nn.Workspace;
 import java.util.List;
 
 /**
@@ -44,6 +45,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final HostLayout layout;
   private final HostSlabs slabs;
   private final Parameters resident; // resident layers' values and gradients, every buffer
+  private final Workspace workspace; // the layers' shared scratch
   private final StepTimeline timeline;
   private final WeightRing ring;
   private final GradientReturn gradients;
@@ -78,6 +80,7 @@ public final class StreamedModel implements Network, AutoCloseable {
     Parameters.writeInitialValues(
         layout.entries(), seed, slabs.masters().asByteBuffer().asFloatBuffer());
     this.resident = Parameters.allocate(backend, layout.residentParameters(), layout.buffers());
+    this.workspace = Workspace.forLayers(backend, layers, maxBatch);
     this.timeline = new StepTimeline(backend, 3 * n + 2);
     this.ring = new WeightRing(backend, layout, slabs, how.prefetchDepth(), timeline);
     this.gradients = new GradientReturn(backend, layout, slabs, resident, timeline);
@@ -96,12 +99,14 @@ public final class StreamedModel implements Network, AutoCloseable {
       if (how.activationCheckpointing()) { // a second copy of the layers sizes the shared arena
         checkpoints =
             new ActivationCheckpoints(
-                backend, layers, config.layers().get(), this::source, maxBatch);
+                backend, layers, config.layers().get(), this::sharedSource, maxBatch);
       }
       for (int i = 0; i < n; i++) {
         Layer layer = layers.get(i);
         layer.bind(
-            backend, checkpoints != null ? checkpoints.source(source(i)) : source(i), maxBatch);
+            backend,
+            checkpoints != null ? checkpoints.source(sharedSource(i)) : sharedSource(i),
+            maxBatch);
         if (!layout.streamed(i) && layout.count(i) > 0) {
           backend.copy(
               slabs.masters(),
@@ -116,6 +121,11 @@ public final class StreamedModel implements Network, AutoCloseable {
       close(); // a layer that failed to bind leaves nothing allocated behind
       throw e;
     }
+  }
+
+  /** Layer i's device views, with the layers' shared workspace. */
+  private ParameterSource sharedSource(int i) {
+    return source(i).sharing(workspace);
   }
 
   /** The device views layer i binds to: resident slabs, or its fixed slots. */
@@ -430,7 +440,8 @@ public final class StreamedModel implements Network, AutoCloseable {
       try (slabs;
           ring;
           gradients;
-          timeline) {
+          timeline;
+          workspace) {
         resident.close();
         if (checkpoints != null) {
           checkpoints.close();

@@ -64,7 +64,8 @@ class PlacementPlanTest {
               c.flopsPerSample(),
               2e-3,
               1e-3,
-              5e-4));
+              5e-4,
+              0));
     }
     PlacementPlan resident = PlacementPlan.plan(timed, 4, 1L << 40, 2, false, DEVICE);
     assertEquals(3 * 4 * 2e-3, resident.computeSeconds(), 1e-12);
