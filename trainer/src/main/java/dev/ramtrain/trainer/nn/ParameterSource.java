@@ -35,32 +35,45 @@ public interface ParameterSource {
 
   /** This source, with {@code shared} as the layers' workspace. */
   default ParameterSource sharing(Workspace shared) {
-    ParameterSource base = this;
-    return new ParameterSource() {
-      @Override
-      public DeviceBuffer value(String name) {
-        return base.value(name);
-      }
-
-      @Override
-      public DeviceBuffer grad(String name) {
-        return base.grad(name);
-      }
-
-      @Override
-      public DeviceBuffer buffer(String name) {
-        return base.buffer(name);
-      }
-
-      @Override
-      public DeviceBuffer activation(Backend backend, String label, DType dtype, long count) {
-        return base.activation(backend, label, dtype, count);
-      }
-
+    return new Delegating(this) {
       @Override
       public Workspace workspace() {
         return shared;
       }
     };
+  }
+
+  /** Everything from {@code base}: a source that changes one thing overrides that. */
+  class Delegating implements ParameterSource {
+    private final ParameterSource base;
+
+    public Delegating(ParameterSource base) {
+      this.base = base;
+    }
+
+    @Override
+    public DeviceBuffer value(String name) {
+      return base.value(name);
+    }
+
+    @Override
+    public DeviceBuffer grad(String name) {
+      return base.grad(name);
+    }
+
+    @Override
+    public DeviceBuffer buffer(String name) {
+      return base.buffer(name);
+    }
+
+    @Override
+    public DeviceBuffer activation(Backend backend, String label, DType dtype, long count) {
+      return base.activation(backend, label, dtype, count);
+    }
+
+    @Override
+    public Workspace workspace() {
+      return base.workspace();
+    }
   }
 }

@@ -6,7 +6,6 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ParameterSource;
-import dev.ramtrain.trainer.nn.Workspace;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntFunction;
@@ -120,34 +119,14 @@ final class ActivationCheckpoints implements AutoCloseable {
    * (one layer's activations are live at a time), or, with no arena yet, zero-length buffers while
    * counting what a layer asks for.
    */
-  private static final class ArenaSource implements ParameterSource {
-    private final ParameterSource base;
+  private static final class ArenaSource extends ParameterSource.Delegating {
     private final DeviceBuffer arena;
     private long bytes;
 
     ArenaSource(ParameterSource base, DeviceBuffer arena) {
-      this.base = base;
+      super(
+          base); // parameters and the workspace: scratch is not an activation, it outlives no call
       this.arena = arena;
-    }
-
-    @Override
-    public DeviceBuffer value(String name) {
-      return base.value(name);
-    }
-
-    @Override
-    public DeviceBuffer grad(String name) {
-      return base.grad(name);
-    }
-
-    @Override
-    public DeviceBuffer buffer(String name) {
-      return base.buffer(name);
-    }
-
-    @Override
-    public Workspace workspace() {
-      return base.workspace(); // scratch is not an activation: it outlives no call
     }
 
     @Override
