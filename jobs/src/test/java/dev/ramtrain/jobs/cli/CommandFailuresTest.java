@@ -122,6 +122,23 @@ class CommandFailuresTest {
     assertFalse(Files.exists(run.resolve("_previous-run")));
   }
 
+  /**
+   * A run that diverges before its first checkpoint leaves its metrics for a look, and is no run to
+   * protect: the same command with a sane learning rate takes the directory; --resume would have
+   * said there is nothing to resume (it once said "--resume continues it", and --resume "leave out
+   * --resume").
+   */
+  @Test
+  void aRunThatFailedBeforeItsFirstCheckpointDoesNotBlockTheNext() throws Exception {
+    Path run = tmp.resolve("run");
+    MainTest.Run diverged = train(run, "--lr", "1e9");
+    assertEquals(Main.EXIT_FAILURE, diverged.status(), diverged.err());
+    assertTrue(Files.exists(run.resolve("metrics.jsonl")), "its metrics stay for a look");
+    assertOneLine(train(run, "--resume"), Main.EXIT_USAGE, "no checkpoint to resume from");
+    MainTest.Run again = train(run, "--lr", "0.01");
+    assertEquals(0, again.status(), again.err());
+  }
+
   @Test
   void aModelThatDoesNotFitTheDataIsAUsageErrorBeforeAnythingIsAllocated() {
     assertOneLine(
