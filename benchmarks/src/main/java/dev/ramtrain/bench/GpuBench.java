@@ -180,9 +180,10 @@ public final class GpuBench {
     DeviceProfile profile;
     List<LayerCost> at64;
     try (CudaBackend b = CudaBackend.open(spec)) {
-      costs = LayerCost.measure(() -> ModelSpec.parse(model), b);
+      costs = LayerCost.measure(() -> ModelSpec.parse(model, TrainingSteps.IMAGE), b);
       profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
-      at64 = LayerCost.timed(costs, () -> ModelSpec.parse(model), b, 64, threads);
+      at64 =
+          LayerCost.timed(costs, () -> ModelSpec.parse(model, TrainingSteps.IMAGE), b, 64, threads);
     }
     long resident = PlacementPlan.plan(costs, 64, Long.MAX_VALUE, 2, false, profile).deviceBytes();
     long budget = (long) (resident / ratio);
@@ -202,7 +203,9 @@ public final class GpuBench {
     for (int batch : batches) {
       List<LayerCost> timed;
       try (CudaBackend b = CudaBackend.open(spec)) {
-        timed = LayerCost.timed(costs, () -> ModelSpec.parse(model), b, batch, threads);
+        timed =
+            LayerCost.timed(
+                costs, () -> ModelSpec.parse(model, TrainingSteps.IMAGE), b, batch, threads);
       }
       PlacementPlan plan = PlacementPlan.plan(timed, batch, budget, 2, false, profile);
       TrainingSteps.Run res =

@@ -1,5 +1,6 @@
 package dev.ramtrain.bench;
 
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
@@ -29,6 +30,9 @@ import java.util.function.Supplier;
  * step later still), so the host never stalls the device in the middle of a step.
  */
 final class TrainingSteps {
+  /** The input of cnn: and resnet: specs (mlp: specs say their own): CIFAR-sized RGB. */
+  static final ImageShape IMAGE = new ImageShape(32, 32, 3);
+
   /**
    * The median step (the first two left out: warm-up), each step's loss, the last step's metrics.
    */
@@ -85,13 +89,13 @@ final class TrainingSteps {
   private static Learner learner(
       String spec, int batch, int threads, Streaming how, Backend b, Stream s) {
     if (how == null) {
-      Model model = Model.build(spec, ModelSpec.parse(spec), b, s, batch, 1);
+      Model model = Model.build(spec, ModelSpec.parse(spec, IMAGE), b, s, batch, 1);
       AdamW adamw =
           new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
       return new ResidentLearner(b, model, adamw, 0f);
     }
     return OffloadedLearner.build(
-        new ModelConfig(spec, () -> ModelSpec.parse(spec), batch, 1),
+        new ModelConfig(spec, () -> ModelSpec.parse(spec, IMAGE), batch, 1),
         how,
         (masters, grads, pool) ->
             new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),
