@@ -20,8 +20,8 @@ import org.apache.arrow.memory.util.MemoryUtil;
  * Damaged shards, read without their checksum (as a shard whose manifest was damaged alike would
  * be): every mutation is either refused with a {@link ShardFormatException} when the shard is
  * opened, or naming the file when a batch with a label outside the classes is loaded, or yields
- * batches whose every row lies inside the file's bytes. Never another exception, a crash, or a
- * read outside the file.
+ * batches whose every row lies inside the file's bytes. Never another exception, a crash, or a read
+ * outside the file.
  */
 class ShardFuzzTest {
   private static final byte[] SHARD = shard();
