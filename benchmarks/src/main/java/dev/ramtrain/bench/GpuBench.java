@@ -44,11 +44,11 @@ import jcuda.driver.JCudaDriver;
  *       backend's asynchronous copies reach against that pinned peak (target: 90%);
  *   <li>GEMM TFLOP/s, fp32 and bf16, by cuBLAS (when libcublas.so.12 loads) and by ramtrain's own
  *       kernels;
- *   <li>training steps of a model, resident against streamed for a device budget of a quarter of
- *       its resident footprint, at the planner's smallest batch that hides the copies and at a
- *       quarter of it: step times, exposed copy (target: at most 5% of the step at the planned
- *       batch), overlap, samples/s (target: streamed at most 1.05x resident there), and the plan's
- *       predicted step times beside them.
+ *   <li>training steps of a model, resident against streamed for a device budget that holds its
+ *       activations and a quarter of its weights' state (RATIO), at the planner's smallest batch
+ *       that hides the copies and at a quarter of it: step times, exposed copy (target: at most 5%
+ *       of the step at the planned batch), overlap, samples/s (target: streamed at most 1.05x
+ *       resident there), and the plan's predicted step times beside them.
  * </ul>
  *
  * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO]]]]
@@ -186,10 +186,14 @@ public final class GpuBench {
           LayerCost.timed(costs, () -> ModelSpec.parse(model, TrainingSteps.IMAGE), b, 64, threads);
     }
     long resident = PlacementPlan.plan(costs, 64, Long.MAX_VALUE, 2, false, profile).deviceBytes();
-    long budget = (long) (resident / ratio);
+    // Weights, gradients and AdamW state (16 bytes a parameter) get 1/ratio of theirs; the
+    // activations stay whole, or a convolutional model's budget could not even hold those.
+    long state = 16 * costs.stream().mapToLong(LayerCost::parameters).sum();
+    long budget = resident - state + (long) (state / ratio);
     int planned = PlacementPlan.plan(at64, 64, budget, 2, false, profile).minBatchToHideCopies();
     System.out.printf(
-        "model %s: resident footprint at batch 64 %s, budget %s (1/%.0f); profile %.1f GB/s,"
+        "model %s: resident footprint at batch 64 %s, budget %s (1/%.0f of the weights' state);"
+            + " profile %.1f GB/s,"
             + " %.1f TFLOP/s; the plan hides copies from batch %d%n",
         model,
         PlacementPlan.bytes(resident),
