@@ -189,7 +189,10 @@ public final class GpuBench {
     // Weights, gradients and AdamW state (16 bytes a parameter) get 1/ratio of theirs; the
     // activations stay whole, or a convolutional model's budget could not even hold those.
     long state = 16 * costs.stream().mapToLong(LayerCost::parameters).sum();
-    long budget = resident - state + (long) (state / ratio);
+    // At least what streaming every layer needs: two fp32 slots and two gradient slots of the
+    // largest layer (a small model's quarter may hold less).
+    long floor = 16 * costs.stream().mapToLong(LayerCost::parameters).max().orElse(0);
+    long budget = resident - state + Math.max((long) (state / ratio), floor);
     int planned = PlacementPlan.plan(at64, 64, budget, 2, false, profile).minBatchToHideCopies();
     System.out.printf(
         "model %s: resident footprint at batch 64 %s, budget %s (1/%.0f of the weights' state);"
