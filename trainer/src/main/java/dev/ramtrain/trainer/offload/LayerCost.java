@@ -36,7 +36,8 @@ public record LayerCost(
     double secondsPerSample,
     double updateSeconds,
     double exposedHostUpdateSeconds,
-    long scratchBytesPerSample) {
+    long scratchBytesPerSample,
+    double hostUpdateSeconds) {
 
   /** A layer's memory and FLOPs, its times not measured, no scratch. */
   public LayerCost(
@@ -53,6 +54,7 @@ public record LayerCost(
         activationBytesPerSample,
         outputBytesPerSample,
         flopsPerSample,
+        0,
         0,
         0,
         0,
@@ -102,7 +104,8 @@ public record LayerCost(
               0,
               0,
               0,
-              layer.scratchBytes(1)));
+              layer.scratchBytes(1),
+              0));
     }
     return costs;
   }
@@ -167,7 +170,8 @@ public record LayerCost(
               Math.max(seconds[0] / batch, Double.MIN_NORMAL),
               seconds[1],
               exposed ? host : 0,
-              c.scratchBytesPerSample));
+              c.scratchBytesPerSample,
+              host));
     }
     return timed;
   }
