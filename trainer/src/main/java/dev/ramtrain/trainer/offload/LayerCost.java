@@ -23,8 +23,8 @@ import java.util.function.Supplier;
  * one call (the model's workspace, shared by all layers: a plan counts the largest once), its
  * training FLOPs per sample (forward and backward), and, once {@link #timed} on a backend, the
  * seconds it really takes there: forward and backward per sample, a device AdamW step over its
- * parameters, and the part of a host AdamW step over them that an offloaded step cannot hide (0
- * while not measured).
+ * parameters, a host AdamW step over them, and whether an offloaded step can hide that host step (0
+ * and hidden while not measured).
  */
 public record LayerCost(
     String name,
@@ -35,9 +35,9 @@ public record LayerCost(
     long flopsPerSample,
     double secondsPerSample,
     double updateSeconds,
-    double exposedHostUpdateSeconds,
     long scratchBytesPerSample,
-    double hostUpdateSeconds) {
+    double hostUpdateSeconds,
+    boolean hostUpdateExposed) {
 
   /** A layer's memory and FLOPs, its times not measured, no scratch. */
   public LayerCost(
@@ -58,7 +58,12 @@ public record LayerCost(
         0,
         0,
         0,
-        0);
+        false);
+  }
+
+  /** The host AdamW seconds an offloaded step cannot hide behind the device's work. */
+  public double exposedHostUpdateSeconds() {
+    return hostUpdateExposed ? hostUpdateSeconds : 0;
   }
 
   /** Whether {@link #timed} measured this layer. */
@@ -103,9 +108,9 @@ public record LayerCost(
               flops(layer),
               0,
               0,
-              0,
               layer.scratchBytes(1),
-              0));
+              0,
+              false));
     }
     return costs;
   }
@@ -157,8 +162,6 @@ public record LayerCost(
       Layer layer = layers.get(i);
       LayerCost c = costs.get(i);
       double[] seconds = time(layer, backend, s, batch, i > 0);
-      double host = hostUpdateSeconds(backend, c.parameters, hostThreads);
-      boolean exposed = backend.sharesHostCores() || i == lastToLand;
       timed.add(
           new LayerCost(
               c.name,
@@ -169,9 +172,9 @@ public record LayerCost(
               c.flopsPerSample,
               Math.max(seconds[0] / batch, Double.MIN_NORMAL),
               seconds[1],
-              exposed ? host : 0,
               c.scratchBytesPerSample,
-              host));
+              hostUpdateSeconds(backend, c.parameters, hostThreads),
+              backend.sharesHostCores() || i == lastToLand));
     }
     return timed;
   }

@@ -235,9 +235,7 @@ public record PlacementPlan(
 
   /** The host optimizer's whole time over every layer's parameters. */
   private static double hostUpdate(List<LayerCost> layers) {
-    return layers.stream()
-        .mapToDouble(l -> Math.max(l.hostUpdateSeconds(), l.exposedHostUpdateSeconds()))
-        .sum();
+    return layers.stream().mapToDouble(LayerCost::hostUpdateSeconds).sum();
   }
 
   /**

@@ -54,19 +54,7 @@ class PlacementPlanTest {
   void measuredLayerTimesReplaceTheFlopsEstimate() {
     List<LayerCost> timed = new java.util.ArrayList<>();
     for (LayerCost c : threeLayers()) {
-      timed.add(
-          new LayerCost(
-              c.name(),
-              c.parameters(),
-              c.activationBytesFixed(),
-              c.activationBytesPerSample(),
-              c.outputBytesPerSample(),
-              c.flopsPerSample(),
-              2e-3,
-              1e-3,
-              5e-4,
-              0,
-              5e-4));
+      timed.add(asTimed(c, 5e-4, true));
     }
     PlacementPlan resident = PlacementPlan.plan(timed, 4, 1L << 40, 2, false, DEVICE);
     assertEquals(3 * 4 * 2e-3, resident.computeSeconds(), 1e-12);
@@ -94,23 +82,8 @@ class PlacementPlanTest {
     List<LayerCost> three = threeLayers();
     for (int i = 0; i < three.size(); i++) {
       LayerCost c = three.get(i);
-      double exposed = i == 0 ? 20e-3 : 0; // the first layer's gradient lands last
-      for (List<LayerCost> list : List.of(fast, slowHost)) {
-        boolean slow = list == slowHost;
-        list.add(
-            new LayerCost(
-                c.name(),
-                c.parameters(),
-                c.activationBytesFixed(),
-                c.activationBytesPerSample(),
-                c.outputBytesPerSample(),
-                c.flopsPerSample(),
-                2e-3,
-                1e-3,
-                slow ? exposed : 0,
-                0,
-                slow ? 20e-3 : 0));
-      }
+      fast.add(asTimed(c, 0, false));
+      slowHost.add(asTimed(c, 20e-3, i == 0)); // the first layer's gradient lands last
     }
     double onDevice =
         PlacementPlan.plan(fast, 4, 1L << 40, 2, false, DEVICE, true).streamedStepSeconds();
@@ -119,6 +92,22 @@ class PlacementPlanTest {
     assertEquals(
         Math.max(onDevice, compute / 3 + 40e-3) + 20e-3, plan.streamedStepSeconds(), 1e-12);
     assertTrue(plan.streamedStepSeconds() >= 60e-3, "at least the host's whole update");
+  }
+
+  /** {@code c} as if timed: 2 ms per sample, a 1 ms device update, the given host update. */
+  private static LayerCost asTimed(LayerCost c, double hostUpdateSeconds, boolean exposed) {
+    return new LayerCost(
+        c.name(),
+        c.parameters(),
+        c.activationBytesFixed(),
+        c.activationBytesPerSample(),
+        c.outputBytesPerSample(),
+        c.flopsPerSample(),
+        2e-3,
+        1e-3,
+        0,
+        hostUpdateSeconds,
+        exposed);
   }
 
   @Test
