@@ -56,42 +56,6 @@ public record PreprocessOptions(
         "ramtrain.etl.output is required for offline preprocessing (--output)");
   }
 
-  /** Photos turned upright by their EXIF orientation, the default. */
-  public PreprocessOptions(
-      ImageTransform transform,
-      ImageDecoder.Kind decoder,
-      long maxPixels,
-      long maxFileBytes,
-      double valFraction,
-      long seed,
-      long shardTargetBytes,
-      long batchTargetBytes,
-      int shardsPerSplit,
-      int minShardsPerSplit,
-      double maxRejectFraction,
-      Output output,
-      String outputPath,
-      boolean overwrite,
-      boolean directIo) {
-    this(
-        transform,
-        decoder,
-        maxPixels,
-        maxFileBytes,
-        valFraction,
-        seed,
-        shardTargetBytes,
-        batchTargetBytes,
-        shardsPerSplit,
-        minShardsPerSplit,
-        maxRejectFraction,
-        output,
-        outputPath,
-        overwrite,
-        directIo,
-        true);
-  }
-
   private static void require(boolean ok, String message) {
     if (!ok) {
       throw new IllegalArgumentException(message);

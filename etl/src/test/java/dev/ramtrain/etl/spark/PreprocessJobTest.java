@@ -321,7 +321,8 @@ class PreprocessJobTest {
             options.output(),
             options.outputPath(),
             true,
-            options.directIo());
+            options.directIo(),
+            options.exifOrientation());
     Preprocessing.run(new ImageFolderSource(images.toString()), overwrite);
     Manifest m = Preprocessing.open(out).manifest();
     assertEquals(1, m.split(Manifest.TRAIN).shards().size());

@@ -41,6 +41,7 @@ final class Preprocessing {
         mode,
         out == null ? null : out.toString(),
         false,
+        true,
         true);
   }
 
@@ -63,7 +64,8 @@ final class Preprocessing {
         PreprocessOptions.Output.OFFLINE,
         output,
         overwrite,
-        o.directIo());
+        o.directIo(),
+        o.exifOrientation());
   }
 
   /** {@code o} with a fixed number of shards per split and no val split. */
@@ -83,7 +85,8 @@ final class Preprocessing {
         o.output(),
         o.outputPath(),
         o.overwrite(),
-        o.directIo());
+        o.directIo(),
+        o.exifOrientation());
   }
 
   static PreprocessResult run(ImageSource source, PreprocessOptions options) throws IOException {

@@ -31,6 +31,7 @@ class ShardPlanTest {
         PreprocessOptions.Output.MEMORY,
         null,
         false,
+        true,
         true);
   }
 

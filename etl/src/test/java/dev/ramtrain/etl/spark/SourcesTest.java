@@ -52,6 +52,7 @@ class SourcesTest {
         PreprocessOptions.Output.OFFLINE,
         out.toString(),
         false,
+        true,
         true);
   }
 
