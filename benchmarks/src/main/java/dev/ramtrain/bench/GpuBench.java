@@ -20,6 +20,9 @@ import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cuda.CudaBackend;
+import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
@@ -150,18 +153,18 @@ public final class GpuBench {
           DeviceBuffer half = b.allocate("a.bf16", DType.BF16, elements);
           Event start = b.createEvent("start");
           Event end = b.createEvent("end")) {
-        b.fill(s, a, 0.5f);
-        b.convert(s, a, half);
+        b.run(s, new Fill(a, 0.5f));
+        b.run(s, new Convert(a, half));
         double fp32 = Double.MAX_VALUE;
         double bf16 = Double.MAX_VALUE;
         for (int i = 0; i < 5; i++) {
           start.record(s);
-          b.gemm(s, false, false, n, n, n, 1f, a, n, a, n, 0f, c, n);
+          b.run(s, new Gemm(false, false, n, n, n, 1f, a, n, a, n, 0f, c, n));
           end.record(s);
           end.synchronize();
           fp32 = Math.min(fp32, end.millisSince(start) / 1e3);
           start.record(s);
-          b.gemm(s, false, false, n, n, n, 1f, half, n, half, n, 0f, c, n);
+          b.run(s, new Gemm(false, false, n, n, n, 1f, half, n, half, n, 0f, c, n));
           end.record(s);
           end.synchronize();
           bf16 = Math.min(bf16, end.millisSince(start) / 1e3);

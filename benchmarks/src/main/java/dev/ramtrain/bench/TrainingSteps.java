@@ -8,6 +8,7 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
@@ -60,7 +61,7 @@ final class TrainingSteps {
         Map<String, Object> metrics = Map.of();
         for (int step = 0; step < steps; step++) {
           starts[step] = System.nanoTime();
-          b.fill(s, x, 0.1f + 0.01f * (step % 7));
+          b.run(s, new Fill(x, 0.1f + 0.01f * (step % 7)));
           learner.beginStep(s, step);
           DeviceBuffer logits = learner.forward(s, x, batch, true);
           DeviceBuffer dlogits = loss.compute(s, logits, labels, batch);

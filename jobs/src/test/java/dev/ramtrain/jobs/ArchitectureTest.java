@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs;
 
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -19,6 +20,10 @@ import org.junit.jupiter.api.Test;
 class ArchitectureTest {
   private static final String[] SPARK_HADOOP_OPENCV = {
     "org.apache.spark..", "org.apache.hadoop..", "scala..", "org.bytedeco.opencv.."
+  };
+
+  private static final String[] ENGINES = {
+    "dev.ramtrain.trainer.backend.cpu..", "dev.ramtrain.trainer.backend.cuda.."
   };
 
   private static JavaClasses classes;
@@ -95,7 +100,42 @@ class ArchitectureTest {
                 "dev.ramtrain.trainer.checkpoint..")
             .should()
             .dependOnClassesThat()
-            .resideInAnyPackage("dev.ramtrain.trainer.backend.*.."));
+            .resideInAnyPackage(ENGINES));
+  }
+
+  /**
+   * An operation is described once, engine-free: its record in {@code backend.ops} (arguments and
+   * their checks) depends on nothing but the backend's own types, and each engine implements it in
+   * its own package without reaching into the other engine.
+   */
+  @Test
+  void operationsAreEngineFreeRecords() {
+    check(
+        classes()
+            .that()
+            .resideInAPackage("dev.ramtrain.trainer.backend.ops..")
+            .and()
+            .areNotInterfaces()
+            .should()
+            .beRecords()
+            .andShould()
+            .onlyDependOnClassesThat()
+            .resideInAnyPackage(
+                "java..", "dev.ramtrain.trainer.backend", "dev.ramtrain.trainer.backend.ops.."));
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage("dev.ramtrain.trainer.backend.cpu..")
+            .should()
+            .dependOnClassesThat()
+            .resideInAPackage("dev.ramtrain.trainer.backend.cuda.."));
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage("dev.ramtrain.trainer.backend.cuda..")
+            .should()
+            .dependOnClassesThat()
+            .resideInAPackage("dev.ramtrain.trainer.backend.cpu.."));
   }
 
   private static void check(ArchRule rule) {

@@ -7,6 +7,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.NormalizeImages;
 import dev.ramtrain.trainer.data.Batch;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -96,16 +97,17 @@ public final class DeviceInputs implements AutoCloseable {
   public DeviceBuffer normalized(int slot, int n) {
     compute.waitFor(copied[slot]);
     DeviceBuffer x = input.view(0, (long) n * shape.bytes());
-    backend.normalizeImages(
+    backend.run(
         compute,
-        pixels[slot].view(0, (long) n * shape.bytes()),
-        n,
-        shape.height(),
-        shape.width(),
-        shape.channels(),
-        mean,
-        std,
-        x);
+        new NormalizeImages(
+            pixels[slot].view(0, (long) n * shape.bytes()),
+            n,
+            shape.height(),
+            shape.width(),
+            shape.channels(),
+            mean,
+            std,
+            x));
     return x;
   }
 

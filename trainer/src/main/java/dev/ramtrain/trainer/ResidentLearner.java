@@ -4,6 +4,8 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Add;
+import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.GradientExchange;
@@ -83,7 +85,7 @@ public final class ResidentLearner implements Learner {
       stepTotal = backend.allocate("gradients.step-total", DType.F32, grads.count());
     }
     if (holdsTotal) {
-      backend.add(compute, stepTotal, grads, stepTotal);
+      backend.run(compute, new Add(stepTotal, grads, stepTotal));
     } else {
       backend.copy(grads, stepTotal, compute);
       holdsTotal = true;
@@ -95,7 +97,8 @@ public final class ResidentLearner implements Learner {
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
     if (holdsTotal) { // the last micro-batch of an accumulated step: its gradient joins the total
       model.backward(compute, dlogits, batch);
-      backend.add(compute, stepTotal, model.parameters().grads(), model.parameters().grads());
+      backend.run(
+          compute, new Add(stepTotal, model.parameters().grads(), model.parameters().grads()));
       if (exchange != null) {
         for (int layer = model.layers().size() - 1; layer >= 0; layer--) {
           exchange.layerDone(compute, layer);
@@ -109,7 +112,7 @@ public final class ResidentLearner implements Learner {
       exchange.finish(compute);
     }
     if (clipNorm > 0) {
-      backend.clipGradNorm(compute, model.parameters().grads(), clipNorm, gradNorm);
+      backend.run(compute, new ClipGradNorm(model.parameters().grads(), clipNorm, gradNorm));
     }
     optimizer.step(compute, model.parameters(), lr);
   }

@@ -1,57 +1,14 @@
 package dev.ramtrain.trainer.backend;
 
 /**
- * The argument checks every backend makes before it enqueues work, in the caller's thread (an error
- * in enqueued work would surface only at the next synchronize, far from its cause): element counts,
- * matrix shapes and strides, byte ranges, convolution windows. The CPU backend and the CUDA backend
- * share them, so both reject the same calls with the same messages.
+ * The argument checks made before work is enqueued, in the caller's thread (an error in enqueued
+ * work would surface only at the next synchronize, far from its cause): element counts and types,
+ * matrix shapes and strides, byte ranges, convolution windows. The operations' records ({@code
+ * backend.ops}) and the engines' copies use them, so every engine rejects the same calls with the
+ * same messages.
  */
 public final class ArgumentChecks {
   private ArgumentChecks() {}
-
-  /** The operands of {@link Backend#gemm}: op(A) is m x k, op(B) k x n, C m x n. */
-  public static void checkGemm(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      DeviceBuffer a,
-      int lda,
-      DeviceBuffer b,
-      int ldb,
-      DeviceBuffer c,
-      int ldc) {
-    checkMatrix(a, transA ? k : m, transA ? m : k, lda);
-    checkMatrix(b, transB ? n : k, transB ? k : n, ldb);
-    checkMatrix(c, m, n, ldc);
-  }
-
-  /** The operands of {@link Backend#gemmStridedBatched}: {@code count} GEMMs at fixed strides. */
-  public static void checkGemmStridedBatched(
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      DeviceBuffer a,
-      int lda,
-      long strideA,
-      DeviceBuffer b,
-      int ldb,
-      long strideB,
-      DeviceBuffer c,
-      int ldc,
-      long strideC,
-      int count) {
-    if (count < 1 || strideA < 0 || strideB < 0 || strideC < 0) {
-      throw new IllegalArgumentException(
-          "batched GEMM: count " + count + ", strides " + strideA + "/" + strideB + "/" + strideC);
-    }
-    checkBatch(a, transA ? k : m, transA ? m : k, lda, strideA, count);
-    checkBatch(b, transB ? n : k, transB ? k : n, ldb, strideB, count);
-    checkBatch(c, m, n, ldc, strideC, count);
-  }
 
   /** The output size of a window of {@code k} with {@code stride} over {@code size} + padding. */
   public static int convOut(int size, int k, int stride, int pad) {
@@ -157,27 +114,24 @@ public final class ArgumentChecks {
     }
   }
 
-  /**
-   * {@link Backend#convert}'s operands: the same length, F32 to BF16 or back; true for F32 to BF16.
-   */
-  public static boolean checkConversion(DeviceBuffer src, DeviceBuffer dst) {
-    checkCount(dst, src.count());
-    if (src.dtype() == DType.F32 && dst.dtype() == DType.BF16) {
-      return true;
+  /** {@code x} holds {@code expected} elements of F32. */
+  public static void checkF32(DeviceBuffer x, long expected) {
+    checkCount(x, expected);
+    requireType(x, DType.F32);
+  }
+
+  public static void requireType(DeviceBuffer x, DType wanted) {
+    if (x.dtype() != wanted) {
+      throw new IllegalArgumentException(x.label() + " is " + x.dtype() + ", expected " + wanted);
     }
-    if (src.dtype() == DType.BF16 && dst.dtype() == DType.F32) {
-      return false;
+  }
+
+  /** A GEMM multiplies F32 or BF16 operands (bf16 storage, fp32 accumulation). */
+  public static void requireGemmOperand(DeviceBuffer x) {
+    if (x.dtype() != DType.F32 && x.dtype() != DType.BF16) {
+      throw new IllegalArgumentException(
+          x.label() + " is " + x.dtype() + ", expected F32 or BF16 for a GEMM operand");
     }
-    throw new IllegalArgumentException(
-        "convert "
-            + src.label()
-            + " ("
-            + src.dtype()
-            + ") to "
-            + dst.label()
-            + " ("
-            + dst.dtype()
-            + "): only F32 <-> BF16");
   }
 
   public static void checkRange(String label, long offset, long bytes, long size) {

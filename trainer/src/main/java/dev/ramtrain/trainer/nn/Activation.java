@@ -2,6 +2,10 @@ package dev.ramtrain.trainer.nn;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Gelu;
+import dev.ramtrain.trainer.backend.ops.GeluBackward;
+import dev.ramtrain.trainer.backend.ops.Relu;
+import dev.ramtrain.trainer.backend.ops.ReluBackward;
 
 /** An elementwise activation, ReLU or GELU (exact, as PyTorch's default). */
 public final class Activation extends BaseLayer {
@@ -43,9 +47,9 @@ public final class Activation extends BaseLayer {
     x = input;
     DeviceBuffer yb = y.view(0, (long) batch * size);
     if (kind == Kind.RELU) {
-      backend.relu(s, input, yb);
+      backend.run(s, new Relu(input, yb));
     } else {
-      backend.gelu(s, input, yb);
+      backend.run(s, new Gelu(input, yb));
     }
     return yb;
   }
@@ -57,9 +61,9 @@ public final class Activation extends BaseLayer {
     }
     DeviceBuffer dxb = dx.view(0, (long) batch * size);
     if (kind == Kind.RELU) {
-      backend.reluBackward(s, x, dy, dxb);
+      backend.run(s, new ReluBackward(x, dy, dxb));
     } else {
-      backend.geluBackward(s, x, dy, dxb);
+      backend.run(s, new GeluBackward(x, dy, dxb));
     }
     return dxb;
   }

@@ -2,6 +2,9 @@ package dev.ramtrain.trainer.nn;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.BatchNormBackward;
+import dev.ramtrain.trainer.backend.ops.BatchNormInference;
+import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
 import java.util.List;
 
 /**
@@ -85,25 +88,28 @@ public final class BatchNorm2d extends BaseLayer {
     DeviceBuffer yb = y.view(0, (long) batch * outputSize());
     if (training) {
       x = input;
-      backend.batchNormTrain(
+      backend.run(
           s,
-          input,
-          batch,
-          c,
-          hw,
-          gamma,
-          beta,
-          EPS,
-          recomputing ? 0f : MOMENTUM, // momentum 0 leaves the running statistics as they are
-          runningMean,
-          runningVar,
-          yb,
-          savedMean,
-          savedInvStd);
+          new BatchNormTrain(
+              input,
+              batch,
+              c,
+              hw,
+              gamma,
+              beta,
+              EPS,
+              recomputing ? 0f : MOMENTUM, // momentum 0 leaves the running statistics as they are
+              runningMean,
+              runningVar,
+              yb,
+              savedMean,
+              savedInvStd));
     } else {
       x = null;
-      backend.batchNormInference(
-          s, input, batch, c, hw, gamma, beta, EPS, runningMean, runningVar, yb);
+      backend.run(
+          s,
+          new BatchNormInference(
+              input, batch, c, hw, gamma, beta, EPS, runningMean, runningVar, yb));
     }
     return yb;
   }
@@ -114,8 +120,10 @@ public final class BatchNorm2d extends BaseLayer {
       throw new IllegalStateException(name + ": backward without a training forward");
     }
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
-    backend.batchNormBackward(
-        s, x, dy, batch, c, hw, gamma, savedMean, savedInvStd, gammaGrad, betaGrad, dxb);
+    backend.run(
+        s,
+        new BatchNormBackward(
+            x, dy, batch, c, hw, gamma, savedMean, savedInvStd, gammaGrad, betaGrad, dxb));
     return needInputGrad ? dxb : null;
   }
 }

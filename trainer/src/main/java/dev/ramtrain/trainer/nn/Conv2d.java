@@ -3,6 +3,12 @@ package dev.ramtrain.trainer.nn;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.AddChannelBias;
+import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
+import dev.ramtrain.trainer.backend.ops.Im2col;
+import dev.ramtrain.trainer.backend.ops.SumChannels;
 import java.util.List;
 
 /**
@@ -175,7 +181,7 @@ public final class Conv2d extends BaseLayer {
   /** The columns of the input's {@code batch} images; bf16 ones for a bf16 convolution. */
   private DeviceBuffer columns(Stream s, DeviceBuffer x, int batch) {
     DeviceBuffer colsb = cols.view(0, (long) batch * patch * oh * ow);
-    backend.im2col(s, x, batch, in, h, w, k, k, stride, pad, colsb);
+    backend.run(s, new Im2col(x, window(batch), colsb));
     return precision == Precision.BF16 ? Precision.inBf16(backend, s, colsb, colsHalf) : cols;
   }
 
@@ -187,28 +193,29 @@ public final class Conv2d extends BaseLayer {
     weightUsed =
         precision == Precision.BF16 ? Precision.inBf16(backend, s, weight, weightHalf) : weight;
     // y_i [out, hw] = W [out, patch] · cols_i [patch, hw] for every image i
-    backend.gemmStridedBatched(
+    backend.run(
         s,
-        false,
-        false,
-        out,
-        hw,
-        patch,
-        1f,
-        weightUsed,
-        patch,
-        0,
-        colsUsed,
-        hw,
-        (long) patch * hw,
-        0f,
-        y,
-        hw,
-        (long) out * hw,
-        batch);
+        new GemmStridedBatched(
+            false,
+            false,
+            out,
+            hw,
+            patch,
+            1f,
+            weightUsed,
+            patch,
+            0,
+            colsUsed,
+            hw,
+            (long) patch * hw,
+            0f,
+            y,
+            hw,
+            (long) out * hw,
+            batch));
     DeviceBuffer yb = y.view(0, (long) batch * out * hw);
     if (hasBias) {
-      backend.addChannelBias(s, yb, bias, batch, out, hw);
+      backend.run(s, new AddChannelBias(yb, bias, batch, out, hw));
     }
     if (precision == Precision.BF16) {
       Precision.round(backend, s, yb, dyHalf);
@@ -220,60 +227,66 @@ public final class Conv2d extends BaseLayer {
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
     int hw = oh * ow;
     if (hasBias) {
-      backend.sumChannels(s, dy, biasGrad, batch, out, hw);
+      backend.run(s, new SumChannels(dy, biasGrad, batch, out, hw));
     }
     DeviceBuffer g = precision == Precision.BF16 ? Precision.inBf16(backend, s, dy, dyHalf) : dy;
     // The columns again, from the input (the workspace has served other layers since).
     DeviceBuffer colsUsed = columns(s, input, batch);
     // dW += Σ_i dy_i [out, hw] · cols_iᵀ
-    backend.gemmStridedBatched(
+    backend.run(
         s,
-        false,
-        true,
-        out,
-        patch,
-        hw,
-        1f,
-        g,
-        hw,
-        (long) out * hw,
-        colsUsed,
-        hw,
-        (long) patch * hw,
-        1f,
-        weightGrad,
-        patch,
-        0,
-        batch);
+        new GemmStridedBatched(
+            false,
+            true,
+            out,
+            patch,
+            hw,
+            1f,
+            g,
+            hw,
+            (long) out * hw,
+            colsUsed,
+            hw,
+            (long) patch * hw,
+            1f,
+            weightGrad,
+            patch,
+            0,
+            batch));
     if (!needInputGrad) {
       return null;
     }
     // dcols_i = Wᵀ · dy_i for every image i, into the columns' scratch (dW has read them)
-    backend.gemmStridedBatched(
+    backend.run(
         s,
-        true,
-        false,
-        patch,
-        hw,
-        out,
-        1f,
-        weightUsed,
-        patch,
-        0,
-        g,
-        hw,
-        (long) out * hw,
-        0f,
-        cols,
-        hw,
-        (long) patch * hw,
-        batch);
+        new GemmStridedBatched(
+            true,
+            false,
+            patch,
+            hw,
+            out,
+            1f,
+            weightUsed,
+            patch,
+            0,
+            g,
+            hw,
+            (long) out * hw,
+            0f,
+            cols,
+            hw,
+            (long) patch * hw,
+            batch));
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
-    backend.col2im(
-        s, cols.view(0, (long) batch * patch * hw), batch, in, h, w, k, k, stride, pad, dxb);
+    backend.run(s, new Col2im(cols.view(0, (long) batch * patch * hw), window(batch), dxb));
     if (precision == Precision.BF16) {
       Precision.round(backend, s, dxb, colsHalf); // the bf16 columns have served dW
     }
     return dxb;
+  }
+
+  /** This layer's window over a batch of its input. */
+  private ConvWindow window(int batch) {
+    return new ConvWindow(batch, in, h, w, k, k, stride, pad);
   }
 }

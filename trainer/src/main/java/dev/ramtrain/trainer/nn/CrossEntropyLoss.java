@@ -4,6 +4,9 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Multiply;
+import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
 
 /** Softmax cross-entropy with label smoothing: per-sample losses and dL/dlogits of the mean. */
 public final class CrossEntropyLoss implements AutoCloseable {
@@ -39,12 +42,14 @@ public final class CrossEntropyLoss implements AutoCloseable {
   public DeviceBuffer compute(
       Stream stream, DeviceBuffer logits, DeviceBuffer labels, int batch, long meanOver) {
     DeviceBuffer g = dlogits.view(0, (long) batch * classes);
-    backend.softmaxCrossEntropy(
-        stream, logits, labels, batch, classes, smoothing, losses.view(0, batch), g);
+    backend.run(
+        stream,
+        new SoftmaxCrossEntropy(
+            logits, labels, batch, classes, smoothing, losses.view(0, batch), g));
     if (meanOver != batch) {
       DeviceBuffer share = scale.view(0, (long) batch * classes);
-      backend.fill(stream, share, (float) ((double) batch / meanOver));
-      backend.multiply(stream, g, share, g);
+      backend.run(stream, new Fill(share, (float) ((double) batch / meanOver)));
+      backend.run(stream, new Multiply(g, share, g));
     }
     return g;
   }

@@ -3,6 +3,8 @@ package dev.ramtrain.trainer.nn;
 import dev.ramtrain.format.ids.SampleIds;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.DropoutMask;
+import dev.ramtrain.trainer.backend.ops.Multiply;
 
 /**
  * Inverted dropout, as nn.Dropout(p): in training each value is zeroed with probability p and the
@@ -57,8 +59,8 @@ public final class Dropout extends BaseLayer {
     long n = (long) batch * size;
     DeviceBuffer m = mask.view(0, n);
     DeviceBuffer yb = y.view(0, n);
-    backend.dropoutMask(s, p, stepSeed, m);
-    backend.multiply(s, x, m, yb);
+    backend.run(s, new DropoutMask(p, stepSeed, m));
+    backend.run(s, new Multiply(x, m, yb));
     return yb;
   }
 
@@ -72,7 +74,7 @@ public final class Dropout extends BaseLayer {
     }
     long n = (long) batch * size;
     DeviceBuffer dxb = dx.view(0, n);
-    backend.multiply(s, dy, mask.view(0, n), dxb);
+    backend.run(s, new Multiply(dy, mask.view(0, n), dxb));
     return dxb;
   }
 }

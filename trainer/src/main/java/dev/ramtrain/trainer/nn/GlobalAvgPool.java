@@ -2,6 +2,8 @@ package dev.ramtrain.trainer.nn;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Gemm;
 
 /**
  * Global average pooling of NCHW activations to one value per channel, as nn.AdaptiveAvgPool2d(1)
@@ -42,10 +44,10 @@ public final class GlobalAvgPool extends BaseLayer {
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     // Filled on every forward (hw values): bind has no stream, and with activation checkpointing
     // the buffer is shared with other layers between this layer's forward and backward.
-    backend.fill(s, ones, 1f);
+    backend.run(s, new Fill(ones, 1f));
     int planes = batch * c;
     DeviceBuffer yb = y.view(0, planes);
-    backend.gemm(s, false, false, planes, 1, hw, 1f / hw, x, hw, ones, 1, 0f, yb, 1);
+    backend.run(s, new Gemm(false, false, planes, 1, hw, 1f / hw, x, hw, ones, 1, 0f, yb, 1));
     return yb;
   }
 
@@ -56,7 +58,7 @@ public final class GlobalAvgPool extends BaseLayer {
     }
     int planes = batch * c;
     DeviceBuffer dxb = dx.view(0, (long) planes * hw);
-    backend.gemm(s, false, false, planes, hw, 1, 1f / hw, dy, 1, ones, hw, 0f, dxb, hw);
+    backend.run(s, new Gemm(false, false, planes, hw, 1, 1f / hw, dy, 1, ones, hw, 0f, dxb, hw));
     return dxb;
   }
 }

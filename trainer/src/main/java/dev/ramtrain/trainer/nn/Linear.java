@@ -3,6 +3,9 @@ package dev.ramtrain.trainer.nn;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.AddBias;
+import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.util.List;
 
 /**
@@ -86,8 +89,8 @@ public final class Linear extends BaseLayer {
       wh = weight;
     }
     // y [batch, out] = x [batch, in] · Wᵀ (W [out, in])
-    backend.gemm(s, false, true, batch, out, in, 1f, x, in, wh, in, 0f, yb, out);
-    backend.addBias(s, yb, bias, batch, out);
+    backend.run(s, new Gemm(false, true, batch, out, in, 1f, x, in, wh, in, 0f, yb, out));
+    backend.run(s, new AddBias(yb, bias, batch, out));
     if (precision == Precision.BF16) {
       Precision.round(backend, s, yb, dyHalf);
     }
@@ -96,15 +99,18 @@ public final class Linear extends BaseLayer {
 
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
-    backend.sumRows(s, dy, biasGrad, batch, out, 1f); // db += Σ dy
+    backend.run(s, new SumRows(dy, biasGrad, batch, out, 1f)); // db += Σ dy
     DeviceBuffer g = precision == Precision.BF16 ? Precision.inBf16(backend, s, dy, dyHalf) : dy;
-    backend.gemm(
-        s, true, false, out, in, batch, 1f, g, out, x, in, 1f, weightGrad, in); // dW += dyᵀ x
+    backend.run(
+        s,
+        new Gemm(
+            true, false, out, in, batch, 1f, g, out, x, in, 1f, weightGrad, in)); // dW += dyᵀ x
     if (!needInputGrad) {
       return null;
     }
     DeviceBuffer dxb = dx.view(0, (long) batch * in);
-    backend.gemm(s, false, false, batch, in, out, 1f, g, out, wh, in, 0f, dxb, in); // dx = dy W
+    backend.run(
+        s, new Gemm(false, false, batch, in, out, 1f, g, out, wh, in, 0f, dxb, in)); // dx = dy W
     if (precision == Precision.BF16) {
       Precision.round(backend, s, dxb, xHalf); // the bf16 input has served dW
     }

@@ -3,6 +3,8 @@ package dev.ramtrain.trainer.nn;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.MaxPool;
+import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 
 /** k×k max pooling of NCHW activations (no padding), as nn.MaxPool2d(k, stride). */
 public final class MaxPool2d extends BaseLayer {
@@ -60,8 +62,9 @@ public final class MaxPool2d extends BaseLayer {
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     DeviceBuffer yb = y.view(0, (long) batch * outputSize());
-    backend.maxPool(
-        s, x, batch, c, h, w, k, stride, yb, argmax.view(0, (long) batch * outputSize()));
+    backend.run(
+        s,
+        new MaxPool(x, batch, c, h, w, k, stride, yb, argmax.view(0, (long) batch * outputSize())));
     return yb;
   }
 
@@ -71,8 +74,10 @@ public final class MaxPool2d extends BaseLayer {
       return null;
     }
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
-    backend.maxPoolBackward(
-        s, dy, argmax.view(0, (long) batch * outputSize()), batch, c, h, w, oh, ow, dxb);
+    backend.run(
+        s,
+        new MaxPoolBackward(
+            dy, argmax.view(0, (long) batch * outputSize()), batch, c, h, w, oh, ow, dxb));
     return dxb;
   }
 }

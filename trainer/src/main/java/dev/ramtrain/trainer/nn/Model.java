@@ -4,6 +4,7 @@ import dev.ramtrain.format.ids.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntConsumer;
@@ -151,7 +152,7 @@ public final class Model implements Network, AutoCloseable {
   }
 
   public void zeroGrad(Stream stream) {
-    backend.fill(stream, parameters.grads(), 0f);
+    backend.run(stream, new Fill(parameters.grads(), 0f));
   }
 
   @Override

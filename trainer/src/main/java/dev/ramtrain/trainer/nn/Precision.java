@@ -4,6 +4,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Convert;
 
 /**
  * The arithmetic of the GEMM layers ({@code ramtrain.train.precision}). {@code fp32}: everything in
@@ -28,7 +29,7 @@ public enum Precision {
       return x;
     }
     DeviceBuffer half = into.view(0, x.count());
-    backend.convert(s, x, half);
+    backend.run(s, new Convert(x, half));
     return half;
   }
 
@@ -37,7 +38,7 @@ public enum Precision {
    */
   static void round(Backend backend, Stream s, DeviceBuffer x, DeviceBuffer scratch) {
     DeviceBuffer half = scratch.view(0, x.count());
-    backend.convert(s, x, half);
-    backend.convert(s, half, x);
+    backend.run(s, new Convert(x, half));
+    backend.run(s, new Convert(half, x));
   }
 }

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.nn;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Add;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -104,7 +105,7 @@ public final class ResidualBlock extends BaseLayer {
     DeviceBuffer h = run(main, s, x, batch, training);
     DeviceBuffer skip = run(shortcut, s, x, batch, training);
     DeviceBuffer total = sum.view(0, (long) batch * outputSize());
-    backend.add(s, h, skip, total);
+    backend.run(s, new Add(h, skip, total));
     return relu.forward(s, total, batch, training);
   }
 
@@ -126,7 +127,7 @@ public final class ResidualBlock extends BaseLayer {
       return null;
     }
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
-    backend.add(s, dMain, dSkip, dxb);
+    backend.run(s, new Add(dMain, dSkip, dxb));
     return dxb;
   }
 

@@ -5,6 +5,8 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Gemm;
 
 /**
  * What the plan needs to know of a device: its memory, the host-to-device bandwidth from pinned
@@ -33,7 +35,7 @@ public record DeviceProfile(
         DeviceBuffer device = backend.allocate("profile.device", DType.U8, bytes);
         DeviceBuffer a = backend.allocate("profile.a", DType.F32, (long) n * n);
         DeviceBuffer c = backend.allocate("profile.c", DType.F32, (long) n * n)) {
-      backend.fill(s, a, 0.5f);
+      backend.run(s, new Fill(a, 0.5f));
       double copy = Double.MAX_VALUE;
       double gemm = Double.MAX_VALUE;
       for (int round = 0; round < 3; round++) {
@@ -41,7 +43,7 @@ public record DeviceProfile(
         backend.copy(host, 0, device, bytes, s);
         s.synchronize();
         long t1 = System.nanoTime();
-        backend.gemm(s, false, false, n, n, n, 1f, a, n, a, n, 0f, c, n);
+        backend.run(s, new Gemm(false, false, n, n, n, 1f, a, n, a, n, 0f, c, n));
         s.synchronize();
         long t2 = System.nanoTime();
         copy = Math.min(copy, (t1 - t0) / 1e9);

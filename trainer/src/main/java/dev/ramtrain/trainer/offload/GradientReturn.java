@@ -5,6 +5,7 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.util.ArrayList;
 import java.util.List;
@@ -68,7 +69,7 @@ final class GradientReturn implements AutoCloseable {
 
   /** Zeroes streamed layer i's gradient slot (its backward accumulates into it). */
   void zeroSlot(Stream compute, int i) {
-    backend.fill(compute, slotOf(layout.ordinal(i)).view(0, layout.count(i)), 0f);
+    backend.run(compute, new Fill(slotOf(layout.ordinal(i)).view(0, layout.count(i)), 0f));
   }
 
   /** Copies layer i's gradient to the host slab on the copy-out stream once backward made it. */

@@ -5,6 +5,8 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.AdamWStep;
+import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.nn.Conv2d;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Linear;
@@ -210,8 +212,9 @@ public record LayerCost(
         DeviceBuffer m = backend.allocate("timing.m", DType.F32, params);
         DeviceBuffer v = backend.allocate("timing.v", DType.F32, params)) {
       p.initialize(backend, s, 1);
-      backend.dropoutMask(s, 0.5f, 7, x); // values of 0 and 2: inputs whose ReLUs and maxima vary
-      backend.dropoutMask(s, 0.5f, 8, dy);
+      backend.run(
+          s, new DropoutMask(0.5f, 7, x)); // values of 0 and 2: inputs whose ReLUs and maxima vary
+      backend.run(s, new DropoutMask(0.5f, 8, dy));
       layer.bind(backend, p, batch);
       try {
         double[] steps = new double[4];
@@ -224,7 +227,8 @@ public record LayerCost(
           s.synchronize();
           long t1 = System.nanoTime();
           if (params > 0) {
-            backend.adamwStep(s, p.values(), p.grads(), m, v, 1e-9f, 0.9f, 0.999f, 1e-8f, 0f, 1);
+            backend.run(
+                s, new AdamWStep(p.values(), p.grads(), m, v, 1e-9f, 0.9f, 0.999f, 1e-8f, 0f, 1));
             s.synchronize();
           }
           steps[it] = (t1 - t0) / 1e9;

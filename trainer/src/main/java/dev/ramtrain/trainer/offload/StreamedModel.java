@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.Network;
@@ -231,7 +232,7 @@ public final class StreamedModel implements Network, AutoCloseable {
         compute.waitFor(gradients.onHost(i)); // the previous step's copy has read the slab
       }
     }
-    backend.fill(compute, resident.grads(), 0f); // streamed ones are zeroed in their slot
+    backend.run(compute, new Fill(resident.grads(), 0f)); // streamed ones are zeroed in their slot
     long stepSeed = SampleIds.mix(seed, step);
     layers.forEach(l -> l.beginStep(stepSeed));
   }

@@ -5,6 +5,7 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Convert;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -95,8 +96,9 @@ final class WeightRing implements AutoCloseable {
     int s = layout.ordinal(i) % slots.size();
     compute.waitFor(loaded[s]);
     if (working != null) {
-      backend.convert(
-          compute, slots.get(s).view(0, layout.count(i)), working.view(0, layout.count(i)));
+      backend.run(
+          compute,
+          new Convert(slots.get(s).view(0, layout.count(i)), working.view(0, layout.count(i))));
       free[s].record(compute);
     }
   }

@@ -4,6 +4,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.AdamWStep;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.util.List;
 
@@ -25,18 +26,19 @@ public final class AdamW implements Optimizer {
   @Override
   public void step(Stream stream, Parameters p, float lr) {
     steps++;
-    backend.adamwStep(
+    backend.run(
         stream,
-        p.values(),
-        p.grads(),
-        m,
-        v,
-        lr,
-        spec.beta1(),
-        spec.beta2(),
-        spec.eps(),
-        spec.weightDecay(),
-        steps);
+        new AdamWStep(
+            p.values(),
+            p.grads(),
+            m,
+            v,
+            lr,
+            spec.beta1(),
+            spec.beta2(),
+            spec.eps(),
+            spec.weightDecay(),
+            steps));
   }
 
   @Override

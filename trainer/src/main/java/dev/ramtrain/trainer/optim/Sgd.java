@@ -4,6 +4,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.SgdStep;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.util.List;
 
@@ -22,15 +23,16 @@ public final class Sgd implements Optimizer {
 
   @Override
   public void step(Stream stream, Parameters p, float lr) {
-    backend.sgdStep(
+    backend.run(
         stream,
-        p.values(),
-        p.grads(),
-        buffer,
-        lr,
-        spec.momentum(),
-        spec.weightDecay(),
-        spec.nesterov());
+        new SgdStep(
+            p.values(),
+            p.grads(),
+            buffer,
+            lr,
+            spec.momentum(),
+            spec.weightDecay(),
+            spec.nesterov()));
     steps++;
   }
 

@@ -5,6 +5,35 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.trainer.backend.ops.AdamWStep;
+import dev.ramtrain.trainer.backend.ops.Add;
+import dev.ramtrain.trainer.backend.ops.AddBias;
+import dev.ramtrain.trainer.backend.ops.AddChannelBias;
+import dev.ramtrain.trainer.backend.ops.BatchNormBackward;
+import dev.ramtrain.trainer.backend.ops.BatchNormInference;
+import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
+import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
+import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.DropoutMask;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Gelu;
+import dev.ramtrain.trainer.backend.ops.GeluBackward;
+import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
+import dev.ramtrain.trainer.backend.ops.Im2col;
+import dev.ramtrain.trainer.backend.ops.MaxPool;
+import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
+import dev.ramtrain.trainer.backend.ops.Multiply;
+import dev.ramtrain.trainer.backend.ops.NormalizeImages;
+import dev.ramtrain.trainer.backend.ops.Operation;
+import dev.ramtrain.trainer.backend.ops.Relu;
+import dev.ramtrain.trainer.backend.ops.ReluBackward;
+import dev.ramtrain.trainer.backend.ops.SgdStep;
+import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
+import dev.ramtrain.trainer.backend.ops.SumChannels;
+import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.nio.ByteBuffer;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
@@ -134,7 +163,7 @@ public abstract class BackendConformanceTest {
           try (DeviceBuffer da = upload("a", a);
               DeviceBuffer db = upload("b", b);
               DeviceBuffer dc = upload("c", c)) {
-            backend.gemm(stream, ta, tb, m, n, k, 0.7f, da, lda, db, ldb, -0.3f, dc, ldc);
+            backend.run(stream, new Gemm(ta, tb, m, n, k, 0.7f, da, lda, db, ldb, -0.3f, dc, ldc));
             assertClose(
                 expected,
                 download(dc),
@@ -176,51 +205,55 @@ public abstract class BackendConformanceTest {
         DeviceBuffer db = upload("b", b);
         DeviceBuffer dc = upload("c", c);
         DeviceBuffer ds = upload("sum", summed)) {
-      backend.gemmStridedBatched(
+      backend.run(
           stream,
-          false,
-          true,
-          m,
-          n,
-          k,
-          2f,
-          da,
-          k,
-          0,
-          db,
-          k,
-          (long) n * k,
-          0.25f,
-          dc,
-          n,
-          (long) m * n,
-          count);
+          new GemmStridedBatched(
+              false,
+              true,
+              m,
+              n,
+              k,
+              2f,
+              da,
+              k,
+              0,
+              db,
+              k,
+              (long) n * k,
+              0.25f,
+              dc,
+              n,
+              (long) m * n,
+              count));
       assertClose(expected, download(dc), 1e-5, "per-item products");
-      backend.gemmStridedBatched(
-          stream, false, true, m, n, k, 2f, da, k, 0, db, k, (long) n * k, 0.5f, ds, n, 0, count);
+      backend.run(
+          stream,
+          new GemmStridedBatched(
+              false, true, m, n, k, 2f, da, k, 0, db, k, (long) n * k, 0.5f, ds, n, 0, count));
       assertClose(expectedSum, download(ds), 1e-5, "products summed into one C");
       assertThrows(
           IllegalArgumentException.class,
           () ->
-              backend.gemmStridedBatched(
+              backend.run(
                   stream,
-                  false,
-                  true,
-                  m,
-                  n,
-                  k,
-                  1f,
-                  da,
-                  k,
-                  0,
-                  db,
-                  k,
-                  (long) n * k,
-                  0f,
-                  dc,
-                  n,
-                  (long) m * n,
-                  count + 1));
+                  new GemmStridedBatched(
+                      false,
+                      true,
+                      m,
+                      n,
+                      k,
+                      1f,
+                      da,
+                      k,
+                      0,
+                      db,
+                      k,
+                      (long) n * k,
+                      0f,
+                      dc,
+                      n,
+                      (long) m * n,
+                      count + 1)));
     }
   }
 
@@ -239,14 +272,14 @@ public abstract class BackendConformanceTest {
     try (DeviceBuffer f = upload("f32", x);
         DeviceBuffer h = backend.allocate("bf16", DType.BF16, x.length);
         DeviceBuffer back = backend.allocate("back", DType.F32, x.length)) {
-      backend.convert(stream, f, h);
-      backend.convert(stream, h, back);
+      backend.run(stream, new Convert(f, h));
+      backend.run(stream, new Convert(h, back));
       float[] widened = download(back);
       for (int i = 0; i < x.length; i++) {
         assertEquals(Bf16.toFloat(Bf16.fromFloat(x[i])), widened[i], "element " + i);
         assertEquals(x[i], widened[i], Math.abs(x[i]) / 256, "within bf16's half ulp");
       }
-      assertThrows(IllegalArgumentException.class, () -> backend.convert(stream, f, back));
+      assertThrows(IllegalArgumentException.class, () -> backend.run(stream, new Convert(f, back)));
     }
   }
 
@@ -273,11 +306,11 @@ public abstract class BackendConformanceTest {
         DeviceBuffer ha = backend.allocate("a-bf16", DType.BF16, a.length);
         DeviceBuffer hb = backend.allocate("b-bf16", DType.BF16, b.length);
         DeviceBuffer c = backend.allocate("c", DType.F32, m * n)) {
-      backend.convert(stream, fa, ha);
-      backend.convert(stream, fb, hb);
-      backend.gemm(stream, false, false, m, n, k, 1f, ha, k, hb, n, 0f, c, n);
+      backend.run(stream, new Convert(fa, ha));
+      backend.run(stream, new Convert(fb, hb));
+      backend.run(stream, new Gemm(false, false, m, n, k, 1f, ha, k, hb, n, 0f, c, n));
       assertClose(expected, download(c), 1e-5, "bf16 x bf16");
-      backend.gemm(stream, false, false, m, n, k, 1f, ha, k, fb, n, 0f, c, n);
+      backend.run(stream, new Gemm(false, false, m, n, k, 1f, ha, k, fb, n, 0f, c, n));
       float[] mixed =
           gemmReference(false, false, m, n, k, 1f, ra, k, b, n, 0f, new float[m * n], n);
       assertClose(mixed, download(c), 1e-5, "bf16 x f32");
@@ -316,30 +349,33 @@ public abstract class BackendConformanceTest {
         DeviceBuffer hb = backend.allocate("b-bf16", DType.BF16, b.length);
         DeviceBuffer c = backend.allocate("c", DType.F32, (long) count * m * n);
         DeviceBuffer sum = backend.allocate("sum", DType.F32, (long) m * n)) {
-      backend.convert(stream, fa, ha);
-      backend.convert(stream, fb, hb);
-      backend.gemmStridedBatched(
+      backend.run(stream, new Convert(fa, ha));
+      backend.run(stream, new Convert(fb, hb));
+      backend.run(
           stream,
-          false,
-          false,
-          m,
-          n,
-          k,
-          1f,
-          ha,
-          k,
-          0,
-          hb,
-          n,
-          (long) k * n,
-          0f,
-          c,
-          n,
-          (long) m * n,
-          count);
+          new GemmStridedBatched(
+              false,
+              false,
+              m,
+              n,
+              k,
+              1f,
+              ha,
+              k,
+              0,
+              hb,
+              n,
+              (long) k * n,
+              0f,
+              c,
+              n,
+              (long) m * n,
+              count));
       assertClose(expected, download(c), 1e-5, "bf16 per item");
-      backend.gemmStridedBatched(
-          stream, false, false, m, n, k, 1f, ha, k, 0, hb, n, (long) k * n, 0f, sum, n, 0, count);
+      backend.run(
+          stream,
+          new GemmStridedBatched(
+              false, false, m, n, k, 1f, ha, k, 0, hb, n, (long) k * n, 0f, sum, n, 0, count));
       assertClose(expectedSum, download(sum), 1e-5, "bf16 summed into one C");
     }
   }
@@ -354,7 +390,7 @@ public abstract class BackendConformanceTest {
         DeviceBuffer dx = upload("x", x);
         DeviceBuffer y = backend.allocate("y", DType.F32, 4 * 5)) {
       DeviceBuffer w = s.view(37, 5 * 6); // a 5x6 weight at offset 37
-      backend.gemm(stream, false, true, 4, 5, 6, 1f, dx, 6, w, 6, 0f, y, 5);
+      backend.run(stream, new Gemm(false, true, 4, 5, 6, 1f, dx, 6, w, 6, 0f, y, 5));
       float[] weight = java.util.Arrays.copyOfRange(slab, 37, 37 + 30);
       assertClose(
           gemmReference(false, true, 4, 5, 6, 1f, x, 6, weight, 6, 0f, new float[20], 5),
@@ -372,7 +408,7 @@ public abstract class BackendConformanceTest {
       var e =
           assertThrows(
               IllegalArgumentException.class,
-              () -> backend.gemm(stream, false, false, 2, 3, 3, 1, a, 3, b, 3, 0, c, 3));
+              () -> backend.run(stream, new Gemm(false, false, 2, 3, 3, 1, a, 3, b, 3, 0, c, 3)));
       assertTrue(e.getMessage().contains("a has 5 elements"), e.getMessage());
     }
   }
@@ -400,8 +436,8 @@ public abstract class BackendConformanceTest {
     try (DeviceBuffer dy = upload("y", y);
         DeviceBuffer db = upload("bias", bias);
         DeviceBuffer dout = upload("out", out)) {
-      backend.sumRows(stream, dy, dout, rows, cols, 0.5f);
-      backend.addBias(stream, dy, db, rows, cols);
+      backend.run(stream, new SumRows(dy, dout, rows, cols, 0.5f));
+      backend.run(stream, new AddBias(dy, db, rows, cols));
       assertClose(expectedSum, download(dout), 1e-5, "sumRows");
       assertClose(expectedY, download(dy), 1e-6, "addBias");
     }
@@ -426,8 +462,8 @@ public abstract class BackendConformanceTest {
         DeviceBuffer dy = upload("dy", dyv);
         DeviceBuffer y = backend.allocate("y", DType.F32, x.length);
         DeviceBuffer g = backend.allocate("dx", DType.F32, x.length)) {
-      backend.relu(stream, dx, y);
-      backend.reluBackward(stream, dx, dy, g);
+      backend.run(stream, new Relu(dx, y));
+      backend.run(stream, new ReluBackward(dx, dy, g));
       float[] gotY = download(y);
       float[] gotDx = download(g);
       for (int i = 0; i < x.length; i++) {
@@ -445,8 +481,8 @@ public abstract class BackendConformanceTest {
         DeviceBuffer y = backend.allocate("y", DType.F32, 5);
         DeviceBuffer g = upload("dy", dy);
         DeviceBuffer gx = backend.allocate("dx", DType.F32, 5)) {
-      backend.relu(stream, dx, y);
-      backend.reluBackward(stream, dx, g, gx);
+      backend.run(stream, new Relu(dx, y));
+      backend.run(stream, new ReluBackward(dx, g, gx));
       assertArrayEquals(new float[] {0, 0, 0, 0.5f, 3}, download(y));
       assertArrayEquals(new float[] {0, 0, 0, 4, 5}, download(gx));
     }
@@ -460,7 +496,7 @@ public abstract class BackendConformanceTest {
     float[] expected = {-0.15865525f, 0, 0.34573123f, 0.84134475f, 2.4844758f};
     try (DeviceBuffer dx = upload("x", x);
         DeviceBuffer y = backend.allocate("y", DType.F32, 5)) {
-      backend.gelu(stream, dx, y);
+      backend.run(stream, new Gelu(dx, y));
       assertClose(expected, download(y), 2e-6, "gelu");
     }
     float h = 1e-3f;
@@ -478,9 +514,9 @@ public abstract class BackendConformanceTest {
         DeviceBuffer ym = backend.allocate("ym", DType.F32, 4);
         DeviceBuffer ones = upload("ones", new float[] {1, 1, 1, 1});
         DeviceBuffer grad = backend.allocate("grad", DType.F32, 4)) {
-      backend.gelu(stream, dp, yp);
-      backend.gelu(stream, dm, ym);
-      backend.geluBackward(stream, dx, ones, grad);
+      backend.run(stream, new Gelu(dp, yp));
+      backend.run(stream, new Gelu(dm, ym));
+      backend.run(stream, new GeluBackward(dx, ones, grad));
       float[] up = download(yp);
       float[] down = download(ym);
       float[] numeric = new float[4];
@@ -519,7 +555,7 @@ public abstract class BackendConformanceTest {
         DeviceBuffer dy = uploadInts("labels", labels);
         DeviceBuffer loss = backend.allocate("loss", DType.F32, rows);
         DeviceBuffer grad = backend.allocate("dlogits", DType.F32, rows * classes)) {
-      backend.softmaxCrossEntropy(stream, dl, dy, rows, classes, smoothing, loss, grad);
+      backend.run(stream, new SoftmaxCrossEntropy(dl, dy, rows, classes, smoothing, loss, grad));
       float[] got = download(loss);
       for (int r = 0; r < rows; r++) {
         assertEquals(expectedLoss[r], got[r], 1e-5, "loss of row " + r);
@@ -567,7 +603,7 @@ public abstract class BackendConformanceTest {
         DeviceBuffer dy = uploadInts("labels", new int[] {1, 7});
         DeviceBuffer loss = backend.allocate("loss", DType.F32, 2);
         DeviceBuffer grad = backend.allocate("g", DType.F32, 6)) {
-      backend.softmaxCrossEntropy(stream, dl, dy, 2, 3, 0, loss, grad);
+      backend.run(stream, new SoftmaxCrossEntropy(dl, dy, 2, 3, 0, loss, grad));
       var e = assertThrows(BackendException.class, () -> stream.synchronize());
       assertTrue(
           e.getMessage().contains("'main'") && e.getMessage().contains("label 7 of row 1"),
@@ -601,7 +637,7 @@ public abstract class BackendConformanceTest {
         HostBuffer staging = backend.allocateHost("staging", pixels.length)) {
       staging.asByteBuffer().put(pixels);
       backend.copy(staging, 0, u8, pixels.length, stream);
-      backend.normalizeImages(stream, u8, n, h, w, c, mean, std, out);
+      backend.run(stream, new NormalizeImages(u8, n, h, w, c, mean, std, out));
       assertClose(expected, download(out), 1e-5, "normalize");
     }
   }
@@ -629,8 +665,8 @@ public abstract class BackendConformanceTest {
           DeviceBuffer db = backend.allocate("buf", DType.F32, 2);
           DeviceBuffer dg1 = upload("g1", g1);
           DeviceBuffer dg2 = upload("g2", g2)) {
-        backend.sgdStep(stream, dp, dg1, db, lr, mu, wd, nesterov);
-        backend.sgdStep(stream, dp, dg2, db, lr, mu, wd, nesterov);
+        backend.run(stream, new SgdStep(dp, dg1, db, lr, mu, wd, nesterov));
+        backend.run(stream, new SgdStep(dp, dg2, db, lr, mu, wd, nesterov));
         assertClose(ep, download(dp), 1e-6, "sgd nesterov=" + nesterov);
       }
     }
@@ -659,8 +695,8 @@ public abstract class BackendConformanceTest {
         DeviceBuffer dv = backend.allocate("v", DType.F32, 3);
         DeviceBuffer g1 = upload("g1", new float[] {0.1f, -0.2f, 0.3f});
         DeviceBuffer g2 = upload("g2", new float[] {0.05f, 0.4f, -0.6f})) {
-      backend.adamwStep(stream, dp, g1, dm, dv, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
-      backend.adamwStep(stream, dp, g2, dm, dv, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 2);
+      backend.run(stream, new AdamWStep(dp, g1, dm, dv, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 1));
+      backend.run(stream, new AdamWStep(dp, g2, dm, dv, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 2));
       assertClose(
           new float[] {(float) p[0], (float) p[1], (float) p[2]}, download(dp), 1e-6, "adamw");
     }
@@ -671,14 +707,14 @@ public abstract class BackendConformanceTest {
     float[] g = {3, 4, 0, 0, 12}; // norm 13
     try (DeviceBuffer dg = upload("grads", g);
         DeviceBuffer norm = backend.allocate("norm", DType.F32, 1)) {
-      backend.clipGradNorm(stream, dg, 0, norm); // measure only
+      backend.run(stream, new ClipGradNorm(dg, 0, norm)); // measure only
       assertEquals(13f, download(norm)[0], 1e-5);
       assertArrayEquals(g, download(dg));
-      backend.clipGradNorm(stream, dg, 6.5f, norm);
+      backend.run(stream, new ClipGradNorm(dg, 6.5f, norm));
       assertEquals(13f, download(norm)[0], 1e-5);
       float coef = 6.5f / (13f + 1e-6f);
       assertClose(new float[] {3 * coef, 4 * coef, 0, 0, 12 * coef}, download(dg), 1e-6, "clipped");
-      backend.clipGradNorm(stream, dg, 100f, norm); // under the limit: untouched
+      backend.run(stream, new ClipGradNorm(dg, 100f, norm)); // under the limit: untouched
       assertClose(
           new float[] {3 * coef, 4 * coef, 0, 0, 12 * coef},
           download(dg),
@@ -735,10 +771,10 @@ public abstract class BackendConformanceTest {
         DeviceBuffer cols = backend.allocate("cols", DType.F32, expected.length);
         DeviceBuffer dy = upload("y", y);
         DeviceBuffer back = backend.allocate("back", DType.F32, x.length)) {
-      backend.im2col(stream, dx, n, c, h, w, k, k, stride, pad, cols);
+      backend.run(stream, new Im2col(dx, new ConvWindow(n, c, h, w, k, k, stride, pad), cols));
       float[] got = download(cols);
       assertArrayEquals(expected, got);
-      backend.col2im(stream, dy, n, c, h, w, k, k, stride, pad, back);
+      backend.run(stream, new Col2im(dy, new ConvWindow(n, c, h, w, k, k, stride, pad), back));
       float[] adj = download(back);
       double lhs = 0, rhs = 0; // <im2col(x), y> == <x, col2im(y)>
       for (int i = 0; i < got.length; i++) {
@@ -757,8 +793,8 @@ public abstract class BackendConformanceTest {
     try (DeviceBuffer dy = upload("y", y);
         DeviceBuffer b = upload("bias", new float[] {10, 20});
         DeviceBuffer sums = upload("sums", new float[] {1, 1})) {
-      backend.sumChannels(stream, dy, sums, 2, 2, 3);
-      backend.addChannelBias(stream, dy, b, 2, 2, 3);
+      backend.run(stream, new SumChannels(dy, sums, 2, 2, 3));
+      backend.run(stream, new AddChannelBias(dy, b, 2, 2, 3));
       assertArrayEquals(
           new float[] {1 + 1 + 2 + 3 + 7 + 8 + 9, 1 + 4 + 5 + 6 + 10 + 11 + 12}, download(sums));
       assertArrayEquals(new float[] {11, 12, 13, 24, 25, 26, 17, 18, 19, 30, 31, 32}, download(dy));
@@ -807,9 +843,9 @@ public abstract class BackendConformanceTest {
           DeviceBuffer arg = backend.allocate("argmax", DType.I32, expected.length);
           DeviceBuffer g = upload("dy", dy);
           DeviceBuffer back = backend.allocate("dx", DType.F32, x.length)) {
-        backend.maxPool(stream, dx, n, c, h, w, k, stride, y, arg);
+        backend.run(stream, new MaxPool(dx, n, c, h, w, k, stride, y, arg));
         assertArrayEquals(expected, download(y), java.util.Arrays.toString(s));
-        backend.maxPoolBackward(stream, g, arg, n, c, h, w, oh, ow, back);
+        backend.run(stream, new MaxPoolBackward(g, arg, n, c, h, w, oh, ow, back));
         assertClose(
             expectedDx, download(back), 1e-6, "pool gradient " + java.util.Arrays.toString(s));
       }
@@ -825,9 +861,9 @@ public abstract class BackendConformanceTest {
         DeviceBuffer arg = backend.allocate("argmax", DType.I32, 4);
         DeviceBuffer dy = upload("dy", new float[] {10, 20, 30, 40});
         DeviceBuffer g = backend.allocate("dx", DType.F32, 16)) {
-      backend.maxPool(stream, dx, 1, 1, 4, 4, 2, 2, y, arg);
+      backend.run(stream, new MaxPool(dx, 1, 1, 4, 4, 2, 2, y, arg));
       assertArrayEquals(new float[] {5, 8, 7, 9}, download(y));
-      backend.maxPoolBackward(stream, dy, arg, 1, 1, 4, 4, 2, 2, g);
+      backend.run(stream, new MaxPoolBackward(dy, arg, 1, 1, 4, 4, 2, 2, g));
       float[] expected = new float[16];
       expected[1] = 10;
       expected[6] = 20;
@@ -850,9 +886,9 @@ public abstract class BackendConformanceTest {
     }
     try (DeviceBuffer da = upload("a", a);
         DeviceBuffer db = upload("b", b)) {
-      backend.add(stream, da, db, da);
+      backend.run(stream, new Add(da, db, da));
       assertArrayEquals(sum, download(da));
-      backend.multiply(stream, da, db, da);
+      backend.run(stream, new Multiply(da, db, da));
       assertArrayEquals(product, download(da));
     }
   }
@@ -862,7 +898,7 @@ public abstract class BackendConformanceTest {
     int n = 50_003;
     float p = 0.3f;
     try (DeviceBuffer mask = backend.allocate("mask", DType.F32, n)) {
-      backend.dropoutMask(stream, p, 42, mask);
+      backend.run(stream, new DropoutMask(p, 42, mask));
       float[] m = download(mask);
       int kept = 0;
       for (int i = 0; i < n; i++) {
@@ -871,10 +907,11 @@ public abstract class BackendConformanceTest {
         kept += m[i] != 0 ? 1 : 0;
       }
       assertEquals(1 - p, (double) kept / n, 0.01);
-      backend.dropoutMask(stream, p, 43, mask);
+      backend.run(stream, new DropoutMask(p, 43, mask));
       float[] other = download(mask);
       assertTrue(!java.util.Arrays.equals(m, other), "another seed draws another mask");
-      assertThrows(IllegalArgumentException.class, () -> backend.dropoutMask(stream, 1f, 1, mask));
+      assertThrows(
+          IllegalArgumentException.class, () -> backend.run(stream, new DropoutMask(1f, 1, mask)));
     }
   }
 
@@ -940,7 +977,8 @@ public abstract class BackendConformanceTest {
         DeviceBuffer y = backend.allocate("y", DType.F32, x.length);
         DeviceBuffer sm = backend.allocate("saved-mean", DType.F32, c);
         DeviceBuffer si = backend.allocate("saved-inv-std", DType.F32, c)) {
-      backend.batchNormTrain(stream, dx, n, c, hw, dg, db, eps, momentum, rm, rv, y, sm, si);
+      backend.run(
+          stream, new BatchNormTrain(dx, n, c, hw, dg, db, eps, momentum, rm, rv, y, sm, si));
       assertClose(expectedY, download(y), 1e-5, "y");
       assertClose(expectedMean, download(rm), 1e-5, "running mean");
       assertClose(expectedVar, download(rv), 1e-5, "running var");
@@ -949,7 +987,7 @@ public abstract class BackendConformanceTest {
         assertEquals(stats[0][ch], saved[ch], 1e-5);
       }
       // Evaluation mode with the running statistics.
-      backend.batchNormInference(stream, dx, n, c, hw, dg, db, eps, rm, rv, y);
+      backend.run(stream, new BatchNormInference(dx, n, c, hw, dg, db, eps, rm, rv, y));
       float[] eval = download(y);
       for (int at = 0; at < x.length; at++) {
         int ch = (at / hw) % c;
@@ -1009,8 +1047,8 @@ public abstract class BackendConformanceTest {
         DeviceBuffer gGamma = upload("dgamma", new float[] {1, 1, 1});
         DeviceBuffer gBeta = upload("dbeta", new float[] {2, 2, 2});
         DeviceBuffer gx = backend.allocate("dx", DType.F32, x.length)) {
-      backend.batchNormTrain(stream, dx, n, c, hw, dg, db, eps, 0.1f, rm, rv, y, sm, si);
-      backend.batchNormBackward(stream, dx, dy, n, c, hw, dg, sm, si, gGamma, gBeta, gx);
+      backend.run(stream, new BatchNormTrain(dx, n, c, hw, dg, db, eps, 0.1f, rm, rv, y, sm, si));
+      backend.run(stream, new BatchNormBackward(dx, dy, n, c, hw, dg, sm, si, gGamma, gBeta, gx));
       assertClose(expectedDx, download(gx), 1e-4, "dx");
       assertClose(expectedDgamma, download(gGamma), 1e-4, "dgamma");
       assertClose(expectedDbeta, download(gBeta), 1e-4, "dbeta");
@@ -1033,7 +1071,7 @@ public abstract class BackendConformanceTest {
         DeviceBuffer da = upload("a", a);
         DeviceBuffer c = backend.allocate("c", DType.F32, (long) n * n);
         HostBuffer out = backend.allocateHost("out", 4L * n * n)) {
-      backend.gemm(compute, false, false, n, n, n, 1, da, n, da, n, 0, c, n);
+      backend.run(compute, new Gemm(false, false, n, n, n, 1, da, n, da, n, 0, c, n));
       produced.record(compute);
       copy.waitFor(produced);
       backend.copy(c, out, 0, c.bytes(), copy);
@@ -1084,6 +1122,28 @@ public abstract class BackendConformanceTest {
     assertEquals(before + 512, backend.allocatedBytes());
     assertTrue(backend.peakAllocatedBytes() >= before + 1536);
     b.close();
-    assertThrows(RuntimeException.class, () -> backend.fill(stream, a, 1));
+    assertThrows(RuntimeException.class, () -> backend.run(stream, new Fill(a, 1)));
+  }
+
+  /** An operation record the engines do not know: what a half-added operation looks like. */
+  private record Unimplemented(DeviceBuffer x) implements Operation {}
+
+  @Test
+  void operationsCheckTheirArgumentsWhenMadeAndEnginesNameWhatTheyLack() {
+    try (DeviceBuffer f = backend.allocate("activations", DType.F32, 8);
+        DeviceBuffer h = backend.allocate("weights.bf16", DType.BF16, 8);
+        DeviceBuffer small = backend.allocate("grad", DType.F32, 7)) {
+      // in the caller's thread, before any engine sees them: type and length, naming the buffer
+      var type = assertThrows(IllegalArgumentException.class, () -> new Relu(f, h));
+      assertEquals("weights.bf16 is BF16, expected F32", type.getMessage());
+      var count = assertThrows(IllegalArgumentException.class, () -> new Add(f, small, f));
+      assertEquals("grad has 7 elements, expected 8", count.getMessage());
+      var unknown =
+          assertThrows(
+              UnsupportedOperationException.class, () -> backend.run(stream, new Unimplemented(f)));
+      assertEquals(
+          "backend " + backend.name() + " does not implement Unimplemented", unknown.getMessage());
+      stream.synchronize(); // nothing was enqueued
+    }
   }
 }

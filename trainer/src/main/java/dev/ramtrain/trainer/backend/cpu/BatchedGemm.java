@@ -1,8 +1,11 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
 
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import org.bytedeco.javacpp.FloatPointer;
 
 /**
@@ -12,42 +15,29 @@ import org.bytedeco.javacpp.FloatPointer;
  * faster in isolation; see benchmarks/RESULTS.md. A sum into one C ({@code strideC == 0})
  * accumulates in place: beta for the first product, 1 after.
  */
-record BatchedGemm(
-    int transA,
-    int transB,
-    int m,
-    int n,
-    int k,
-    float alpha,
-    int lda,
-    long strideA,
-    int ldb,
-    long strideB,
-    float beta,
-    int ldc,
-    long strideC,
-    int count) {
+final class BatchedGemm {
+  private BatchedGemm() {}
 
-  void run(FloatPointer a, FloatPointer b, FloatPointer c) {
+  static void run(GemmStridedBatched op, FloatPointer a, FloatPointer b, FloatPointer c) {
     FloatPointer ai = new FloatPointer(a);
     FloatPointer bi = new FloatPointer(b);
     FloatPointer ci = new FloatPointer(c);
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < op.count(); i++) {
       cblas_sgemm(
           CblasRowMajor,
-          transA,
-          transB,
-          m,
-          n,
-          k,
-          alpha,
-          ai.position(a.position() + i * strideA),
-          lda,
-          bi.position(b.position() + i * strideB),
-          ldb,
-          strideC == 0 && i > 0 ? 1f : beta,
-          ci.position(c.position() + i * strideC),
-          ldc);
+          op.transA() ? CblasTrans : CblasNoTrans,
+          op.transB() ? CblasTrans : CblasNoTrans,
+          op.m(),
+          op.n(),
+          op.k(),
+          op.alpha(),
+          ai.position(a.position() + i * op.strideA()),
+          op.lda(),
+          bi.position(b.position() + i * op.strideB()),
+          op.ldb(),
+          op.sumsIntoOneC() && i > 0 ? 1f : op.beta(),
+          ci.position(c.position() + i * op.strideC()),
+          op.ldc());
     }
   }
 }

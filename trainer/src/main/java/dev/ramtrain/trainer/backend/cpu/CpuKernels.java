@@ -5,6 +5,7 @@ import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.CounterRng;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.SgdMath;
+import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -228,19 +229,17 @@ final class CpuKernels {
   // one out per (image, channel) plane, and plain array loops in between (per-element buffer
   // access costs several times more).
 
-  void im2col(
-      FloatBuffer x,
-      int n,
-      int c,
-      int h,
-      int w,
-      int kh,
-      int kw,
-      int stride,
-      int pad,
-      FloatBuffer cols) {
-    int oh = (h + 2 * pad - kh) / stride + 1;
-    int ow = (w + 2 * pad - kw) / stride + 1;
+  void im2col(FloatBuffer x, ConvWindow window, FloatBuffer cols) {
+    int n = window.n();
+    int c = window.c();
+    int h = window.h();
+    int w = window.w();
+    int kh = window.kh();
+    int kw = window.kw();
+    int stride = window.stride();
+    int pad = window.pad();
+    int oh = window.oh();
+    int ow = window.ow();
     int block = c * kh * kw * oh * ow;
     parallel.forRange(
         n * c,
@@ -286,19 +285,17 @@ final class CpuKernels {
         });
   }
 
-  void col2im(
-      FloatBuffer cols,
-      int n,
-      int c,
-      int h,
-      int w,
-      int kh,
-      int kw,
-      int stride,
-      int pad,
-      FloatBuffer dx) {
-    int oh = (h + 2 * pad - kh) / stride + 1;
-    int ow = (w + 2 * pad - kw) / stride + 1;
+  void col2im(FloatBuffer cols, ConvWindow window, FloatBuffer dx) {
+    int n = window.n();
+    int c = window.c();
+    int h = window.h();
+    int w = window.w();
+    int kh = window.kh();
+    int kw = window.kw();
+    int stride = window.stride();
+    int pad = window.pad();
+    int oh = window.oh();
+    int ow = window.ow();
     int block = c * kh * kw * oh * ow;
     parallel.forRange(
         n * c,

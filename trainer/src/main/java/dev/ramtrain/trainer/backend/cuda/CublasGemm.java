@@ -10,6 +10,8 @@ import static jcuda.jcublas.JCublas2.cublasSgemmStridedBatched;
 
 import dev.ramtrain.trainer.backend.BackendException;
 import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import jcuda.Pointer;
 import jcuda.cudaDataType;
 import jcuda.jcublas.cublasGemmAlgo;
@@ -46,149 +48,121 @@ final class CublasGemm implements GemmEngine {
   }
 
   @Override
-  public synchronized void gemm(
-      CudaStream stream,
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      CudaBuffer a,
-      int lda,
-      CudaBuffer b,
-      int ldb,
-      float beta,
-      CudaBuffer c,
-      int ldc) {
-    if (m == 0 || n == 0) {
+  public synchronized void gemm(CudaStream stream, Gemm op) {
+    if (op.m() == 0 || op.n() == 0) {
       return;
     }
-    if (a.dtype() != b.dtype()) {
-      mixed.gemm(stream, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (op.a().dtype() != op.b().dtype()) {
+      mixed.gemm(stream, op);
       return;
     }
+    CudaBuffer a = (CudaBuffer) op.a();
+    CudaBuffer b = (CudaBuffer) op.b();
+    CudaBuffer c = (CudaBuffer) op.c();
     on(stream);
     if (a.dtype() == DType.F32) {
       check(
           cublasSgemm(
               handle,
-              op(transB),
-              op(transA),
-              n,
-              m,
-              k,
-              Pointer.to(new float[] {alpha}),
+              op(op.transB()),
+              op(op.transA()),
+              op.n(),
+              op.m(),
+              op.k(),
+              Pointer.to(new float[] {op.alpha()}),
               b.pointer(),
-              ldb,
+              op.ldb(),
               a.pointer(),
-              lda,
-              Pointer.to(new float[] {beta}),
+              op.lda(),
+              Pointer.to(new float[] {op.beta()}),
               c.pointer(),
-              ldc),
-          shape("cublasSgemm", m, n, k, stream));
+              op.ldc()),
+          shape("cublasSgemm", op.m(), op.n(), op.k(), stream));
       return;
     }
     check(
         cublasGemmEx(
             handle,
-            op(transB),
-            op(transA),
-            n,
-            m,
-            k,
-            Pointer.to(new float[] {alpha}),
+            op(op.transB()),
+            op(op.transA()),
+            op.n(),
+            op.m(),
+            op.k(),
+            Pointer.to(new float[] {op.alpha()}),
             b.pointer(),
             type(b.dtype()),
-            ldb,
+            op.ldb(),
             a.pointer(),
             type(a.dtype()),
-            lda,
-            Pointer.to(new float[] {beta}),
+            op.lda(),
+            Pointer.to(new float[] {op.beta()}),
             c.pointer(),
             cudaDataType.CUDA_R_32F,
-            ldc,
+            op.ldc(),
             // JCublas2 takes the compute type as the older cudaDataType and maps it to
             // CUBLAS_COMPUTE_32F itself.
             cudaDataType.CUDA_R_32F,
             cublasGemmAlgo.CUBLAS_GEMM_DEFAULT),
-        shape("cublasGemmEx (bf16)", m, n, k, stream));
+        shape("cublasGemmEx (bf16)", op.m(), op.n(), op.k(), stream));
   }
 
   @Override
-  public synchronized void gemmStridedBatched(
-      CudaStream stream,
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      CudaBuffer a,
-      int lda,
-      long strideA,
-      CudaBuffer b,
-      int ldb,
-      long strideB,
-      float beta,
-      CudaBuffer c,
-      int ldc,
-      long strideC,
-      int count) {
-    if (m == 0 || n == 0 || count == 0) {
+  public synchronized void gemmStridedBatched(CudaStream stream, GemmStridedBatched op) {
+    if (op.m() == 0 || op.n() == 0) {
       return;
     }
-    if (a.dtype() != DType.F32 || b.dtype() != DType.F32) { // bf16 batches: the own kernels
-      mixed.gemmStridedBatched(
-          stream, transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc,
-          strideC, count);
+    if (op.a().dtype() != DType.F32 || op.b().dtype() != DType.F32) { // bf16: the own kernels
+      mixed.gemmStridedBatched(stream, op);
       return;
     }
+    CudaBuffer a = (CudaBuffer) op.a();
+    CudaBuffer b = (CudaBuffer) op.b();
+    CudaBuffer c = (CudaBuffer) op.c();
     on(stream);
-    if (strideC == 0 && count > 1) {
+    if (op.sumsIntoOneC() && op.count() > 1) {
       // cuBLAS's batches may run concurrently: items summing into one C go one after another.
-      for (int i = 0; i < count; i++) {
+      for (int i = 0; i < op.count(); i++) {
         check(
             cublasSgemm(
                 handle,
-                op(transB),
-                op(transA),
-                n,
-                m,
-                k,
-                Pointer.to(new float[] {alpha}),
-                b.pointer().withByteOffset(4L * i * strideB),
-                ldb,
-                a.pointer().withByteOffset(4L * i * strideA),
-                lda,
-                Pointer.to(new float[] {i == 0 ? beta : 1f}),
+                op(op.transB()),
+                op(op.transA()),
+                op.n(),
+                op.m(),
+                op.k(),
+                Pointer.to(new float[] {op.alpha()}),
+                b.pointer().withByteOffset(4L * i * op.strideB()),
+                op.ldb(),
+                a.pointer().withByteOffset(4L * i * op.strideA()),
+                op.lda(),
+                Pointer.to(new float[] {i == 0 ? op.beta() : 1f}),
                 c.pointer(),
-                ldc),
-            shape("cublasSgemm (summed batch item " + i + ")", m, n, k, stream));
+                op.ldc()),
+            shape("cublasSgemm (summed batch item " + i + ")", op.m(), op.n(), op.k(), stream));
       }
       return;
     }
     check(
         cublasSgemmStridedBatched(
             handle,
-            op(transB),
-            op(transA),
-            n,
-            m,
-            k,
-            Pointer.to(new float[] {alpha}),
+            op(op.transB()),
+            op(op.transA()),
+            op.n(),
+            op.m(),
+            op.k(),
+            Pointer.to(new float[] {op.alpha()}),
             b.pointer(),
-            ldb,
-            strideB,
+            op.ldb(),
+            op.strideB(),
             a.pointer(),
-            lda,
-            strideA,
-            Pointer.to(new float[] {beta}),
+            op.lda(),
+            op.strideA(),
+            Pointer.to(new float[] {op.beta()}),
             c.pointer(),
-            ldc,
-            strideC,
-            count),
-        shape("cublasSgemmStridedBatched x" + count, m, n, k, stream));
+            op.ldc(),
+            op.strideC(),
+            op.count()),
+        shape("cublasSgemmStridedBatched x" + op.count(), op.m(), op.n(), op.k(), stream));
   }
 
   private void on(CudaStream stream) {

@@ -1,6 +1,8 @@
 package dev.ramtrain.trainer.backend.cuda;
 
 import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 
 /** GEMM by the backend's own tiled kernels (gemm.cu): needs nothing beyond the driver. */
 final class KernelGemm implements GemmEngine {
@@ -19,83 +21,44 @@ final class KernelGemm implements GemmEngine {
   }
 
   @Override
-  public void gemm(
-      CudaStream stream,
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      CudaBuffer a,
-      int lda,
-      CudaBuffer b,
-      int ldb,
-      float beta,
-      CudaBuffer c,
-      int ldc) {
-    launch(
-        kernelFor(a.dtype(), b.dtype()),
-        stream,
-        transA,
-        transB,
-        m,
-        n,
-        k,
-        alpha,
-        a,
-        lda,
-        0,
-        b,
-        ldb,
-        0,
-        beta,
-        c,
-        ldc,
-        0,
-        1);
+  public void gemm(CudaStream stream, Gemm op) {
+    gemmStridedBatched(stream, GemmStridedBatched.of(op));
   }
 
   @Override
-  public void gemmStridedBatched(
-      CudaStream stream,
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      CudaBuffer a,
-      int lda,
-      long strideA,
-      CudaBuffer b,
-      int ldb,
-      long strideB,
-      float beta,
-      CudaBuffer c,
-      int ldc,
-      long strideC,
-      int count) {
-    launch(
-        kernelFor(a.dtype(), b.dtype()),
+  public void gemmStridedBatched(CudaStream stream, GemmStridedBatched op) {
+    if (op.m() == 0 || op.n() == 0) {
+      return;
+    }
+    boolean summed = op.sumsIntoOneC() && op.count() > 1;
+    KernelArgs args =
+        new KernelArgs()
+            .i32(op.transA())
+            .i32(op.transB())
+            .i32(op.m())
+            .i32(op.n())
+            .i32(op.k())
+            .f32(op.alpha())
+            .buffer((CudaBuffer) op.a())
+            .i32(op.lda())
+            .i64(op.strideA())
+            .buffer((CudaBuffer) op.b())
+            .i32(op.ldb())
+            .i64(op.strideB())
+            .f32(op.beta())
+            .buffer((CudaBuffer) op.c())
+            .i32(op.ldc())
+            .i64(op.strideC())
+            .i32(op.count());
+    kernels.launch(
+        kernelFor(op.a().dtype(), op.b().dtype()),
         stream,
-        transA,
-        transB,
-        m,
-        n,
-        k,
-        alpha,
-        a,
-        lda,
-        strideA,
-        b,
-        ldb,
-        strideB,
-        beta,
-        c,
-        ldc,
-        strideC,
-        count);
+        (op.n() + TILE - 1) / TILE,
+        (op.m() + TILE - 1) / TILE,
+        summed ? 1 : op.count(),
+        THREADS,
+        THREADS,
+        args);
   }
 
   private static Kernel kernelFor(DType a, DType b) {
@@ -105,60 +68,6 @@ final class KernelGemm implements GemmEngine {
       return halfB ? Kernel.GEMM_BF16_BF16 : Kernel.GEMM_BF16_F32;
     }
     return halfB ? Kernel.GEMM_F32_BF16 : Kernel.GEMM_F32_F32;
-  }
-
-  private void launch(
-      Kernel kernel,
-      CudaStream stream,
-      boolean transA,
-      boolean transB,
-      int m,
-      int n,
-      int k,
-      float alpha,
-      CudaBuffer a,
-      int lda,
-      long strideA,
-      CudaBuffer b,
-      int ldb,
-      long strideB,
-      float beta,
-      CudaBuffer c,
-      int ldc,
-      long strideC,
-      int count) {
-    if (m == 0 || n == 0 || count == 0) {
-      return;
-    }
-    boolean summed = strideC == 0 && count > 1;
-    KernelArgs args =
-        new KernelArgs()
-            .i32(transA)
-            .i32(transB)
-            .i32(m)
-            .i32(n)
-            .i32(k)
-            .f32(alpha)
-            .buffer(a)
-            .i32(lda)
-            .i64(strideA)
-            .buffer(b)
-            .i32(ldb)
-            .i64(strideB)
-            .f32(beta)
-            .buffer(c)
-            .i32(ldc)
-            .i64(strideC)
-            .i32(count);
-    kernels.launch(
-        kernel,
-        stream,
-        (n + TILE - 1) / TILE,
-        (m + TILE - 1) / TILE,
-        summed ? 1 : count,
-        THREADS,
-        THREADS,
-        args);
   }
 
   @Override

@@ -6,6 +6,8 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.Gemm;
 import java.nio.FloatBuffer;
 
 /**
@@ -40,15 +42,15 @@ final class OwnGemmCheck {
         HostBuffer host = backend.allocateHost("gemm-check.host", 8L * M * N)) {
       upload(backend, stream, host, a, fa);
       upload(backend, stream, host, b, fb);
-      backend.convert(stream, fa, ha);
-      backend.convert(stream, fb, hb);
+      backend.run(stream, new Convert(fa, ha));
+      backend.run(stream, new Convert(fb, hb));
       for (int t = 0; t < 4; t++) {
         boolean ta = (t & 1) != 0;
         boolean tb = (t & 2) != 0;
         int lda = ta ? M : K; // the same values read as op(A), whichever way they are stored
         int ldb = tb ? K : N;
-        own.gemm(stream, ta, tb, M, N, K, 1f, cuda(fa), lda, cuda(fb), ldb, 0f, cuda(c32), N);
-        own.gemm(stream, ta, tb, M, N, K, 1f, cuda(ha), lda, cuda(hb), ldb, 0f, cuda(c16), N);
+        own.gemm(stream, new Gemm(ta, tb, M, N, K, 1f, fa, lda, fb, ldb, 0f, c32, N));
+        own.gemm(stream, new Gemm(ta, tb, M, N, K, 1f, ha, lda, hb, ldb, 0f, c16, N));
         backend.copy(c32, host, 0, c32.bytes(), stream);
         backend.copy(c16, host, c32.bytes(), c16.bytes(), stream);
         stream.synchronize();
@@ -72,9 +74,5 @@ final class OwnGemmCheck {
     host.asByteBuffer().asFloatBuffer().put(values);
     backend.copy(host, 0, into, 4L * values.length, stream);
     stream.synchronize();
-  }
-
-  private static CudaBuffer cuda(DeviceBuffer buffer) {
-    return (CudaBuffer) buffer;
   }
 }

@@ -12,6 +12,9 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Gelu;
+import dev.ramtrain.trainer.backend.ops.Relu;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -98,12 +101,12 @@ class CudaFaultsTest {
       try (DeviceBuffer x = b.allocate("x", DType.F32, 100);
           DeviceBuffer y = b.allocate("y", DType.F32, 100);
           HostBuffer staging = b.allocateHost("staging", 400)) {
-        b.relu(s, x, y);
+        b.run(s, new Relu(x, y));
         var e = assertThrows(BackendException.class, s::synchronize);
         assertTrue(
             e.getMessage().equals("work on stream 'compute' failed: CUDA_ERROR_LAUNCH_FAILED"),
             e.getMessage());
-        var later = assertThrows(BackendException.class, () -> b.fill(s, x, 1f));
+        var later = assertThrows(BackendException.class, () -> b.run(s, new Fill(x, 1f)));
         assertTrue(
             later.getMessage().startsWith("cuda: launching fill_f32 on stream 'compute'"),
             later.getMessage());
@@ -117,11 +120,11 @@ class CudaFaultsTest {
     try (Backend b = EmulatorFaults.open(SPEC, "lose-device-when=" + unplugged)) {
       Stream s = b.createStream("compute");
       try (DeviceBuffer x = b.allocate("x", DType.F32, 100)) {
-        b.fill(s, x, 1f);
-        b.relu(s, x, x);
+        b.run(s, new Fill(x, 1f));
+        b.run(s, new Relu(x, x));
         s.synchronize();
         Files.writeString(unplugged, "gone");
-        var e = assertThrows(BackendException.class, () -> b.gelu(s, x, x));
+        var e = assertThrows(BackendException.class, () -> b.run(s, new Gelu(x, x)));
         assertTrue(
             e.getMessage()
                 .equals(

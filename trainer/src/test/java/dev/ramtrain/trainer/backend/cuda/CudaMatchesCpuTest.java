@@ -9,6 +9,22 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.ops.AdamWStep;
+import dev.ramtrain.trainer.backend.ops.Add;
+import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
+import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.DropoutMask;
+import dev.ramtrain.trainer.backend.ops.Gelu;
+import dev.ramtrain.trainer.backend.ops.GeluBackward;
+import dev.ramtrain.trainer.backend.ops.MaxPool;
+import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
+import dev.ramtrain.trainer.backend.ops.Multiply;
+import dev.ramtrain.trainer.backend.ops.Relu;
+import dev.ramtrain.trainer.backend.ops.ReluBackward;
+import dev.ramtrain.trainer.backend.ops.SgdStep;
+import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Random;
@@ -122,7 +138,7 @@ class CudaMatchesCpuTest {
         "dropout",
         new float[][] {new float[N]},
         0,
-        (b, s, x) -> b.dropoutMask(s, 0.3f, 0x5EEDL, x[0]));
+        (b, s, x) -> b.run(s, new DropoutMask(0.3f, 0x5EEDL, x[0])));
   }
 
   @Test
@@ -133,8 +149,8 @@ class CudaMatchesCpuTest {
         1,
         (b, s, x) -> {
           try (DeviceBuffer half = b.allocate("half", DType.BF16, N)) {
-            b.convert(s, x[0], half);
-            b.convert(s, half, x[1]);
+            b.run(s, new Convert(x[0], half));
+            b.run(s, new Convert(half, x[1]));
             s.synchronize();
           }
         });
@@ -144,12 +160,12 @@ class CudaMatchesCpuTest {
   void activationsAndTheirGradients() {
     float[][] in = {awkward(2, N), awkward(3, N)};
     BiConsumer<String, Op> check = (what, op) -> sameBits(what, in, 1, op);
-    check.accept("relu", (b, s, x) -> b.relu(s, x[0], x[2]));
-    check.accept("relu backward", (b, s, x) -> b.reluBackward(s, x[0], x[1], x[2]));
-    check.accept("gelu", (b, s, x) -> b.gelu(s, x[0], x[2]));
-    check.accept("gelu backward", (b, s, x) -> b.geluBackward(s, x[0], x[1], x[2]));
-    check.accept("add", (b, s, x) -> b.add(s, x[0], x[1], x[2]));
-    check.accept("multiply", (b, s, x) -> b.multiply(s, x[0], x[1], x[2]));
+    check.accept("relu", (b, s, x) -> b.run(s, new Relu(x[0], x[2])));
+    check.accept("relu backward", (b, s, x) -> b.run(s, new ReluBackward(x[0], x[1], x[2])));
+    check.accept("gelu", (b, s, x) -> b.run(s, new Gelu(x[0], x[2])));
+    check.accept("gelu backward", (b, s, x) -> b.run(s, new GeluBackward(x[0], x[1], x[2])));
+    check.accept("add", (b, s, x) -> b.run(s, new Add(x[0], x[1], x[2])));
+    check.accept("multiply", (b, s, x) -> b.run(s, new Multiply(x[0], x[1], x[2])));
   }
 
   @Test
@@ -170,15 +186,16 @@ class CudaMatchesCpuTest {
         0,
         (b, s, x) -> {
           for (int step = 1; step <= 3; step++) {
-            b.adamwStep(s, x[0], x[1], x[2], x[3], 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step);
+            b.run(
+                s, new AdamWStep(x[0], x[1], x[2], x[3], 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step));
           }
         });
     sameBits(
         "sgd nesterov",
         state,
         0,
-        (b, s, x) -> b.sgdStep(s, x[0], x[1], x[2], 0.05f, 0.9f, 1e-4f, true));
-    sameBits("clip", state, 1, (b, s, x) -> b.clipGradNorm(s, x[1], 10f, x[4].view(0, 1)));
+        (b, s, x) -> b.run(s, new SgdStep(x[0], x[1], x[2], 0.05f, 0.9f, 1e-4f, true)));
+    sameBits("clip", state, 1, (b, s, x) -> b.run(s, new ClipGradNorm(x[1], 10f, x[4].view(0, 1))));
   }
 
   @Test
@@ -193,23 +210,48 @@ class CudaMatchesCpuTest {
         new float[][] {big},
         1,
         (b, s, x) ->
-            b.col2im(
-                s, x[0].view(0, cols), n, c, h, w, k, k, stride, pad, x[1].view(0, n * c * h * w)));
+            b.run(
+                s,
+                new Col2im(
+                    x[0].view(0, cols),
+                    new ConvWindow(n, c, h, w, k, k, stride, pad),
+                    x[1].view(0, n * c * h * w))));
     sameBits(
         "sum rows",
         new float[][] {big},
         1,
-        (b, s, x) -> b.sumRows(s, x[0].view(0, 500 * 100), x[1].view(0, 100), 500, 100, 0.5f));
+        (b, s, x) ->
+            b.run(s, new SumRows(x[0].view(0, 500 * 100), x[1].view(0, 100), 500, 100, 0.5f)));
     sameBits(
         "max pool forward and backward",
         new float[][] {awkward(6, N), awkward(7, N)},
         2,
         (b, s, x) -> {
           try (DeviceBuffer argmax = b.allocate("argmax", DType.I32, n * c * 5 * 4)) {
-            b.maxPool(
-                s, x[0].view(0, n * c * h * w), n, c, h, w, 2, 2, x[2].view(0, n * c * 20), argmax);
-            b.maxPoolBackward(
-                s, x[1].view(0, n * c * 20), argmax, n, c, h, w, 5, 4, x[3].view(0, n * c * h * w));
+            b.run(
+                s,
+                new MaxPool(
+                    x[0].view(0, n * c * h * w),
+                    n,
+                    c,
+                    h,
+                    w,
+                    2,
+                    2,
+                    x[2].view(0, n * c * 20),
+                    argmax));
+            b.run(
+                s,
+                new MaxPoolBackward(
+                    x[1].view(0, n * c * 20),
+                    argmax,
+                    n,
+                    c,
+                    h,
+                    w,
+                    5,
+                    4,
+                    x[3].view(0, n * c * h * w)));
             s.synchronize();
           }
         });

@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Fill;
 import org.junit.jupiter.api.Test;
 
 /** What the probe says about the device it finds, and why it refuses one. */
@@ -37,7 +38,7 @@ class CudaProbeTest {
       try (Stream s = backend.createStream("s");
           DeviceBuffer b = backend.allocate("x", DType.F32, 3);
           HostBuffer h = backend.allocateHost("h", 12)) {
-        backend.fill(s, b, 2.5f);
+        backend.run(s, new Fill(b, 2.5f));
         backend.copy(b, h, 0, 12, s);
         s.synchronize();
         float[] back = new float[3];

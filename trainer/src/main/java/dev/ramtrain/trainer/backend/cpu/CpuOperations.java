@@ -1,0 +1,427 @@
+package dev.ramtrain.trainer.backend.cpu;
+
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
+
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.OperationTable;
+import dev.ramtrain.trainer.backend.ops.AdamWStep;
+import dev.ramtrain.trainer.backend.ops.Add;
+import dev.ramtrain.trainer.backend.ops.AddBias;
+import dev.ramtrain.trainer.backend.ops.AddChannelBias;
+import dev.ramtrain.trainer.backend.ops.BatchNormBackward;
+import dev.ramtrain.trainer.backend.ops.BatchNormInference;
+import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
+import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
+import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.DropoutMask;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Gelu;
+import dev.ramtrain.trainer.backend.ops.GeluBackward;
+import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
+import dev.ramtrain.trainer.backend.ops.Im2col;
+import dev.ramtrain.trainer.backend.ops.MaxPool;
+import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
+import dev.ramtrain.trainer.backend.ops.Multiply;
+import dev.ramtrain.trainer.backend.ops.NormalizeImages;
+import dev.ramtrain.trainer.backend.ops.Relu;
+import dev.ramtrain.trainer.backend.ops.ReluBackward;
+import dev.ramtrain.trainer.backend.ops.SgdStep;
+import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
+import dev.ramtrain.trainer.backend.ops.SumChannels;
+import dev.ramtrain.trainer.backend.ops.SumRows;
+import java.nio.ByteOrder;
+import org.bytedeco.javacpp.FloatPointer;
+
+/**
+ * The CPU engine's implementation of every operation: GEMM by native OpenBLAS, the rest by {@link
+ * CpuKernels}. Each entry takes its buffers in the caller's thread (so a closed buffer is named
+ * there) and enqueues the arithmetic on the stream.
+ */
+final class CpuOperations {
+  private CpuOperations() {}
+
+  static OperationTable<CpuStream> table(CpuKernels kernels) {
+    return new OperationTable<CpuStream>("cpu")
+        .add(Gemm.class, (op, s) -> gemm(kernels, op, s))
+        .add(GemmStridedBatched.class, (op, s) -> gemmStridedBatched(kernels, op, s))
+        .add(
+            Fill.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              s.enqueue(() -> kernels.fill(x.floats(), op.value()));
+            })
+        .add(
+            Convert.class,
+            (op, s) -> {
+              CpuBuffer src = cpu(op.src());
+              CpuBuffer dst = cpu(op.dst());
+              if (op.narrowing()) {
+                s.enqueue(() -> kernels.toBf16(src.floats(), dst.shorts()));
+              } else {
+                s.enqueue(() -> kernels.fromBf16(src.shorts(), dst.floats()));
+              }
+            })
+        .add(
+            AddBias.class,
+            (op, s) -> {
+              CpuBuffer y = cpu(op.y());
+              CpuBuffer bias = cpu(op.bias());
+              s.enqueue(() -> kernels.addBias(y.floats(), bias.floats(), op.rows(), op.cols()));
+            })
+        .add(
+            SumRows.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer out = cpu(op.out());
+              s.enqueue(
+                  () -> kernels.sumRows(x.floats(), out.floats(), op.rows(), op.cols(), op.beta()));
+            })
+        .add(
+            Relu.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer y = cpu(op.y());
+              s.enqueue(() -> kernels.relu(x.floats(), y.floats()));
+            })
+        .add(
+            ReluBackward.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer dy = cpu(op.dy());
+              CpuBuffer dx = cpu(op.dx());
+              s.enqueue(() -> kernels.reluBackward(x.floats(), dy.floats(), dx.floats()));
+            })
+        .add(
+            Gelu.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer y = cpu(op.y());
+              s.enqueue(() -> kernels.gelu(x.floats(), y.floats()));
+            })
+        .add(
+            GeluBackward.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer dy = cpu(op.dy());
+              CpuBuffer dx = cpu(op.dx());
+              s.enqueue(() -> kernels.geluBackward(x.floats(), dy.floats(), dx.floats()));
+            })
+        .add(
+            Add.class,
+            (op, s) -> {
+              CpuBuffer a = cpu(op.a());
+              CpuBuffer b = cpu(op.b());
+              CpuBuffer out = cpu(op.out());
+              s.enqueue(() -> kernels.add(a.floats(), b.floats(), out.floats()));
+            })
+        .add(
+            Multiply.class,
+            (op, s) -> {
+              CpuBuffer a = cpu(op.a());
+              CpuBuffer b = cpu(op.b());
+              CpuBuffer out = cpu(op.out());
+              s.enqueue(() -> kernels.multiply(a.floats(), b.floats(), out.floats()));
+            })
+        .add(
+            SoftmaxCrossEntropy.class,
+            (op, s) -> {
+              CpuBuffer logits = cpu(op.logits());
+              CpuBuffer labels = cpu(op.labels());
+              CpuBuffer loss = cpu(op.loss());
+              CpuBuffer dlogits = cpu(op.dlogits());
+              s.enqueue(
+                  () ->
+                      kernels.softmaxCrossEntropy(
+                          logits.floats(),
+                          labels.ints(),
+                          op.rows(),
+                          op.classes(),
+                          op.smoothing(),
+                          loss.floats(),
+                          dlogits.floats()));
+            })
+        .add(
+            NormalizeImages.class,
+            (op, s) -> {
+              CpuBuffer u8 = cpu(op.u8());
+              CpuBuffer out = cpu(op.out());
+              s.enqueue(
+                  () ->
+                      kernels.normalizeImages(
+                          u8.byteBuffer(),
+                          op.n(),
+                          op.h(),
+                          op.w(),
+                          op.c(),
+                          op.mean(),
+                          op.std(),
+                          out.floats()));
+            })
+        .add(
+            SgdStep.class,
+            (op, s) -> {
+              CpuBuffer p = cpu(op.param());
+              CpuBuffer g = cpu(op.grad());
+              CpuBuffer b = cpu(op.momentum());
+              s.enqueue(
+                  () ->
+                      kernels.sgdStep(
+                          p.floats(),
+                          g.floats(),
+                          b.floats(),
+                          op.lr(),
+                          op.mu(),
+                          op.weightDecay(),
+                          op.nesterov()));
+            })
+        .add(
+            AdamWStep.class,
+            (op, s) -> {
+              CpuBuffer p = cpu(op.param());
+              CpuBuffer g = cpu(op.grad());
+              CpuBuffer m = cpu(op.m());
+              CpuBuffer v = cpu(op.v());
+              s.enqueue(
+                  () ->
+                      kernels.adamwStep(
+                          p.floats(),
+                          g.floats(),
+                          m.floats(),
+                          v.floats(),
+                          op.lr(),
+                          op.beta1(),
+                          op.beta2(),
+                          op.eps(),
+                          op.weightDecay(),
+                          op.step()));
+            })
+        .add(
+            Im2col.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer cols = cpu(op.cols());
+              s.enqueue(() -> kernels.im2col(x.floats(), op.window(), cols.floats()));
+            })
+        .add(
+            Col2im.class,
+            (op, s) -> {
+              CpuBuffer cols = cpu(op.cols());
+              CpuBuffer dx = cpu(op.dx());
+              s.enqueue(() -> kernels.col2im(cols.floats(), op.window(), dx.floats()));
+            })
+        .add(
+            AddChannelBias.class,
+            (op, s) -> {
+              CpuBuffer y = cpu(op.y());
+              CpuBuffer bias = cpu(op.bias());
+              s.enqueue(
+                  () -> kernels.addChannelBias(y.floats(), bias.floats(), op.n(), op.c(), op.hw()));
+            })
+        .add(
+            SumChannels.class,
+            (op, s) -> {
+              CpuBuffer dy = cpu(op.dy());
+              CpuBuffer out = cpu(op.out());
+              s.enqueue(
+                  () -> kernels.sumChannels(dy.floats(), out.floats(), op.n(), op.c(), op.hw()));
+            })
+        .add(
+            MaxPool.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer y = cpu(op.y());
+              CpuBuffer argmax = cpu(op.argmax());
+              s.enqueue(
+                  () ->
+                      kernels.maxPool(
+                          x.floats(),
+                          op.n(),
+                          op.c(),
+                          op.h(),
+                          op.w(),
+                          op.k(),
+                          op.stride(),
+                          y.floats(),
+                          argmax.ints()));
+            })
+        .add(
+            MaxPoolBackward.class,
+            (op, s) -> {
+              CpuBuffer dy = cpu(op.dy());
+              CpuBuffer argmax = cpu(op.argmax());
+              CpuBuffer dx = cpu(op.dx());
+              s.enqueue(
+                  () ->
+                      kernels.maxPoolBackward(
+                          dy.floats(),
+                          argmax.ints(),
+                          op.n(),
+                          op.c(),
+                          op.h(),
+                          op.w(),
+                          op.oh(),
+                          op.ow(),
+                          dx.floats()));
+            })
+        .add(
+            ClipGradNorm.class,
+            (op, s) -> {
+              CpuBuffer grads = cpu(op.grads());
+              CpuBuffer norm = cpu(op.norm());
+              s.enqueue(() -> kernels.clipGradNorm(grads.floats(), op.maxNorm(), norm.floats()));
+            })
+        .add(
+            DropoutMask.class,
+            (op, s) -> {
+              CpuBuffer mask = cpu(op.mask());
+              s.enqueue(() -> kernels.dropoutMask(op.p(), op.seed(), mask.floats()));
+            })
+        .add(
+            BatchNormTrain.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer gamma = cpu(op.gamma());
+              CpuBuffer beta = cpu(op.beta());
+              CpuBuffer runningMean = cpu(op.runningMean());
+              CpuBuffer runningVar = cpu(op.runningVar());
+              CpuBuffer y = cpu(op.y());
+              CpuBuffer savedMean = cpu(op.savedMean());
+              CpuBuffer savedInvStd = cpu(op.savedInvStd());
+              s.enqueue(
+                  () ->
+                      kernels.batchNormTrain(
+                          x.floats(),
+                          op.n(),
+                          op.c(),
+                          op.hw(),
+                          gamma.floats(),
+                          beta.floats(),
+                          op.eps(),
+                          op.momentum(),
+                          runningMean.floats(),
+                          runningVar.floats(),
+                          y.floats(),
+                          savedMean.floats(),
+                          savedInvStd.floats()));
+            })
+        .add(
+            BatchNormInference.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer gamma = cpu(op.gamma());
+              CpuBuffer beta = cpu(op.beta());
+              CpuBuffer runningMean = cpu(op.runningMean());
+              CpuBuffer runningVar = cpu(op.runningVar());
+              CpuBuffer y = cpu(op.y());
+              s.enqueue(
+                  () ->
+                      kernels.batchNormInference(
+                          x.floats(),
+                          op.n(),
+                          op.c(),
+                          op.hw(),
+                          gamma.floats(),
+                          beta.floats(),
+                          op.eps(),
+                          runningMean.floats(),
+                          runningVar.floats(),
+                          y.floats()));
+            })
+        .add(
+            BatchNormBackward.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer dy = cpu(op.dy());
+              CpuBuffer gamma = cpu(op.gamma());
+              CpuBuffer savedMean = cpu(op.savedMean());
+              CpuBuffer savedInvStd = cpu(op.savedInvStd());
+              CpuBuffer dgamma = cpu(op.dgamma());
+              CpuBuffer dbeta = cpu(op.dbeta());
+              CpuBuffer dx = cpu(op.dx());
+              s.enqueue(
+                  () ->
+                      kernels.batchNormBackward(
+                          x.floats(),
+                          dy.floats(),
+                          op.n(),
+                          op.c(),
+                          op.hw(),
+                          gamma.floats(),
+                          savedMean.floats(),
+                          savedInvStd.floats(),
+                          dgamma.floats(),
+                          dbeta.floats(),
+                          dx.floats()));
+            });
+  }
+
+  private static void gemm(CpuKernels kernels, Gemm op, CpuStream s) {
+    CpuBuffer a = cpu(op.a());
+    CpuBuffer b = cpu(op.b());
+    CpuBuffer c = cpu(op.c());
+    s.enqueue(
+        () -> {
+          // bf16 operands are widened exactly to fp32 scratch, then multiplied in fp32: the
+          // result equals an fp32-accumulating bf16 GEMM up to summation order.
+          try (FloatPointer wideA = widened(kernels, a);
+              FloatPointer wideB = widened(kernels, b)) {
+            cblas_sgemm(
+                CblasRowMajor,
+                op.transA() ? CblasTrans : CblasNoTrans,
+                op.transB() ? CblasTrans : CblasNoTrans,
+                op.m(),
+                op.n(),
+                op.k(),
+                op.alpha(),
+                wideA != null ? wideA : a.floatPointer(),
+                op.lda(),
+                wideB != null ? wideB : b.floatPointer(),
+                op.ldb(),
+                op.beta(),
+                c.floatPointer(),
+                op.ldc());
+          }
+        });
+  }
+
+  private static void gemmStridedBatched(CpuKernels kernels, GemmStridedBatched op, CpuStream s) {
+    CpuBuffer a = cpu(op.a());
+    CpuBuffer b = cpu(op.b());
+    CpuBuffer c = cpu(op.c());
+    s.enqueue(
+        () -> {
+          try (FloatPointer wideA = widened(kernels, a);
+              FloatPointer wideB = widened(kernels, b)) {
+            BatchedGemm.run(
+                op,
+                wideA != null ? wideA : a.floatPointer(),
+                wideB != null ? wideB : b.floatPointer(),
+                c.floatPointer());
+          }
+        });
+  }
+
+  /** An fp32 copy of a BF16 buffer (the caller closes it), or null for an F32 buffer. */
+  private static FloatPointer widened(CpuKernels kernels, CpuBuffer x) {
+    if (x.dtype() != DType.BF16) {
+      return null;
+    }
+    FloatPointer wide = new FloatPointer(Math.max(1, x.count()));
+    kernels.fromBf16(
+        x.shorts(), wide.asByteBuffer().order(ByteOrder.nativeOrder()).asFloatBuffer());
+    return wide;
+  }
+
+  /** The CPU buffer behind {@code buffer}, checked to be open now, in the caller's thread. */
+  static CpuBuffer cpu(DeviceBuffer buffer) {
+    CpuBuffer b = (CpuBuffer) buffer;
+    b.requireLive();
+    return b;
+  }
+}

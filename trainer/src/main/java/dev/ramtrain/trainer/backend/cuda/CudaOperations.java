@@ -1,0 +1,435 @@
+package dev.ramtrain.trainer.backend.cuda;
+
+import dev.ramtrain.trainer.backend.AdamWMath;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.GradClipMath;
+import dev.ramtrain.trainer.backend.OperationTable;
+import dev.ramtrain.trainer.backend.ops.AdamWStep;
+import dev.ramtrain.trainer.backend.ops.Add;
+import dev.ramtrain.trainer.backend.ops.AddBias;
+import dev.ramtrain.trainer.backend.ops.AddChannelBias;
+import dev.ramtrain.trainer.backend.ops.BatchNormBackward;
+import dev.ramtrain.trainer.backend.ops.BatchNormInference;
+import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
+import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
+import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.DropoutMask;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Gelu;
+import dev.ramtrain.trainer.backend.ops.GeluBackward;
+import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
+import dev.ramtrain.trainer.backend.ops.Im2col;
+import dev.ramtrain.trainer.backend.ops.MaxPool;
+import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
+import dev.ramtrain.trainer.backend.ops.Multiply;
+import dev.ramtrain.trainer.backend.ops.NormalizeImages;
+import dev.ramtrain.trainer.backend.ops.Relu;
+import dev.ramtrain.trainer.backend.ops.ReluBackward;
+import dev.ramtrain.trainer.backend.ops.SgdStep;
+import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
+import dev.ramtrain.trainer.backend.ops.SumChannels;
+import dev.ramtrain.trainer.backend.ops.SumRows;
+
+/**
+ * The CUDA engine's implementation of every operation: GEMM by the {@link GemmEngine}, the rest as
+ * launches of the kernels in trainer/src/main/cuda, their arguments in the order the kernels
+ * declare them. Elementwise kernels run one thread per element ({@link CudaKernels#launchOver});
+ * the per-channel reductions one block per channel.
+ */
+final class CudaOperations {
+  private final CudaKernels kernels;
+
+  private CudaOperations(CudaKernels kernels) {
+    this.kernels = kernels;
+  }
+
+  static OperationTable<CudaStream> table(CudaKernels kernels, GemmEngine gemm) {
+    CudaOperations ops = new CudaOperations(kernels);
+    return new OperationTable<CudaStream>("cuda")
+        .add(Gemm.class, (op, s) -> gemm.gemm(s, requireLive(op)))
+        .add(GemmStridedBatched.class, (op, s) -> gemm.gemmStridedBatched(s, requireLive(op)))
+        .add(Fill.class, ops::fill)
+        .add(
+            Convert.class,
+            (op, s) ->
+                kernels.launchOver(
+                    op.narrowing() ? Kernel.TO_BF16 : Kernel.FROM_BF16,
+                    s,
+                    op.src().count(),
+                    new KernelArgs()
+                        .buffer(cuda(op.src()))
+                        .buffer(cuda(op.dst()))
+                        .i64(op.src().count())))
+        .add(
+            AddBias.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.ADD_BIAS,
+                    s,
+                    (long) op.rows() * op.cols(),
+                    new KernelArgs()
+                        .buffer(cuda(op.y()))
+                        .buffer(cuda(op.bias()))
+                        .i32(op.rows())
+                        .i32(op.cols())))
+        .add(
+            SumRows.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.SUM_ROWS,
+                    s,
+                    op.cols(),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .buffer(cuda(op.out()))
+                        .i32(op.rows())
+                        .i32(op.cols())
+                        .f32(op.beta())))
+        .add(Relu.class, (op, s) -> ops.unary(Kernel.RELU, s, op.x(), op.y()))
+        .add(
+            ReluBackward.class,
+            (op, s) -> ops.binary(Kernel.RELU_BACKWARD, s, op.x(), op.dy(), op.dx()))
+        .add(Gelu.class, (op, s) -> ops.unary(Kernel.GELU, s, op.x(), op.y()))
+        .add(
+            GeluBackward.class,
+            (op, s) -> ops.binary(Kernel.GELU_BACKWARD, s, op.x(), op.dy(), op.dx()))
+        .add(Add.class, (op, s) -> ops.binary(Kernel.ADD, s, op.a(), op.b(), op.out()))
+        .add(Multiply.class, (op, s) -> ops.binary(Kernel.MULTIPLY, s, op.a(), op.b(), op.out()))
+        .add(
+            SoftmaxCrossEntropy.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.SOFTMAX_XENT,
+                    s,
+                    op.rows(),
+                    new KernelArgs()
+                        .buffer(cuda(op.logits()))
+                        .buffer(cuda(op.labels()))
+                        .i32(op.rows())
+                        .i32(op.classes())
+                        .f32(op.smoothing())
+                        .buffer(cuda(op.loss()))
+                        .buffer(cuda(op.dlogits()))
+                        .pointer(s.statusWord())))
+        .add(NormalizeImages.class, ops::normalizeImages)
+        .add(
+            SgdStep.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.SGD_STEP,
+                    s,
+                    op.param().count(),
+                    new KernelArgs()
+                        .buffer(cuda(op.param()))
+                        .buffer(cuda(op.grad()))
+                        .buffer(cuda(op.momentum()))
+                        .i64(op.param().count())
+                        .f32(op.lr())
+                        .f32(op.mu())
+                        .f32(op.weightDecay())
+                        .i32(op.nesterov())))
+        .add(AdamWStep.class, ops::adamwStep)
+        .add(
+            Im2col.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.IM2COL,
+                    s,
+                    op.cols().count(),
+                    convArgs(cuda(op.x()), op.window()).buffer(cuda(op.cols()))))
+        .add(
+            Col2im.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.COL2IM,
+                    s,
+                    op.dx().count(),
+                    convArgs(cuda(op.cols()), op.window()).buffer(cuda(op.dx()))))
+        .add(
+            AddChannelBias.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.ADD_CHANNEL_BIAS,
+                    s,
+                    op.y().count(),
+                    new KernelArgs()
+                        .buffer(cuda(op.y()))
+                        .buffer(cuda(op.bias()))
+                        .i32(op.n())
+                        .i32(op.c())
+                        .i32(op.hw())))
+        .add(
+            SumChannels.class,
+            (op, s) ->
+                ops.perChannel(
+                    Kernel.SUM_CHANNELS,
+                    s,
+                    op.c(),
+                    new KernelArgs()
+                        .buffer(cuda(op.dy()))
+                        .buffer(cuda(op.out()))
+                        .i32(op.n())
+                        .i32(op.c())
+                        .i32(op.hw())))
+        .add(
+            MaxPool.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.MAX_POOL,
+                    s,
+                    op.y().count(),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .i32(op.n())
+                        .i32(op.c())
+                        .i32(op.h())
+                        .i32(op.w())
+                        .i32(op.k())
+                        .i32(op.stride())
+                        .i32(op.oh())
+                        .i32(op.ow())
+                        .buffer(cuda(op.y()))
+                        .buffer(cuda(op.argmax()))))
+        .add(
+            MaxPoolBackward.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.MAX_POOL_BACKWARD,
+                    s,
+                    (long) op.n() * op.c(),
+                    new KernelArgs()
+                        .buffer(cuda(op.dy()))
+                        .buffer(cuda(op.argmax()))
+                        .i32(op.n() * op.c())
+                        .i32(op.h() * op.w())
+                        .i32(op.oh() * op.ow())
+                        .buffer(cuda(op.dx()))))
+        .add(ClipGradNorm.class, ops::clipGradNorm)
+        .add(
+            DropoutMask.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.DROPOUT_MASK,
+                    s,
+                    op.mask().count(),
+                    new KernelArgs()
+                        .f32(op.p())
+                        .f32(op.keepScale())
+                        .i64(op.seed())
+                        .buffer(cuda(op.mask()))
+                        .i64(op.mask().count())))
+        .add(
+            BatchNormTrain.class,
+            (op, s) ->
+                ops.perChannel(
+                    Kernel.BATCHNORM_TRAIN,
+                    s,
+                    op.c(),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .i32(op.n())
+                        .i32(op.c())
+                        .i32(op.hw())
+                        .buffer(cuda(op.gamma()))
+                        .buffer(cuda(op.beta()))
+                        .f32(op.eps())
+                        .f32(op.momentum())
+                        .buffer(cuda(op.runningMean()))
+                        .buffer(cuda(op.runningVar()))
+                        .buffer(cuda(op.y()))
+                        .buffer(cuda(op.savedMean()))
+                        .buffer(cuda(op.savedInvStd()))))
+        .add(
+            BatchNormInference.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.BATCHNORM_INFERENCE,
+                    s,
+                    op.x().count(),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .i32(op.n())
+                        .i32(op.c())
+                        .i32(op.hw())
+                        .buffer(cuda(op.gamma()))
+                        .buffer(cuda(op.beta()))
+                        .f32(op.eps())
+                        .buffer(cuda(op.runningMean()))
+                        .buffer(cuda(op.runningVar()))
+                        .buffer(cuda(op.y()))))
+        .add(
+            BatchNormBackward.class,
+            (op, s) ->
+                ops.perChannel(
+                    Kernel.BATCHNORM_BACKWARD,
+                    s,
+                    op.c(),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .buffer(cuda(op.dy()))
+                        .i32(op.n())
+                        .i32(op.c())
+                        .i32(op.hw())
+                        .buffer(cuda(op.gamma()))
+                        .buffer(cuda(op.savedMean()))
+                        .buffer(cuda(op.savedInvStd()))
+                        .buffer(cuda(op.dgamma()))
+                        .buffer(cuda(op.dbeta()))
+                        .buffer(cuda(op.dx()))));
+  }
+
+  private void fill(Fill op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.FILL,
+        s,
+        op.x().count(),
+        new KernelArgs().buffer(cuda(op.x())).i64(op.x().count()).f32(op.value()));
+  }
+
+  private void unary(Kernel kernel, CudaStream s, DeviceBuffer x, DeviceBuffer y) {
+    kernels.launchOver(
+        kernel, s, x.count(), new KernelArgs().buffer(cuda(x)).buffer(cuda(y)).i64(x.count()));
+  }
+
+  /** An elementwise kernel of two inputs and one output, all of {@code out}'s length. */
+  private void binary(
+      Kernel kernel, CudaStream s, DeviceBuffer a, DeviceBuffer b, DeviceBuffer out) {
+    kernels.launchOver(
+        kernel,
+        s,
+        out.count(),
+        new KernelArgs().buffer(cuda(a)).buffer(cuda(b)).buffer(cuda(out)).i64(out.count()));
+  }
+
+  /** A block of CudaKernels.BLOCK threads per channel (the block-reduction kernels). */
+  private void perChannel(Kernel kernel, CudaStream s, int channels, KernelArgs args) {
+    if (channels > 0) {
+      kernels.launch(kernel, s, channels, 1, 1, CudaKernels.BLOCK, 1, args);
+    }
+  }
+
+  private void normalizeImages(NormalizeImages op, CudaStream s) {
+    if (op.c() > 4) {
+      throw new IllegalArgumentException(
+          "the cuda backend normalizes images of up to 4 channels, got " + op.c());
+    }
+    float[] affine = new float[8]; // the kernel's per-channel x * scale - shift
+    for (int ch = 0; ch < op.c(); ch++) {
+      affine[ch] = op.scale(ch);
+      affine[4 + ch] = op.shift(ch);
+    }
+    kernels.launchOver(
+        Kernel.NORMALIZE_IMAGES,
+        s,
+        op.u8().count(),
+        new KernelArgs()
+            .buffer(cuda(op.u8()))
+            .i32(op.n())
+            .i32(op.h())
+            .i32(op.w())
+            .i32(op.c())
+            .floats(affine)
+            .buffer(cuda(op.out())));
+  }
+
+  private void adamwStep(AdamWStep op, CudaStream s) {
+    AdamWMath math = op.math();
+    kernels.launchOver(
+        Kernel.ADAMW_STEP,
+        s,
+        op.param().count(),
+        new KernelArgs()
+            .buffer(cuda(op.param()))
+            .buffer(cuda(op.grad()))
+            .buffer(cuda(op.m()))
+            .buffer(cuda(op.v()))
+            .i64(op.param().count())
+            .f32(math.beta1())
+            .f32(math.beta2())
+            .f32(math.eps())
+            .f32(math.decay())
+            .f32(math.stepSize())
+            .f32(math.sqrtCorrection()));
+  }
+
+  /**
+   * Three launches and no host round-trip: chunk sums (GradClipMath's chunks) into the stream's
+   * scratch, the norm and factor from them in order, then the scaling, which reads the factor on
+   * the device.
+   */
+  private void clipGradNorm(ClipGradNorm op, CudaStream s) {
+    CudaBuffer g = cuda(op.grads());
+    int n = Math.toIntExact(g.count());
+    int chunks = GradClipMath.chunks(n);
+    long chunkSize = (n + chunks - 1) / chunks;
+    var partials = s.scratch().pointer();
+    var coef = s.scratch().pointer().withByteOffset(8L * CudaStream.CLIP_CHUNKS);
+    if (n > 0) {
+      kernels.launch(
+          Kernel.CLIP_CHUNK_SQUARES,
+          s,
+          chunks,
+          1,
+          1,
+          CudaKernels.BLOCK,
+          1,
+          new KernelArgs().buffer(g).i64(n).i64(chunkSize).pointer(partials));
+    } else {
+      fill(new Fill(s.scratch().view(0, 2 * CudaStream.CLIP_CHUNKS), 0f), s);
+    }
+    kernels.launch(
+        Kernel.CLIP_NORM,
+        s,
+        1,
+        1,
+        1,
+        1,
+        1,
+        new KernelArgs()
+            .pointer(partials)
+            .i32(chunks)
+            .f32(op.maxNorm())
+            .buffer(cuda(op.norm()))
+            .pointer(coef));
+    kernels.launchOver(Kernel.CLIP_SCALE, s, n, new KernelArgs().buffer(g).i64(n).pointer(coef));
+  }
+
+  private static KernelArgs convArgs(CudaBuffer in, ConvWindow window) {
+    return new KernelArgs()
+        .buffer(in)
+        .i32(window.n())
+        .i32(window.c())
+        .i32(window.h())
+        .i32(window.w())
+        .i32(window.kh())
+        .i32(window.kw())
+        .i32(window.stride())
+        .i32(window.pad())
+        .i32(window.oh())
+        .i32(window.ow());
+  }
+
+  private static Gemm requireLive(Gemm op) {
+    cuda(op.a());
+    cuda(op.b());
+    cuda(op.c());
+    return op;
+  }
+
+  private static GemmStridedBatched requireLive(GemmStridedBatched op) {
+    cuda(op.a());
+    cuda(op.b());
+    cuda(op.c());
+    return op;
+  }
+
+  /** The CUDA buffer behind {@code buffer}, checked to be open now. */
+  static CudaBuffer cuda(DeviceBuffer buffer) {
+    CudaBuffer b = (CudaBuffer) buffer;
+    b.requireLive();
+    return b;
+  }
+}

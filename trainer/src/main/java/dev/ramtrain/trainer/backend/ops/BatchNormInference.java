@@ -1,0 +1,27 @@
+package dev.ramtrain.trainer.backend.ops;
+
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
+
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+
+/** Batch normalization in evaluation mode: the running statistics instead of the batch's. */
+public record BatchNormInference(
+    DeviceBuffer x,
+    int n,
+    int c,
+    int hw,
+    DeviceBuffer gamma,
+    DeviceBuffer beta,
+    float eps,
+    DeviceBuffer runningMean,
+    DeviceBuffer runningVar,
+    DeviceBuffer y)
+    implements Operation {
+  public BatchNormInference {
+    checkF32(x, (long) n * c * hw);
+    checkF32(y, (long) n * c * hw);
+    for (DeviceBuffer perChannel : new DeviceBuffer[] {gamma, beta, runningMean, runningVar}) {
+      checkF32(perChannel, c);
+    }
+  }
+}

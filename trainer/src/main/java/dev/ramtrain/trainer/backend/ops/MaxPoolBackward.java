@@ -1,0 +1,28 @@
+package dev.ramtrain.trainer.backend.ops;
+
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkCount;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.requireType;
+
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+
+/** Routes {@code dy} to the winners recorded by {@link MaxPool}; {@code dx} is overwritten. */
+public record MaxPoolBackward(
+    DeviceBuffer dy,
+    DeviceBuffer argmax,
+    int n,
+    int c,
+    int h,
+    int w,
+    int oh,
+    int ow,
+    DeviceBuffer dx)
+    implements Operation {
+  public MaxPoolBackward {
+    checkF32(dy, (long) n * c * oh * ow);
+    checkCount(argmax, (long) n * c * oh * ow);
+    requireType(argmax, DType.I32);
+    checkF32(dx, (long) n * c * h * w);
+  }
+}
