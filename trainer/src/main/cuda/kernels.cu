@@ -5,4 +5,5 @@
 #include "elementwise.cu"
 #include "gemm.cu"
 #include "linear.cu"
+#include "norm.cu"
 #include "optim.cu"

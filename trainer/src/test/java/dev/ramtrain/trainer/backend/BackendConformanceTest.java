@@ -23,6 +23,8 @@ import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
+import dev.ramtrain.trainer.backend.ops.LayerNorm;
+import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -31,10 +33,13 @@ import dev.ramtrain.trainer.backend.ops.Operation;
 import dev.ramtrain.trainer.backend.ops.Relu;
 import dev.ramtrain.trainer.backend.ops.ReluBackward;
 import dev.ramtrain.trainer.backend.ops.SgdStep;
+import dev.ramtrain.trainer.backend.ops.Softmax;
+import dev.ramtrain.trainer.backend.ops.SoftmaxBackward;
 import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -1053,6 +1058,185 @@ public abstract class BackendConformanceTest {
       assertClose(expectedDgamma, download(gGamma), 1e-4, "dgamma");
       assertClose(expectedDbeta, download(gBeta), 1e-4, "dbeta");
     }
+  }
+
+  // ---- layer norm and softmax (transformers, ConvNeXt) ------------------------------------------
+
+  /** Layer norm of x read as [outer, size, inner] in double: y, then the mean and 1/std. */
+  static double[][] layerNormReference(
+      double[] x, int outer, int size, int inner, float[] gamma, float[] beta, float eps) {
+    double[] y = new double[x.length];
+    double[] mean = new double[outer * inner];
+    double[] invStd = new double[outer * inner];
+    for (int o = 0; o < outer; o++) {
+      for (int i = 0; i < inner; i++) {
+        int g = o * inner + i;
+        for (int j = 0; j < size; j++) {
+          mean[g] += x[(o * size + j) * inner + i] / size;
+        }
+        double var = 0;
+        for (int j = 0; j < size; j++) {
+          double d = x[(o * size + j) * inner + i] - mean[g];
+          var += d * d / size;
+        }
+        invStd[g] = 1 / Math.sqrt(var + eps);
+        for (int j = 0; j < size; j++) {
+          int at = (o * size + j) * inner + i;
+          y[at] = (x[at] - mean[g]) * invStd[g] * gamma[j] + beta[j];
+        }
+      }
+    }
+    return new double[][] {y, mean, invStd};
+  }
+
+  /**
+   * Layer norm over the last dimension (inner 1) and over the channels of NCHW (inner h·w): the
+   * output and saved statistics against double precision, and the backward pass against central
+   * differences of the double forward pass (so the expected gradients owe nothing to the closed
+   * form the engines use). Tolerance: the engines compute in double and round once to float, but
+   * backward reads the mean and 1/std saved as float (relative error 2^-24); 1e-5 relative is two
+   * orders above both, and far below any wrong term (O(1)).
+   */
+  @Test
+  void layerNormOverFeaturesAndOverChannelsWithItsGradients() {
+    for (int[] shape : new int[][] {{6, 7, 1}, {3, 5, 4}}) {
+      int outer = shape[0];
+      int size = shape[1];
+      int inner = shape[2];
+      int count = outer * size * inner;
+      Random rng = new Random(31 + inner);
+      float[] x = random(rng, count);
+      for (int i = 0; i < count; i++) {
+        x[i] = 3 + 2 * x[i]; // an offset mean, as activations have
+      }
+      float[] dyv = random(rng, count);
+      float[] gamma = random(rng, size);
+      float[] beta = random(rng, size);
+      float eps = 1e-6f;
+      double[] xd = new double[count];
+      for (int i = 0; i < count; i++) {
+        xd[i] = x[i];
+      }
+      double[][] ref = layerNormReference(xd, outer, size, inner, gamma, beta, eps);
+      // gradients of L = Σ dy·y by central differences in double
+      double[] expectedDx = new double[count];
+      double h = 1e-6;
+      for (int i = 0; i < count; i++) {
+        double[] plus = xd.clone();
+        double[] minus = xd.clone();
+        plus[i] += h;
+        minus[i] -= h;
+        double[] yp = layerNormReference(plus, outer, size, inner, gamma, beta, eps)[0];
+        double[] ym = layerNormReference(minus, outer, size, inner, gamma, beta, eps)[0];
+        for (int k = 0; k < count; k++) {
+          expectedDx[i] += dyv[k] * (yp[k] - ym[k]) / (2 * h);
+        }
+      }
+      float[] expectedDgamma = new float[size];
+      float[] expectedDbeta = new float[size];
+      for (int o = 0; o < outer; o++) {
+        for (int j = 0; j < size; j++) {
+          for (int i = 0; i < inner; i++) {
+            int at = (o * size + j) * inner + i;
+            int g = o * inner + i;
+            expectedDgamma[j] += (float) (dyv[at] * (xd[at] - ref[1][g]) * ref[2][g]);
+            expectedDbeta[j] += dyv[at];
+          }
+        }
+      }
+      for (int j = 0; j < size; j++) { // accumulated onto what is there
+        expectedDgamma[j] += 1;
+        expectedDbeta[j] += 2;
+      }
+      String what = "layer norm [" + outer + ", " + size + ", " + inner + "] ";
+      try (DeviceBuffer dX = upload("x", x);
+          DeviceBuffer dDy = upload("dy", dyv);
+          DeviceBuffer dGamma = upload("gamma", gamma);
+          DeviceBuffer dBeta = upload("beta", beta);
+          DeviceBuffer y = backend.allocate("y", DType.F32, count);
+          DeviceBuffer mean = backend.allocate("mean", DType.F32, outer * inner);
+          DeviceBuffer invStd = backend.allocate("inv-std", DType.F32, outer * inner);
+          DeviceBuffer gGamma = upload("dgamma", filled(size, 1));
+          DeviceBuffer gBeta = upload("dbeta", filled(size, 2));
+          DeviceBuffer dx = backend.allocate("dx", DType.F32, count)) {
+        backend.run(
+            stream, new LayerNorm(dX, outer, size, inner, dGamma, dBeta, eps, y, mean, invStd));
+        backend.run(
+            stream,
+            new LayerNormBackward(
+                dX, dDy, outer, size, inner, dGamma, mean, invStd, gGamma, gBeta, dx));
+        assertClose(toFloats(ref[0]), download(y), 1e-5, what + "y");
+        assertClose(toFloats(ref[1]), download(mean), 1e-5, what + "mean");
+        assertClose(toFloats(ref[2]), download(invStd), 1e-5, what + "1/std");
+        // the differences carry ~1e-10 / h of rounding: 1e-4 relative is their bound
+        assertClose(toFloats(expectedDx), download(dx), 1e-4, what + "dx");
+        assertClose(expectedDgamma, download(gGamma), 1e-5, what + "dgamma");
+        assertClose(expectedDbeta, download(gBeta), 1e-5, what + "dbeta");
+      }
+    }
+  }
+
+  /**
+   * Row softmax on scores with a large common offset (overflow without the max subtraction) and its
+   * backward against the Jacobian {@code diag(y) - y yᵀ} applied in double, both in place.
+   */
+  @Test
+  void softmaxRowsAndItsBackwardInPlace() {
+    int rows = 5;
+    int cols = 197; // a ViT-B/16 attention row at 224 px
+    Random rng = new Random(41);
+    float[] x = random(rng, rows * cols);
+    for (int i = 0; i < x.length; i++) {
+      x[i] = 3 * x[i] + (i / cols) * 100f;
+    }
+    float[] dyv = random(rng, rows * cols);
+    float[] expectedY = new float[x.length];
+    float[] expectedDx = new float[x.length];
+    for (int r = 0; r < rows; r++) {
+      double max = Double.NEGATIVE_INFINITY;
+      for (int c = 0; c < cols; c++) {
+        max = Math.max(max, x[r * cols + c]);
+      }
+      double sum = 0;
+      for (int c = 0; c < cols; c++) {
+        sum += Math.exp(x[r * cols + c] - max);
+      }
+      double[] y = new double[cols];
+      for (int c = 0; c < cols; c++) {
+        y[c] = Math.exp(x[r * cols + c] - max) / sum;
+        expectedY[r * cols + c] = (float) y[c];
+      }
+      for (int i = 0; i < cols; i++) {
+        double dx = 0;
+        for (int j = 0; j < cols; j++) {
+          dx += ((i == j ? y[i] : 0) - y[i] * y[j]) * dyv[r * cols + j];
+        }
+        expectedDx[r * cols + i] = (float) dx;
+      }
+    }
+    try (DeviceBuffer scores = upload("scores", x);
+        DeviceBuffer grad = upload("dprobs", dyv)) {
+      backend.run(stream, new Softmax(scores, rows, cols, scores));
+      float[] probs = download(scores);
+      // exp in double, rounded once: a few ulps of float at most (1e-6 relative to max(1, |y|))
+      assertClose(expectedY, probs, 1e-6, "softmax");
+      backend.run(stream, new SoftmaxBackward(scores, grad, rows, cols, grad));
+      assertClose(expectedDx, download(grad), 1e-6, "softmax backward");
+    }
+  }
+
+  private static float[] filled(int n, float value) {
+    float[] out = new float[n];
+    Arrays.fill(out, value);
+    return out;
+  }
+
+  private static float[] toFloats(double[] values) {
+    float[] out = new float[values.length];
+    for (int i = 0; i < values.length; i++) {
+      out[i] = (float) values[i];
+    }
+    return out;
   }
 
   // ---- streams, events, memory

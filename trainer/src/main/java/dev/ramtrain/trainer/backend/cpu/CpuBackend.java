@@ -52,7 +52,8 @@ public final class CpuBackend implements Backend {
       throw new IllegalArgumentException("threads must be >= 1, got " + threads);
     }
     this.pool = new ForkJoinPool(threads);
-    this.operations = CpuOperations.table(new CpuKernels(new Parallel(pool)));
+    Parallel parallel = new Parallel(pool);
+    this.operations = CpuOperations.table(new CpuKernels(parallel), new NormKernels(parallel));
     openblas_nolapack.blas_set_num_threads(threads);
   }
 

@@ -25,6 +25,8 @@ import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
+import dev.ramtrain.trainer.backend.ops.LayerNorm;
+import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -32,6 +34,8 @@ import dev.ramtrain.trainer.backend.ops.NormalizeImages;
 import dev.ramtrain.trainer.backend.ops.Relu;
 import dev.ramtrain.trainer.backend.ops.ReluBackward;
 import dev.ramtrain.trainer.backend.ops.SgdStep;
+import dev.ramtrain.trainer.backend.ops.Softmax;
+import dev.ramtrain.trainer.backend.ops.SoftmaxBackward;
 import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
@@ -40,13 +44,13 @@ import org.bytedeco.javacpp.FloatPointer;
 
 /**
  * The CPU engine's implementation of every operation: GEMM by native OpenBLAS, the rest by {@link
- * CpuKernels}. Each entry takes its buffers in the caller's thread (so a closed buffer is named
- * there) and enqueues the arithmetic on the stream.
+ * CpuKernels} and {@link NormKernels}. Each entry takes its buffers in the caller's thread (so a
+ * closed buffer is named there) and enqueues the arithmetic on the stream.
  */
 final class CpuOperations {
   private CpuOperations() {}
 
-  static OperationTable<CpuStream> table(CpuKernels kernels) {
+  static OperationTable<CpuStream> table(CpuKernels kernels, NormKernels norms) {
     return new OperationTable<CpuStream>("cpu")
         .add(Gemm.class, (op, s) -> gemm(kernels, op, s))
         .add(GemmStridedBatched.class, (op, s) -> gemmStridedBatched(kernels, op, s))
@@ -358,6 +362,73 @@ final class CpuOperations {
                           dgamma.floats(),
                           dbeta.floats(),
                           dx.floats()));
+            })
+        .add(
+            LayerNorm.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer gamma = cpu(op.gamma());
+              CpuBuffer beta = cpu(op.beta());
+              CpuBuffer y = cpu(op.y());
+              CpuBuffer savedMean = cpu(op.savedMean());
+              CpuBuffer savedInvStd = cpu(op.savedInvStd());
+              s.enqueue(
+                  () ->
+                      norms.layerNorm(
+                          x.floats(),
+                          op.outer(),
+                          op.size(),
+                          op.inner(),
+                          gamma.floats(),
+                          beta.floats(),
+                          op.eps(),
+                          y.floats(),
+                          savedMean.floats(),
+                          savedInvStd.floats()));
+            })
+        .add(
+            LayerNormBackward.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer dy = cpu(op.dy());
+              CpuBuffer gamma = cpu(op.gamma());
+              CpuBuffer savedMean = cpu(op.savedMean());
+              CpuBuffer savedInvStd = cpu(op.savedInvStd());
+              CpuBuffer dgamma = cpu(op.dgamma());
+              CpuBuffer dbeta = cpu(op.dbeta());
+              CpuBuffer dx = cpu(op.dx());
+              s.enqueue(
+                  () ->
+                      norms.layerNormBackward(
+                          x.floats(),
+                          dy.floats(),
+                          op.outer(),
+                          op.size(),
+                          op.inner(),
+                          gamma.floats(),
+                          savedMean.floats(),
+                          savedInvStd.floats(),
+                          dgamma.floats(),
+                          dbeta.floats(),
+                          dx.floats()));
+            })
+        .add(
+            Softmax.class,
+            (op, s) -> {
+              CpuBuffer x = cpu(op.x());
+              CpuBuffer y = cpu(op.y());
+              s.enqueue(() -> norms.softmax(x.floats(), op.rows(), op.cols(), y.floats()));
+            })
+        .add(
+            SoftmaxBackward.class,
+            (op, s) -> {
+              CpuBuffer y = cpu(op.y());
+              CpuBuffer dy = cpu(op.dy());
+              CpuBuffer dx = cpu(op.dx());
+              s.enqueue(
+                  () ->
+                      norms.softmaxBackward(
+                          y.floats(), dy.floats(), op.rows(), op.cols(), dx.floats()));
             });
   }
 

@@ -22,6 +22,8 @@ import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
+import dev.ramtrain.trainer.backend.ops.LayerNorm;
+import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -29,6 +31,8 @@ import dev.ramtrain.trainer.backend.ops.NormalizeImages;
 import dev.ramtrain.trainer.backend.ops.Relu;
 import dev.ramtrain.trainer.backend.ops.ReluBackward;
 import dev.ramtrain.trainer.backend.ops.SgdStep;
+import dev.ramtrain.trainer.backend.ops.Softmax;
+import dev.ramtrain.trainer.backend.ops.SoftmaxBackward;
 import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
@@ -278,7 +282,83 @@ final class CudaOperations {
                         .buffer(cuda(op.savedInvStd()))
                         .buffer(cuda(op.dgamma()))
                         .buffer(cuda(op.dbeta()))
+                        .buffer(cuda(op.dx()))))
+        .add(
+            LayerNorm.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.LAYERNORM,
+                    s,
+                    (long) op.outer() * op.inner(),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .i32(op.outer())
+                        .i32(op.size())
+                        .i32(op.inner())
+                        .buffer(cuda(op.gamma()))
+                        .buffer(cuda(op.beta()))
+                        .f32(op.eps())
+                        .buffer(cuda(op.y()))
+                        .buffer(cuda(op.savedMean()))
+                        .buffer(cuda(op.savedInvStd()))))
+        .add(LayerNormBackward.class, ops::layerNormBackward)
+        .add(
+            Softmax.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.SOFTMAX,
+                    s,
+                    op.rows(),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .i32(op.rows())
+                        .i32(op.cols())
+                        .buffer(cuda(op.y()))))
+        .add(
+            SoftmaxBackward.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.SOFTMAX_BACKWARD,
+                    s,
+                    op.rows(),
+                    new KernelArgs()
+                        .buffer(cuda(op.y()))
+                        .buffer(cuda(op.dy()))
+                        .i32(op.rows())
+                        .i32(op.cols())
                         .buffer(cuda(op.dx()))));
+  }
+
+  /** Two launches: each group's dx, then each feature's dgamma and dbeta over the groups. */
+  private void layerNormBackward(LayerNormBackward op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.LAYERNORM_BACKWARD_DX,
+        s,
+        (long) op.outer() * op.inner(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .buffer(cuda(op.dy()))
+            .i32(op.outer())
+            .i32(op.size())
+            .i32(op.inner())
+            .buffer(cuda(op.gamma()))
+            .buffer(cuda(op.savedMean()))
+            .buffer(cuda(op.savedInvStd()))
+            .buffer(cuda(op.dx())));
+    kernels.launchOver(
+        Kernel.LAYERNORM_BACKWARD_PARAMS,
+        s,
+        op.size(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .buffer(cuda(op.dy()))
+            .i32(op.outer())
+            .i32(op.size())
+            .i32(op.inner())
+            .buffer(cuda(op.savedMean()))
+            .buffer(cuda(op.savedInvStd()))
+            .buffer(cuda(op.dgamma()))
+            .buffer(cuda(op.dbeta())));
   }
 
   private void fill(Fill op, CudaStream s) {

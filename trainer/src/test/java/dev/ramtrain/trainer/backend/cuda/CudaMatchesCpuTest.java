@@ -18,6 +18,8 @@ import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Gelu;
 import dev.ramtrain.trainer.backend.ops.GeluBackward;
+import dev.ramtrain.trainer.backend.ops.LayerNorm;
+import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -34,10 +36,10 @@ import org.junit.jupiter.api.Test;
 /**
  * Kernels whose results the CUDA backend promises bit for bit equal to the CPU backend's: the
  * counter-RNG dropout mask, bf16 rounding, the elementwise activations and their gradients, the
- * optimizer steps, gradient clipping, col2im's sums, max pooling and bias gradients. Each runs on
- * both backends from the same random input (with NaNs, infinities, signed zeros and values on bf16
- * rounding ties) and the outputs are compared bit for bit, NaN payloads aside (see {@link
- * #floatBits}).
+ * optimizer steps, gradient clipping, layer norm, col2im's sums, max pooling and bias gradients.
+ * Each runs on both backends from the same random input (with NaNs, infinities, signed zeros and
+ * values on bf16 rounding ties) and the outputs are compared bit for bit, NaN payloads aside (see
+ * {@link #floatBits}).
  */
 class CudaMatchesCpuTest {
   private static final int N = 50_000;
@@ -166,6 +168,66 @@ class CudaMatchesCpuTest {
     check.accept("gelu backward", (b, s, x) -> b.run(s, new GeluBackward(x[0], x[1], x[2])));
     check.accept("add", (b, s, x) -> b.run(s, new Add(x[0], x[1], x[2])));
     check.accept("multiply", (b, s, x) -> b.run(s, new Multiply(x[0], x[1], x[2])));
+  }
+
+  /**
+   * Layer norm sums in double in the same order on both engines and rounds once: the same bits,
+   * forward and backward, over features (inner 1) and over the channels of NCHW (inner 49).
+   */
+  @Test
+  void layerNormForwardAndBackward() {
+    Random rng = new Random(6);
+    float[][] in = new float[3][N];
+    for (float[] values : in) {
+      for (int i = 0; i < N; i++) {
+        values[i] = (float) (rng.nextGaussian() * 2 + 0.5);
+      }
+    }
+    for (int[] shape : new int[][] {{60, 768, 1}, {4, 96, 49}}) {
+      int outer = shape[0];
+      int size = shape[1];
+      int inner = shape[2];
+      long count = (long) outer * size * inner;
+      long groups = (long) outer * inner;
+      sameBits(
+          "layer norm " + outer + "x" + size + "x" + inner,
+          in,
+          3,
+          (b, s, x) -> {
+            // x, dy, gamma|beta; then y, stats (mean | 1/std), dgamma|dbeta|dx
+            DeviceBuffer gamma = x[2].view(0, size);
+            DeviceBuffer beta = x[2].view(size, size);
+            DeviceBuffer mean = x[4].view(0, groups);
+            DeviceBuffer invStd = x[4].view(groups, groups);
+            b.run(
+                s,
+                new LayerNorm(
+                    x[0].view(0, count),
+                    outer,
+                    size,
+                    inner,
+                    gamma,
+                    beta,
+                    1e-6f,
+                    x[3].view(0, count),
+                    mean,
+                    invStd));
+            b.run(
+                s,
+                new LayerNormBackward(
+                    x[0].view(0, count),
+                    x[1].view(0, count),
+                    outer,
+                    size,
+                    inner,
+                    gamma,
+                    mean,
+                    invStd,
+                    x[5].view(0, size),
+                    x[5].view(size, size),
+                    x[5].view(2L * size, count)));
+          });
+    }
   }
 
   @Test
