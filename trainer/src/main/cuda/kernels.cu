@@ -4,6 +4,7 @@
 #include "conv.cu"
 #include "elementwise.cu"
 #include "gemm.cu"
+#include "layout.cu"
 #include "linear.cu"
 #include "norm.cu"
 #include "optim.cu"

@@ -36,6 +36,7 @@ import dev.ramtrain.trainer.backend.ops.SgdStep;
 import dev.ramtrain.trainer.backend.ops.Softmax;
 import dev.ramtrain.trainer.backend.ops.SoftmaxBackward;
 import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
+import dev.ramtrain.trainer.backend.ops.StridedCopy;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.nio.ByteBuffer;
@@ -1222,6 +1223,110 @@ public abstract class BackendConformanceTest {
       assertClose(expectedY, probs, 1e-6, "softmax");
       backend.run(stream, new SoftmaxBackward(scores, grad, rows, cols, grad));
       assertClose(expectedDx, download(grad), 1e-6, "softmax backward");
+    }
+  }
+
+  /**
+   * A patch embedding's [batch, channels, positions] into [batch, 1 + positions, channels] one row
+   * down (a transpose into a slice), a position embedding added to every sample (source stride 0),
+   * and its gradient summed over the batch (destination stride 0): float sums in the order the
+   * operation defines, so exactly equal.
+   */
+  @Test
+  void stridedCopiesTransposeBroadcastAndSumOverTheBatch() {
+    int batch = 3;
+    int channels = 5;
+    int positions = 4;
+    int tokens = positions + 1;
+    Random rng = new Random(43);
+    float[] patches = random(rng, batch * channels * positions);
+    float[] pos = random(rng, tokens * channels);
+    float[] expected = new float[batch * tokens * channels];
+    float[] summed = new float[tokens * channels];
+    for (int b = 0; b < batch; b++) {
+      for (int p = 0; p < positions; p++) {
+        for (int c = 0; c < channels; c++) {
+          expected[(b * tokens + 1 + p) * channels + c] =
+              patches[(b * channels + c) * positions + p];
+        }
+      }
+      for (int i = 0; i < tokens * channels; i++) {
+        expected[b * tokens * channels + i] += pos[i];
+      }
+    }
+    for (int b = 0; b < batch; b++) {
+      for (int i = 0; i < tokens * channels; i++) {
+        summed[i] += expected[b * tokens * channels + i];
+      }
+    }
+    try (DeviceBuffer src = upload("patches", patches);
+        DeviceBuffer posEmbed = upload("pos-embed", pos);
+        DeviceBuffer out = backend.allocate("tokens", DType.F32, expected.length);
+        DeviceBuffer sum = backend.allocate("dpos", DType.F32, summed.length)) {
+      backend.run(
+          stream,
+          new StridedCopy(
+              src,
+              new StridedCopy.Strides((long) channels * positions, 1, positions),
+              out.view(channels, expected.length - channels),
+              new StridedCopy.Strides((long) tokens * channels, channels, 1),
+              batch,
+              positions,
+              channels,
+              false));
+      backend.run(
+          stream,
+          new StridedCopy(
+              posEmbed,
+              new StridedCopy.Strides(0, channels, 1),
+              out,
+              StridedCopy.Strides.dense(tokens, channels),
+              batch,
+              tokens,
+              channels,
+              true));
+      assertArrayEquals(expected, download(out));
+      backend.run(
+          stream,
+          new StridedCopy(
+              out,
+              StridedCopy.Strides.dense(tokens, channels),
+              sum,
+              new StridedCopy.Strides(0, channels, 1),
+              batch,
+              tokens,
+              channels,
+              true));
+      assertArrayEquals(summed, download(sum));
+      var outside =
+          assertThrows(
+              IllegalArgumentException.class,
+              () ->
+                  new StridedCopy(
+                      src,
+                      StridedCopy.Strides.dense(channels, positions + 1),
+                      out,
+                      StridedCopy.Strides.dense(channels, positions + 1),
+                      batch,
+                      channels,
+                      positions + 1,
+                      false));
+      assertEquals(
+          "patches has 60 elements, the strided copy reaches element 74", outside.getMessage());
+      var racing =
+          assertThrows(
+              IllegalArgumentException.class,
+              () ->
+                  new StridedCopy(
+                      out,
+                      StridedCopy.Strides.dense(tokens, channels),
+                      sum,
+                      new StridedCopy.Strides(0, channels, 1),
+                      batch,
+                      tokens,
+                      channels,
+                      false));
+      assertEquals("dpos: 3 copies onto one destination without accumulate", racing.getMessage());
     }
   }
 

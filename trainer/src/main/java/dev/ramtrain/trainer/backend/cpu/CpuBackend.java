@@ -53,7 +53,9 @@ public final class CpuBackend implements Backend {
     }
     this.pool = new ForkJoinPool(threads);
     Parallel parallel = new Parallel(pool);
-    this.operations = CpuOperations.table(new CpuKernels(parallel), new NormKernels(parallel));
+    this.operations =
+        CpuOperations.table(
+            new CpuKernels(parallel), new NormKernels(parallel), new CopyKernels(parallel));
     openblas_nolapack.blas_set_num_threads(threads);
   }
 

@@ -37,6 +37,7 @@ import dev.ramtrain.trainer.backend.ops.SgdStep;
 import dev.ramtrain.trainer.backend.ops.Softmax;
 import dev.ramtrain.trainer.backend.ops.SoftmaxBackward;
 import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
+import dev.ramtrain.trainer.backend.ops.StridedCopy;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.nio.ByteOrder;
@@ -44,13 +45,14 @@ import org.bytedeco.javacpp.FloatPointer;
 
 /**
  * The CPU engine's implementation of every operation: GEMM by native OpenBLAS, the rest by {@link
- * CpuKernels} and {@link NormKernels}. Each entry takes its buffers in the caller's thread (so a
- * closed buffer is named there) and enqueues the arithmetic on the stream.
+ * CpuKernels}, {@link NormKernels} and {@link CopyKernels}. Each entry takes its buffers in the
+ * caller's thread (so a closed buffer is named there) and enqueues the arithmetic on the stream.
  */
 final class CpuOperations {
   private CpuOperations() {}
 
-  static OperationTable<CpuStream> table(CpuKernels kernels, NormKernels norms) {
+  static OperationTable<CpuStream> table(
+      CpuKernels kernels, NormKernels norms, CopyKernels copies) {
     return new OperationTable<CpuStream>("cpu")
         .add(Gemm.class, (op, s) -> gemm(kernels, op, s))
         .add(GemmStridedBatched.class, (op, s) -> gemmStridedBatched(kernels, op, s))
@@ -429,6 +431,13 @@ final class CpuOperations {
                   () ->
                       norms.softmaxBackward(
                           y.floats(), dy.floats(), op.rows(), op.cols(), dx.floats()));
+            })
+        .add(
+            StridedCopy.class,
+            (op, s) -> {
+              CpuBuffer src = cpu(op.src());
+              CpuBuffer dst = cpu(op.dst());
+              s.enqueue(() -> copies.stridedCopy(src.floats(), dst.floats(), op));
             });
   }
 

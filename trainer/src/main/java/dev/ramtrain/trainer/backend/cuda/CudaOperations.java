@@ -34,6 +34,7 @@ import dev.ramtrain.trainer.backend.ops.SgdStep;
 import dev.ramtrain.trainer.backend.ops.Softmax;
 import dev.ramtrain.trainer.backend.ops.SoftmaxBackward;
 import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
+import dev.ramtrain.trainer.backend.ops.StridedCopy;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
 
@@ -326,7 +327,27 @@ final class CudaOperations {
                         .buffer(cuda(op.dy()))
                         .i32(op.rows())
                         .i32(op.cols())
-                        .buffer(cuda(op.dx()))));
+                        .buffer(cuda(op.dx()))))
+        .add(
+            StridedCopy.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.STRIDED_COPY,
+                    s,
+                    (long) op.n1() * op.n2(),
+                    new KernelArgs()
+                        .buffer(cuda(op.src()))
+                        .i64(op.srcStrides().s0())
+                        .i64(op.srcStrides().s1())
+                        .i64(op.srcStrides().s2())
+                        .buffer(cuda(op.dst()))
+                        .i64(op.dstStrides().s0())
+                        .i64(op.dstStrides().s1())
+                        .i64(op.dstStrides().s2())
+                        .i32(op.n0())
+                        .i32(op.n1())
+                        .i32(op.n2())
+                        .i32(op.accumulate())));
   }
 
   /** Two launches: each group's dx, then each feature's dgamma and dbeta over the groups. */

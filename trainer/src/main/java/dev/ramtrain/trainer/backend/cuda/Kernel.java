@@ -30,6 +30,7 @@ enum Kernel {
   LAYERNORM_BACKWARD_PARAMS("layernorm_backward_params_f32"),
   SOFTMAX("softmax_f32"),
   SOFTMAX_BACKWARD("softmax_backward_f32"),
+  STRIDED_COPY("strided_copy_f32"),
   SGD_STEP("sgd_step_f32"),
   ADAMW_STEP("adamw_step_f32"),
   CLIP_CHUNK_SQUARES("clip_chunk_squares_f32"),
