@@ -10,12 +10,15 @@ import java.util.List;
 
 /**
  * {@code y = x Wᵀ + b} with W stored [out, in], as PyTorch's nn.Linear; with {@link
- * Precision#BF16}, each GEMM's operands are bf16 and its result is rounded to bf16.
+ * Precision#BF16}, each GEMM's operands are bf16 and its result is rounded to bf16. A sample may
+ * hold several rows ({@code tokens}: a transformer's [tokens, features]), each multiplied alike.
  */
 public final class Linear extends BaseLayer {
   private final int in;
   private final int out;
+  private final int tokens;
   private final Precision precision;
+  private final ParamSpec.Init weightInit;
   private DeviceBuffer weight;
   private DeviceBuffer bias;
   private DeviceBuffer weightGrad;
@@ -34,31 +37,45 @@ public final class Linear extends BaseLayer {
   }
 
   public Linear(String name, int in, int out, Precision precision) {
+    this(name, in, out, 1, precision, false);
+  }
+
+  /**
+   * A Linear layer of a transformer: applied to each of a sample's {@code tokens} rows, initialized
+   * as timm initializes them (weights trunc_normal_(std=.02), biases zero) when {@code timmInit}.
+   */
+  public Linear(String name, int in, int out, int tokens, Precision precision, boolean timmInit) {
     super(name);
-    if (in < 1 || out < 1) {
+    if (in < 1 || out < 1 || tokens < 1) {
       throw new IllegalArgumentException(
-          name + ": features must be positive, got " + in + " -> " + out);
+          name + ": features must be positive, got " + in + " -> " + out + " on " + tokens);
     }
     this.in = in;
     this.out = out;
+    this.tokens = tokens;
     this.precision = precision;
+    this.weightInit = timmInit ? ParamSpec.Init.TRUNC_NORMAL : ParamSpec.Init.KAIMING_UNIFORM;
   }
 
   @Override
   public int inputSize() {
-    return in;
+    return tokens * in;
   }
 
   @Override
   public int outputSize() {
-    return out;
+    return tokens * out;
   }
 
   @Override
   public List<ParamSpec> parameters() {
+    ParamSpec.Init biasInit =
+        weightInit == ParamSpec.Init.TRUNC_NORMAL
+            ? ParamSpec.Init.ZEROS
+            : ParamSpec.Init.FAN_IN_UNIFORM;
     return List.of(
-        new ParamSpec(name + ".weight", new int[] {out, in}, ParamSpec.Init.KAIMING_UNIFORM, in),
-        new ParamSpec(name + ".bias", new int[] {out}, ParamSpec.Init.FAN_IN_UNIFORM, in));
+        new ParamSpec(name + ".weight", new int[] {out, in}, weightInit, in),
+        new ParamSpec(name + ".bias", new int[] {out}, biasInit, in));
   }
 
   @Override
@@ -67,11 +84,12 @@ public final class Linear extends BaseLayer {
     bias = params.value(name + ".bias");
     weightGrad = params.grad(name + ".weight");
     biasGrad = params.grad(name + ".bias");
-    y = own("out", (long) maxBatch * out);
-    dx = own("dx", (long) maxBatch * in);
+    long rows = (long) maxBatch * tokens;
+    y = own("out", rows * out);
+    dx = own("dx", rows * in);
     if (precision == Precision.BF16) {
-      xHalf = own("in.bf16", DType.BF16, (long) maxBatch * in);
-      dyHalf = own("grad.bf16", DType.BF16, (long) maxBatch * out);
+      xHalf = own("in.bf16", DType.BF16, rows * in);
+      dyHalf = own("grad.bf16", DType.BF16, rows * out);
       if (weight.dtype() != DType.BF16) { // streamed bf16 weights are bf16 already
         weightHalf = own("weight.bf16", DType.BF16, (long) out * in);
       }
@@ -80,7 +98,8 @@ public final class Linear extends BaseLayer {
 
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer input, int batch, boolean training) {
-    DeviceBuffer yb = y.view(0, (long) batch * out);
+    int rows = Math.multiplyExact(batch, tokens);
+    DeviceBuffer yb = y.view(0, (long) rows * out);
     if (precision == Precision.BF16) {
       x = Precision.inBf16(backend, s, input, xHalf);
       wh = Precision.inBf16(backend, s, weight, weightHalf);
@@ -88,9 +107,9 @@ public final class Linear extends BaseLayer {
       x = input;
       wh = weight;
     }
-    // y [batch, out] = x [batch, in] · Wᵀ (W [out, in])
-    backend.run(s, new Gemm(false, true, batch, out, in, 1f, x, in, wh, in, 0f, yb, out));
-    backend.run(s, new AddBias(yb, bias, batch, out));
+    // y [rows, out] = x [rows, in] · Wᵀ (W [out, in])
+    backend.run(s, new Gemm(false, true, rows, out, in, 1f, x, in, wh, in, 0f, yb, out));
+    backend.run(s, new AddBias(yb, bias, rows, out));
     if (precision == Precision.BF16) {
       Precision.round(backend, s, yb, dyHalf);
     }
@@ -99,18 +118,18 @@ public final class Linear extends BaseLayer {
 
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
-    backend.run(s, new SumRows(dy, biasGrad, batch, out, 1f)); // db += Σ dy
+    int rows = Math.multiplyExact(batch, tokens);
+    backend.run(s, new SumRows(dy, biasGrad, rows, out, 1f)); // db += Σ dy
     DeviceBuffer g = precision == Precision.BF16 ? Precision.inBf16(backend, s, dy, dyHalf) : dy;
     backend.run(
         s,
-        new Gemm(
-            true, false, out, in, batch, 1f, g, out, x, in, 1f, weightGrad, in)); // dW += dyᵀ x
+        new Gemm(true, false, out, in, rows, 1f, g, out, x, in, 1f, weightGrad, in)); // dW += dyᵀ x
     if (!needInputGrad) {
       return null;
     }
-    DeviceBuffer dxb = dx.view(0, (long) batch * in);
+    DeviceBuffer dxb = dx.view(0, (long) rows * in);
     backend.run(
-        s, new Gemm(false, false, batch, in, out, 1f, g, out, wh, in, 0f, dxb, in)); // dx = dy W
+        s, new Gemm(false, false, rows, in, out, 1f, g, out, wh, in, 0f, dxb, in)); // dx = dy W
     if (precision == Precision.BF16) {
       Precision.round(backend, s, dxb, xHalf); // the bf16 input has served dW
     }

@@ -11,7 +11,10 @@ import java.util.List;
  */
 public final class ModelSpec {
   private static final String KNOWN =
-      "mlp:IN-HIDDEN-...-OUT, cnn:c32-p-c64-p-f128-CLASSES, resnet:DEPTH[-WIDTH]-CLASSES";
+      "mlp:IN-HIDDEN-...-OUT, cnn:c32-p-c64-p-f128-CLASSES, resnet:DEPTH[-WIDTH]-CLASSES,"
+          + " vit:PATCH-DIM-DEPTH-HEADS-CLASSES, "
+          + String.join(", ", new java.util.TreeSet<>(VisionTransformer.NAMED.keySet()))
+          + " (a timm name, :CLASSES for other than 1000)";
 
   private ModelSpec() {}
 
@@ -48,6 +51,13 @@ public final class ModelSpec {
   public static List<Layer> parse(String spec, ImageShape shape, Precision precision) {
     String[] kindAndArgs = spec.split(":", 2);
     String kind = kindAndArgs[0];
+    VisionTransformer.Config named = VisionTransformer.NAMED.get(kind);
+    if (named != null || (kind.equals("vit") && kindAndArgs.length == 2)) {
+      if (shape == null) {
+        throw new IllegalArgumentException(spec + ": a ViT needs the input image shape");
+      }
+      return vit(spec, named, kindAndArgs.length == 2 ? kindAndArgs[1] : null, shape, precision);
+    }
     if (kindAndArgs.length == 2 && kind.equals("mlp")) {
       return mlp(spec, kindAndArgs[1], precision);
     }
@@ -193,6 +203,33 @@ public final class ModelSpec {
     layers.add(new GlobalAvgPool("avgpool", c, h, w));
     layers.add(new Linear("fc", c, classes, precision));
     return layers;
+  }
+
+  /**
+   * A timm-named ViT ({@code vit_base_patch16_224}, 1000 classes; {@code vit_base_patch16_224:10}),
+   * or {@code vit:PATCH-DIM-DEPTH-HEADS-CLASSES} for other sizes (the tests' tiny ViTs).
+   */
+  private static List<Layer> vit(
+      String spec,
+      VisionTransformer.Config named,
+      String args,
+      ImageShape shape,
+      Precision precision) {
+    if (named != null) {
+      int classes = args == null ? 1000 : number(spec, args);
+      return VisionTransformer.layers(named, shape, classes, 0f, precision);
+    }
+    String[] parts = args.split("-");
+    if (parts.length != 5) {
+      throw new IllegalArgumentException(spec + ": expected vit:PATCH-DIM-DEPTH-HEADS-CLASSES");
+    }
+    VisionTransformer.Config config =
+        new VisionTransformer.Config(
+            number(spec, parts[0]),
+            number(spec, parts[1]),
+            number(spec, parts[2]),
+            number(spec, parts[3]));
+    return VisionTransformer.layers(config, shape, number(spec, parts[4]), 0f, precision);
   }
 
   private static int number(String spec, String text) {

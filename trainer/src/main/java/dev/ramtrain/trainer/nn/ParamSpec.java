@@ -14,7 +14,12 @@ public record ParamSpec(String name, int[] shape, Init init, int fanIn) {
     /** Bias of Linear/Conv: U(-1/sqrt(fan_in), 1/sqrt(fan_in)). */
     FAN_IN_UNIFORM,
     ONES,
-    ZEROS
+    ZEROS,
+    /**
+     * timm's trunc_normal_(std=.02) for transformer weights and position embeddings: normal with
+     * standard deviation 0.02, drawn again outside [-2, 2] (100 deviations: in practice never).
+     */
+    TRUNC_NORMAL
   }
 
   public long count() {

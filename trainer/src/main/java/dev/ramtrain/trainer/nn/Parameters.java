@@ -164,10 +164,19 @@ public final class Parameters implements ParameterSource, AutoCloseable {
               case KAIMING_UNIFORM, FAN_IN_UNIFORM -> (float) ((rng.nextDouble() * 2 - 1) * bound);
               case ONES -> 1f;
               case ZEROS -> 0f;
+              case TRUNC_NORMAL -> truncatedNormal(rng);
             };
         into.put((int) (e.offset() + i), v);
       }
     }
+  }
+
+  private static float truncatedNormal(SplittableRandom rng) {
+    double v;
+    do {
+      v = rng.nextGaussian() * 0.02;
+    } while (v < -2 || v > 2);
+    return (float) v;
   }
 
   private Entry entry(String name) {

@@ -46,6 +46,14 @@ class GradientCheckTest {
    * disagree are counted instead of compared: a kink sits within ±h of them.
    */
   static void check(List<Layer> layers, double h, double tolerance, boolean kinked) {
+    check(layers, h, tolerance, kinked, 0);
+  }
+
+  /**
+   * As above, every parameter first moved by {@code jitter} standard normal: weights initialized
+   * near zero (a transformer's 0.02) leave attention uniform and its gradients too small to check.
+   */
+  static void check(List<Layer> layers, double h, double tolerance, boolean kinked, double jitter) {
     Random rng = new Random(11);
     int batch = 6;
     try (Backend b = new CpuBackend(2)) {
@@ -67,6 +75,13 @@ class GradientCheckTest {
           }
           b.copy(hl, 0, labels, 4L * batch, s);
           s.synchronize();
+        }
+        if (jitter > 0) {
+          float[] moved = DeviceArrays.read(b, s, model.parameters().values());
+          for (int i = 0; i < moved.length; i++) {
+            moved[i] += (float) (jitter * rng.nextGaussian());
+          }
+          DeviceArrays.write(b, s, model.parameters().values(), moved);
         }
         model.zeroGrad(s);
         DeviceBuffer logits = model.forward(s, x, batch, true);
@@ -197,5 +212,26 @@ class GradientCheckTest {
         1e-3,
         3e-2,
         true);
+  }
+
+  /**
+   * A two-block ViT (patch convolution, class token and position embedding, pre-norm attention and
+   * GELU MLP residuals with drop path, final norm, class-token pooling, head): every parameter's
+   * gradient against central differences. Drop path draws per-sample masks from the step seed, the
+   * same for every forward of the check, so the loss stays a smooth function of the weights; a
+   * ConvNeXt-style LayerNorm2d over the patch grid is checked on the way.
+   */
+  @Test
+  void visionTransformerBlocksWithDropPathAndLayerNorm2d() {
+    dev.ramtrain.format.ImageShape shape = new dev.ramtrain.format.ImageShape(8, 8, 3);
+    java.util.ArrayList<Layer> layers =
+        new java.util.ArrayList<>(
+            VisionTransformer.layers(
+                new VisionTransformer.Config(4, 8, 2, 2), shape, 3, 0.3f, Precision.FP32));
+    layers.add(1, LayerNorm.overChannels("patch_norm", 8, 2, 2, 1e-6f));
+    for (Layer layer : layers) {
+      layer.beginStep(12345); // one set of drop-path masks for every forward
+    }
+    check(layers, 1e-3, 3e-2, false, 0.5);
   }
 }

@@ -1,0 +1,156 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Add;
+import dev.ramtrain.trainer.backend.ops.DropoutMask;
+import dev.ramtrain.trainer.backend.ops.Multiply;
+import dev.ramtrain.trainer.backend.ops.StridedCopy;
+import dev.ramtrain.trainer.backend.ops.StridedCopy.Strides;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * {@code x + drop_path(branch(x))}: the pre-norm residual of a transformer block (timm's {@code x =
+ * x + drop_path(attn(norm1(x)))}) and of a ConvNeXt block. Drop path (stochastic depth) zeroes a
+ * whole sample's branch with probability p in training and scales the kept ones by 1/(1-p); the
+ * mask is drawn from the counter RNG by (step seed, block name, sample), so a resumed run drops the
+ * same samples.
+ */
+public final class Residual extends BaseLayer {
+  private final List<Layer> branch;
+  private final int size;
+  private final float dropPath;
+  private long stepSeed;
+  private DeviceBuffer keep; // [batch]: 0 or 1/(1-p) per sample
+  private DeviceBuffer mask; // keep, broadcast over each sample's values
+  private DeviceBuffer scaled;
+  private DeviceBuffer sum;
+  private DeviceBuffer dx;
+  private boolean dropped; // whether the last forward applied a mask
+
+  public Residual(String name, List<Layer> branch, float dropPath) {
+    super(name);
+    this.branch = List.copyOf(branch);
+    this.size = branch.get(0).inputSize();
+    if (branch.get(branch.size() - 1).outputSize() != size) {
+      throw new IllegalArgumentException(
+          name
+              + ": the branch maps "
+              + size
+              + " values per sample to "
+              + branch.get(branch.size() - 1).outputSize());
+    }
+    if (!(dropPath >= 0 && dropPath < 1)) {
+      throw new IllegalArgumentException(
+          name + ": drop path rate must be in [0, 1), got " + dropPath);
+    }
+    this.dropPath = dropPath;
+  }
+
+  public List<Layer> branch() {
+    return branch;
+  }
+
+  @Override
+  public int inputSize() {
+    return size;
+  }
+
+  @Override
+  public int outputSize() {
+    return size;
+  }
+
+  @Override
+  public List<ParamSpec> parameters() {
+    List<ParamSpec> all = new ArrayList<>();
+    branch.forEach(l -> all.addAll(l.parameters()));
+    return all;
+  }
+
+  @Override
+  public List<ParamSpec> buffers() {
+    List<ParamSpec> all = new ArrayList<>();
+    branch.forEach(l -> all.addAll(l.buffers()));
+    return all;
+  }
+
+  @Override
+  public long scratchBytes(int maxBatch) {
+    return branch.stream().mapToLong(l -> l.scratchBytes(maxBatch)).max().orElse(0);
+  }
+
+  @Override
+  protected void bind(ParameterSource params, int maxBatch) {
+    for (Layer layer : branch) {
+      layer.bind(backend, params, maxBatch);
+    }
+    sum = own("sum", (long) maxBatch * size);
+    dx = own("dx", (long) maxBatch * size);
+    if (dropPath > 0) {
+      keep = own("keep", maxBatch);
+      mask = own("mask", (long) maxBatch * size);
+      scaled = own("scaled", (long) maxBatch * size);
+    }
+  }
+
+  @Override
+  public void beginStep(long seed) {
+    stepSeed = SampleIds.mix(seed, name.hashCode());
+    branch.forEach(l -> l.beginStep(seed));
+  }
+
+  @Override
+  public void recomputing(boolean on) {
+    branch.forEach(l -> l.recomputing(on));
+  }
+
+  @Override
+  public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
+    DeviceBuffer h = x;
+    for (Layer layer : branch) {
+      h = layer.forward(s, h, batch, training);
+    }
+    long n = (long) batch * size;
+    dropped = training && dropPath > 0;
+    if (dropped) {
+      backend.run(s, new DropoutMask(dropPath, stepSeed, keep.view(0, batch)));
+      backend.run(
+          s,
+          new StridedCopy(
+              keep, new Strides(1, 0, 0), mask, new Strides(size, 0, 1), batch, 1, size, false));
+      backend.run(s, new Multiply(h, mask.view(0, n), scaled.view(0, n)));
+      h = scaled.view(0, n);
+    }
+    DeviceBuffer y = sum.view(0, n);
+    backend.run(s, new Add(x, h, y));
+    return y;
+  }
+
+  @Override
+  public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
+    long n = (long) batch * size;
+    DeviceBuffer g = dy;
+    if (dropped) {
+      g = scaled.view(0, n); // the scaled branch output has served forward: reuse its memory
+      backend.run(s, new Multiply(dy, mask.view(0, n), g));
+    }
+    for (int i = branch.size() - 1; i >= 0; i--) {
+      g = branch.get(i).backward(s, g, batch, true);
+    }
+    if (!needInputGrad) {
+      return null;
+    }
+    DeviceBuffer dxb = dx.view(0, n);
+    backend.run(s, new Add(dy, g, dxb));
+    return dxb;
+  }
+
+  @Override
+  public void close() {
+    branch.forEach(Layer::close);
+    super.close();
+  }
+}
