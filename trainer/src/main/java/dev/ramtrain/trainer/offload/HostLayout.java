@@ -31,6 +31,14 @@ final class HostLayout {
   private final long streamedParameters;
 
   HostLayout(String spec, List<Layer> layers, Set<String> streamedNames) {
+    Set<String> names = new java.util.LinkedHashSet<>();
+    layers.forEach(l -> names.add(l.name()));
+    for (String wanted : streamedNames) {
+      if (!names.contains(wanted)) {
+        throw new IllegalArgumentException(
+            spec + ": no layer '" + wanted + "' to stream; its layers are " + names);
+      }
+    }
     int n = layers.size();
     this.ordinal = new int[n];
     this.offset = new long[n];

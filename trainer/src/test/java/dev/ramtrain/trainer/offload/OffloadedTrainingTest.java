@@ -50,9 +50,15 @@ public abstract class OffloadedTrainingTest {
   protected abstract Backend open(SimulatedBus bus);
 
   private static final int BATCH = 6;
-  private static final String SPEC = "cnn:cb4-p-c6-p-d0.25-f10-3";
-  private static final ImageShape SHAPE = new ImageShape(8, 8, 1);
   private static final Set<String> ALL = Set.of("conv1", "conv2", "fc1", "fc2");
+
+  /** The model a run trains, and the images it takes. */
+  private record Net(String spec, ImageShape shape) {}
+
+  private static final Net CNN = new Net("cnn:cb4-p-c6-p-d0.25-f10-3", new ImageShape(8, 8, 1));
+
+  /** Every test trains the CNN unless it says otherwise. */
+  private Net net = CNN;
 
   /**
    * How a run is set up: {@code how} null is resident training; a {@code reference} is resident
@@ -134,9 +140,11 @@ public abstract class OffloadedTrainingTest {
     }
   }
 
-  private static Learner learner(Setup setup, Backend b, Stream s) {
+  private Learner learner(Setup setup, Backend b, Stream s) {
+    String spec = net.spec();
+    ImageShape shape = net.shape();
     if (setup.how() == null) {
-      Model model = Model.build(SPEC, ModelSpec.parse(SPEC, SHAPE), b, s, BATCH, 3);
+      Model model = Model.build(spec, ModelSpec.parse(spec, shape), b, s, BATCH, 3);
       long n = model.parameters().count();
       Optimizer opt =
           setup.sgd()
@@ -147,7 +155,7 @@ public abstract class OffloadedTrainingTest {
           : new Reference(b, model, opt, setup.reference());
     }
     return OffloadedLearner.build(
-        new ModelConfig(SPEC, () -> ModelSpec.parse(SPEC, SHAPE), BATCH, 3),
+        new ModelConfig(spec, () -> ModelSpec.parse(spec, shape), BATCH, 3),
         setup.how(),
         (masters, grads, threads) -> {
           HostOptimizer opt =
@@ -232,7 +240,7 @@ public abstract class OffloadedTrainingTest {
       throws IOException {
     try (Backend b = open(setup.bus())) {
       Stream s = b.createStream("compute");
-      int in = SHAPE.bytes();
+      int in = net.shape().bytes();
       try (Learner learner = learner(setup, b, s);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * in);
           DeviceBuffer labels = b.allocate("labels", DType.I32, BATCH);
@@ -299,6 +307,28 @@ public abstract class OffloadedTrainingTest {
         expected,
         run(resident.offloaded(Set.of("conv2", "fc1"), 2).checkpointed()),
         "activation checkpointing");
+  }
+
+  /**
+   * A two-block ViT (patch convolution, class token and position embedding, attention and MLP
+   * residuals, final norm, class-token pooling, head) streamed block by block, with activation
+   * checkpointing too: the resident run's weights and AdamW state, bit for bit.
+   */
+  @Test
+  void aVisionTransformerStreamedBlockByBlockEndsWithTheResidentRunBitForBit() throws IOException {
+    net = new Net("vit:4-16-2-2-3", new ImageShape(8, 8, 3));
+    Setup resident = Setup.resident();
+    Final expected = run(resident);
+    Set<String> blocks =
+        Set.of(
+            "blocks.0.attn_path", "blocks.0.mlp_path", "blocks.1.attn_path", "blocks.1.mlp_path");
+    assertSameRun(expected, run(resident.offloaded(blocks, 2)), "blocks streamed, depth 2");
+    Set<String> everything = new java.util.HashSet<>(blocks);
+    everything.addAll(Set.of("patch_embed.proj", "embed", "norm", "head"));
+    assertSameRun(
+        expected,
+        run(resident.offloaded(everything, 1).checkpointed()),
+        "everything streamed, checkpointed");
   }
 
   @Test
@@ -408,7 +438,7 @@ public abstract class OffloadedTrainingTest {
       Stream s = b.createStream("compute");
       Setup setup = Setup.resident().offloaded(Set.of("conv2", "fc1"), 1);
       try (Learner learner = learner(setup, b, s);
-          DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * SHAPE.bytes());
+          DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * net.shape().bytes());
           DeviceBuffer dy = b.allocate("dy", DType.F32, (long) BATCH * learner.outputSize())) {
         long params = learner.parameterCount();
         for (int step = 0; step < 2; step++) {

@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""PyTorch goldens for ramtrain's model tests (llm.c's test_gpt2 pattern).
+
+Builds tiny configurations of the architectures ramtrain implements, written as timm writes them
+(the same module names, so the same state-dict keys), and records what PyTorch computes: the
+weights, an input batch, the logits, the mean cross-entropy loss, every parameter's gradient after
+one backward, and the losses of three AdamW steps. Run with Debian's python3-torch (1.13, which has
+no safetensors module: the files are written by hand, as the format's spec lays them out):
+
+    /usr/bin/python3 trainer/src/test/goldens/make_goldens.py trainer/src/test/resources/goldens
+
+The Java tests (nn.PyTorchGoldenTest) compare against these files on every backend.
+"""
+import json
+import struct
+import sys
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        attn = attn.softmax(dim=-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+        self.attn = Attention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = Mlp(dim, 4 * dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class PatchEmbed(nn.Module):
+    def __init__(self, patch, channels, dim):
+        super().__init__()
+        self.proj = nn.Conv2d(channels, dim, patch, stride=patch)
+
+
+class VisionTransformer(nn.Module):
+    """timm's VisionTransformer with class token, global_pool='token', no dropout."""
+
+    def __init__(self, image, patch, channels, dim, depth, heads, classes):
+        super().__init__()
+        tokens = (image // patch) ** 2 + 1
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos_embed = nn.Parameter(torch.randn(1, tokens, dim) * 0.02)
+        self.patch_embed = PatchEmbed(patch, channels, dim)
+        self.blocks = nn.ModuleList([Block(dim, heads) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.patch_embed.proj(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x)[:, 0])
+
+
+def vit_tiny_golden():
+    torch.manual_seed(26)
+    model = VisionTransformer(image=16, patch=4, channels=3, dim=32, depth=2, heads=4, classes=5)
+    with torch.no_grad():  # norms away from 1/0 and larger weights: attention far from uniform
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
+            elif name.endswith("weight") and p.dim() == 2:
+                p.mul_(3.0)
+    x = torch.randn(3, 3, 16, 16)
+    labels = torch.tensor([1, 4, 0])
+    spec = "vit:4-32-2-4-5"
+    return spec, model, x, labels
+
+
+def record(spec, model, x, labels):
+    out = OrderedDict()
+    for name, p in model.state_dict().items():
+        out["param/" + name] = p.detach().clone()
+    logits = model(x)
+    loss = F.cross_entropy(logits, labels)
+    loss.backward()
+    out["input"] = x
+    out["labels"] = labels.float()
+    out["logits"] = logits.detach()
+    out["loss"] = loss.detach().reshape(1)
+    for name, p in model.named_parameters():
+        out["grad/" + name] = p.grad.detach().clone()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+    losses = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        step_loss = F.cross_entropy(model(x), labels)
+        losses.append(step_loss.item())
+        step_loss.backward()
+        optimizer.step()
+    out["adamw_losses"] = torch.tensor(losses)
+    return out, {"spec": spec, "torch": torch.__version__, "adamw": "lr=1e-3 weight_decay=0.05"}
+
+
+def write_safetensors(path, tensors, metadata):
+    header = {"__metadata__": metadata}
+    blobs = []
+    offset = 0
+    for name, t in tensors.items():
+        data = t.detach().contiguous().to(torch.float32).numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)
+
+
+def write_keys(path, model):
+    """A state dict's keys and shapes in order, one "name d0,d1,..." line each."""
+    with open(path, "w") as f:
+        for name, t in model.state_dict().items():
+            f.write(name + " " + ",".join(str(d) for d in t.shape) + "\n")
+
+
+def main():
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "trainer/src/test/resources/goldens")
+    target.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)  # one summation order, whatever machine regenerates the files
+    spec, model, x, labels = vit_tiny_golden()
+    tensors, metadata = record(spec, model, x, labels)
+    write_safetensors(target / "vit_tiny.safetensors", tensors, metadata)
+    print("wrote", target / "vit_tiny.safetensors", len(tensors), "tensors")
+    # ViT-B/16 at full size: the key list a timm checkpoint of it carries (ImageNet's 1000 classes)
+    base = VisionTransformer(image=224, patch=16, channels=3, dim=768, depth=12, heads=12, classes=1000)
+    write_keys(target / "vit_base_patch16_224.keys", base)
+    print("wrote", target / "vit_base_patch16_224.keys", sum(p.numel() for p in base.parameters()), "parameters")
+
+
+if __name__ == "__main__":
+    main()

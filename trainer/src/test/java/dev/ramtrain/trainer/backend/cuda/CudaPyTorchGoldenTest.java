@@ -1,0 +1,13 @@
+package dev.ramtrain.trainer.backend.cuda;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.nn.PyTorchGoldenTest;
+
+/** The PyTorch goldens on the CUDA backend (the emulated device: the kernels' own sources). */
+class CudaPyTorchGoldenTest extends PyTorchGoldenTest {
+  @Override
+  protected Backend create() {
+    return CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.Gemm.KERNELS));
+  }
+}
