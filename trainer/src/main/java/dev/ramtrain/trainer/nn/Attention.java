@@ -61,6 +61,19 @@ public final class Attention extends BaseLayer {
     return all;
   }
 
+  /** Its qkv and output projections. */
+  public List<Linear> projections() {
+    return List.of(qkv, proj);
+  }
+
+  /**
+   * Training FLOPs per sample of the token mixing itself: q kᵀ and p v are 2·tokens²·dim each
+   * forward, and backward does both products' two gradients.
+   */
+  public long mixingFlopsPerSample() {
+    return 3 * 4L * tokens * tokens * dim;
+  }
+
   @Override
   public long scratchBytes(int maxBatch) {
     return 4L * heads * tokens * tokens;

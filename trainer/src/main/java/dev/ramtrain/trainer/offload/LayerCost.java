@@ -7,11 +7,13 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.AdamWStep;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
+import dev.ramtrain.trainer.nn.Attention;
 import dev.ramtrain.trainer.nn.Conv2d;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Linear;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.nn.Residual;
 import dev.ramtrain.trainer.nn.ResidualBlock;
 import dev.ramtrain.trainer.nn.Workspace;
 import dev.ramtrain.trainer.optim.AdamWSpec;
@@ -260,6 +262,13 @@ public record LayerCost(
     }
     if (layer instanceof ResidualBlock block) {
       return block.children().stream().mapToLong(LayerCost::flops).sum();
+    }
+    if (layer instanceof Residual residual) {
+      return residual.branch().stream().mapToLong(LayerCost::flops).sum() + 3L * layer.outputSize();
+    }
+    if (layer instanceof Attention attention) {
+      return attention.projections().stream().mapToLong(LayerCost::flops).sum()
+          + attention.mixingFlopsPerSample();
     }
     return 3L * layer.outputSize();
   }

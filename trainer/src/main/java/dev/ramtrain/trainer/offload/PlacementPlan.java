@@ -283,7 +283,7 @@ public record PlacementPlan(
       out.append(
           String.format(
               "resident       %d layers %s%nstreamed       %d layers %s%n",
-              resident.size(), resident, streamed.size(), streamed));
+              resident.size(), names(resident), streamed.size(), names(streamed)));
       out.append(
           String.format(
               "prefetch       %d slots, device weights %s, activation checkpointing %s%n",
@@ -306,6 +306,20 @@ public record PlacementPlan(
   }
 
   /** A byte count as MiB or GiB. */
+  /** Up to eight names in full; a deep model's first three and last two around the count left. */
+  static String names(List<String> layers) {
+    if (layers.size() <= 8) {
+      return layers.toString();
+    }
+    return "["
+        + String.join(", ", layers.subList(0, 3))
+        + ", … "
+        + (layers.size() - 5)
+        + " more …, "
+        + String.join(", ", layers.subList(layers.size() - 2, layers.size()))
+        + "]";
+  }
+
   public static String bytes(long b) {
     return b >= 1L << 30
         ? String.format("%.2f GiB", b / (double) (1L << 30))
