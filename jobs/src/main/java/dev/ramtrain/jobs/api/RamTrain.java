@@ -240,7 +240,7 @@ public final class RamTrain {
   private Training train(String dataset, String output, boolean resume) {
     RamtrainConfig c =
         set("ramtrain.train.dataset", dataset).set("ramtrain.train.output", output).config();
-    RunSpec spec = resume ? TrainSettings.read(c).resuming(false) : TrainSettings.read(c);
+    RunSpec settings = resume ? TrainSettings.read(c).resuming(false) : TrainSettings.read(c);
     TrainSettings.Dist dist = TrainSettings.dist(c);
     TrainSettings.Dist ranks = dist.withRanks(dist.ranksOr(1));
     Manifest manifest;
@@ -252,15 +252,16 @@ public final class RamTrain {
       throw new UncheckedIOException(e);
     }
     // Checked here, before the run starts: a model that does not fit the data is a usage error.
-    spec.model().requireFits(manifest.image().shape(), manifest.classes());
     List<String> classes = manifest.classes();
+    RunSpec spec = settings.forClasses(classes);
+    spec.model().requireFits(manifest.image().shape(), classes);
     return Training.start(spark, spec, classes, () -> DistributedTraining.run(spark, spec, ranks));
   }
 
   /** Starts training on in-memory shards (one rank per executor holding them, by default). */
   public Training train(InMemoryShards shards, String output) {
     RamtrainConfig c = set("ramtrain.train.output", output).config();
-    RunSpec spec = TrainSettings.read(c);
+    RunSpec spec = TrainSettings.read(c).forClasses(shards.manifest().classes());
     TrainSettings.Dist dist = TrainSettings.dist(c);
     spec.model().requireFits(shards.manifest().image().shape(), shards.manifest().classes());
     return Training.start(

@@ -79,6 +79,7 @@ public final class TrainCommand implements Callable<Integer> {
     }
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
+    spec = spec.forClasses(ds.manifest().classes());
     spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
     // A run directory on HDFS or S3A is written by a trainer task, which publishes checkpoints.
     boolean onSpark = cluster || dist.ranks() > 1 || master != null;

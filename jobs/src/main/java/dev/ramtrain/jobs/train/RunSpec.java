@@ -62,6 +62,28 @@ public record RunSpec(
     }
   }
 
+  /**
+   * This run for a dataset of {@code classes}: a model named without a class count (a timm name)
+   * gets one output per class, as timm's num_classes; other specs are kept as they are.
+   */
+  public RunSpec forClasses(List<String> classes) {
+    String resolved = dev.ramtrain.trainer.nn.ModelSpec.withClasses(model.spec(), classes.size());
+    if (resolved.equals(model.spec())) {
+      return this;
+    }
+    return new RunSpec(
+        data,
+        new Model(resolved, model.seed(), model.precision()),
+        optimizer,
+        schedule,
+        loop,
+        offload,
+        backend,
+        output,
+        resumeSettings,
+        resolvedConfig);
+  }
+
   /** The model spec ({@code ramtrain.train.model}) and the seed of its initial weights. */
   /** {@code precision}: the GEMM layers' arithmetic ({@code ramtrain.train.precision}). */
   public record Model(String spec, long seed, Precision precision) implements Serializable {

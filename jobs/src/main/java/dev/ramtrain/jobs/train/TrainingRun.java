@@ -90,6 +90,7 @@ public final class TrainingRun {
     }
     ImageShape shape = train.shape();
     List<String> classes = train.classes();
+    spec = spec.forClasses(classes);
     spec.model().requireFits(shape, classes);
     SortedMap<String, String> settings = spec.resumeSettings();
     String fingerprint = RunFingerprint.data(data.manifest());

@@ -206,6 +206,15 @@ public final class ModelSpec {
   }
 
   /**
+   * {@code spec} with {@code classes} outputs where it leaves the count open: a timm name without
+   * {@code :CLASSES} (timm's 1000 otherwise) takes the dataset's classes, as timm's {@code
+   * num_classes}; every other spec names its own count and is returned as it is.
+   */
+  public static String withClasses(String spec, int classes) {
+    return VisionTransformer.NAMED.containsKey(spec) ? spec + ":" + classes : spec;
+  }
+
+  /**
    * A timm-named ViT ({@code vit_base_patch16_224}, 1000 classes; {@code vit_base_patch16_224:10}),
    * or {@code vit:PATCH-DIM-DEPTH-HEADS-CLASSES} for other sizes (the tests' tiny ViTs).
    */
