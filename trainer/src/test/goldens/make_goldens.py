@@ -148,6 +148,38 @@ def write_safetensors(path, tensors, metadata):
             f.write(blob)
 
 
+def vit_tiny_torchvision(target):
+    """torchvision's own ViT (its names), the input, its logits, and its position embedding
+    resampled to a 6x6 grid as timm's resample_abs_pos_embed does (bicubic, class token kept)."""
+    import torchvision
+
+    torch.manual_seed(27)
+    model = torchvision.models.VisionTransformer(
+        image_size=16, patch_size=4, num_layers=2, num_heads=4, hidden_dim=32, mlp_dim=128,
+        num_classes=5)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("weight") and p.dim() == 2:
+                p.mul_(3.0)
+            elif "ln" in name or name.endswith("bias"):
+                p.add_(0.2 * torch.randn_like(p))
+        model.encoder.pos_embedding.normal_(0, 0.5)
+        model.class_token.normal_(0, 0.5)
+    model.eval()
+    x = torch.randn(2, 3, 16, 16)
+    logits = model(x).detach()
+    pos = model.encoder.pos_embedding.detach()
+    grid = pos[:, 1:].reshape(1, 4, 4, 32).permute(0, 3, 1, 2)
+    grid = F.interpolate(grid, size=(6, 6), mode="bicubic", antialias=False, align_corners=False)
+    resampled = torch.cat([pos[:, :1], grid.permute(0, 2, 3, 1).reshape(1, 36, 32)], dim=1)
+    write_safetensors(target / "vit_tiny_torchvision.weights.safetensors", model.state_dict(),
+                      {"format": "pt"})
+    write_safetensors(target / "vit_tiny_torchvision.expected.safetensors",
+                      OrderedDict(input=x, logits=logits, pos_embed_6x6=resampled),
+                      {"spec": "vit:4-32-2-4-5"})
+    print("wrote", target / "vit_tiny_torchvision.weights.safetensors")
+
+
 def write_keys(path, model):
     """A state dict's keys and shapes in order, one "name d0,d1,..." line each."""
     with open(path, "w") as f:
@@ -163,6 +195,7 @@ def main():
     tensors, metadata = record(spec, model, x, labels)
     write_safetensors(target / "vit_tiny.safetensors", tensors, metadata)
     print("wrote", target / "vit_tiny.safetensors", len(tensors), "tensors")
+    vit_tiny_torchvision(target)
     # ViT-B/16 at full size: the key list a timm checkpoint of it carries (ImageNet's 1000 classes)
     base = VisionTransformer(image=224, patch=16, channels=3, dim=768, depth=12, heads=12, classes=1000)
     write_keys(target / "vit_base_patch16_224.keys", base)

@@ -16,6 +16,15 @@ public final class TrainFlags {
       description = "Model spec, e.g. mlp:784-1024-1024-10 (ramtrain.train.model).")
   String model;
 
+  @Option(
+      names = "--weights",
+      paramLabel = "FILE",
+      description =
+          "Pretrained weights, a timm or torchvision state dict (model.safetensors), loaded"
+              + " strictly; a classifier of another class count starts fresh"
+              + " (ramtrain.train.weights).")
+  String weights;
+
   @Option(names = "--epochs", description = "Epochs (ramtrain.train.epochs).")
   Integer epochs;
 
@@ -118,6 +127,7 @@ public final class TrainFlags {
   void addTo(Map<String, String> f) {
     f.put("ramtrain.train.output", output);
     f.put("ramtrain.train.model", model);
+    f.put("ramtrain.train.weights", weights);
     f.put("ramtrain.train.epochs", CommonOptions.text(epochs));
     f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
     f.put("ramtrain.train.accumulate", CommonOptions.text(accumulate));

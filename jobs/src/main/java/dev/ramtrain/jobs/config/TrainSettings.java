@@ -115,7 +115,11 @@ public final class TrainSettings {
     ScheduleSpec schedule = schedule(c);
     return new RunSpec(
         data(c, seed),
-        new RunSpec.Model(c.string(P + "model"), seed, c.choice(P + "precision", Precision.class)),
+        new RunSpec.Model(
+            c.string(P + "model"),
+            seed,
+            c.choice(P + "precision", Precision.class),
+            c.string(P + "weights")),
         checked(P + "optimizer", () -> optimizer(c)),
         schedule,
         loop(c),
@@ -215,8 +219,14 @@ public final class TrainSettings {
   }
 
   private static TrainOptions loop(RamtrainConfig c) {
-    List<String> mean = c.strings(P + "mean");
-    List<String> std = c.strings(P + "std");
+    // Pretrained weights expect the normalization they were trained with: timm's and
+    // torchvision's ImageNet figures, unless set.
+    boolean imagenet =
+        !c.string(P + "weights").isEmpty()
+            && c.strings(P + "mean").isEmpty()
+            && c.strings(P + "std").isEmpty();
+    List<String> mean = imagenet ? List.of("0.485", "0.456", "0.406") : c.strings(P + "mean");
+    List<String> std = imagenet ? List.of("0.229", "0.224", "0.225") : c.strings(P + "std");
     require(mean.size() == std.size(), P + "mean/std", "must have the same number of channels");
     return checked( // the other limits were checked above, naming their keys
         P + "log-every",

@@ -4,18 +4,24 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
 import dev.ramtrain.trainer.optim.ScheduleSpec;
+import java.io.IOException;
 import java.io.Serializable;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
 
@@ -73,7 +79,7 @@ public record RunSpec(
     }
     return new RunSpec(
         data,
-        new Model(resolved, model.seed(), model.precision()),
+        new Model(resolved, model.seed(), model.precision(), model.weights()),
         optimizer,
         schedule,
         loop,
@@ -84,10 +90,18 @@ public record RunSpec(
         resolvedConfig);
   }
 
-  /** The model spec ({@code ramtrain.train.model}) and the seed of its initial weights. */
-  /** {@code precision}: the GEMM layers' arithmetic ({@code ramtrain.train.precision}). */
-  public record Model(String spec, long seed, Precision precision) implements Serializable {
+  /**
+   * The model spec ({@code ramtrain.train.model}), the seed of its initial weights, the GEMM
+   * layers' arithmetic ({@code ramtrain.train.precision}) and the pretrained weights it starts from
+   * ({@code ramtrain.train.weights}: a timm or torchvision safetensors file; empty: none).
+   */
+  public record Model(String spec, long seed, Precision precision, String weights)
+      implements Serializable {
     private static final String KEY = "ramtrain.train.model";
+
+    public Model(String spec, long seed, Precision precision) {
+      this(spec, seed, precision, "");
+    }
 
     /** The layers for images of {@code shape}, unbound; a bad spec is a usage error. */
     public List<Layer> layers(ImageShape shape) {
@@ -96,8 +110,33 @@ public record RunSpec(
 
     /** What the trainer builds: this model for images of {@code shape}, up to {@code maxBatch}. */
     public ModelConfig config(ImageShape shape, int maxBatch) {
-      layers(shape); // a bad spec fails here as a usage error, not later inside the trainer
-      return ModelConfig.of(spec, shape, maxBatch, seed, precision);
+      List<Layer> layers = layers(shape); // a bad spec fails here, not later inside the trainer
+      ModelConfig config = ModelConfig.of(spec, shape, maxBatch, seed, precision);
+      if (weights.isEmpty()) {
+        return config;
+      }
+      return config.withPretrained(pretrained(layers));
+    }
+
+    /**
+     * The weights file's values for {@code layers}, matched by name and shape; a file that cannot
+     * be read or does not fit is an error naming it and everything that does not fit (exit 1).
+     */
+    private Map<String, float[]> pretrained(List<Layer> layers) {
+      List<ParamSpec> params = new ArrayList<>();
+      List<ParamSpec> buffers = new ArrayList<>();
+      layers.forEach(
+          l -> {
+            params.addAll(l.parameters());
+            buffers.addAll(l.buffers());
+          });
+      try {
+        return PretrainedWeights.read(Path.of(weights)).matchTo(spec, params, buffers);
+      } catch (java.nio.file.NoSuchFileException e) {
+        throw new UncheckedIOException("ramtrain.train.weights: no file " + weights, e);
+      } catch (IOException e) {
+        throw new UncheckedIOException("ramtrain.train.weights: " + e.getMessage(), e);
+      }
     }
 
     /**

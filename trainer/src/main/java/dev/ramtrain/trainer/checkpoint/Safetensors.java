@@ -24,7 +24,8 @@ import java.util.TreeMap;
 /**
  * The safetensors format (what {@code safetensors.torch.load_file} reads): an 8-byte little-endian
  * header length, a JSON header mapping each tensor name to its dtype, shape and byte range, and the
- * little-endian data. Only F32 tensors are written here.
+ * little-endian data. Only F32 tensors are written here; F32, F16, BF16 and I64 are read (a
+ * pretrained checkpoint's dtypes), as float32.
  */
 public final class Safetensors {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -94,10 +95,25 @@ public final class Safetensors {
     }
   }
 
+  /** The element types read, with their sizes in bytes. */
+  private enum DType {
+    F32(4),
+    F16(2),
+    BF16(2),
+    I64(8);
+
+    final int bytes;
+
+    DType(int bytes) {
+      this.bytes = bytes;
+    }
+  }
+
   /**
-   * Reads every F32 tensor (in file order) and the metadata. The file is untrusted: its header is
-   * checked (lengths, shapes, and data ranges that lie inside the file without overlapping) before
-   * anything is allocated, and every problem is an {@link IOException} naming the file.
+   * Reads every tensor (in file order, widened to float32) and the metadata. The file is untrusted:
+   * its header is checked (lengths, shapes, and data ranges that lie inside the file without
+   * overlapping) before anything is allocated, and every problem is an {@link IOException} naming
+   * the file.
    */
   public static Map<String, Tensor> read(Path file, Map<String, String> metadataOut)
       throws IOException {
@@ -150,9 +166,7 @@ public final class Safetensors {
             ByteBuffer.allocate((int) (e.end() - e.begin())).order(ByteOrder.LITTLE_ENDIAN);
         readFully(ch, data, dataStart + e.begin());
         data.flip();
-        float[] values = new float[data.remaining() / 4];
-        data.asFloatBuffer().get(values);
-        tensors.put(e.name(), new Tensor(e.name(), e.shape(), values));
+        tensors.put(e.name(), new Tensor(e.name(), e.shape(), floats(e.dtype(), data)));
       }
       return tensors;
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
@@ -161,15 +175,60 @@ public final class Safetensors {
     }
   }
 
+  private static float[] floats(DType dtype, ByteBuffer data) {
+    float[] values = new float[data.remaining() / dtype.bytes];
+    switch (dtype) {
+      case F32 -> data.asFloatBuffer().get(values);
+      case F16 -> {
+        for (int i = 0; i < values.length; i++) {
+          values[i] = halfToFloat(data.getShort(2 * i));
+        }
+      }
+      case BF16 -> {
+        for (int i = 0; i < values.length; i++) {
+          values[i] = Float.intBitsToFloat((data.getShort(2 * i) & 0xFFFF) << 16);
+        }
+      }
+      case I64 -> {
+        for (int i = 0; i < values.length; i++) {
+          values[i] = data.getLong(8 * i);
+        }
+      }
+    }
+    return values;
+  }
+
+  /** IEEE binary16 to float32, exactly (Java 17 has no Float.float16ToFloat). */
+  static float halfToFloat(short half) {
+    int bits = half & 0xFFFF;
+    int sign = (bits & 0x8000) << 16;
+    int exponent = (bits >>> 10) & 0x1F;
+    int mantissa = bits & 0x3FF;
+    if (exponent == 0x1F) { // infinity or NaN, payload kept
+      return Float.intBitsToFloat(sign | 0x7F800000 | (mantissa << 13));
+    }
+    if (exponent == 0) { // zero or subnormal: mantissa · 2^-24
+      float magnitude = mantissa * 0x1p-24f;
+      return sign != 0 ? -magnitude : magnitude;
+    }
+    return Float.intBitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  }
+
   /** One tensor's header entry, checked. */
-  private record Entry(String name, long[] shape, long begin, long end) {}
+  private record Entry(String name, DType dtype, long[] shape, long begin, long end) {}
 
   private static Entry entry(Path file, String name, JsonNode entry, long dataBytes)
       throws IOException {
     String where = file + ": tensor " + name;
-    if (!"F32".equals(entry.path("dtype").asText())) {
+    DType dtype;
+    try {
+      dtype = DType.valueOf(entry.path("dtype").asText(""));
+    } catch (IllegalArgumentException e) {
       throw new IOException(
-          where + " is " + entry.path("dtype").asText("not a tensor") + "; only F32 is read");
+          where
+              + " is "
+              + entry.path("dtype").asText("not a tensor")
+              + "; F32, F16, BF16 and I64 are read");
     }
     JsonNode dims = entry.path("shape");
     if (!dims.isArray() || dims.size() > 8) {
@@ -200,11 +259,22 @@ public final class Safetensors {
               + dataBytes
               + " data bytes (truncated file?)");
     }
-    if (end - begin != 4 * count) {
+    if (end - begin != dtype.bytes * count) {
       throw new IOException(
-          where + " holds " + (end - begin) + " bytes, its shape " + dims + " needs " + 4 * count);
+          where
+              + " holds "
+              + (end - begin)
+              + " bytes, its shape "
+              + dims
+              + " of "
+              + dtype
+              + " needs "
+              + dtype.bytes * count);
     }
-    return new Entry(name, shape, begin, end);
+    if (end - begin > Integer.MAX_VALUE - 16) {
+      throw new IOException(where + " holds " + (end - begin) + " bytes: too large to read");
+    }
+    return new Entry(name, dtype, shape, begin, end);
   }
 
   private static int readFully(FileChannel ch, ByteBuffer into, long position) throws IOException {

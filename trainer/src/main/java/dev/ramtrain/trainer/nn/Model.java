@@ -7,6 +7,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.function.IntConsumer;
 
 /**
@@ -44,6 +45,18 @@ public final class Model implements Network, AutoCloseable {
    */
   public static Model build(
       String spec, List<Layer> layers, Backend backend, Stream stream, int maxBatch, long seed) {
+    return build(spec, layers, backend, stream, maxBatch, seed, Map.of());
+  }
+
+  /** As above, the parameters and buffers {@code pretrained} names starting from its values. */
+  public static Model build(
+      String spec,
+      List<Layer> layers,
+      Backend backend,
+      Stream stream,
+      int maxBatch,
+      long seed,
+      Map<String, float[]> pretrained) {
     for (int i = 1; i < layers.size(); i++) {
       Layer prev = layers.get(i - 1);
       Layer next = layers.get(i);
@@ -76,7 +89,7 @@ public final class Model implements Network, AutoCloseable {
         layer.bind(backend, source, maxBatch);
         bound.add(layer);
       }
-      parameters.initialize(backend, stream, seed);
+      parameters.initialize(backend, stream, seed, pretrained);
     } catch (RuntimeException e) {
       bound.forEach(Layer::close);
       if (workspace != null) {

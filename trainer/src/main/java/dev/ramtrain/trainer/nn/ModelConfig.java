@@ -4,18 +4,35 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Stream;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Supplier;
 
 /**
  * A model to build: its spec (the name checkpoints carry), a source of fresh unbound layers (an
  * offloaded model may ask twice: with activation checkpointing a second copy sizes the shared
- * arena), the largest batch it runs and the seed of its initial weights.
+ * arena), the largest batch it runs, the seed of its initial weights and the pretrained values that
+ * replace them, by parameter name (empty: trained from scratch).
  */
-public record ModelConfig(String spec, Supplier<List<Layer>> layers, int maxBatch, long seed) {
+public record ModelConfig(
+    String spec,
+    Supplier<List<Layer>> layers,
+    int maxBatch,
+    long seed,
+    Map<String, float[]> pretrained) {
   public ModelConfig {
     if (maxBatch < 1) {
       throw new IllegalArgumentException(spec + ": the batch size must be >= 1, got " + maxBatch);
     }
+    pretrained = Map.copyOf(pretrained);
+  }
+
+  public ModelConfig(String spec, Supplier<List<Layer>> layers, int maxBatch, long seed) {
+    this(spec, layers, maxBatch, seed, Map.of());
+  }
+
+  /** This model starting from {@code values} (by parameter name) instead of its seeded ones. */
+  public ModelConfig withPretrained(Map<String, float[]> values) {
+    return new ModelConfig(spec, layers, maxBatch, seed, values);
   }
 
   /** The model {@code spec} describes for images of {@code input}. */
@@ -31,6 +48,6 @@ public record ModelConfig(String spec, Supplier<List<Layer>> layers, int maxBatc
 
   /** Binds a fresh copy of the layers on the device: the resident model. */
   public Model buildResident(Backend backend, Stream stream) {
-    return Model.build(spec, layers.get(), backend, stream, maxBatch, seed);
+    return Model.build(spec, layers.get(), backend, stream, maxBatch, seed, pretrained);
   }
 }

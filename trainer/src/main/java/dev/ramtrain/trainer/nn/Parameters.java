@@ -135,15 +135,27 @@ public final class Parameters implements ParameterSource, AutoCloseable {
    * parameter's start does not depend on the others. Blocks until uploaded.
    */
   public void initialize(Backend backend, Stream stream, long seed) {
-    fill(backend, stream, seed, entries, values);
-    fill(backend, stream, seed, bufferEntries, buffers);
+    initialize(backend, stream, seed, Map.of());
+  }
+
+  /** As above, except the parameters and buffers {@code pretrained} holds values for, by name. */
+  public void initialize(
+      Backend backend, Stream stream, long seed, Map<String, float[]> pretrained) {
+    fill(backend, stream, seed, pretrained, entries, values);
+    fill(backend, stream, seed, pretrained, bufferEntries, buffers);
   }
 
   private static void fill(
-      Backend backend, Stream stream, long seed, Map<String, Entry> entries, DeviceBuffer slab) {
+      Backend backend,
+      Stream stream,
+      long seed,
+      Map<String, float[]> pretrained,
+      Map<String, Entry> entries,
+      DeviceBuffer slab) {
     long count = slab.count();
     try (HostBuffer staging = backend.allocateHost("parameter-init", 4 * count)) {
-      writeInitialValues(entries.values(), seed, staging.asByteBuffer().asFloatBuffer());
+      writeInitialValues(
+          entries.values(), seed, pretrained, staging.asByteBuffer().asFloatBuffer());
       backend.copy(staging, 0, slab, 4 * count, stream);
       stream.synchronize();
     }
@@ -154,8 +166,26 @@ public final class Parameters implements ParameterSource, AutoCloseable {
    * generator seeded by (seed, name): the same values wherever a layout puts the parameter.
    */
   public static void writeInitialValues(Iterable<Entry> entries, long seed, FloatBuffer into) {
+    writeInitialValues(entries, seed, Map.of(), into);
+  }
+
+  /**
+   * As above, except that an entry {@code pretrained} names takes its values from there (a
+   * checkpoint's, already matched by name and shape).
+   */
+  public static void writeInitialValues(
+      Iterable<Entry> entries, long seed, Map<String, float[]> pretrained, FloatBuffer into) {
     for (Entry e : entries) {
       ParamSpec s = e.spec();
+      float[] given = pretrained.get(s.name());
+      if (given != null) {
+        if (given.length != s.count()) {
+          throw new IllegalArgumentException(
+              s.name() + ": " + given.length + " pretrained values for " + s.count());
+        }
+        into.put((int) e.offset(), given);
+        continue;
+      }
       SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, s.name().hashCode()));
       double bound = s.fanIn() > 0 ? Math.sqrt(1.0 / s.fanIn()) : 0;
       for (long i = 0; i < s.count(); i++) {

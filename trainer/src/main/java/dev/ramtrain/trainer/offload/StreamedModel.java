@@ -79,7 +79,10 @@ public final class StreamedModel implements Network, AutoCloseable {
     this.delayFromStep = how.delayWarmupSteps();
     this.slabs = new HostSlabs(backend, layout, bf16, delayable);
     Parameters.writeInitialValues(
-        layout.entries(), seed, slabs.masters().asByteBuffer().asFloatBuffer());
+        layout.entries(),
+        seed,
+        config.pretrained(),
+        slabs.masters().asByteBuffer().asFloatBuffer());
     this.resident = Parameters.allocate(backend, layout.residentParameters(), layout.buffers());
     this.workspace = Workspace.forLayers(backend, layers, maxBatch);
     this.timeline = new StepTimeline(backend, 3 * n + 2);
@@ -91,9 +94,10 @@ public final class StreamedModel implements Network, AutoCloseable {
     }
     this.mastersChanged = new boolean[n];
     this.awaitUpload = new boolean[n];
-    // Resident values and buffers start as a resident model's would: the same seeded values.
+    // Resident values and buffers start as a resident model's would: the same seeded (or
+    // pretrained) values.
     try {
-      resident.initialize(backend, stream, seed);
+      resident.initialize(backend, stream, seed, config.pretrained());
       for (int i = 0; i < n; i++) {
         slabs.refreshCopies(i);
       }

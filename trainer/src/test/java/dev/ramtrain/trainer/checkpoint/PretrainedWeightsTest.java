@@ -1,0 +1,173 @@
+package dev.ramtrain.trainer.checkpoint;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.trainer.DeviceArrays;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.nn.ParamSpec;
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Pretrained weights as torchvision and timm save them: torchvision's own ViT (written by the
+ * goldens' script) loaded by its names into ramtrain's timm-named ViT gives torchvision's logits;
+ * loading is strict, one error listing everything that does not fit; a classifier of another class
+ * count starts fresh; a position embedding for another image size is resampled as timm does; F16,
+ * BF16 and I64 tensors are read.
+ */
+class PretrainedWeightsTest {
+  private static final String SPEC = "vit:4-32-2-4-5";
+
+  static Path resource(String name) {
+    try {
+      return Path.of(PretrainedWeightsTest.class.getResource("/goldens/" + name).toURI());
+    } catch (URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static List<ParamSpec> params(List<Layer> layers) {
+    List<ParamSpec> all = new ArrayList<>();
+    layers.forEach(l -> all.addAll(l.parameters()));
+    return all;
+  }
+
+  @Test
+  void torchvisionsViTLoadedByItsNamesGivesTorchvisionsLogits() throws IOException {
+    PretrainedWeights weights =
+        PretrainedWeights.read(resource("vit_tiny_torchvision.weights.safetensors"));
+    assertEquals("torchvision", weights.naming());
+    assertEquals(5, weights.classes());
+    Map<String, Safetensors.Tensor> expected =
+        Safetensors.read(resource("vit_tiny_torchvision.expected.safetensors"), new HashMap<>());
+    ImageShape shape = new ImageShape(16, 16, 3);
+    List<Layer> layers = ModelSpec.parse(SPEC, shape);
+    Map<String, float[]> values = weights.matchTo(SPEC, params(layers), List.of());
+    assertEquals(params(layers).size(), values.size(), "every parameter from the file");
+    float[] input = expected.get("input").values();
+    int batch = 2;
+    try (Backend b = new CpuBackend(2)) {
+      Stream s = b.createStream("pretrained");
+      try (Model model = Model.build(SPEC, layers, b, s, batch, 1, values);
+          DeviceBuffer x = b.allocate("x", DType.F32, input.length)) {
+        DeviceArrays.write(b, s, x, input);
+        float[] logits = DeviceArrays.read(b, s, model.forward(s, x, batch, false));
+        float[] want = expected.get("logits").values();
+        double largest = 0;
+        for (float v : want) {
+          largest = Math.max(largest, Math.abs(v));
+        }
+        for (int i = 0; i < want.length; i++) { // float32 both sides: see PyTorchGoldenTest
+          assertEquals(want[i], logits[i], 1e-4 * largest, "logit " + i);
+        }
+      }
+    }
+  }
+
+  @Test
+  void anotherClassCountReplacesTheHeadAndLoadsTheRest() throws IOException {
+    PretrainedWeights weights =
+        PretrainedWeights.read(resource("vit_tiny_torchvision.weights.safetensors"));
+    List<Layer> layers = ModelSpec.parse("vit:4-32-2-4-7", new ImageShape(16, 16, 3));
+    Map<String, float[]> values = weights.matchTo("vit:4-32-2-4-7", params(layers), List.of());
+    assertTrue(!values.containsKey("head.weight") && !values.containsKey("head.bias"));
+    assertEquals(params(layers).size() - 2, values.size());
+  }
+
+  @Test
+  void aPositionEmbeddingForAnotherImageSizeIsResampledAsTimmDoes() throws IOException {
+    PretrainedWeights weights =
+        PretrainedWeights.read(resource("vit_tiny_torchvision.weights.safetensors"));
+    List<Layer> layers = ModelSpec.parse(SPEC, new ImageShape(24, 24, 3)); // a 6x6 grid
+    float[] pos = weights.matchTo(SPEC, params(layers), List.of()).get("pos_embed");
+    float[] torch =
+        Safetensors.read(resource("vit_tiny_torchvision.expected.safetensors"), new HashMap<>())
+            .get("pos_embed_6x6")
+            .values();
+    // the same bicubic weights; PyTorch sums 16 float products, here in double: 1e-6 of 1
+    for (int i = 0; i < torch.length; i++) {
+      assertEquals(torch[i], pos[i], 1e-6 * Math.max(1, Math.abs(torch[i])), "element " + i);
+    }
+  }
+
+  @Test
+  void aCheckpointOfAnotherArchitectureListsEverythingThatDoesNotFitInOneError()
+      throws IOException {
+    PretrainedWeights weights =
+        PretrainedWeights.read(resource("vit_tiny_torchvision.weights.safetensors"));
+    List<Layer> deeper = ModelSpec.parse("vit:4-32-3-4-5", new ImageShape(16, 16, 3));
+    var e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> weights.matchTo("vit:4-32-3-4-5", params(deeper), List.of()));
+    assertTrue(
+        e.getMessage().contains("(torchvision names) does not fit vit:4-32-3-4-5: missing 12"),
+        e.getMessage());
+    assertTrue(e.getMessage().contains("blocks.2.norm1.weight"), e.getMessage());
+    assertEquals(1, e.getMessage().lines().count(), "one line");
+    List<Layer> wider = ModelSpec.parse("vit:4-64-2-4-5", new ImageShape(16, 16, 3));
+    var shapes =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> weights.matchTo("vit:4-64-2-4-5", params(wider), List.of()));
+    assertTrue(shapes.getMessage().contains("shape mismatches"), shapes.getMessage());
+    assertTrue(
+        shapes.getMessage().contains("cls_token [1, 1, 32] in the file, [1, 1, 64]"),
+        shapes.getMessage());
+  }
+
+  @Test
+  void aTruncatedFileIsRefusedNamingIt(@TempDir Path dir) throws IOException {
+    byte[] whole = Files.readAllBytes(resource("vit_tiny_torchvision.weights.safetensors"));
+    Path cut = dir.resolve("cut.safetensors");
+    Files.write(cut, java.util.Arrays.copyOf(whole, whole.length - 100));
+    var e = assertThrows(IOException.class, () -> PretrainedWeights.read(cut));
+    assertTrue(e.getMessage().startsWith(cut + ": tensor "), e.getMessage());
+    assertTrue(e.getMessage().contains("truncated file?"), e.getMessage());
+  }
+
+  /** F16 (with a subnormal and infinity), BF16 and I64, as a half-precision checkpoint has them. */
+  @Test
+  void halfBfloatAndInt64TensorsAreWidenedToFloat(@TempDir Path dir) throws IOException {
+    String header =
+        "{\"h\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]},"
+            + "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[8,12]},"
+            + "\"n\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[12,20]}}";
+    byte[] json = header.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer file = ByteBuffer.allocate(8 + json.length + 20).order(ByteOrder.LITTLE_ENDIAN);
+    file.putLong(json.length).put(json);
+    file.putShort((short) 0x3C00).putShort((short) 0xC100); // 1.0, -2.5
+    file.putShort((short) 0x0001).putShort((short) 0x7C00); // 2^-24, +inf
+    file.putShort((short) 0x3FC0).putShort((short) 0xC049); // bf16 1.5, -3.140625
+    file.putLong(12345L);
+    Path path = dir.resolve("mixed.safetensors");
+    Files.write(path, file.array());
+    Map<String, Safetensors.Tensor> t = Safetensors.read(path, new HashMap<>());
+    assertArrayEquals(
+        new float[] {1f, -2.5f, 0x1p-24f, Float.POSITIVE_INFINITY}, t.get("h").values());
+    assertArrayEquals(new float[] {1.5f, -3.140625f}, t.get("b").values());
+    assertArrayEquals(new float[] {12345f}, t.get("n").values());
+  }
+}
