@@ -98,7 +98,7 @@ final class TrainingSteps {
     return OffloadedLearner.build(
         new ModelConfig(spec, () -> ModelSpec.parse(spec, IMAGE), batch, 1),
         how,
-        (masters, grads, pool) ->
+        (masters, grads, layout, pool) ->
             new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),
         threads,
         0f,

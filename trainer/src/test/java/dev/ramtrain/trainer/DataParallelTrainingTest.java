@@ -329,7 +329,7 @@ class DataParallelTrainingTest {
     return OffloadedLearner.build(
         new ModelConfig(spec, () -> ModelSpec.parse(spec, PatternShards.SHAPE), batch, 1),
         new Streaming(Set.of("fc1"), 1, false, false, false, 0),
-        (masters, grads, threads) -> new HostAdamW(b, masters, grads, ADAMW, threads),
+        (masters, grads, layout, threads) -> new HostAdamW(b, masters, grads, ADAMW, threads),
         1,
         clip,
         b,

@@ -203,7 +203,7 @@ class TrainerTest {
     return OffloadedLearner.build(
         new ModelConfig("mlp:64-32-3", () -> ModelSpec.parse("mlp:64-32-3"), 32, 1),
         new Streaming(Set.of("fc1"), 1, false, false, false, 0),
-        (masters, grads, threads) ->
+        (masters, grads, layout, threads) ->
             new HostSgd(b, masters, grads, new SgdSpec(0f, 0f, false), threads),
         1,
         0f,
@@ -239,7 +239,7 @@ class TrainerTest {
         new ModelConfig(
             RESUMED_MODEL, () -> ModelSpec.parse(RESUMED_MODEL, SHAPE, precision), 32, 1),
         new Streaming(Set.of("conv1", "fc2"), 1, false, true, false, 0),
-        (masters, grads, threads) ->
+        (masters, grads, layout, threads) ->
             new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), threads),
         2,
         1f,

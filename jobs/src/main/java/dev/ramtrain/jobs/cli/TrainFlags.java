@@ -66,6 +66,34 @@ public final class TrainFlags {
   Double weightDecay;
 
   @Option(
+      names = "--layer-decay",
+      description =
+          "Layer-wise learning-rate decay, timm's: block i of n at lr * decay^(n - i); 1: off"
+              + " (ramtrain.train.layer-decay).")
+  Double layerDecay;
+
+  @Option(
+      names = "--freeze",
+      paramLabel = "PATTERN",
+      description =
+          "Parameters not trained, a regular expression over their names, e.g. '(?!head\\.).*'"
+              + " for a linear probe (ramtrain.train.freeze).")
+  String freeze;
+
+  @Option(
+      names = "--warmup-epochs",
+      description = "Linear learning-rate warm-up (ramtrain.train.warmup-epochs).")
+  Integer warmupEpochs;
+
+  @Option(
+      names = "--drop-path",
+      paramLabel = "RATE",
+      description =
+          "Stochastic depth of a ViT's blocks, rising linearly over depth to RATE"
+              + " (ramtrain.train.drop-path).")
+  Double dropPath;
+
+  @Option(
       names = "--schedule",
       description =
           "Learning-rate schedule: constant, step, cosine or one-cycle (ramtrain.train.schedule).")
@@ -137,6 +165,10 @@ public final class TrainFlags {
     f.put("ramtrain.train.lr", CommonOptions.text(lr));
     f.put("ramtrain.train.weight-decay", CommonOptions.text(weightDecay));
     f.put("ramtrain.train.schedule", schedule);
+    f.put("ramtrain.train.layer-decay", CommonOptions.text(layerDecay));
+    f.put("ramtrain.train.freeze", freeze);
+    f.put("ramtrain.train.warmup-epochs", CommonOptions.text(warmupEpochs));
+    f.put("ramtrain.train.drop-path", CommonOptions.text(dropPath));
     f.put("ramtrain.train.clip-norm", CommonOptions.text(clipNorm));
     f.put("ramtrain.train.label-smoothing", CommonOptions.text(labelSmoothing));
     f.put("ramtrain.train.precision", precision);

@@ -13,6 +13,7 @@ import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
+import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.ScheduleSpec;
 import dev.ramtrain.trainer.optim.SgdSpec;
 import java.io.Serializable;
@@ -105,6 +106,8 @@ public final class TrainSettings {
     require(c.number(P + "lr") > 0, P + "lr", "must be > 0");
     require(c.number(P + "clip-norm") >= 0, P + "clip-norm", "must be >= 0 (0: no clipping)");
     require(c.number(P + "weight-decay") >= 0, P + "weight-decay", "must be >= 0");
+    double dropPath = c.number(P + "drop-path");
+    require(dropPath >= 0 && dropPath < 1, P + "drop-path", "must be in [0, 1)");
     double smoothing = c.number(P + "label-smoothing");
     require(smoothing >= 0 && smoothing < 1, P + "label-smoothing", "must be in [0, 1)");
     require(
@@ -119,7 +122,8 @@ public final class TrainSettings {
             c.string(P + "model"),
             seed,
             c.choice(P + "precision", Precision.class),
-            c.string(P + "weights")),
+            c.string(P + "weights"),
+            (float) c.number(P + "drop-path")),
         checked(P + "optimizer", () -> optimizer(c)),
         schedule,
         loop(c),
@@ -194,15 +198,38 @@ public final class TrainSettings {
 
   private static OptimizerSpec optimizer(RamtrainConfig c) {
     float wd = (float) c.number(P + "weight-decay");
+    ParamGroups.Rules groups = checked(P + "layer-decay", () -> groups(c));
     return switch (c.choice(P + "optimizer", OptimizerKind.class)) {
       case ADAMW ->
           new AdamWSpec(
               (float) c.number(P + "beta1"),
               (float) c.number(P + "beta2"),
               (float) c.number(P + "eps"),
-              wd);
-      case SGD -> new SgdSpec((float) c.number(P + "momentum"), wd, c.bool(P + "nesterov"));
+              wd,
+              groups);
+      case SGD -> new SgdSpec((float) c.number(P + "momentum"), wd, c.bool(P + "nesterov"), groups);
     };
+  }
+
+  /** The weight-decay groups, the layer decay and the frozen parameters (timm's groups). */
+  private static ParamGroups.Rules groups(RamtrainConfig c) {
+    String freeze = c.string(P + "freeze");
+    try {
+      java.util.regex.Pattern.compile(freeze);
+    } catch (java.util.regex.PatternSyntaxException e) {
+      throw new ConfigException(
+          P + "freeze = '" + freeze + "' is not a regular expression: " + e.getDescription());
+    }
+    return new ParamGroups.Rules(
+        (float) c.number(P + "layer-decay"),
+        c.choice(P + "weight-decay-groups", DecayGroups.class) == DecayGroups.TIMM,
+        freeze);
+  }
+
+  /** Which parameters weight decay applies to ({@code ramtrain.train.weight-decay-groups}). */
+  enum DecayGroups {
+    TIMM,
+    ALL
   }
 
   private static ScheduleSpec schedule(RamtrainConfig c) {

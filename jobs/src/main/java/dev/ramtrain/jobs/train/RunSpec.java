@@ -79,7 +79,7 @@ public record RunSpec(
     }
     return new RunSpec(
         data,
-        new Model(resolved, model.seed(), model.precision(), model.weights()),
+        new Model(resolved, model.seed(), model.precision(), model.weights(), model.dropPath()),
         optimizer,
         schedule,
         loop,
@@ -95,12 +95,12 @@ public record RunSpec(
    * layers' arithmetic ({@code ramtrain.train.precision}) and the pretrained weights it starts from
    * ({@code ramtrain.train.weights}: a timm or torchvision safetensors file; empty: none).
    */
-  public record Model(String spec, long seed, Precision precision, String weights)
+  public record Model(String spec, long seed, Precision precision, String weights, float dropPath)
       implements Serializable {
     private static final String KEY = "ramtrain.train.model";
 
     public Model(String spec, long seed, Precision precision) {
-      this(spec, seed, precision, "");
+      this(spec, seed, precision, "", 0f);
     }
 
     /** The layers for images of {@code shape}, unbound; a bad spec is a usage error. */
@@ -111,7 +111,7 @@ public record RunSpec(
     /** What the trainer builds: this model for images of {@code shape}, up to {@code maxBatch}. */
     public ModelConfig config(ImageShape shape, int maxBatch) {
       List<Layer> layers = layers(shape); // a bad spec fails here, not later inside the trainer
-      ModelConfig config = ModelConfig.of(spec, shape, maxBatch, seed, precision);
+      ModelConfig config = ModelConfig.of(spec, shape, maxBatch, seed, precision, dropPath);
       if (weights.isEmpty()) {
         return config;
       }

@@ -189,7 +189,7 @@ public final class TrainingPlacement {
     }
     Model model = config.buildResident(backend, setup);
     try {
-      Optimizer opt = spec.optimizer().onDevice(backend, model.parameters().count());
+      Optimizer opt = spec.optimizer().onDevice(backend, model.parameters());
       return new ResidentLearner(backend, model, opt, clipNorm, ranks);
     } catch (RuntimeException e) {
       model.close();

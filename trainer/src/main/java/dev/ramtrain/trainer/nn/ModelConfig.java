@@ -43,7 +43,14 @@ public record ModelConfig(
   /** As above, its Linear and convolution layers computing in {@code precision}. */
   public static ModelConfig of(
       String spec, ImageShape input, int maxBatch, long seed, Precision precision) {
-    return new ModelConfig(spec, () -> ModelSpec.parse(spec, input, precision), maxBatch, seed);
+    return of(spec, input, maxBatch, seed, precision, 0f);
+  }
+
+  /** As above, with stochastic depth {@code dropPath} where the architecture has it. */
+  public static ModelConfig of(
+      String spec, ImageShape input, int maxBatch, long seed, Precision precision, float dropPath) {
+    return new ModelConfig(
+        spec, () -> ModelSpec.parse(spec, input, precision, dropPath), maxBatch, seed);
   }
 
   /** Binds a fresh copy of the layers on the device: the resident model. */

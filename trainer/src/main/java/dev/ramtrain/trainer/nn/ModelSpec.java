@@ -49,6 +49,15 @@ public final class ModelSpec {
    * As {@link #parse(String, ImageShape)}, its Linear and convolution layers in {@code precision}.
    */
   public static List<Layer> parse(String spec, ImageShape shape, Precision precision) {
+    return parse(spec, shape, precision, 0f);
+  }
+
+  /**
+   * As above, with stochastic depth {@code dropPath} (timm's drop_path_rate: the last block's rate,
+   * rising linearly from 0 over depth) for the architectures that have it (ViTs).
+   */
+  public static List<Layer> parse(
+      String spec, ImageShape shape, Precision precision, float dropPath) {
     String[] kindAndArgs = spec.split(":", 2);
     String kind = kindAndArgs[0];
     VisionTransformer.Config named = VisionTransformer.NAMED.get(kind);
@@ -56,7 +65,8 @@ public final class ModelSpec {
       if (shape == null) {
         throw new IllegalArgumentException(spec + ": a ViT needs the input image shape");
       }
-      return vit(spec, named, kindAndArgs.length == 2 ? kindAndArgs[1] : null, shape, precision);
+      return vit(
+          spec, named, kindAndArgs.length == 2 ? kindAndArgs[1] : null, shape, precision, dropPath);
     }
     if (kindAndArgs.length == 2 && kind.equals("mlp")) {
       return mlp(spec, kindAndArgs[1], precision);
@@ -223,10 +233,11 @@ public final class ModelSpec {
       VisionTransformer.Config named,
       String args,
       ImageShape shape,
-      Precision precision) {
+      Precision precision,
+      float dropPath) {
     if (named != null) {
       int classes = args == null ? 1000 : number(spec, args);
-      return VisionTransformer.layers(named, shape, classes, 0f, precision);
+      return VisionTransformer.layers(named, shape, classes, dropPath, precision);
     }
     String[] parts = args.split("-");
     if (parts.length != 5) {
@@ -238,7 +249,7 @@ public final class ModelSpec {
             number(spec, parts[1]),
             number(spec, parts[2]),
             number(spec, parts[3]));
-    return VisionTransformer.layers(config, shape, number(spec, parts[4]), 0f, precision);
+    return VisionTransformer.layers(config, shape, number(spec, parts[4]), dropPath, precision);
   }
 
   private static int number(String spec, String text) {

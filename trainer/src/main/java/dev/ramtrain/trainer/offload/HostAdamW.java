@@ -4,6 +4,7 @@ import dev.ramtrain.trainer.backend.AdamWMath;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.optim.AdamWSpec;
+import dev.ramtrain.trainer.optim.ParamGroups;
 import java.nio.FloatBuffer;
 import java.util.List;
 import org.apache.arrow.memory.util.MemoryUtil;
@@ -22,12 +23,25 @@ public final class HostAdamW implements HostOptimizer {
   private final FloatBuffer fm;
   private final FloatBuffer fv;
   private final HostThreads threads;
+  private final ParamGroups groups;
   private int steps;
 
-  /** AdamW over {@code params} with {@code grads} (host slabs of equal length). */
+  /** AdamW over {@code params} with {@code grads} (host slabs of equal length), one group. */
   public HostAdamW(
       Backend backend, HostBuffer params, HostBuffer grads, AdamWSpec spec, HostThreads threads) {
+    this(backend, params, grads, spec, ParamGroups.uniform(params.bytes() / 4), threads);
+  }
+
+  /** The same, each of {@code groups}' ranges at its learning-rate scale and weight decay. */
+  public HostAdamW(
+      Backend backend,
+      HostBuffer params,
+      HostBuffer grads,
+      AdamWSpec spec,
+      ParamGroups groups,
+      HostThreads threads) {
     this.spec = spec;
+    this.groups = groups;
     this.params = params.asByteBuffer().asFloatBuffer();
     this.grads = grads.asByteBuffer().asFloatBuffer();
     this.threads = threads;
@@ -42,10 +56,22 @@ public final class HostAdamW implements HostOptimizer {
   @Override
   public HostUpdate beginStep(float lr) {
     steps++;
-    AdamWMath step =
-        AdamWMath.of(lr, spec.beta1(), spec.beta2(), spec.eps(), spec.weightDecay(), steps);
-    return (from, to) ->
-        threads.forRange(from, to, (a, b) -> step.update(params, grads, fm, fv, a, b));
+    int step = steps;
+    return (from, to) -> {
+      for (ParamGroups.Range r : groups.within(from, to)) {
+        AdamWMath math =
+            AdamWMath.of(
+                lr * r.lrScale(),
+                spec.beta1(),
+                spec.beta2(),
+                spec.eps(),
+                r.decay() ? spec.weightDecay() : 0f,
+                step);
+        int a = Math.toIntExact(r.offset());
+        threads.forRange(
+            a, a + Math.toIntExact(r.count()), (x, y) -> math.update(params, grads, fm, fv, x, y));
+      }
+    };
   }
 
   @Override

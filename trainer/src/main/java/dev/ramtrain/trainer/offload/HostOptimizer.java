@@ -4,6 +4,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
+import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.SgdSpec;
 import java.util.List;
 
@@ -13,17 +14,22 @@ import java.util.List;
  * layer's range as soon as its gradient has reached the host, while backward goes on.
  */
 public interface HostOptimizer extends AutoCloseable {
-  /** The host optimizer {@code spec} describes, over {@code masters} and {@code gradients}. */
+  /**
+   * The host optimizer {@code spec} describes, over {@code masters} and {@code gradients}: the
+   * parameters {@code layout} places there, grouped as the spec says.
+   */
   static HostOptimizer create(
       OptimizerSpec spec,
       Backend backend,
       HostBuffer masters,
       HostBuffer gradients,
+      ParamGroups.Layout layout,
       HostThreads threads) {
+    ParamGroups groups = layout.groups(spec.groups());
     if (spec instanceof AdamWSpec adamw) {
-      return new HostAdamW(backend, masters, gradients, adamw, threads);
+      return new HostAdamW(backend, masters, gradients, adamw, groups, threads);
     }
-    return new HostSgd(backend, masters, gradients, (SgdSpec) spec, threads);
+    return new HostSgd(backend, masters, gradients, (SgdSpec) spec, groups, threads);
   }
 
   /**

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.offload;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.SgdMath;
+import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.SgdSpec;
 import java.nio.FloatBuffer;
 import java.util.List;
@@ -19,11 +20,24 @@ public final class HostSgd implements HostOptimizer {
   private final HostBuffer buffer;
   private final FloatBuffer momentumBuffer;
   private final HostThreads threads;
+  private final ParamGroups groups;
   private int steps;
 
   public HostSgd(
       Backend backend, HostBuffer params, HostBuffer grads, SgdSpec spec, HostThreads threads) {
+    this(backend, params, grads, spec, ParamGroups.uniform(params.bytes() / 4), threads);
+  }
+
+  /** The same, each of {@code groups}' ranges at its learning-rate scale and weight decay. */
+  public HostSgd(
+      Backend backend,
+      HostBuffer params,
+      HostBuffer grads,
+      SgdSpec spec,
+      ParamGroups groups,
+      HostThreads threads) {
     this.spec = spec;
+    this.groups = groups;
     this.params = params.asByteBuffer().asFloatBuffer();
     this.grads = grads.asByteBuffer().asFloatBuffer();
     this.threads = threads;
@@ -35,9 +49,21 @@ public final class HostSgd implements HostOptimizer {
   @Override
   public HostUpdate beginStep(float lr) {
     steps++;
-    SgdMath step = new SgdMath(lr, spec.momentum(), spec.weightDecay(), spec.nesterov());
-    return (from, to) ->
-        threads.forRange(from, to, (a, b) -> step.update(params, grads, momentumBuffer, a, b));
+    return (from, to) -> {
+      for (ParamGroups.Range r : groups.within(from, to)) {
+        SgdMath math =
+            new SgdMath(
+                lr * r.lrScale(),
+                spec.momentum(),
+                r.decay() ? spec.weightDecay() : 0f,
+                spec.nesterov());
+        int a = Math.toIntExact(r.offset());
+        threads.forRange(
+            a,
+            a + Math.toIntExact(r.count()),
+            (x, y) -> math.update(params, grads, momentumBuffer, x, y));
+      }
+    };
   }
 
   @Override

@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
+import dev.ramtrain.trainer.optim.ParamGroups;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -40,12 +41,14 @@ public final class OffloadedLearner implements Learner {
 
   /** Makes the host optimizer over a model's host slabs. */
   public interface OptimizerFactory {
-    HostOptimizer create(HostBuffer masters, HostBuffer gradients, HostThreads threads);
+    /** {@code layout}: the parameters in {@code masters}, for grouping them. */
+    HostOptimizer create(
+        HostBuffer masters, HostBuffer gradients, ParamGroups.Layout layout, HostThreads threads);
 
     /** The host optimizer {@code spec} describes. */
     static OptimizerFactory of(OptimizerSpec spec, Backend backend) {
-      return (masters, gradients, threads) ->
-          HostOptimizer.create(spec, backend, masters, gradients, threads);
+      return (masters, gradients, layout, threads) ->
+          HostOptimizer.create(spec, backend, masters, gradients, layout, threads);
     }
   }
 
@@ -85,6 +88,7 @@ public final class OffloadedLearner implements Learner {
       streamed = new StreamedModel(model, how, backend, stream);
       HostBuffer masters = streamed.masters();
       HostBuffer gradients = streamed.hostGradients();
+      ParamGroups.Layout layout = streamed.layout();
       if (ranks.partitionsOptimizerState()) {
         if (how.delayedUpdate()) {
           throw new IllegalArgumentException(
@@ -93,8 +97,9 @@ public final class OffloadedLearner implements Learner {
         long[] share = ranks.share(streamed.parameterCount());
         masters = new HostSlice(masters, 4 * share[0], 4 * (share[1] - share[0]));
         gradients = new HostSlice(gradients, 4 * share[0], 4 * (share[1] - share[0]));
+        layout = layout.share(share[0], share[1]);
       }
-      HostOptimizer opt = optimizer.create(masters, gradients, threads);
+      HostOptimizer opt = optimizer.create(masters, gradients, layout, threads);
       return new OffloadedLearner(backend, streamed, opt, threads, clipNorm, ranks);
     } catch (RuntimeException e) {
       if (streamed != null) {

@@ -13,6 +13,7 @@ import dev.ramtrain.trainer.nn.Network;
 import dev.ramtrain.trainer.nn.ParameterSource;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.nn.Workspace;
+import dev.ramtrain.trainer.optim.ParamGroups;
 import java.util.List;
 
 /**
@@ -203,6 +204,11 @@ public final class StreamedModel implements Network, AutoCloseable {
   }
 
   /** The fp32 master weights in model order (the resident slab's layout), in pinned memory. */
+  /** The parameters in the host slabs, in their order, for the optimizer's groups. */
+  public ParamGroups.Layout layout() {
+    return ParamGroups.Layout.whole(layout.entries());
+  }
+
   public HostBuffer masters() {
     return slabs.masters();
   }

@@ -8,17 +8,27 @@ import dev.ramtrain.trainer.backend.ops.AdamWStep;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.util.List;
 
-/** AdamW with decoupled weight decay, as torch.optim.AdamW; one fused, multi-threaded kernel. */
+/**
+ * AdamW with decoupled weight decay, as torch.optim.AdamW: one fused, multi-threaded kernel per
+ * range of its {@link ParamGroups} (one for the whole slab when every parameter is alike), each at
+ * its learning-rate scale, with or without weight decay; frozen parameters are not touched.
+ */
 public final class AdamW implements Optimizer {
   private final Backend backend;
   private final AdamWSpec spec;
+  private final ParamGroups groups;
   private final DeviceBuffer m;
   private final DeviceBuffer v;
   private int steps;
 
   public AdamW(Backend backend, long parameters, AdamWSpec spec) {
+    this(backend, parameters, spec, ParamGroups.uniform(parameters));
+  }
+
+  public AdamW(Backend backend, long parameters, AdamWSpec spec, ParamGroups groups) {
     this.backend = backend;
     this.spec = spec;
+    this.groups = groups;
     this.m = backend.allocate(spec.stateSlabs().get(0), DType.F32, parameters);
     this.v = backend.allocate(spec.stateSlabs().get(1), DType.F32, parameters);
   }
@@ -26,19 +36,21 @@ public final class AdamW implements Optimizer {
   @Override
   public void step(Stream stream, Parameters p, float lr) {
     steps++;
-    backend.run(
-        stream,
-        new AdamWStep(
-            p.values(),
-            p.grads(),
-            m,
-            v,
-            lr,
-            spec.beta1(),
-            spec.beta2(),
-            spec.eps(),
-            spec.weightDecay(),
-            steps));
+    for (ParamGroups.Range r : groups.ranges()) {
+      backend.run(
+          stream,
+          new AdamWStep(
+              p.values().view(r.offset(), r.count()),
+              p.grads().view(r.offset(), r.count()),
+              m.view(r.offset(), r.count()),
+              v.view(r.offset(), r.count()),
+              lr * r.lrScale(),
+              spec.beta1(),
+              spec.beta2(),
+              spec.eps(),
+              r.decay() ? spec.weightDecay() : 0f,
+              steps));
+    }
   }
 
   @Override

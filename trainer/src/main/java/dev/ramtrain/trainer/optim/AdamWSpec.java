@@ -1,11 +1,18 @@
 package dev.ramtrain.trainer.optim;
 
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.nn.Parameters;
 import java.util.List;
 
 /** AdamW's hyper-parameters (torch.optim.AdamW's betas, eps, weight_decay). */
-public record AdamWSpec(float beta1, float beta2, float eps, float weightDecay)
+public record AdamWSpec(
+    float beta1, float beta2, float eps, float weightDecay, ParamGroups.Rules groups)
     implements OptimizerSpec {
+  /** Every parameter alike: one group. */
+  public AdamWSpec(float beta1, float beta2, float eps, float weightDecay) {
+    this(beta1, beta2, eps, weightDecay, ParamGroups.Rules.NONE);
+  }
+
   public AdamWSpec {
     if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 && eps > 0 && weightDecay >= 0)) {
       throw new IllegalArgumentException(
@@ -19,7 +26,8 @@ public record AdamWSpec(float beta1, float beta2, float eps, float weightDecay)
   }
 
   @Override
-  public Optimizer onDevice(Backend backend, long parameters) {
-    return new AdamW(backend, parameters, this);
+  public Optimizer onDevice(Backend backend, Parameters parameters) {
+    return new AdamW(
+        backend, parameters.count(), this, ParamGroups.of(groups, parameters.entries()));
   }
 }

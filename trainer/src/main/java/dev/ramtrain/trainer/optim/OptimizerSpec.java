@@ -1,6 +1,7 @@
 package dev.ramtrain.trainer.optim;
 
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.nn.Parameters;
 import java.io.Serializable;
 import java.util.List;
 
@@ -14,6 +15,9 @@ public sealed interface OptimizerSpec extends Serializable permits AdamWSpec, Sg
   /** The state slabs, one value per parameter each, in checkpoint order. */
   List<String> stateSlabs();
 
-  /** The optimizer over a resident slab of {@code parameters} values, its state on the device. */
-  Optimizer onDevice(Backend backend, long parameters);
+  /** How parameters are grouped (learning-rate scales, weight decay, frozen ones). */
+  ParamGroups.Rules groups();
+
+  /** The optimizer over a model's resident slab, its state on the device. */
+  Optimizer onDevice(Backend backend, Parameters parameters);
 }

@@ -8,31 +8,42 @@ import dev.ramtrain.trainer.backend.ops.SgdStep;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.util.List;
 
-/** SGD with momentum, optional Nesterov, and L2 weight decay, as torch.optim.SGD. */
+/**
+ * SGD with momentum, optional Nesterov, and L2 weight decay, as torch.optim.SGD; one kernel per
+ * range of its {@link ParamGroups}, as {@link AdamW}.
+ */
 public final class Sgd implements Optimizer {
   private final Backend backend;
   private final SgdSpec spec;
+  private final ParamGroups groups;
   private final DeviceBuffer buffer;
   private int steps;
 
   public Sgd(Backend backend, long parameters, SgdSpec spec) {
+    this(backend, parameters, spec, ParamGroups.uniform(parameters));
+  }
+
+  public Sgd(Backend backend, long parameters, SgdSpec spec, ParamGroups groups) {
     this.backend = backend;
     this.spec = spec;
+    this.groups = groups;
     this.buffer = backend.allocate(spec.stateSlabs().get(0), DType.F32, parameters);
   }
 
   @Override
   public void step(Stream stream, Parameters p, float lr) {
-    backend.run(
-        stream,
-        new SgdStep(
-            p.values(),
-            p.grads(),
-            buffer,
-            lr,
-            spec.momentum(),
-            spec.weightDecay(),
-            spec.nesterov()));
+    for (ParamGroups.Range r : groups.ranges()) {
+      backend.run(
+          stream,
+          new SgdStep(
+              p.values().view(r.offset(), r.count()),
+              p.grads().view(r.offset(), r.count()),
+              buffer.view(r.offset(), r.count()),
+              lr * r.lrScale(),
+              spec.momentum(),
+              r.decay() ? spec.weightDecay() : 0f,
+              spec.nesterov()));
+    }
     steps++;
   }
 

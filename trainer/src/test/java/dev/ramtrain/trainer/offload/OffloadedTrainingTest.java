@@ -20,10 +20,9 @@ import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
-import dev.ramtrain.trainer.optim.AdamW;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.Optimizer;
-import dev.ramtrain.trainer.optim.Sgd;
+import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.SgdSpec;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -57,8 +56,10 @@ public abstract class OffloadedTrainingTest {
 
   private static final Net CNN = new Net("cnn:cb4-p-c6-p-d0.25-f10-3", new ImageShape(8, 8, 1));
 
-  /** Every test trains the CNN unless it says otherwise. */
+  /** Every test trains the CNN unless it says otherwise, every parameter alike. */
   private Net net = CNN;
+
+  private ParamGroups.Rules groups = ParamGroups.Rules.NONE;
 
   /**
    * How a run is set up: {@code how} null is resident training; a {@code reference} is resident
@@ -145,11 +146,10 @@ public abstract class OffloadedTrainingTest {
     ImageShape shape = net.shape();
     if (setup.how() == null) {
       Model model = Model.build(spec, ModelSpec.parse(spec, shape), b, s, BATCH, 3);
-      long n = model.parameters().count();
       Optimizer opt =
           setup.sgd()
-              ? new Sgd(b, n, new SgdSpec(0.9f, 0.01f, true))
-              : new AdamW(b, n, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
+              ? new SgdSpec(0.9f, 0.01f, true, groups).onDevice(b, model.parameters())
+              : new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f, groups).onDevice(b, model.parameters());
       return setup.reference() == null
           ? new ResidentLearner(b, model, opt, setup.clipNorm())
           : new Reference(b, model, opt, setup.reference());
@@ -157,12 +157,17 @@ public abstract class OffloadedTrainingTest {
     return OffloadedLearner.build(
         new ModelConfig(spec, () -> ModelSpec.parse(spec, shape), BATCH, 3),
         setup.how(),
-        (masters, grads, threads) -> {
+        (masters, grads, layout, threads) -> {
           HostOptimizer opt =
-              setup.sgd()
-                  ? new HostSgd(b, masters, grads, new SgdSpec(0.9f, 0.01f, true), threads)
-                  : new HostAdamW(
-                      b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), threads);
+              HostOptimizer.create(
+                  setup.sgd()
+                      ? new SgdSpec(0.9f, 0.01f, true, groups)
+                      : new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f, groups),
+                  b,
+                  masters,
+                  grads,
+                  layout,
+                  threads);
           return setup.slowHost() ? new SlowHost(opt) : opt;
         },
         2,
@@ -329,6 +334,22 @@ public abstract class OffloadedTrainingTest {
         expected,
         run(resident.offloaded(everything, 1).checkpointed()),
         "everything streamed, checkpointed");
+  }
+
+  /**
+   * Fine-tuning's parameter groups (timm's layer decay 0.75, no decay on biases, norms and the
+   * embeddings, block 0 frozen) give the same bits whether the optimizer runs on the device over
+   * the resident slab or on the host over the streamed layout, for AdamW and SGD.
+   */
+  @Test
+  void layerDecayWeightDecayGroupsAndFrozenBlocksMatchResidentBitForBit() throws IOException {
+    net = new Net("vit:4-16-2-2-3", new ImageShape(8, 8, 3));
+    groups = new ParamGroups.Rules(0.75f, true, "blocks\\.0\\..*");
+    Set<String> streamed = Set.of("blocks.0.attn_path", "blocks.1.mlp_path", "head");
+    Final expected = run(Setup.resident());
+    assertSameRun(expected, run(Setup.resident().offloaded(streamed, 2)), "adamw, groups");
+    Setup sgd = Setup.resident().withSgd();
+    assertSameRun(run(sgd), run(sgd.offloaded(streamed, 1)), "sgd, groups");
   }
 
   @Test

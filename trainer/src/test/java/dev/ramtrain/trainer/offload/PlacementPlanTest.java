@@ -219,7 +219,7 @@ class PlacementPlanTest {
           OffloadedLearner.build(
               new ModelConfig(spec, () -> ModelSpec.parse(spec), batch, 1),
               Streaming.of(plan),
-              (masters, grads, threads) ->
+              (masters, grads, layout, threads) ->
                   new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), threads),
               1,
               0f,
@@ -270,7 +270,7 @@ class PlacementPlanTest {
           OffloadedLearner.build(
               new ModelConfig(spec, () -> ModelSpec.parse(spec, shape), batch, 1),
               Streaming.of(planned),
-              (masters, grads, threads) ->
+              (masters, grads, layout, threads) ->
                   new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), threads),
               1,
               0f,
