@@ -44,9 +44,21 @@ final class TrainingSteps {
   /** {@code how} null: resident. */
   static Run run(
       Supplier<Backend> backend, String spec, int batch, int threads, Streaming how, int steps) {
+    return run(backend, spec, IMAGE, batch, threads, how, steps);
+  }
+
+  /** The same for images of {@code image} (224×224 ImageNet models). */
+  static Run run(
+      Supplier<Backend> backend,
+      String spec,
+      ImageShape image,
+      int batch,
+      int threads,
+      Streaming how,
+      int steps) {
     try (Backend b = backend.get()) {
       Stream s = b.createStream("compute");
-      try (Learner learner = learner(spec, batch, threads, how, b, s);
+      try (Learner learner = learner(spec, image, batch, threads, how, b, s);
           CrossEntropyLoss loss = new CrossEntropyLoss(b, batch, learner.outputSize(), 0f);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) batch * learner.inputSize());
           DeviceBuffer labels = b.allocate("labels", DType.I32, batch);
@@ -88,15 +100,15 @@ final class TrainingSteps {
   }
 
   private static Learner learner(
-      String spec, int batch, int threads, Streaming how, Backend b, Stream s) {
+      String spec, ImageShape image, int batch, int threads, Streaming how, Backend b, Stream s) {
     if (how == null) {
-      Model model = Model.build(spec, ModelSpec.parse(spec, IMAGE), b, s, batch, 1);
+      Model model = Model.build(spec, ModelSpec.parse(spec, image), b, s, batch, 1);
       AdamW adamw =
           new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
       return new ResidentLearner(b, model, adamw, 0f);
     }
     return OffloadedLearner.build(
-        new ModelConfig(spec, () -> ModelSpec.parse(spec, IMAGE), batch, 1),
+        new ModelConfig(spec, () -> ModelSpec.parse(spec, image), batch, 1),
         how,
         (masters, grads, layout, pool) ->
             new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),
