@@ -84,19 +84,30 @@ RT_KERNEL_WITH_BARRIERS(sum_channels_f32)
 
 // k x k max pooling without padding, a thread per output: the first largest value wins, as on
 // the CPU; argmax holds its index in the plane.
+// Padding never wins: the window's first in-plane value starts, a later one wins only when
+// strictly greater (the CPU backend's scan order and ties).
 extern "C" __global__ void max_pool_f32(const float* x, int n, int c, int h, int w, int k,
-                                        int stride, int oh, int ow, float* y, int* argmax) {
+                                        int stride, int pad, int oh, int ow, float* y,
+                                        int* argmax) {
   long long total = (long long)n * c * oh * ow;
   RT_FOR_EACH(o, total) {
     int ox = (int)(o % ow);
     int oy = (int)((o / ow) % oh);
     long long nc = o / ((long long)ow * oh);
     const float* plane = x + nc * h * w;
-    int at = oy * stride * w + ox * stride;
+    int at = -1;
     for (int ky = 0; ky < k; ky++) {
+      int iy = oy * stride - pad + ky;
+      if (iy < 0 || iy >= h) {
+        continue;
+      }
       for (int kx = 0; kx < k; kx++) {
-        int i = (oy * stride + ky) * w + ox * stride + kx;
-        if (plane[i] > plane[at]) {
+        int ix = ox * stride - pad + kx;
+        if (ix < 0 || ix >= w) {
+          continue;
+        }
+        int i = iy * w + ix;
+        if (at < 0 || plane[i] > plane[at]) {
           at = i;
         }
       }

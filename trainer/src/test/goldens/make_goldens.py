@@ -4,7 +4,7 @@
 Builds tiny configurations of the architectures ramtrain implements, written as timm writes them
 (the same module names, so the same state-dict keys), and records what PyTorch computes: the
 weights, an input batch, the logits, the mean cross-entropy loss, every parameter's gradient after
-one backward, and the losses of three AdamW steps. Run with Debian's python3-torch (1.13, which has
+one backward, and the losses of three AdamW steps. Computed in float64 (see record). Run with Debian's python3-torch (1.13, which has
 no safetensors module: the files are written by hand, as the format's spec lays them out):
 
     /usr/bin/python3 trainer/src/test/goldens/make_goldens.py trainer/src/test/resources/goldens
@@ -106,8 +106,13 @@ def vit_tiny_golden():
 
 
 def record(spec, model, x, labels):
+    """Everything in float64: the reference is then exact to far below ramtrain's float32 error,
+    so a tolerance bounds ramtrain's error alone (a float32 PyTorch's own sums, e.g. a batch norm
+    bias gradient cancelling over 16k terms, can be 1e-3 off). Stored as float32."""
+    model = model.double()
+    x = x.double()
     out = OrderedDict()
-    for name, p in model.state_dict().items():
+    for name, p in model.named_parameters():
         out["param/" + name] = p.detach().clone()
     logits = model(x)
     loss = F.cross_entropy(logits, labels)
@@ -180,6 +185,74 @@ def vit_tiny_torchvision(target):
     print("wrote", target / "vit_tiny_torchvision.weights.safetensors")
 
 
+class Bottleneck(nn.Module):
+    """torchvision's Bottleneck (ResNet v1.5: the stride on the 3x3), its names."""
+
+    def __init__(self, inplanes, planes, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * 4)
+        self.relu = nn.ReLU()
+        self.downsample = None
+        if stride != 1 or inplanes != planes * 4:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, planes * 4, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(planes * 4))
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class TinyResNet(nn.Module):
+    """torchvision's ResNet layout with one bottleneck per stage and a first width of 8."""
+
+    def __init__(self, width, classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU()
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        inplanes = width
+        for stage in range(4):
+            planes = width << stage
+            setattr(self, "layer%d" % (stage + 1),
+                    nn.Sequential(Bottleneck(inplanes, planes, 1 if stage == 0 else 2)))
+            inplanes = planes * 4
+        self.fc = nn.Linear(inplanes, classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        for stage in range(4):
+            x = getattr(self, "layer%d" % (stage + 1))(x)
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def resnet_tiny_golden(target):
+    torch.manual_seed(28)
+    model = TinyResNet(width=8, classes=5)
+    with torch.no_grad():  # batch norms away from 1/0, so their gradients are tested too
+        for name, p in model.named_parameters():
+            if ".bn" in name or name.startswith("bn") or "downsample.1" in name:
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
+    # 64x64 and 4 images: the last stage's batch norms see 16 values a channel (at 32x32 and 3
+    # images, 3: statistics so ill-conditioned that float32 summation order alone moves a step)
+    x = torch.randn(4, 3, 64, 64)
+    labels = torch.tensor([0, 3, 4, 1])
+    tensors, metadata = record("resnet-tiny", model, x, labels)
+    for name, b in model.named_buffers():  # the running statistics after the 3 AdamW steps' 4
+        if not name.endswith("num_batches_tracked"):  # training forwards
+            tensors["buffer/" + name] = b.detach().clone()
+    write_safetensors(target / "resnet_tiny.safetensors", tensors, metadata)
+    print("wrote", target / "resnet_tiny.safetensors", len(tensors), "tensors")
+
+
 def write_keys(path, model):
     """A state dict's keys and shapes in order, one "name d0,d1,..." line each."""
     with open(path, "w") as f:
@@ -196,6 +269,10 @@ def main():
     write_safetensors(target / "vit_tiny.safetensors", tensors, metadata)
     print("wrote", target / "vit_tiny.safetensors", len(tensors), "tensors")
     vit_tiny_torchvision(target)
+    resnet_tiny_golden(target)
+    import torchvision
+    write_keys(target / "resnet50.keys", torchvision.models.resnet50())
+    print("wrote", target / "resnet50.keys")
     # ViT-B/16 at full size: the key list a timm checkpoint of it carries (ImageNet's 1000 classes)
     base = VisionTransformer(image=224, patch=16, channels=3, dim=768, depth=12, heads=12, classes=1000)
     write_keys(target / "vit_base_patch16_224.keys", base)

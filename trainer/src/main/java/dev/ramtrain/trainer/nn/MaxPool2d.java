@@ -6,13 +6,14 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 
-/** k×k max pooling of NCHW activations (no padding), as nn.MaxPool2d(k, stride). */
+/** k×k max pooling of NCHW activations, as nn.MaxPool2d(k, stride, padding). */
 public final class MaxPool2d extends BaseLayer {
   private final int c;
   private final int h;
   private final int w;
   private final int k;
   private final int stride;
+  private final int pad;
   private final int oh;
   private final int ow;
   private DeviceBuffer y;
@@ -20,18 +21,24 @@ public final class MaxPool2d extends BaseLayer {
   private DeviceBuffer dx;
 
   public MaxPool2d(String name, int c, int h, int w, int k, int stride) {
+    this(name, c, h, w, k, stride, 0);
+  }
+
+  /** {@code pad} positions on every side that never win (ResNet's stem: 3, 2, 1). */
+  public MaxPool2d(String name, int c, int h, int w, int k, int stride, int pad) {
     super(name);
-    if (k < 1 || stride < 1 || h < k || w < k) {
+    if (k < 1 || stride < 1 || pad < 0 || 2 * pad > k || h + 2 * pad < k || w + 2 * pad < k) {
       throw new IllegalArgumentException(
-          name + ": a " + k + "x" + k + " pool does not fit " + h + "x" + w);
+          name + ": a " + k + "x" + k + " pool padded by " + pad + " does not fit " + h + "x" + w);
     }
     this.c = c;
     this.h = h;
     this.w = w;
     this.k = k;
     this.stride = stride;
-    this.oh = (h - k) / stride + 1;
-    this.ow = (w - k) / stride + 1;
+    this.pad = pad;
+    this.oh = (h + 2 * pad - k) / stride + 1;
+    this.ow = (w + 2 * pad - k) / stride + 1;
   }
 
   public int outputHeight() {
@@ -64,7 +71,8 @@ public final class MaxPool2d extends BaseLayer {
     DeviceBuffer yb = y.view(0, (long) batch * outputSize());
     backend.run(
         s,
-        new MaxPool(x, batch, c, h, w, k, stride, yb, argmax.view(0, (long) batch * outputSize())));
+        new MaxPool(
+            x, batch, c, h, w, k, stride, pad, yb, argmax.view(0, (long) batch * outputSize())));
     return yb;
   }
 

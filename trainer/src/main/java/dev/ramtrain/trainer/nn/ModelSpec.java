@@ -14,6 +14,8 @@ public final class ModelSpec {
       "mlp:IN-HIDDEN-...-OUT, cnn:c32-p-c64-p-f128-CLASSES, resnet:DEPTH[-WIDTH]-CLASSES,"
           + " vit:PATCH-DIM-DEPTH-HEADS-CLASSES, "
           + String.join(", ", new java.util.TreeSet<>(VisionTransformer.NAMED.keySet()))
+          + ", "
+          + String.join(", ", new java.util.TreeSet<>(ResNet.NAMED.keySet()))
           + " (a timm name, :CLASSES for other than 1000)";
 
   private ModelSpec() {}
@@ -60,6 +62,14 @@ public final class ModelSpec {
       String spec, ImageShape shape, Precision precision, float dropPath) {
     String[] kindAndArgs = spec.split(":", 2);
     String kind = kindAndArgs[0];
+    ResNet.Config resnet = ResNet.NAMED.get(kind);
+    if (resnet != null) {
+      if (shape == null) {
+        throw new IllegalArgumentException(spec + ": a ResNet needs the input image shape");
+      }
+      int classes = kindAndArgs.length == 2 ? number(spec, kindAndArgs[1]) : 1000;
+      return ResNet.layers(resnet, shape, classes, precision);
+    }
     VisionTransformer.Config named = VisionTransformer.NAMED.get(kind);
     if (named != null || (kind.equals("vit") && kindAndArgs.length == 2)) {
       if (shape == null) {
@@ -221,7 +231,8 @@ public final class ModelSpec {
    * num_classes}; every other spec names its own count and is returned as it is.
    */
   public static String withClasses(String spec, int classes) {
-    return VisionTransformer.NAMED.containsKey(spec) ? spec + ":" + classes : spec;
+    boolean named = VisionTransformer.NAMED.containsKey(spec) || ResNet.NAMED.containsKey(spec);
+    return named ? spec + ":" + classes : spec;
   }
 
   /**

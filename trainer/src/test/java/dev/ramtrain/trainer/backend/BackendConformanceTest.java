@@ -809,13 +809,16 @@ public abstract class BackendConformanceTest {
 
   @Test
   void maxPoolMatchesTheReferenceOnRandomPlanes() {
-    // {n, c, h, w, k, stride}: the 2x2/2 fast path (odd sizes drop the last row and column) and
-    // the general loop.
-    int[][] shapes = {{3, 4, 9, 7, 2, 2}, {2, 3, 8, 8, 2, 2}, {2, 2, 7, 9, 3, 2}};
+    // {n, c, h, w, k, stride, pad}: the 2x2/2 fast path (odd sizes drop the last row and
+    // column), the general loop, and ResNet's stem pooling (3x3/2 padded by 1: padding never wins,
+    // even over negative values).
+    int[][] shapes = {
+      {3, 4, 9, 7, 2, 2, 0}, {2, 3, 8, 8, 2, 2, 0}, {2, 2, 7, 9, 3, 2, 0}, {2, 3, 9, 8, 3, 2, 1}
+    };
     Random rng = new Random(51);
     for (int[] s : shapes) {
-      int n = s[0], c = s[1], h = s[2], w = s[3], k = s[4], stride = s[5];
-      int oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+      int n = s[0], c = s[1], h = s[2], w = s[3], k = s[4], stride = s[5], pad = s[6];
+      int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
       float[] x = random(rng, n * c * h * w);
       for (int i = 0; i < x.length; i += 7) {
         x[i] = x[i + 1 < x.length ? i + 1 : i]; // some ties
@@ -828,7 +831,12 @@ public abstract class BackendConformanceTest {
             int at = -1;
             for (int ky = 0; ky < k; ky++) {
               for (int kx = 0; kx < k; kx++) {
-                int i = (oy * stride + ky) * w + ox * stride + kx;
+                int iy = oy * stride - pad + ky;
+                int ix = ox * stride - pad + kx;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                  continue;
+                }
+                int i = iy * w + ix;
                 if (at < 0 || x[plane * h * w + i] > x[plane * h * w + at]) {
                   at = i;
                 }
@@ -849,7 +857,7 @@ public abstract class BackendConformanceTest {
           DeviceBuffer arg = backend.allocate("argmax", DType.I32, expected.length);
           DeviceBuffer g = upload("dy", dy);
           DeviceBuffer back = backend.allocate("dx", DType.F32, x.length)) {
-        backend.run(stream, new MaxPool(dx, n, c, h, w, k, stride, y, arg));
+        backend.run(stream, new MaxPool(dx, n, c, h, w, k, stride, pad, y, arg));
         assertArrayEquals(expected, download(y), java.util.Arrays.toString(s));
         backend.run(stream, new MaxPoolBackward(g, arg, n, c, h, w, oh, ow, back));
         assertClose(

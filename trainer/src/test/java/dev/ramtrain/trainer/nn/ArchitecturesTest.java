@@ -18,8 +18,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The full-size architectures by timm name, built without binding (no weights allocated): their
- * parameter counts against the published figures, and ViT-B/16's every name and shape against the
- * key list of a timm state dict (written by the goldens' script from timm's module structure).
+ * parameter counts against the published figures, and every name and shape of ViT-B/16 and
+ * ResNet-50 against a state dict's key list (written by the goldens' script: ViT-B/16 from timm's
+ * module structure, ResNet-50 from torchvision's own model).
  */
 class ArchitecturesTest {
   private static final ImageShape IMAGENET = new ImageShape(224, 224, 3);
@@ -59,34 +60,65 @@ class ArchitecturesTest {
     assertEquals(152, parameters(ModelSpec.parse("vit_base_patch16_224", IMAGENET)).size());
   }
 
+  /** torchvision's figures (its model builders' docs), which timm's ResNets share. */
+  @Test
+  void resNetsHaveTorchvisionsParameterCounts() {
+    Map<String, Long> published =
+        Map.of(
+            "resnet18", 11_689_512L,
+            "resnet34", 21_797_672L,
+            "resnet50", 25_557_032L,
+            "resnet101", 44_549_160L,
+            "resnet152", 60_192_808L);
+    for (Map.Entry<String, Long> model : published.entrySet()) {
+      Map<String, int[]> params = parameters(ModelSpec.parse(model.getKey(), IMAGENET));
+      assertEquals(model.getValue(), count(params), model.getKey() + " parameters");
+    }
+  }
+
   @Test
   void vitBaseHasEveryNameAndShapeOfTimmsStateDict() throws IOException {
+    assertSameKeys("vit_base_patch16_224", ModelSpec.parse("vit_base_patch16_224", IMAGENET));
+  }
+
+  /** Parameters and batch-norm buffers; torchvision's num_batches_tracked is optional. */
+  @Test
+  void resnet50HasEveryNameAndShapeOfTorchvisionsStateDict() throws IOException {
+    assertSameKeys("resnet50", ModelSpec.parse("resnet50", IMAGENET));
+  }
+
+  private void assertSameKeys(String model, List<Layer> layers) throws IOException {
     Map<String, String> expected = new LinkedHashMap<>();
-    try (InputStream in = getClass().getResourceAsStream("/goldens/vit_base_patch16_224.keys")) {
+    try (InputStream in = getClass().getResourceAsStream("/goldens/" + model + ".keys")) {
       for (String line : new String(in.readAllBytes(), StandardCharsets.UTF_8).split("\n")) {
         String[] nameShape = line.split(" ");
-        expected.put(nameShape[0], nameShape[1]);
+        if (!nameShape[0].endsWith("num_batches_tracked")) {
+          expected.put(nameShape[0], nameShape.length > 1 ? nameShape[1] : "");
+        }
+      }
+    }
+    Map<String, int[]> declared = parameters(layers);
+    for (Layer layer : layers) {
+      for (ParamSpec b : layer.buffers()) {
+        declared.put(b.name(), b.shape());
       }
     }
     Map<String, String> ours = new LinkedHashMap<>();
-    parameters(ModelSpec.parse("vit_base_patch16_224", IMAGENET))
-        .forEach(
-            (name, shape) ->
-                ours.put(
-                    name,
-                    Arrays.stream(shape)
-                        .mapToObj(String::valueOf)
-                        .collect(Collectors.joining(","))));
+    declared.forEach(
+        (name, shape) ->
+            ours.put(
+                name,
+                Arrays.stream(shape).mapToObj(String::valueOf).collect(Collectors.joining(","))));
     List<String> differences = new ArrayList<>();
     expected.forEach(
         (name, shape) -> {
           if (!shape.equals(ours.get(name))) {
-            differences.add(name + ": timm " + shape + ", ramtrain " + ours.get(name));
+            differences.add(name + ": published " + shape + ", ramtrain " + ours.get(name));
           }
         });
     ours.keySet().stream()
         .filter(name -> !expected.containsKey(name))
-        .forEach(name -> differences.add(name + ": not in timm's state dict"));
+        .forEach(name -> differences.add(name + ": not in the published state dict"));
     assertTrue(differences.isEmpty(), String.join("\n", differences));
   }
 

@@ -395,10 +395,11 @@ final class CpuKernels {
       int w,
       int k,
       int stride,
+      int pad,
       FloatBuffer y,
       IntBuffer argmax) {
-    int oh = (h - k) / stride + 1;
-    int ow = (w - k) / stride + 1;
+    int oh = (h + 2 * pad - k) / stride + 1;
+    int ow = (w + 2 * pad - k) / stride + 1;
     parallel.forRange(
         n * c,
         1,
@@ -408,7 +409,7 @@ final class CpuKernels {
           int[] where = new int[oh * ow];
           for (int nc = from; nc < to; nc++) {
             x.get(nc * h * w, plane);
-            if (k == 2 && stride == 2) {
+            if (k == 2 && stride == 2 && pad == 0) {
               pool2x2(plane, w, oh, ow, best, where);
               y.put(nc * oh * ow, best);
               argmax.put(nc * oh * ow, where);
@@ -416,11 +417,19 @@ final class CpuKernels {
             }
             for (int oy = 0; oy < oh; oy++) {
               for (int ox = 0; ox < ow; ox++) {
-                int at = oy * stride * w + ox * stride;
+                int at = -1; // padding never wins: the first in-plane value starts
                 for (int ky = 0; ky < k; ky++) {
+                  int iy = oy * stride - pad + ky;
+                  if (iy < 0 || iy >= h) {
+                    continue;
+                  }
                   for (int kx = 0; kx < k; kx++) {
-                    int i = (oy * stride + ky) * w + ox * stride + kx;
-                    if (plane[i] > plane[at]) {
+                    int ix = ox * stride - pad + kx;
+                    if (ix < 0 || ix >= w) {
+                      continue;
+                    }
+                    int i = iy * w + ix;
+                    if (at < 0 || plane[i] > plane[at]) {
                       at = i;
                     }
                   }

@@ -253,6 +253,7 @@ final class CpuOperations {
                           op.w(),
                           op.k(),
                           op.stride(),
+                          op.pad(),
                           y.floats(),
                           argmax.ints()));
             })

@@ -194,6 +194,7 @@ final class CudaOperations {
                         .i32(op.w())
                         .i32(op.k())
                         .i32(op.stride())
+                        .i32(op.pad())
                         .i32(op.oh())
                         .i32(op.ow())
                         .buffer(cuda(op.y()))

@@ -9,8 +9,10 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 
 /**
- * k×k max pooling of NCHW input (no padding); {@code argmax} (I32) records each winner's index in
- * its plane.
+ * k×k max pooling of NCHW input with {@code pad} positions of padding that never win
+ * (nn.MaxPool2d's implicit -inf: ResNet's 3×3/2 stem pooling pads 1); {@code argmax} (I32) records
+ * each winner's index in its plane. Ties and NaNs: the first of the window's in-plane values wins
+ * unless a later one is strictly greater.
  */
 public record MaxPool(
     DeviceBuffer x,
@@ -20,11 +22,30 @@ public record MaxPool(
     int w,
     int k,
     int stride,
+    int pad,
     DeviceBuffer y,
     DeviceBuffer argmax)
     implements Operation {
+  /** Without padding. */
+  public MaxPool(
+      DeviceBuffer x,
+      int n,
+      int c,
+      int h,
+      int w,
+      int k,
+      int stride,
+      DeviceBuffer y,
+      DeviceBuffer argmax) {
+    this(x, n, c, h, w, k, stride, 0, y, argmax);
+  }
+
   public MaxPool {
-    long out = (long) n * c * convOut(h, k, stride, 0) * convOut(w, k, stride, 0);
+    if (pad < 0 || 2 * pad > k) {
+      throw new IllegalArgumentException(
+          "max pooling pads at most half its window (" + k + "), got " + pad);
+    }
+    long out = (long) n * c * convOut(h, k, stride, pad) * convOut(w, k, stride, pad);
     checkF32(x, (long) n * c * h * w);
     checkF32(y, out);
     checkCount(argmax, out);
@@ -32,10 +53,10 @@ public record MaxPool(
   }
 
   public int oh() {
-    return convOut(h, k, stride, 0);
+    return convOut(h, k, stride, pad);
   }
 
   public int ow() {
-    return convOut(w, k, stride, 0);
+    return convOut(w, k, stride, pad);
   }
 }
