@@ -1,18 +1,38 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.List;
 import picocli.CommandLine.Option;
 
-/** The {@code --checkpoint} option of the commands that serve a trained model. */
+/**
+ * What the commands that serve a model serve: a checkpoint ({@code --checkpoint}), or pretrained
+ * weights of a named architecture ({@code --model} with {@code --weights}), as timm serves them.
+ */
 public final class CheckpointOption {
   @Option(
       names = {"-c", "--checkpoint"},
-      required = true,
       paramLabel = "DIR",
       description = "A checkpoint folder, or a run directory (its latest checkpoint).")
   Path checkpoint;
+
+  @Option(
+      names = "--model",
+      description =
+          "Without --checkpoint: the architecture of --weights, a timm name such as resnet50 or"
+              + " vit_base_patch16_224.")
+  String model;
+
+  @Option(
+      names = "--weights",
+      paramLabel = "FILE",
+      description =
+          "Without --checkpoint: pretrained weights (a timm or torchvision model.safetensors),"
+              + " with their ImageNet normalization.")
+  Path weights;
 
   @Option(
       names = "--best",
@@ -21,7 +41,24 @@ public final class CheckpointOption {
               + " (checkpoints/best), not the latest.")
   boolean best;
 
+  /** Whether pretrained weights are served, not a checkpoint; a usage error for a mix. */
+  boolean pretrained() {
+    if (checkpoint != null && (model != null || weights != null)) {
+      throw new ConfigException("--checkpoint, or --model with --weights: not both");
+    }
+    if (checkpoint == null && (model == null || weights == null)) {
+      throw new ConfigException("needs --checkpoint DIR, or --model NAME with --weights FILE");
+    }
+    return checkpoint == null;
+  }
+
+  /** The checkpoint given. */
   TrainedCheckpoint open() throws IOException {
     return TrainedCheckpoint.open(checkpoint, best);
+  }
+
+  /** The pretrained weights given, with {@code classes} outputs for images of {@code shape}. */
+  TrainedCheckpoint openPretrained(List<String> classes, ImageShape shape) throws IOException {
+    return TrainedCheckpoint.fromPretrained(weights, model, classes, shape);
   }
 }

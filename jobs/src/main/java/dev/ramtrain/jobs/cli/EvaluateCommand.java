@@ -1,5 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.AtomicFile;
@@ -24,11 +26,12 @@ import picocli.CommandLine.Option;
 @Command(
     name = "evaluate",
     mixinStandardHelpOptions = true,
-    header = "Evaluate a checkpoint on a dataset split.",
+    header = "Evaluate a checkpoint, or pretrained weights, on a dataset split.",
     description = {
       "Evaluate a checkpoint on a dataset split: accuracy, loss, per-class accuracy and "
           + "a confusion matrix PNG. The model, image shape and normalization come from the "
-          + "checkpoint.",
+          + "checkpoint; with --model and --weights, the dataset's classes and image size and "
+          + "ImageNet's normalization.",
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class EvaluateCommand implements Callable<Integer> {
@@ -81,7 +84,13 @@ public final class EvaluateCommand implements Callable<Integer> {
     flags.put("ramtrain.train.dataset", dataset);
     RunSpec s = TrainSettings.read(common.load(flags));
     String location = s.data().requireLocation();
-    TrainedCheckpoint trained = checkpoint.open();
+    TrainedCheckpoint trained;
+    if (checkpoint.pretrained()) { // the dataset's classes and image size
+      Manifest m = Dataset.open(location, new Configuration()).manifest();
+      trained = checkpoint.openPretrained(m.classes(), m.image().shape());
+    } else {
+      trained = checkpoint.open();
+    }
     Checkpoints.Loaded c = trained.loaded();
     EvalResult eval = CheckpointEvaluation.run(s, trained, location, split, new Configuration());
     List<String> classes = trained.classes();

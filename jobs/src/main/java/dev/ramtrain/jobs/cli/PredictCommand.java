@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
@@ -30,7 +31,7 @@ import picocli.CommandLine.Parameters;
 @Command(
     name = "predict",
     mixinStandardHelpOptions = true,
-    header = "Classify image files with a checkpoint, as CSV.",
+    header = "Classify image files with a checkpoint, or pretrained weights, as CSV.",
     description = {
       "Classify image files with a checkpoint; writes CSV: path, predicted class, its "
           + "probability, every class's probability, and an error column for files that "
@@ -56,11 +57,41 @@ public final class PredictCommand implements Callable<Integer> {
       description = "Images per forward pass (default ${DEFAULT-VALUE}).")
   int batchSize;
 
+  @Option(
+      names = "--num-classes",
+      description =
+          "With --weights: the classifier's outputs (default: the weights' own head's);"
+              + " predictions name classes by number.")
+  Integer numClasses;
+
+  @Option(
+      names = "--image",
+      paramLabel = "HxW",
+      description =
+          "With --weights: the input size (default 224x224, the named models' pretraining size).")
+  String image;
+
   @Parameters(
       arity = "1..*",
       paramLabel = "IMAGE",
       description = "Image files, or directories searched recursively for images.")
   List<Path> inputs;
+
+  /** The weights served, their classes numbered, at the input size asked (224×224 by default). */
+  private TrainedCheckpoint pretrained() throws IOException {
+    int classes =
+        numClasses != null
+            ? numClasses
+            : dev.ramtrain.trainer.checkpoint.PretrainedWeights.read(checkpoint.weights).classes();
+    if (classes < 1) {
+      throw new ConfigException(
+          "--num-classes: " + checkpoint.weights + " has no classifier head to count classes by");
+    }
+    ImageShape shape = ImageShape.parse((image == null ? "224x224" : image) + "x3");
+    List<String> names =
+        java.util.stream.IntStream.range(0, classes).mapToObj(String::valueOf).toList();
+    return checkpoint.openPretrained(names, shape);
+  }
 
   /** The CSV's first fields: an existing -o file that starts so is a CSV ramtrain wrote. */
   static final String HEADER_START = "path,prediction,probability,";
@@ -72,7 +103,7 @@ public final class PredictCommand implements Callable<Integer> {
     }
     RamtrainConfig config = common.load(Map.of());
     BackendSpec backendSpec = TrainSettings.backend(config);
-    TrainedCheckpoint trained = checkpoint.open();
+    TrainedCheckpoint trained = checkpoint.pretrained() ? pretrained() : checkpoint.open();
     List<Path> files = ImageFiles.under(inputs);
     if (output != null) {
       OutputFile.requireReplaceable(output, "predict -o", files, PredictCommand::isOurCsv);

@@ -7,10 +7,18 @@ import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
+import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.Normalization;
+import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.nn.ParamSpec;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -83,6 +91,69 @@ public record TrainedCheckpoint(
                 EtlSettings.ExifOrientationSetting.IGNORE,
                 EtlSettings.ExifOrientationSetting.class)
             == EtlSettings.ExifOrientationSetting.APPLY,
+        Normalization.fromState(state));
+  }
+
+  /**
+   * Pretrained weights served as a checkpoint would be: {@code model} (a timm name) with {@code
+   * classes} outputs for images of {@code shape}, the weights matched strictly by name and shape (a
+   * ViT's position embedding resampled for another size), ImageNet's normalization, the
+   * preprocessing's default resize (shorter side, center crop: an image at the input size passes
+   * unchanged) and decoder. The classifier must be the file's own: a fresh head would predict
+   * noise.
+   */
+  public static TrainedCheckpoint fromPretrained(
+      Path weights, String model, List<String> classes, ImageShape shape) throws IOException {
+    String spec = ModelSpec.withClasses(model, classes.size());
+    List<Layer> layers = RunSpec.Model.parse("--model", spec, shape);
+    PretrainedWeights file;
+    try {
+      file = PretrainedWeights.read(weights);
+    } catch (java.nio.file.NoSuchFileException e) {
+      throw new IOException("--weights: no file " + weights, e);
+    }
+    if (file.classes() != classes.size()) {
+      throw new IllegalArgumentException(
+          weights
+              + ": its classifier has "
+              + file.classes()
+              + " classes where "
+              + spec
+              + " has "
+              + classes.size()
+              + ": serving needs the file's own trained head");
+    }
+    List<ParamSpec> params = new ArrayList<>();
+    List<ParamSpec> buffers = new ArrayList<>();
+    layers.forEach(
+        l -> {
+          params.addAll(l.parameters());
+          buffers.addAll(l.buffers());
+        });
+    Map<String, float[]> values = file.matchTo(spec, params, buffers);
+    Map<String, Safetensors.Tensor> tensors = new LinkedHashMap<>();
+    for (List<ParamSpec> group : List.of(params, buffers)) {
+      for (ParamSpec p : group) {
+        long[] dims = Arrays.stream(p.shape()).asLongStream().toArray();
+        tensors.put(p.name(), new Safetensors.Tensor(p.name(), dims, values.get(p.name())));
+      }
+    }
+    Map<String, Object> state = new LinkedHashMap<>();
+    state.put("model", spec);
+    state.put("classes", classes);
+    state.put("image", List.of(shape.height(), shape.width(), shape.channels()));
+    state.put("mean", List.of(0.485, 0.456, 0.406));
+    state.put("std", List.of(0.229, 0.224, 0.225));
+    Checkpoints.Loaded loaded =
+        new Checkpoints.Loaded(weights.toAbsolutePath(), state, tensors, List.of());
+    return new TrainedCheckpoint(
+        loaded,
+        spec,
+        classes,
+        shape,
+        ResizeMode.SHORTER_SIDE_CROP,
+        ImageDecoder.Kind.OPENCV,
+        true,
         Normalization.fromState(state));
   }
 

@@ -89,7 +89,8 @@ public final class ModelSpec {
           ? cnn(spec, kindAndArgs[1], shape, precision)
           : resnet(spec, kindAndArgs[1], shape, precision);
     }
-    throw new IllegalArgumentException("unknown model spec '" + spec + "'; known: " + KNOWN);
+    throw new IllegalArgumentException(
+        "unknown model spec '" + spec + "'" + suggestion(kind) + "; known: " + KNOWN);
   }
 
   private static List<Layer> cnn(String spec, String body, ImageShape shape, Precision precision) {
@@ -261,6 +262,48 @@ public final class ModelSpec {
             number(spec, parts[2]),
             number(spec, parts[3]));
     return VisionTransformer.layers(config, shape, number(spec, parts[4]), dropPath, precision);
+  }
+
+  /** ", did you mean NAME?" for the named model nearest {@code kind} by edit distance, or "". */
+  private static String suggestion(String kind) {
+    String best = null;
+    int bestDistance = 4; // further than 3 edits is no typo
+    for (String name :
+        new java.util.TreeSet<>(
+            java.util.stream.Stream.concat(
+                    VisionTransformer.NAMED.keySet().stream(), ResNet.NAMED.keySet().stream())
+                .toList())) {
+      int d = editDistance(kind, name);
+      if (d < bestDistance) {
+        bestDistance = d;
+        best = name;
+      }
+    }
+    return best == null ? "" : ", did you mean " + best + "?";
+  }
+
+  /** Edits (insert, delete, substitute, swap two neighbours) from {@code a} to {@code b}. */
+  private static int editDistance(String a, String b) {
+    int[][] d = new int[a.length() + 1][b.length() + 1];
+    for (int i = 0; i <= a.length(); i++) {
+      d[i][0] = i;
+    }
+    for (int j = 0; j <= b.length(); j++) {
+      d[0][j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      for (int j = 1; j <= b.length(); j++) {
+        int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+        d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + cost);
+        if (i > 1
+            && j > 1
+            && a.charAt(i - 1) == b.charAt(j - 2)
+            && a.charAt(i - 2) == b.charAt(j - 1)) {
+          d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    return d[a.length()][b.length()];
   }
 
   private static int number(String spec, String text) {

@@ -142,5 +142,10 @@ class ArchitecturesTest {
         assertThrows(
             IllegalArgumentException.class, () -> ModelSpec.parse("vit_gigantic", IMAGENET));
     assertTrue(unknown.getMessage().contains("vit_base_patch16_224"), unknown.getMessage());
+    var typo =
+        assertThrows(IllegalArgumentException.class, () -> ModelSpec.parse("resnet05", IMAGENET));
+    assertTrue(
+        typo.getMessage().startsWith("unknown model spec 'resnet05', did you mean resnet50?"),
+        typo.getMessage());
   }
 }

@@ -1,0 +1,152 @@
+package dev.ramtrain.jobs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Pretrained weights from the command line, as a timm user runs them: train starts from them (a
+ * head of another class count starts fresh), predict and evaluate serve them without a checkpoint,
+ * and weights of another architecture are one error line (exit 1) with nothing written. The weights
+ * are torchvision's own tiny ViT, written by the goldens' script.
+ */
+class PretrainedCommandsTest {
+  private static final Path WEIGHTS =
+      Path.of("../trainer/src/test/resources/goldens/vit_tiny_torchvision.weights.safetensors");
+  private static final String MODEL = "vit:4-32-2-4-5";
+
+  @TempDir static Path shared;
+  @TempDir Path tmp;
+  static Path images;
+  static Path fiveClasses;
+
+  @BeforeAll
+  static void data() {
+    images = shared.resolve("images");
+    MainTest.Run g =
+        MainTest.run(
+            "generate",
+            "-o",
+            images.toString(),
+            "--classes",
+            "5",
+            "--images-per-class",
+            "6",
+            "--width",
+            "16",
+            "--height",
+            "16");
+    assertEquals(0, g.status(), g.err());
+    fiveClasses = shared.resolve("dataset");
+    MainTest.Run p =
+        MainTest.run(
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            fiveClasses.toString(),
+            "--height",
+            "16",
+            "--width",
+            "16",
+            "--set",
+            "ramtrain.etl.val-fraction=0.3");
+    assertEquals(0, p.status(), p.err());
+  }
+
+  @Test
+  void trainStartsFromTheWeights() {
+    Path run = tmp.resolve("run");
+    MainTest.Run r =
+        MainTest.run(
+            "train",
+            "-d",
+            fiveClasses.toString(),
+            "-o",
+            run.toString(),
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--layer-decay",
+            "0.75",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, r.status(), r.err());
+    assertTrue(r.out().contains("normalization mean [0.485, 0.456, 0.406]"), r.out());
+    assertTrue(Files.isDirectory(run.resolve("checkpoints")));
+  }
+
+  @Test
+  void weightsOfAnotherArchitectureAreOneLineAndNothingIsWritten() {
+    Path run = tmp.resolve("run");
+    MainTest.Run r =
+        MainTest.run(
+            "train",
+            "-d",
+            fiveClasses.toString(),
+            "-o",
+            run.toString(),
+            "--model",
+            "vit:4-64-2-4-5",
+            "--weights",
+            WEIGHTS.toString(),
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4");
+    assertEquals(1, r.status(), r.err());
+    assertEquals(1, r.err().strip().lines().count(), r.err());
+    assertTrue(
+        r.err().contains("(torchvision names) does not fit vit:4-64-2-4-5: shape mismatches"),
+        r.err());
+    assertTrue(!Files.exists(run), "no run directory");
+  }
+
+  @Test
+  void predictAndEvaluateServeTheWeightsWithoutACheckpoint() throws Exception {
+    Path csv = tmp.resolve("p.csv");
+    MainTest.Run p =
+        MainTest.run(
+            "predict",
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "--image",
+            "16x16",
+            "-o",
+            csv.toString(),
+            images.toString());
+    assertEquals(0, p.status(), p.err());
+    List<String> lines = Files.readAllLines(csv);
+    assertEquals("path,prediction,probability,0,1,2,3,4,error", lines.get(0));
+    assertEquals(1 + 30, lines.size(), "one row per image");
+    MainTest.Run e =
+        MainTest.run(
+            "evaluate",
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "-d",
+            fiveClasses.toString(),
+            "-o",
+            tmp.resolve("confusion.png").toString());
+    assertEquals(0, e.status(), e.err());
+    assertTrue(e.out().contains("accuracy"), e.out());
+    MainTest.Run neither = MainTest.run("predict", images.toString());
+    assertEquals(2, neither.status(), neither.err());
+    assertTrue(neither.err().contains("needs --checkpoint DIR, or --model NAME with --weights"));
+  }
+}
