@@ -187,6 +187,64 @@ class ReadmeCommandsIT {
     run("predict", "-c", run.toString(), "-o", tmp.resolve("p.csv").toString(), images.toString());
     assertTrue(Files.readAllLines(tmp.resolve("p.csv")).size() > 30);
     run(with(train, "-o", other.toString(), "--epochs", "1", "--overwrite"));
+    // Pretrained weights: torchvision's tiny ViT (the goldens' script wrote it), 16x16, 5 classes.
+    String weights =
+        ROOT.resolve("trainer/src/test/resources/goldens/vit_tiny_torchvision.weights.safetensors")
+            .toString();
+    run(
+        "train",
+        "-d",
+        ds.toString(),
+        "-o",
+        tmp.resolve("tuned").toString(),
+        "--model",
+        "vit:4-32-2-4-3",
+        "--weights",
+        weights,
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+        "--set",
+        "ramtrain.train.threads=1");
+    run(
+        "predict",
+        "--model",
+        "vit:4-32-2-4-5",
+        "--weights",
+        weights,
+        "--num-classes",
+        "5",
+        "--image",
+        "16x16",
+        "-o",
+        tmp.resolve("pretrained.csv").toString(),
+        images.toString());
+    Path fiveImages = tmp.resolve("five");
+    Path five = tmp.resolve("five-ds");
+    run("generate", "-o", fiveImages.toString(), "--classes", "5", "--images-per-class", "4");
+    run(
+        "preprocess",
+        "-i",
+        fiveImages.toString(),
+        "-o",
+        five.toString(),
+        "--height",
+        "16",
+        "--width",
+        "16");
+    String pretrained =
+        run(
+            "evaluate",
+            "--model",
+            "vit:4-32-2-4-5",
+            "--weights",
+            weights,
+            "-d",
+            five.toString(),
+            "-o",
+            tmp.resolve("pretrained.png").toString());
+    assertTrue(pretrained.contains("accuracy"), pretrained);
     run(
         "plan",
         "--model",
