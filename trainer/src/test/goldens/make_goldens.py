@@ -253,6 +253,80 @@ def resnet_tiny_golden(target):
     print("wrote", target / "resnet_tiny.safetensors", len(tensors), "tensors")
 
 
+class LayerNorm2d(nn.LayerNorm):
+    """timm's LayerNorm2d: nn.LayerNorm over the channels of NCHW."""
+
+    def forward(self, x):
+        return F.layer_norm(x.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias,
+                            self.eps).permute(0, 3, 1, 2)
+
+
+class ConvNeXtBlock(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.conv_dw = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = Mlp(dim, 4 * dim)
+        self.gamma = nn.Parameter(torch.full((dim,), 1e-6))
+
+    def forward(self, x):
+        shortcut = x
+        x = self.conv_dw(x).permute(0, 2, 3, 1)
+        x = self.mlp(self.norm(x)).permute(0, 3, 1, 2)
+        return x.mul(self.gamma.reshape(1, -1, 1, 1)) + shortcut
+
+
+class ConvNeXtStage(nn.Module):
+    """timm's stage: stages after the first open with a stride-2 downsample, whatever the widths."""
+
+    def __init__(self, inputs, dim, depth, first):
+        super().__init__()
+        self.downsample = nn.Identity() if first else nn.Sequential(
+            LayerNorm2d(inputs, eps=1e-6), nn.Conv2d(inputs, dim, 2, stride=2))
+        self.blocks = nn.Sequential(*[ConvNeXtBlock(dim) for _ in range(depth)])
+
+    def forward(self, x):
+        return self.blocks(self.downsample(x))
+
+
+class ConvNeXtHead(nn.Module):
+    def __init__(self, dim, classes):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.fc = nn.Linear(dim, classes)
+
+
+class ConvNeXt(nn.Module):
+    """timm's ConvNeXt (its module names), a LayerNorm2d stem, no dropout or drop path."""
+
+    def __init__(self, depths, dims, classes):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, dims[0], 4, stride=4), LayerNorm2d(dims[0], eps=1e-6))
+        self.stages = nn.Sequential(*[
+            ConvNeXtStage(dims[max(i - 1, 0)], dims[i], depths[i], i == 0) for i in range(4)])
+        self.head = ConvNeXtHead(dims[-1], classes)
+
+    def forward(self, x):
+        x = self.stages(self.stem(x)).mean(dim=(2, 3))
+        return self.head.fc(self.head.norm(x))
+
+
+def convnext_tiny_golden(target):
+    torch.manual_seed(29)
+    model = ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 16, 16, 16), classes=5)
+    with torch.no_grad():  # layer scale and norms away from their starts: the blocks count
+        for name, p in model.named_parameters():
+            if name.endswith("gamma"):
+                p.copy_(0.5 + 0.2 * torch.randn_like(p))
+            elif "norm" in name or name.startswith("stem.1") or "downsample.0" in name:
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
+    x = torch.randn(3, 3, 64, 64)
+    labels = torch.tensor([2, 0, 4])
+    tensors, metadata = record("convnext-tiny", model, x, labels)
+    write_safetensors(target / "convnext_tiny.safetensors", tensors, metadata)
+    print("wrote", target / "convnext_tiny.safetensors", len(tensors), "tensors")
+
+
 def write_keys(path, model):
     """A state dict's keys and shapes in order, one "name d0,d1,..." line each."""
     with open(path, "w") as f:
@@ -270,6 +344,7 @@ def main():
     print("wrote", target / "vit_tiny.safetensors", len(tensors), "tensors")
     vit_tiny_torchvision(target)
     resnet_tiny_golden(target)
+    convnext_tiny_golden(target)
     import torchvision
     write_keys(target / "resnet50.keys", torchvision.models.resnet50())
     print("wrote", target / "resnet50.keys")

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.nn;
 import dev.ramtrain.format.ImageShape;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * Models from a short spec string ({@code ramtrain.train.model}). Activations are flat per sample
@@ -16,6 +17,8 @@ public final class ModelSpec {
           + String.join(", ", new java.util.TreeSet<>(VisionTransformer.NAMED.keySet()))
           + ", "
           + String.join(", ", new java.util.TreeSet<>(ResNet.NAMED.keySet()))
+          + ", "
+          + String.join(", ", new java.util.TreeSet<>(ConvNeXt.NAMED.keySet()))
           + " (a timm name, :CLASSES for other than 1000)";
 
   private ModelSpec() {}
@@ -69,6 +72,14 @@ public final class ModelSpec {
       }
       int classes = kindAndArgs.length == 2 ? number(spec, kindAndArgs[1]) : 1000;
       return ResNet.layers(resnet, shape, classes, precision);
+    }
+    ConvNeXt.Config convnext = ConvNeXt.NAMED.get(kind);
+    if (convnext != null) {
+      if (shape == null) {
+        throw new IllegalArgumentException(spec + ": a ConvNeXt needs the input image shape");
+      }
+      int classes = kindAndArgs.length == 2 ? number(spec, kindAndArgs[1]) : 1000;
+      return ConvNeXt.layers(convnext, shape, classes, dropPath, precision);
     }
     VisionTransformer.Config named = VisionTransformer.NAMED.get(kind);
     if (named != null || (kind.equals("vit") && kindAndArgs.length == 2)) {
@@ -232,7 +243,10 @@ public final class ModelSpec {
    * num_classes}; every other spec names its own count and is returned as it is.
    */
   public static String withClasses(String spec, int classes) {
-    boolean named = VisionTransformer.NAMED.containsKey(spec) || ResNet.NAMED.containsKey(spec);
+    boolean named =
+        VisionTransformer.NAMED.containsKey(spec)
+            || ResNet.NAMED.containsKey(spec)
+            || ConvNeXt.NAMED.containsKey(spec);
     return named ? spec + ":" + classes : spec;
   }
 
@@ -270,8 +284,10 @@ public final class ModelSpec {
     int bestDistance = 4; // further than 3 edits is no typo
     for (String name :
         new java.util.TreeSet<>(
-            java.util.stream.Stream.concat(
-                    VisionTransformer.NAMED.keySet().stream(), ResNet.NAMED.keySet().stream())
+            Stream.concat(
+                    Stream.concat(
+                        VisionTransformer.NAMED.keySet().stream(), ResNet.NAMED.keySet().stream()),
+                    ConvNeXt.NAMED.keySet().stream())
                 .toList())) {
       int d = editDistance(kind, name);
       if (d < bestDistance) {

@@ -19,7 +19,9 @@ public record ParamSpec(String name, int[] shape, Init init, int fanIn) {
      * timm's trunc_normal_(std=.02) for transformer weights and position embeddings: normal with
      * standard deviation 0.02, drawn again outside [-2, 2] (100 deviations: in practice never).
      */
-    TRUNC_NORMAL
+    TRUNC_NORMAL,
+    /** ConvNeXt's layer_scale_init_value: every factor 1e-6. */
+    LAYER_SCALE
   }
 
   public long count() {

@@ -195,6 +195,7 @@ public final class Parameters implements ParameterSource, AutoCloseable {
               case ONES -> 1f;
               case ZEROS -> 0f;
               case TRUNC_NORMAL -> truncatedNormal(rng);
+              case LAYER_SCALE -> 1e-6f;
             };
         into.put((int) (e.offset() + i), v);
       }

@@ -9,6 +9,7 @@ import dev.ramtrain.trainer.backend.ops.AdamWStep;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.nn.Attention;
 import dev.ramtrain.trainer.nn.Conv2d;
+import dev.ramtrain.trainer.nn.DepthwiseConv2d;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Linear;
 import dev.ramtrain.trainer.nn.ParamSpec;
@@ -265,6 +266,9 @@ public record LayerCost(
     }
     if (layer instanceof Residual residual) {
       return residual.branch().stream().mapToLong(LayerCost::flops).sum() + 3L * layer.outputSize();
+    }
+    if (layer instanceof DepthwiseConv2d depthwise) {
+      return 6L * depthwise.taps() * layer.outputSize();
     }
     if (layer instanceof Attention attention) {
       return attention.projections().stream().mapToLong(LayerCost::flops).sum()

@@ -76,6 +76,21 @@ class ArchitecturesTest {
     }
   }
 
+  /** timm's figures for the ImageNet-1k ConvNeXts. */
+  @Test
+  void convNeXtsHaveTimmsParameterCounts() {
+    Map<String, Long> published =
+        Map.of(
+            "convnext_tiny", 28_589_128L,
+            "convnext_small", 50_223_688L,
+            "convnext_base", 88_591_464L,
+            "convnext_large", 197_767_336L);
+    for (Map.Entry<String, Long> model : published.entrySet()) {
+      Map<String, int[]> params = parameters(ModelSpec.parse(model.getKey(), IMAGENET));
+      assertEquals(model.getValue(), count(params), model.getKey() + " parameters");
+    }
+  }
+
   @Test
   void vitBaseHasEveryNameAndShapeOfTimmsStateDict() throws IOException {
     assertSameKeys("vit_base_patch16_224", ModelSpec.parse("vit_base_patch16_224", IMAGENET));

@@ -234,4 +234,48 @@ class GradientCheckTest {
     }
     check(layers, 1e-3, 3e-2, false, 0.5);
   }
+
+  /**
+   * A ConvNeXt with one block per stage (depthwise 7×7 convolution, channels-last LayerNorm, GELU
+   * MLP, layer scale, drop path; LayerNorm2d stem and downsampling; pooled LayerNorm head), weights
+   * jittered so layer scale's 1e-6 start does not hide the blocks. Its loss is larger and deeper
+   * than the others': at h = 1e-3 float32 rounding of the loss (about 1e-6 of it, over 2h) already
+   * reaches 4e-4 of a gradient, at 3e-4 it dominates; h = 3e-3 keeps it an order below the
+   * tolerance, and the curvature's h² term as small.
+   */
+  @Test
+  void convNeXtBlocksWithDepthwiseConvolutionAndLayerScale() {
+    List<Layer> layers =
+        ConvNeXt.layers(
+            new ConvNeXt.Config(new int[] {1, 1, 1, 1}, new int[] {4, 8, 8, 8}),
+            new dev.ramtrain.format.ImageShape(32, 32, 3),
+            3,
+            0.2f,
+            Precision.FP32);
+    for (Layer layer : layers) {
+      layer.beginStep(777);
+    }
+    check(layers, 3e-3, 3e-2, false, 0.5);
+  }
+
+  /**
+   * ConvNeXt's own layers alone, where their gradients are large enough for the check to see a
+   * wrong factor (in the whole model they fall under the error's 1e-2 floor): a depthwise 7×7
+   * convolution wider than its input, channels-last permutes around layer scale.
+   */
+  @Test
+  void depthwiseConvolutionPermutesAndLayerScale() {
+    check(
+        List.of(
+            new DepthwiseConv2d("dw", 3, 6, 5, 7),
+            ChannelsLast.from("to_last", 3, 6, 5),
+            new LayerScale("scale", "scale.gamma", 30, 3),
+            ChannelsLast.back("to_first", 3, 6, 5),
+            new Activation("act", Activation.Kind.GELU, 90),
+            new Linear("fc", 90, 3)),
+        1e-3,
+        3e-2,
+        false,
+        0.5);
+  }
 }

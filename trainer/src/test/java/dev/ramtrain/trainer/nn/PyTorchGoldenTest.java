@@ -73,6 +73,18 @@ public class PyTorchGoldenTest {
     check(g, "resnet-tiny", shape -> ResNet.layers(tiny, shape, 5, Precision.FP32), 5);
   }
 
+  /**
+   * timm's ConvNeXt layout (patchify stem and LayerNorm2d, depthwise 7×7 convolutions,
+   * channels-last LayerNorm and GELU MLP, layer scale, LayerNorm2d and 2×2/2 downsampling, pooled
+   * LayerNorm head) with one block per stage and widths 8, 16, 16, 16.
+   */
+  @Test
+  public void tinyConvNeXtMatchesPyTorch() {
+    Map<String, Safetensors.Tensor> g = golden("convnext_tiny.safetensors");
+    ConvNeXt.Config tiny = new ConvNeXt.Config(new int[] {1, 1, 1, 1}, new int[] {8, 16, 16, 16});
+    check(g, "convnext-tiny", shape -> ConvNeXt.layers(tiny, shape, 5, 0f, Precision.FP32), 5);
+  }
+
   private void check(
       Map<String, Safetensors.Tensor> g,
       String spec,

@@ -1,0 +1,187 @@
+package dev.ramtrain.trainer.nn;
+
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.AddChannelBias;
+import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
+import dev.ramtrain.trainer.backend.ops.Im2col;
+import dev.ramtrain.trainer.backend.ops.SumChannels;
+import java.util.List;
+
+/**
+ * A depthwise k×k convolution with bias, stride 1, "same" padding (nn.Conv2d(c, c, k, padding=k/2,
+ * groups=c): ConvNeXt's {@code conv_dw}), weight [c, 1, k, k]. One image at a time: its im2col
+ * columns are c blocks of [k·k, h·w], and each channel's output is its k·k weights times its block,
+ * one batched GEMM over the channels. The columns live in the shared workspace and are made again
+ * from the kept input in backward, as {@link Conv2d}'s.
+ */
+public final class DepthwiseConv2d extends BaseLayer {
+  private final int c;
+  private final int h;
+  private final int w;
+  private final int k;
+  private final int taps;
+  private DeviceBuffer weight;
+  private DeviceBuffer bias;
+  private DeviceBuffer weightGrad;
+  private DeviceBuffer biasGrad;
+  private DeviceBuffer y;
+  private DeviceBuffer dx;
+  private DeviceBuffer cols; // one image's, scratch
+  private DeviceBuffer dcols; // one image's, scratch
+  private DeviceBuffer input;
+
+  public DepthwiseConv2d(String name, int c, int h, int w, int k) {
+    super(name);
+    if (k < 1 || k % 2 == 0 || c < 1) {
+      throw new IllegalArgumentException(name + ": a depthwise convolution needs an odd kernel");
+    }
+    this.c = c;
+    this.h = h;
+    this.w = w;
+    this.k = k;
+    this.taps = k * k;
+  }
+
+  /** Weights per channel (k·k): each output value is that many multiply-adds. */
+  public int taps() {
+    return taps;
+  }
+
+  @Override
+  public int inputSize() {
+    return c * h * w;
+  }
+
+  @Override
+  public int outputSize() {
+    return c * h * w;
+  }
+
+  @Override
+  public List<ParamSpec> parameters() {
+    return List.of(
+        new ParamSpec(
+            name + ".weight", new int[] {c, 1, k, k}, ParamSpec.Init.KAIMING_UNIFORM, taps),
+        new ParamSpec(name + ".bias", new int[] {c}, ParamSpec.Init.FAN_IN_UNIFORM, taps));
+  }
+
+  @Override
+  public long scratchBytes(int maxBatch) {
+    return 2 * 4L * c * taps * h * w;
+  }
+
+  @Override
+  protected void bind(ParameterSource params, int maxBatch) {
+    weight = params.value(name + ".weight");
+    bias = params.value(name + ".bias");
+    weightGrad = params.grad(name + ".weight");
+    biasGrad = params.grad(name + ".bias");
+    y = own("out", (long) maxBatch * outputSize());
+    dx = own("dx", (long) maxBatch * inputSize());
+    long block = (long) c * taps * h * w;
+    cols = scratch("cols", DType.F32, 0, block);
+    dcols = scratch("dcols", DType.F32, 4 * block, block);
+  }
+
+  private ConvWindow window() {
+    return new ConvWindow(1, c, h, w, k, k, 1, k / 2);
+  }
+
+  private DeviceBuffer image(DeviceBuffer batch, int i) {
+    return batch.view((long) i * inputSize(), inputSize());
+  }
+
+  @Override
+  public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
+    input = x;
+    int hw = h * w;
+    DeviceBuffer yb = y.view(0, (long) batch * outputSize());
+    for (int i = 0; i < batch; i++) {
+      backend.run(s, new Im2col(image(x, i), window(), cols));
+      // y_i[ch] (1 × hw) = W[ch] (1 × k·k) · cols[ch] (k·k × hw), every channel at once
+      backend.run(
+          s,
+          new GemmStridedBatched(
+              false,
+              false,
+              1,
+              hw,
+              taps,
+              1f,
+              weight,
+              taps,
+              taps,
+              cols,
+              hw,
+              (long) taps * hw,
+              0f,
+              image(yb, i),
+              hw,
+              hw,
+              c));
+    }
+    backend.run(s, new AddChannelBias(yb, bias, batch, c, hw));
+    return yb;
+  }
+
+  @Override
+  public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
+    int hw = h * w;
+    backend.run(s, new SumChannels(dy, biasGrad, batch, c, hw));
+    DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
+    for (int i = 0; i < batch; i++) {
+      DeviceBuffer g = image(dy, i);
+      backend.run(s, new Im2col(image(input, i), window(), cols));
+      // dW[ch] (1 × k·k) += dy_i[ch] (1 × hw) · cols[ch]ᵀ
+      backend.run(
+          s,
+          new GemmStridedBatched(
+              false,
+              true,
+              1,
+              taps,
+              hw,
+              1f,
+              g,
+              hw,
+              hw,
+              cols,
+              hw,
+              (long) taps * hw,
+              1f,
+              weightGrad,
+              taps,
+              taps,
+              c));
+      if (needInputGrad) {
+        // dcols[ch] (k·k × hw) = W[ch]ᵀ (k·k × 1) · dy_i[ch] (1 × hw), then summed back
+        backend.run(
+            s,
+            new GemmStridedBatched(
+                true,
+                false,
+                taps,
+                hw,
+                1,
+                1f,
+                weight,
+                taps,
+                taps,
+                g,
+                hw,
+                hw,
+                0f,
+                dcols,
+                hw,
+                (long) taps * hw,
+                c));
+        backend.run(s, new Col2im(dcols, window(), image(dxb, i)));
+      }
+    }
+    return needInputGrad ? dxb : null;
+  }
+}
