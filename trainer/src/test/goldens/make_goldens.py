@@ -327,6 +327,28 @@ def convnext_tiny_golden(target):
     print("wrote", target / "convnext_tiny.safetensors", len(tensors), "tensors")
 
 
+def convnext_tiny_torchvision(target):
+    """torchvision's own ConvNeXt (its names: features.N, block.0/2/3/5, layer_scale [C,1,1],
+    classifier), one block per stage, and its logits in float64 on a 64x64 batch."""
+    from torchvision.models.convnext import ConvNeXt as TvConvNeXt, CNBlockConfig
+
+    torch.manual_seed(30)
+    model = TvConvNeXt([CNBlockConfig(8, 16, 1), CNBlockConfig(16, 16, 1), CNBlockConfig(16, 16, 1),
+                        CNBlockConfig(16, None, 1)], num_classes=5)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("layer_scale"):
+                p.copy_(0.5 + 0.2 * torch.randn_like(p))
+    model = model.double().eval()
+    x = torch.randn(2, 3, 64, 64, dtype=torch.float64)
+    logits = model(x).detach()
+    write_safetensors(target / "convnext_tiny_torchvision.weights.safetensors", model.state_dict(),
+                      {"format": "pt"})
+    write_safetensors(target / "convnext_tiny_torchvision.expected.safetensors",
+                      OrderedDict(input=x, logits=logits), {"spec": "convnext 8-16-16-16"})
+    print("wrote", target / "convnext_tiny_torchvision.weights.safetensors")
+
+
 def write_keys(path, model):
     """A state dict's keys and shapes in order, one "name d0,d1,..." line each."""
     with open(path, "w") as f:
@@ -345,6 +367,7 @@ def main():
     vit_tiny_torchvision(target)
     resnet_tiny_golden(target)
     convnext_tiny_golden(target)
+    convnext_tiny_torchvision(target)
     import torchvision
     write_keys(target / "resnet50.keys", torchvision.models.resnet50())
     print("wrote", target / "resnet50.keys")

@@ -44,7 +44,8 @@ public final class PretrainedWeights {
       raw.forEach(
           (k, t) -> {
             String name = TorchvisionNames.toTimm(k);
-            renamed.put(name, new Safetensors.Tensor(name, t.shape(), t.values()));
+            long[] shape = TorchvisionNames.timmShape(name, t.shape());
+            renamed.put(name, new Safetensors.Tensor(name, shape, t.values()));
           });
       return new PretrainedWeights(file, "torchvision", renamed);
     }

@@ -12,10 +12,12 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.nn.ConvNeXt;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.ParamSpec;
+import dev.ramtrain.trainer.nn.Precision;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.ByteBuffer;
@@ -80,6 +82,50 @@ class PretrainedWeightsTest {
           largest = Math.max(largest, Math.abs(v));
         }
         for (int i = 0; i < want.length; i++) { // float32 both sides: see PyTorchGoldenTest
+          assertEquals(want[i], logits[i], 1e-4 * largest, "logit " + i);
+        }
+      }
+    }
+  }
+
+  /** torchvision's ConvNeXt: its features/block/classifier names and [C, 1, 1] layer scales. */
+  @Test
+  void torchvisionsConvNeXtLoadedByItsNamesGivesTorchvisionsLogits() throws IOException {
+    PretrainedWeights weights =
+        PretrainedWeights.read(resource("convnext_tiny_torchvision.weights.safetensors"));
+    assertEquals("torchvision", weights.naming());
+    Map<String, Safetensors.Tensor> expected =
+        Safetensors.read(
+            resource("convnext_tiny_torchvision.expected.safetensors"), new HashMap<>());
+    List<Layer> layers =
+        ConvNeXt.layers(
+            new ConvNeXt.Config(new int[] {1, 1, 1, 1}, new int[] {8, 16, 16, 16}),
+            new ImageShape(64, 64, 3),
+            5,
+            0f,
+            Precision.FP32);
+    assertLogits(layers, weights.matchTo("convnext", params(layers), List.of()), expected, 2);
+  }
+
+  /** The model's evaluation-mode logits on the golden's input, within the forward's 1e-4. */
+  private static void assertLogits(
+      List<Layer> layers,
+      Map<String, float[]> values,
+      Map<String, Safetensors.Tensor> expected,
+      int batch) {
+    float[] input = expected.get("input").values();
+    try (Backend b = new CpuBackend(2)) {
+      Stream s = b.createStream("pretrained");
+      try (Model model = Model.build("pretrained", layers, b, s, batch, 1, values);
+          DeviceBuffer x = b.allocate("x", DType.F32, input.length)) {
+        DeviceArrays.write(b, s, x, input);
+        float[] logits = DeviceArrays.read(b, s, model.forward(s, x, batch, false));
+        float[] want = expected.get("logits").values();
+        double largest = 0;
+        for (float v : want) {
+          largest = Math.max(largest, Math.abs(v));
+        }
+        for (int i = 0; i < want.length; i++) { // float32 against float64: see PyTorchGoldenTest
           assertEquals(want[i], logits[i], 1e-4 * largest, "logit " + i);
         }
       }
