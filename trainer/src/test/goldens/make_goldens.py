@@ -11,6 +11,8 @@ no safetensors module: the files are written by hand, as the format's spec lays 
 
 The Java tests (nn.PyTorchGoldenTest) compare against these files on every backend.
 """
+import collections
+import io
 import json
 import struct
 import sys
@@ -179,6 +181,7 @@ def vit_tiny_torchvision(target):
     resampled = torch.cat([pos[:, :1], grid.permute(0, 2, 3, 1).reshape(1, 36, 32)], dim=1)
     write_safetensors(target / "vit_tiny_torchvision.weights.safetensors", model.state_dict(),
                       {"format": "pt"})
+    pth_fixtures(target, model.state_dict())
     write_safetensors(target / "vit_tiny_torchvision.expected.safetensors",
                       OrderedDict(input=x, logits=logits, pos_embed_6x6=resampled),
                       {"spec": "vit:4-32-2-4-5"})
@@ -347,6 +350,63 @@ def convnext_tiny_torchvision(target):
     write_safetensors(target / "convnext_tiny_torchvision.expected.safetensors",
                       OrderedDict(input=x, logits=logits), {"spec": "convnext 8-16-16-16"})
     print("wrote", target / "convnext_tiny_torchvision.weights.safetensors")
+
+
+class _Evil:
+    """A pickle that runs a shell command when unpickled: what a weights file must never do."""
+
+    def __reduce__(self):
+        import os
+        return (os.system, ("touch /tmp/ramtrain-pickle-executed",))
+
+
+class _Counter:
+    """__reduce__ of a harmless-looking class that is not a tensor."""
+
+    def __reduce__(self):
+        return (collections.Counter, (["a", "b"],))
+
+
+def pth_fixtures(target, vit_state_dict):
+    """torch.save files: the tiny ViT's state dict, a dict of every dtype ramtrain reads with a
+    non-contiguous tensor and a module's _metadata, and hostile ones."""
+    torch.save(vit_state_dict, target / "vit_tiny_torchvision.pth")
+    mixed = nn.Sequential(nn.Linear(3, 2)).state_dict()  # carries _metadata (BUILD)
+    mixed["half"] = torch.tensor([1.5, -2.0, 65504.0], dtype=torch.float16)
+    mixed["bf16"] = torch.tensor([1.5, -3.140625], dtype=torch.bfloat16)
+    mixed["count"] = torch.tensor(12345)
+    mixed["transposed"] = torch.arange(6, dtype=torch.float32).reshape(2, 3).t()
+    mixed["sliced"] = torch.arange(10, dtype=torch.float32)[2:8:2]
+    torch.save(mixed, target / "dtypes.pth")
+    torch.save({"w": _Evil()}, target / "hostile_system.pth")
+    torch.save({"w": _Counter()}, target / "hostile_reduce.pth")
+    # A storage that claims 10^12 floats over a 40-byte entry: refused before allocating.
+    import pickle
+    import zipfile
+
+    class Marker:
+        pass
+
+    marker = Marker()
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj):
+            if obj is marker:
+                return ("storage", torch.FloatStorage, "0", "cpu", 10 ** 12)
+            return None
+
+    class Huge:
+        def __reduce__(self):
+            return (torch._utils._rebuild_tensor_v2,
+                    (marker, 0, (10,), (1,), False, collections.OrderedDict()))
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=2).dump(collections.OrderedDict(w=Huge()))
+    with zipfile.ZipFile(target / "hostile_huge.pth", "w", zipfile.ZIP_STORED) as z:
+        z.writestr("hostile_huge/data.pkl", buffer.getvalue())
+        z.writestr("hostile_huge/data/0", b"\0" * 40)
+        z.writestr("hostile_huge/version", "3\n")
+    print("wrote the .pth fixtures")
 
 
 def write_keys(path, model):

@@ -14,13 +14,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Pretrained weights as timm and torchvision save them ({@code model.safetensors}), matched to a
- * model strictly, as {@code load_state_dict(strict=True)}: every missing key, unexpected key and
- * shape mismatch is listed in one error. Two exceptions are timm's own: when the class count
- * differs, the classifier ({@code head}, {@code fc}, {@code head.fc}) is left out and starts fresh
- * (logged), and a ViT's position embedding for another image size is resampled over its grid
- * ({@link PositionEmbedding}). torchvision's names are recognised from the keys and renamed. {@code
- * num_batches_tracked} is optional.
+ * Pretrained weights as timm and torchvision save them ({@code model.safetensors}, or PyTorch's
+ * {@code .pth} state dicts), matched to a model strictly, as {@code load_state_dict(strict=True)}:
+ * every missing key, unexpected key and shape mismatch is listed in one error. Two exceptions are
+ * timm's own: when the class count differs, the classifier ({@code head}, {@code fc}, {@code
+ * head.fc}) is left out and starts fresh (logged), and a ViT's position embedding for another image
+ * size is resampled over its grid ({@link PositionEmbedding}). torchvision's names are recognised
+ * from the keys and renamed. {@code num_batches_tracked} is optional.
  */
 public final class PretrainedWeights {
   private static final Logger LOG = LoggerFactory.getLogger(PretrainedWeights.class);
@@ -36,9 +36,20 @@ public final class PretrainedWeights {
     this.tensors = tensors;
   }
 
-  /** Reads {@code file}; an unreadable or malformed file is an IOException naming it. */
+  /**
+   * Reads {@code file}: safetensors, or PyTorch's own {@code torch.save} zip archive ({@code .pth},
+   * {@code .pt}: recognised by its first bytes) through a pickle reader that accepts only what a
+   * tensor state dict needs. An unreadable or malformed file is an IOException naming it.
+   */
   public static PretrainedWeights read(Path file) throws IOException {
-    Map<String, Safetensors.Tensor> raw = Safetensors.read(file, new HashMap<>());
+    byte[] head = new byte[4];
+    try (java.io.InputStream in = java.nio.file.Files.newInputStream(file)) {
+      in.readNBytes(head, 0, 4);
+    }
+    Map<String, Safetensors.Tensor> raw =
+        TorchArchive.isZip(head)
+            ? TorchArchive.read(file)
+            : Safetensors.read(file, new HashMap<>());
     if (TorchvisionNames.detect(raw.keySet())) {
       Map<String, Safetensors.Tensor> renamed = new LinkedHashMap<>();
       raw.forEach(

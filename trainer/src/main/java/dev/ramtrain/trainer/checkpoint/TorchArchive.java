@@ -1,0 +1,179 @@
+package dev.ramtrain.trainer.checkpoint;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Enumeration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipException;
+import java.util.zip.ZipFile;
+
+/**
+ * A PyTorch {@code .pth}/{@code .pt} state dict as {@code torch.save} writes it: a zip archive of
+ * {@code NAME/data.pkl} (the dict, read by {@link StateDictPickle}) and one entry per storage
+ * ({@code NAME/data/KEY}, little-endian unless {@code NAME/byteorder} says otherwise). Untrusted: a
+ * storage's size is checked against its entry's before it is read, and every tensor's strided view
+ * against its storage, so a hostile file fails with an error naming it, never allocates what it
+ * claims.
+ */
+final class TorchArchive {
+  private static final long MAX_PICKLE = 64L << 20;
+
+  private TorchArchive() {}
+
+  /** Whether {@code head} (a file's first bytes) starts a zip archive. */
+  static boolean isZip(byte[] head) {
+    return head.length >= 4 && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4;
+  }
+
+  static Map<String, Safetensors.Tensor> read(Path file) throws IOException {
+    try (ZipFile zip = new ZipFile(file.toFile())) {
+      String prefix = null;
+      for (Enumeration<? extends ZipEntry> e = zip.entries(); e.hasMoreElements(); ) {
+        String name = e.nextElement().getName();
+        if (name.endsWith("/data.pkl") && name.indexOf('/') == name.length() - 9) {
+          if (prefix != null) {
+            throw new IOException(file + ": two data.pkl in one archive");
+          }
+          prefix = name.substring(0, name.length() - "data.pkl".length());
+        }
+      }
+      if (prefix == null) {
+        throw new IOException(file + ": a zip archive without data.pkl is not a torch.save file");
+      }
+      ByteOrder order = byteOrder(zip, prefix, file);
+      byte[] pickle = entry(zip, prefix + "data.pkl", MAX_PICKLE, file);
+      Map<String, StateDictPickle.TensorView> views =
+          StateDictPickle.read(file + " (" + prefix + "data.pkl)", pickle);
+      Map<String, Safetensors.Tensor> tensors = new LinkedHashMap<>();
+      Map<String, ByteBuffer> storages = new LinkedHashMap<>();
+      for (Map.Entry<String, StateDictPickle.TensorView> v : views.entrySet()) {
+        StateDictPickle.Storage s = v.getValue().storage();
+        int bytes = elementBytes(s.type());
+        ByteBuffer data = storages.get(s.key());
+        if (data == null) {
+          long size = s.numel() * bytes;
+          data = ByteBuffer.wrap(entry(zip, prefix + "data/" + s.key(), size, file)).order(order);
+          if (data.capacity() != size) {
+            throw new IOException(
+                file
+                    + ": storage "
+                    + s.key()
+                    + " holds "
+                    + data.capacity()
+                    + " bytes, its "
+                    + s.numel()
+                    + " "
+                    + s.type()
+                    + " elements need "
+                    + size);
+          }
+          storages.put(s.key(), data);
+        }
+        tensors.put(v.getKey(), tensor(file, v.getKey(), v.getValue(), data));
+      }
+      return tensors;
+    } catch (ZipException e) {
+      throw new IOException(file + ": not a readable zip archive (" + e.getMessage() + ")", e);
+    }
+  }
+
+  private static ByteOrder byteOrder(ZipFile zip, String prefix, Path file) throws IOException {
+    ZipEntry e = zip.getEntry(prefix + "byteorder");
+    if (e == null) {
+      return ByteOrder.LITTLE_ENDIAN;
+    }
+    String text = new String(entry(zip, e.getName(), 16, file), StandardCharsets.US_ASCII).strip();
+    return text.equals("big") ? ByteOrder.BIG_ENDIAN : ByteOrder.LITTLE_ENDIAN;
+  }
+
+  /** An entry's bytes, refused when the archive says it is larger than {@code limit}. */
+  private static byte[] entry(ZipFile zip, String name, long limit, Path file) throws IOException {
+    ZipEntry e = zip.getEntry(name);
+    if (e == null) {
+      throw new IOException(file + ": no entry " + name);
+    }
+    if (e.getSize() < 0 || e.getSize() > limit) {
+      throw new IOException(
+          file
+              + ": entry "
+              + name
+              + " is "
+              + e.getSize()
+              + " bytes, at most "
+              + limit
+              + " expected");
+    }
+    try (InputStream in = zip.getInputStream(e)) {
+      byte[] bytes = in.readNBytes((int) e.getSize());
+      if (bytes.length != e.getSize()) {
+        throw new IOException(file + ": entry " + name + " is truncated");
+      }
+      return bytes;
+    }
+  }
+
+  private static int elementBytes(String type) throws IOException {
+    return switch (type) {
+      case "FloatStorage" -> 4;
+      case "HalfStorage", "BFloat16Storage" -> 2;
+      case "LongStorage", "DoubleStorage" -> 8;
+      default -> throw new IOException("storage type " + type);
+    };
+  }
+
+  /** The view's elements in row-major order, widened to float32. */
+  private static Safetensors.Tensor tensor(
+      Path file, String name, StateDictPickle.TensorView v, ByteBuffer data) throws IOException {
+    long count = 1;
+    long last = v.offset();
+    for (int d = 0; d < v.size().length; d++) {
+      count = Math.multiplyExact(count, v.size()[d]);
+      if (v.size()[d] > 0) {
+        last += (v.size()[d] - 1) * v.stride()[d];
+      }
+    }
+    if (count > 0 && last >= v.storage().numel()) {
+      throw new IOException(
+          file
+              + ": tensor "
+              + name
+              + " reaches element "
+              + last
+              + " of a storage of "
+              + v.storage().numel());
+    }
+    float[] values = new float[Math.toIntExact(count)];
+    int dims = v.size().length;
+    long[] index = new long[dims];
+    for (int i = 0; i < values.length; i++) {
+      long at = v.offset();
+      for (int d = 0; d < dims; d++) {
+        at += index[d] * v.stride()[d];
+      }
+      values[i] = element(v.storage().type(), data, (int) at);
+      for (int d = dims - 1; d >= 0; d--) { // the next index, last dimension fastest
+        if (++index[d] < v.size()[d]) {
+          break;
+        }
+        index[d] = 0;
+      }
+    }
+    return new Safetensors.Tensor(name, v.size().clone(), values);
+  }
+
+  private static float element(String type, ByteBuffer data, int at) {
+    return switch (type) {
+      case "FloatStorage" -> data.getFloat(4 * at);
+      case "HalfStorage" -> Safetensors.halfToFloat(data.getShort(2 * at));
+      case "BFloat16Storage" -> Float.intBitsToFloat((data.getShort(2 * at) & 0xFFFF) << 16);
+      case "LongStorage" -> data.getLong(8 * at);
+      default -> (float) data.getDouble(8 * at);
+    };
+  }
+}
