@@ -140,19 +140,8 @@ public record PlacementPlan(
           streamingFloor(layers, prefetchDepth, deviceWeightBytesPerParam) + activationsOnDevice;
     }
     if (floor > budgetBytes) {
-      LayerCost largest =
-          layers.stream().max(Comparator.comparingLong(LayerCost::parameters)).orElseThrow();
       throw new IllegalArgumentException(
-          String.format(
-              "a device budget of %,d bytes cannot train this model even streaming every layer:"
-                  + " layer %s alone needs %,d bytes of weight slots and gradient staging, and the"
-                  + " activations at batch %d need %,d bytes%s",
-              budgetBytes,
-              largest.name(),
-              streamingFloor(List.of(largest), prefetchDepth, deviceWeightBytesPerParam),
-              batch,
-              activationsOnDevice,
-              checkpointing ? " with activation checkpointing" : ""));
+          refusal(layers, batch, budgetBytes, prefetchDepth, bf16Weights, floor, checkpointing));
     }
     // Keep the largest layers resident while the rest still fit: the most bytes never cross the
     // bus.
@@ -306,6 +295,61 @@ public record PlacementPlan(
   }
 
   /** A byte count as MiB or GiB. */
+  /**
+   * Why {@code batch} cannot train within the budget even streaming everything, leading with what
+   * takes the memory, then the largest batch that fits and the budget (or the bf16 weight copies)
+   * that would make this one fit.
+   */
+  private static String refusal(
+      List<LayerCost> layers,
+      int batch,
+      long budgetBytes,
+      int prefetchDepth,
+      boolean bf16Weights,
+      long needed,
+      boolean checkpointing) {
+    long perParam = bf16Weights ? 2 : 4;
+    long slots = streamingFloor(layers, prefetchDepth, perParam);
+    int fits = 0;
+    for (int lo = 1, hi = batch - 1; lo <= hi; ) { // the floor grows with the batch
+      int mid = (lo + hi) >>> 1;
+      if (smallestFloor(layers, mid, prefetchDepth, perParam) <= budgetBytes) {
+        fits = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    boolean bf16Helps =
+        !bf16Weights && smallestFloor(layers, batch, prefetchDepth, 2) <= budgetBytes;
+    LayerCost largest =
+        layers.stream().max(Comparator.comparingLong(LayerCost::parameters)).orElseThrow();
+    return String.format(
+        "batch %d does not fit a device budget of %s even streaming every layer: its activations"
+            + " need %s%s, and %s of weight slots and gradient staging for the largest layer (%s)"
+            + " come on top; %s; batch %d needs a budget of %s%s",
+        batch,
+        bytes(budgetBytes),
+        bytes(needed - slots),
+        checkpointing ? " with activation checkpointing" : "",
+        bytes(slots),
+        largest.name(),
+        fits > 0 ? "the largest batch that fits is " + fits : "not even batch 1 fits",
+        batch,
+        bytes(needed),
+        bf16Helps ? ", or bf16 weight copies (--bf16-weights)" : "");
+  }
+
+  /** Streaming everything at {@code batch}: the slots and the activations, checkpointed if less. */
+  private static long smallestFloor(
+      List<LayerCost> layers, int batch, int prefetchDepth, long perParam) {
+    long activations =
+        layers.stream().mapToLong(l -> l.activationBytes(batch)).sum()
+            + LayerCost.workspaceBytes(layers, batch);
+    return streamingFloor(layers, prefetchDepth, perParam)
+        + Math.min(activations, checkpointedActivations(layers, batch));
+  }
+
   /** Up to eight names in full; a deep model's first three and last two around the count left. */
   static String names(List<String> layers) {
     if (layers.size() <= 8) {

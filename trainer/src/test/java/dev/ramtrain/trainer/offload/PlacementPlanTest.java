@@ -299,8 +299,36 @@ class PlacementPlanTest {
         assertThrows(
             IllegalArgumentException.class,
             () -> PlacementPlan.plan(threeLayers(), 4, 20L << 20, 2, false, DEVICE));
-    assertTrue(e.getMessage().contains("layer b"), e.getMessage());
-    assertTrue(e.getMessage().contains("67,108,864 bytes"), e.getMessage()); // 4M × 16
+    assertTrue(e.getMessage().contains("64.0 MiB of weight slots"), e.getMessage()); // 4M × 16
+    assertTrue(e.getMessage().contains("the largest layer (b)"), e.getMessage());
+    assertTrue(e.getMessage().contains("not even batch 1 fits"), e.getMessage());
+  }
+
+  /**
+   * Activations that outgrow the budget: the refusal leads with them, names the largest batch that
+   * fits (the plan at that batch succeeds, one more fails) and the budget the asked one needs.
+   */
+  @Test
+  void aBatchTooLargeForTheBudgetNamesTheLargestThatFits() {
+    List<LayerCost> layers =
+        List.of(
+            new LayerCost("a", 1 << 10, 0, 1 << 20, 1 << 20, 1 << 20),
+            new LayerCost("b", 1 << 10, 0, 1 << 20, 1 << 20, 1 << 20));
+    long budget = 40L << 20;
+    var e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> PlacementPlan.plan(layers, 64, budget, 2, false, DEVICE));
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("the largest batch that fits is (\\d+)")
+            .matcher(e.getMessage());
+    assertTrue(e.getMessage().startsWith("batch 64 does not fit"), e.getMessage());
+    assertTrue(m.find(), e.getMessage());
+    int fits = Integer.parseInt(m.group(1));
+    PlacementPlan.plan(layers, fits, budget, 2, false, DEVICE); // fits
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> PlacementPlan.plan(layers, fits + 1, budget, 2, false, DEVICE));
   }
 
   @Test
