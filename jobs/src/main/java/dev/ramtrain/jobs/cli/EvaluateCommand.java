@@ -26,7 +26,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "evaluate",
     mixinStandardHelpOptions = true,
-    header = "Evaluate a checkpoint, or pretrained weights, on a dataset split.",
+    header = "Evaluate a checkpoint or weights on a dataset split.",
     description = {
       "Evaluate a checkpoint on a dataset split: accuracy, loss, per-class accuracy and "
           + "a confusion matrix PNG. The model, image shape and normalization come from the "

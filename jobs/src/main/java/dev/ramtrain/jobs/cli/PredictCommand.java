@@ -31,7 +31,7 @@ import picocli.CommandLine.Parameters;
 @Command(
     name = "predict",
     mixinStandardHelpOptions = true,
-    header = "Classify image files with a checkpoint, or pretrained weights, as CSV.",
+    header = "Classify images with a checkpoint or weights, as CSV.",
     description = {
       "Classify image files with a checkpoint; writes CSV: path, predicted class, its "
           + "probability, every class's probability, and an error column for files that "

@@ -326,7 +326,7 @@ public record PlacementPlan(
         layers.stream().max(Comparator.comparingLong(LayerCost::parameters)).orElseThrow();
     return String.format(
         "batch %d does not fit a device budget of %s even streaming every layer: its activations"
-            + " need %s%s, and %s of weight slots and gradient staging for the largest layer (%s)"
+            + " need %s%s, and %s of weight slots and gradient staging for the largest layer %s"
             + " come on top; %s; batch %d needs a budget of %s%s",
         batch,
         bytes(budgetBytes),
