@@ -13,7 +13,9 @@ STEPS="${4:-3}"
 ROUNDS="${5:-2}"
 case "$MODEL" in
   vit_b_16) SPEC="vit_base_patch16_224" ;;
-  *) echo "model $MODEL: vit_b_16 (resnet50 and convnext_tiny follow with their architectures)" >&2; exit 2 ;;
+  resnet50) SPEC="resnet50" ;;
+  convnext_tiny) SPEC="convnext_tiny" ;;
+  *) echo "model $MODEL: vit_b_16, resnet50 or convnext_tiny (torchvision's names)" >&2; exit 2 ;;
 esac
 mvn -q -B -f "$ROOT/pom.xml" -DskipTests -Dspotless.check.skip=true package
 CP="$ROOT/benchmarks/target/classes:$(cat "$ROOT/benchmarks/target/bench.classpath")"

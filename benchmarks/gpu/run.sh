@@ -2,6 +2,7 @@
 # Runs GpuBench from the bundle benchmarks/gpu/bundle.sh made: only an NVIDIA driver is needed.
 # `run.sh tests` instead runs the CUDA backend's tests on the real GPU (a bundle made with --tests):
 # the conformance suite, bit-equality with the CPU backend, offloaded and data-parallel training.
+# A timm-named SPEC (vit_large_patch16_224, convnext_large) runs at its 224x224 pretraining size.
 # Usage: bundle/run.sh [SPEC [GEMM_N [STEPS [RATIO]]]] | bundle/run.sh tests
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -12,6 +12,7 @@ import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
 
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.DType;
@@ -179,14 +180,15 @@ public final class GpuBench {
 
   /** Resident against streamed training steps at the planned batch and a quarter of it. */
   private static void steps(BackendSpec spec, String model, int steps, double ratio, int threads) {
+    // A timm-named model at its pretraining size (ViT-L/16, ConvNeXt-L: 224x224), else CIFAR's.
+    ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
     List<LayerCost> costs;
     DeviceProfile profile;
     List<LayerCost> at64;
     try (CudaBackend b = CudaBackend.open(spec)) {
-      costs = LayerCost.measure(() -> ModelSpec.parse(model, TrainingSteps.IMAGE), b);
+      costs = LayerCost.measure(() -> ModelSpec.parse(model, image), b);
       profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
-      at64 =
-          LayerCost.timed(costs, () -> ModelSpec.parse(model, TrainingSteps.IMAGE), b, 64, threads);
+      at64 = LayerCost.timed(costs, () -> ModelSpec.parse(model, image), b, 64, threads);
     }
     long resident = PlacementPlan.plan(costs, 64, Long.MAX_VALUE, 2, false, profile).deviceBytes();
     // Weights, gradients and AdamW state (16 bytes a parameter) get 1/ratio of theirs; the
@@ -213,17 +215,17 @@ public final class GpuBench {
     for (int batch : batches) {
       List<LayerCost> timed;
       try (CudaBackend b = CudaBackend.open(spec)) {
-        timed =
-            LayerCost.timed(
-                costs, () -> ModelSpec.parse(model, TrainingSteps.IMAGE), b, batch, threads);
+        timed = LayerCost.timed(costs, () -> ModelSpec.parse(model, image), b, batch, threads);
       }
       PlacementPlan plan = PlacementPlan.plan(timed, batch, budget, 2, false, profile);
       TrainingSteps.Run res =
-          TrainingSteps.run(() -> CudaBackend.open(spec), model, batch, threads, null, steps);
+          TrainingSteps.run(
+              () -> CudaBackend.open(spec), model, image, batch, threads, null, steps);
       TrainingSteps.Run str =
           TrainingSteps.run(
               () -> CudaBackend.open(spec),
               model,
+              image,
               batch,
               threads,
               Streaming.of(plan, false, 0),

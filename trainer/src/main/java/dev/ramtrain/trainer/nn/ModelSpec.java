@@ -238,6 +238,19 @@ public final class ModelSpec {
   }
 
   /**
+   * The images a timm-named model was pretrained on (224×224 RGB for every name ramtrain knows:
+   * {@code vit_huge_patch14_224} too), or empty for the other specs, which take the dataset's.
+   */
+  public static java.util.Optional<ImageShape> pretrainingInput(String spec) {
+    String name = spec.split(":", 2)[0];
+    boolean named =
+        VisionTransformer.NAMED.containsKey(name)
+            || ResNet.NAMED.containsKey(name)
+            || ConvNeXt.NAMED.containsKey(name);
+    return named ? java.util.Optional.of(new ImageShape(224, 224, 3)) : java.util.Optional.empty();
+  }
+
+  /**
    * {@code spec} with {@code classes} outputs where it leaves the count open: a timm name without
    * {@code :CLASSES} (timm's 1000 otherwise) takes the dataset's classes, as timm's {@code
    * num_classes}; every other spec names its own count and is returned as it is.
