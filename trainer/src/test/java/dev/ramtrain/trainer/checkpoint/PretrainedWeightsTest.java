@@ -64,28 +64,10 @@ class PretrainedWeightsTest {
     assertEquals(5, weights.classes());
     Map<String, Safetensors.Tensor> expected =
         Safetensors.read(resource("vit_tiny_torchvision.expected.safetensors"), new HashMap<>());
-    ImageShape shape = new ImageShape(16, 16, 3);
-    List<Layer> layers = ModelSpec.parse(SPEC, shape);
+    List<Layer> layers = ModelSpec.parse(SPEC, new ImageShape(16, 16, 3));
     Map<String, float[]> values = weights.matchTo(SPEC, params(layers), List.of());
     assertEquals(params(layers).size(), values.size(), "every parameter from the file");
-    float[] input = expected.get("input").values();
-    int batch = 2;
-    try (Backend b = new CpuBackend(2)) {
-      Stream s = b.createStream("pretrained");
-      try (Model model = Model.build(SPEC, layers, b, s, batch, 1, values);
-          DeviceBuffer x = b.allocate("x", DType.F32, input.length)) {
-        DeviceArrays.write(b, s, x, input);
-        float[] logits = DeviceArrays.read(b, s, model.forward(s, x, batch, false));
-        float[] want = expected.get("logits").values();
-        double largest = 0;
-        for (float v : want) {
-          largest = Math.max(largest, Math.abs(v));
-        }
-        for (int i = 0; i < want.length; i++) { // float32 both sides: see PyTorchGoldenTest
-          assertEquals(want[i], logits[i], 1e-4 * largest, "logit " + i);
-        }
-      }
-    }
+    assertLogits(layers, values, expected, 2);
   }
 
   /** torchvision's ConvNeXt: its features/block/classifier names and [C, 1, 1] layer scales. */
@@ -125,7 +107,7 @@ class PretrainedWeightsTest {
         for (float v : want) {
           largest = Math.max(largest, Math.abs(v));
         }
-        for (int i = 0; i < want.length; i++) { // float32 against float64: see PyTorchGoldenTest
+        for (int i = 0; i < want.length; i++) { // float32 against PyTorch: see PyTorchGoldenTest
           assertEquals(want[i], logits[i], 1e-4 * largest, "logit " + i);
         }
       }
