@@ -68,7 +68,15 @@ public final class RunFingerprint {
    * computed: a checkpoint without the key resumes under that value as unchanged.
    */
   private static final Map<String, String> ADDED_LATER =
-      Map.of("ramtrain.train.precision", "fp32", "ramtrain.train.accumulate", "1");
+      Map.of(
+          "ramtrain.train.precision", "fp32",
+          "ramtrain.train.accumulate", "1",
+          "ramtrain.train.weights", "",
+          "ramtrain.train.layer-decay", "1.0",
+          "ramtrain.train.freeze", "",
+          "ramtrain.train.drop-path", "0",
+          // before the setting existed, weight decay applied to every parameter
+          "ramtrain.train.weight-decay-groups", "all");
 
   public static void requireSameRun(
       Checkpoints.Loaded c, SortedMap<String, String> settings, String data, boolean anyway) {

@@ -86,6 +86,12 @@ public final class ParamGroups {
         blocks = Math.max(blocks, Integer.parseInt(m.group(1)) + 1);
       }
     }
+    if (rules.layerDecay() < 1 && blocks == 0) {
+      // timm's ResNet and ConvNeXt groupings are not drawn here: refuse, rather than train
+      // every layer at the full rate as if layer decay were on
+      throw new IllegalArgumentException(
+          "layer decay groups a ViT's blocks.N; this model has none (set it to 1)");
+    }
     Pattern frozen = rules.freeze().isEmpty() ? null : Pattern.compile(rules.freeze());
     List<Parameters.Entry> ordered = new ArrayList<>(entries);
     ordered.sort(Comparator.comparingLong(Parameters.Entry::offset));

@@ -115,6 +115,16 @@ class ParamGroupsTest {
   }
 
   @Test
+  void layerDecayOnAModelWithoutViTBlocksIsRefusedNotIgnored() {
+    List<Parameters.Entry> resnet = slab(ModelSpec.parse("resnet18", new ImageShape(224, 224, 3)));
+    var e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> ParamGroups.of(new ParamGroups.Rules(0.75f, true, ""), resnet));
+    assertTrue(e.getMessage().contains("this model has none"), e.getMessage());
+  }
+
+  @Test
   void badRulesAreRefused() {
     assertThrows(IllegalArgumentException.class, () -> new ParamGroups.Rules(0f, true, ""));
     assertThrows(IllegalArgumentException.class, () -> new ParamGroups.Rules(1.5f, true, ""));
