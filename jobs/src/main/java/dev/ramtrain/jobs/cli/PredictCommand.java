@@ -87,7 +87,13 @@ public final class PredictCommand implements Callable<Integer> {
       throw new ConfigException(
           "--num-classes: " + checkpoint.weights + " has no classifier head to count classes by");
     }
-    ImageShape shape = ImageShape.parse((image == null ? "224x224" : image) + "x3");
+    String size = image == null ? "224x224" : image;
+    ImageShape shape;
+    try { // HxW (RGB, as the pretrained models take) or HxWxC
+      shape = ImageShape.parse(size.split("x").length == 2 ? size + "x3" : size);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("--image " + size + ": expected HEIGHTxWIDTH, e.g. 224x224");
+    }
     List<String> names =
         java.util.stream.IntStream.range(0, classes).mapToObj(String::valueOf).toList();
     return checkpoint.openPretrained(names, shape);
