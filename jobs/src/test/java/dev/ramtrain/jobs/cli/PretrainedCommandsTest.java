@@ -149,4 +149,112 @@ class PretrainedCommandsTest {
     assertEquals(2, neither.status(), neither.err());
     assertTrue(neither.err().contains("needs --checkpoint DIR, or --model NAME with --weights"));
   }
+
+  /**
+   * What pretraining is for: a CIFAR ResNet-8 trained on four of the generated shapes, fine-tuned
+   * on the three others (its classifier replaced: another class count), is more accurate after two
+   * epochs than the same network from scratch. Same seeds, batches, learning rate and normalization
+   * on both sides. Measured on 274 validation images: 0.64 fine-tuned against 0.44 from scratch
+   * (the pretrained model reaching 0.85 on its four); the test asks for a margin of 0.1.
+   */
+  @Test
+  void fineTuningAPretrainedModelBeatsTrainingFromScratch() throws Exception {
+    Path all = tmp.resolve("shapes");
+    MainTest.Run g =
+        MainTest.run(
+            "generate",
+            "-o",
+            all.toString(),
+            "--classes",
+            "7",
+            "--images-per-class",
+            "300",
+            "--width",
+            "32",
+            "--height",
+            "32");
+    assertEquals(0, g.status(), g.err());
+    Path first = Files.createDirectories(tmp.resolve("first"));
+    Path second = Files.createDirectories(tmp.resolve("second"));
+    List<Path> classes;
+    try (var listing = Files.list(all)) {
+      classes = listing.sorted().toList();
+    }
+    for (int i = 0; i < classes.size(); i++) {
+      Path to = (i < 4 ? first : second).resolve(classes.get(i).getFileName());
+      Files.move(classes.get(i), to);
+    }
+    Path norm =
+        Files.writeString(
+            tmp.resolve("norm.conf"),
+            "ramtrain.train.mean = [0.5, 0.5, 0.5]\nramtrain.train.std = [0.25, 0.25, 0.25]\n");
+    Path dsFirst = preprocess(first);
+    Path dsSecond = preprocess(second);
+    Path pretrained = tmp.resolve("pretrained");
+    train(dsFirst, pretrained, "resnet:8-16-4", 10, norm);
+    String weights = pretrained.resolve("checkpoints/epoch-0010/model.safetensors").toString();
+    MainTest.Run scratch = train(dsSecond, tmp.resolve("scratch"), "resnet:8-16-3", 2, norm);
+    MainTest.Run tuned =
+        train(dsSecond, tmp.resolve("tuned"), "resnet:8-16-3", 2, norm, "--weights", weights);
+    // The run succeeded from 4-class weights into a 3-class model: only the head rule lets that
+    // load (the strict match refuses every other misshapen tensor).
+    double fromScratch = accuracy(scratch);
+    double fineTuned = accuracy(tuned);
+    assertTrue(
+        fineTuned > fromScratch + 0.1,
+        "fine-tuned " + fineTuned + " against " + fromScratch + " from scratch");
+  }
+
+  private static Path preprocess(Path images) {
+    Path ds = images.resolveSibling(images.getFileName() + "-ds");
+    MainTest.Run p =
+        MainTest.run(
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            ds.toString(),
+            "--height",
+            "32",
+            "--width",
+            "32",
+            "--set",
+            "ramtrain.etl.val-fraction=0.3");
+    assertEquals(0, p.status(), p.err());
+    return ds;
+  }
+
+  private static MainTest.Run train(
+      Path dataset, Path run, String model, int epochs, Path config, String... more) {
+    List<String> args =
+        new java.util.ArrayList<>(
+            List.of(
+                "train",
+                "-d",
+                dataset.toString(),
+                "-o",
+                run.toString(),
+                "--model",
+                model,
+                "--epochs",
+                String.valueOf(epochs),
+                "--batch-size",
+                "32",
+                "--lr",
+                "3e-3",
+                "--config",
+                config.toString()));
+    args.addAll(List.of(more));
+    MainTest.Run r = MainTest.run(args.toArray(String[]::new));
+    assertEquals(0, r.status(), r.err());
+    return r;
+  }
+
+  /** The "val accuracy A, loss L over N samples" line train prints at its end. */
+  private static double accuracy(MainTest.Run r) {
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("val accuracy ([0-9.]+)").matcher(r.out());
+    assertTrue(m.find(), r.out());
+    return Double.parseDouble(m.group(1));
+  }
 }
