@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
+import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
@@ -57,8 +58,13 @@ public final class CheckpointOption {
     return TrainedCheckpoint.open(checkpoint, best);
   }
 
-  /** The pretrained weights given, with {@code classes} outputs for images of {@code shape}. */
-  TrainedCheckpoint openPretrained(List<String> classes, ImageShape shape) throws IOException {
-    return TrainedCheckpoint.fromPretrained(weights, model, classes, shape);
+  /** The weights file given, read once: its head says the class count where none is given. */
+  PretrainedWeights readWeights() throws IOException {
+    return PretrainedWeights.read(weights);
+  }
+
+  /** {@code file} (the weights given) with {@code classes} outputs for images of {@code shape}. */
+  TrainedCheckpoint openPretrained(PretrainedWeights file, List<String> classes, ImageShape shape) {
+    return TrainedCheckpoint.fromPretrained(weights, file, model, classes, shape);
   }
 }

@@ -87,7 +87,7 @@ public final class EvaluateCommand implements Callable<Integer> {
     TrainedCheckpoint trained;
     if (checkpoint.pretrained()) { // the dataset's classes and image size
       Manifest m = Dataset.open(location, new Configuration()).manifest();
-      trained = checkpoint.openPretrained(m.classes(), m.image().shape());
+      trained = checkpoint.openPretrained(checkpoint.readWeights(), m.classes(), m.image().shape());
     } else {
       trained = checkpoint.open();
     }

@@ -10,6 +10,7 @@ import dev.ramtrain.jobs.train.ImageClassifier;
 import dev.ramtrain.jobs.train.ImageFiles;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.OutputStreamWriter;
@@ -79,10 +80,8 @@ public final class PredictCommand implements Callable<Integer> {
 
   /** The weights served, their classes numbered, at the input size asked (224×224 by default). */
   private TrainedCheckpoint pretrained() throws IOException {
-    int classes =
-        numClasses != null
-            ? numClasses
-            : dev.ramtrain.trainer.checkpoint.PretrainedWeights.read(checkpoint.weights).classes();
+    PretrainedWeights file = checkpoint.readWeights();
+    int classes = numClasses != null ? numClasses : file.classes();
     if (classes < 1) {
       throw new ConfigException(
           "--num-classes: " + checkpoint.weights + " has no classifier head to count classes by");
@@ -96,7 +95,7 @@ public final class PredictCommand implements Callable<Integer> {
     }
     List<String> names =
         java.util.stream.IntStream.range(0, classes).mapToObj(String::valueOf).toList();
-    return checkpoint.openPretrained(names, shape);
+    return checkpoint.openPretrained(file, names, shape);
   }
 
   /** The CSV's first fields: an existing -o file that starts so is a CSV ramtrain wrote. */

@@ -9,7 +9,6 @@ import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
-import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
@@ -18,7 +17,6 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -123,17 +121,8 @@ public record RunSpec(
      * be read or does not fit is an error naming it and everything that does not fit (exit 1).
      */
     private Map<String, float[]> pretrained(List<Layer> layers) {
-      List<ParamSpec> params = new ArrayList<>();
-      List<ParamSpec> buffers = new ArrayList<>();
-      layers.forEach(
-          l -> {
-            params.addAll(l.parameters());
-            buffers.addAll(l.buffers());
-          });
       try {
-        return PretrainedWeights.read(Path.of(weights)).matchTo(spec, params, buffers);
-      } catch (java.nio.file.NoSuchFileException e) {
-        throw new UncheckedIOException("ramtrain.train.weights: no file " + weights, e);
+        return PretrainedWeights.read(Path.of(weights)).matchTo(spec, layers);
       } catch (IOException e) {
         throw new UncheckedIOException("ramtrain.train.weights: " + e.getMessage(), e);
       }

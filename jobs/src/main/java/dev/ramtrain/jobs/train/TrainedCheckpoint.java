@@ -16,7 +16,6 @@ import dev.ramtrain.trainer.nn.ParamSpec;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -103,15 +102,9 @@ public record TrainedCheckpoint(
    * noise.
    */
   public static TrainedCheckpoint fromPretrained(
-      Path weights, String model, List<String> classes, ImageShape shape) throws IOException {
+      Path weights, PretrainedWeights file, String model, List<String> classes, ImageShape shape) {
     String spec = ModelSpec.withClasses(model, classes.size());
     List<Layer> layers = RunSpec.Model.parse("--model", spec, shape);
-    PretrainedWeights file;
-    try {
-      file = PretrainedWeights.read(weights);
-    } catch (java.nio.file.NoSuchFileException e) {
-      throw new IOException("--weights: no file " + weights, e);
-    }
     if (file.classes() != classes.size()) {
       throw new IllegalArgumentException(
           weights
@@ -123,19 +116,14 @@ public record TrainedCheckpoint(
               + classes.size()
               + ": serving needs the file's own trained head");
     }
-    List<ParamSpec> params = new ArrayList<>();
-    List<ParamSpec> buffers = new ArrayList<>();
-    layers.forEach(
-        l -> {
-          params.addAll(l.parameters());
-          buffers.addAll(l.buffers());
-        });
-    Map<String, float[]> values = file.matchTo(spec, params, buffers);
+    Map<String, float[]> values = file.matchTo(spec, layers);
     Map<String, Safetensors.Tensor> tensors = new LinkedHashMap<>();
-    for (List<ParamSpec> group : List.of(params, buffers)) {
-      for (ParamSpec p : group) {
-        long[] dims = Arrays.stream(p.shape()).asLongStream().toArray();
-        tensors.put(p.name(), new Safetensors.Tensor(p.name(), dims, values.get(p.name())));
+    for (Layer layer : layers) {
+      for (List<ParamSpec> group : List.of(layer.parameters(), layer.buffers())) {
+        for (ParamSpec p : group) {
+          long[] dims = Arrays.stream(p.shape()).asLongStream().toArray();
+          tensors.put(p.name(), new Safetensors.Tensor(p.name(), dims, values.get(p.name())));
+        }
       }
     }
     Map<String, Object> state = new LinkedHashMap<>();

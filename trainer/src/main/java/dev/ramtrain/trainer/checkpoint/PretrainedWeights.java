@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.checkpoint;
 
+import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -45,6 +46,8 @@ public final class PretrainedWeights {
     byte[] head = new byte[4];
     try (java.io.InputStream in = java.nio.file.Files.newInputStream(file)) {
       in.readNBytes(head, 0, 4);
+    } catch (java.nio.file.NoSuchFileException e) {
+      throw new IOException(file + ": no such file", e);
     }
     Map<String, Safetensors.Tensor> raw =
         TorchArchive.isZip(head)
@@ -77,6 +80,19 @@ public final class PretrainedWeights {
       }
     }
     return -1;
+  }
+
+  /**
+   * As {@link #matchTo(String, List, List)} for the parameters and buffers {@code layers} declare.
+   */
+  public Map<String, float[]> matchTo(String model, List<Layer> layers) {
+    List<ParamSpec> params = new ArrayList<>();
+    List<ParamSpec> buffers = new ArrayList<>();
+    for (Layer layer : layers) {
+      params.addAll(layer.parameters());
+      buffers.addAll(layer.buffers());
+    }
+    return matchTo(model, params, buffers);
   }
 
   /**

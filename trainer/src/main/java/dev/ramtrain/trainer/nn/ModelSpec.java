@@ -11,14 +11,17 @@ import java.util.stream.Stream;
  * Linear layers.
  */
 public final class ModelSpec {
+  /** Every architecture ramtrain builds by its timm name. */
+  private static final java.util.SortedSet<String> TIMM_NAMES =
+      new java.util.TreeSet<>(
+          Stream.of(VisionTransformer.NAMED, ResNet.NAMED, ConvNeXt.NAMED)
+              .flatMap(named -> named.keySet().stream())
+              .toList());
+
   private static final String KNOWN =
       "mlp:IN-HIDDEN-...-OUT, cnn:c32-p-c64-p-f128-CLASSES, resnet:DEPTH[-WIDTH]-CLASSES,"
           + " vit:PATCH-DIM-DEPTH-HEADS-CLASSES, "
-          + String.join(", ", new java.util.TreeSet<>(VisionTransformer.NAMED.keySet()))
-          + ", "
-          + String.join(", ", new java.util.TreeSet<>(ResNet.NAMED.keySet()))
-          + ", "
-          + String.join(", ", new java.util.TreeSet<>(ConvNeXt.NAMED.keySet()))
+          + String.join(", ", TIMM_NAMES)
           + " (a timm name, :CLASSES for other than 1000)";
 
   private ModelSpec() {}
@@ -242,12 +245,9 @@ public final class ModelSpec {
    * {@code vit_huge_patch14_224} too), or empty for the other specs, which take the dataset's.
    */
   public static java.util.Optional<ImageShape> pretrainingInput(String spec) {
-    String name = spec.split(":", 2)[0];
-    boolean named =
-        VisionTransformer.NAMED.containsKey(name)
-            || ResNet.NAMED.containsKey(name)
-            || ConvNeXt.NAMED.containsKey(name);
-    return named ? java.util.Optional.of(new ImageShape(224, 224, 3)) : java.util.Optional.empty();
+    return TIMM_NAMES.contains(spec.split(":", 2)[0])
+        ? java.util.Optional.of(new ImageShape(224, 224, 3))
+        : java.util.Optional.empty();
   }
 
   /**
@@ -256,11 +256,7 @@ public final class ModelSpec {
    * num_classes}; every other spec names its own count and is returned as it is.
    */
   public static String withClasses(String spec, int classes) {
-    boolean named =
-        VisionTransformer.NAMED.containsKey(spec)
-            || ResNet.NAMED.containsKey(spec)
-            || ConvNeXt.NAMED.containsKey(spec);
-    return named ? spec + ":" + classes : spec;
+    return TIMM_NAMES.contains(spec) ? spec + ":" + classes : spec;
   }
 
   /**
@@ -295,13 +291,7 @@ public final class ModelSpec {
   private static String suggestion(String kind) {
     String best = null;
     int bestDistance = 4; // further than 3 edits is no typo
-    for (String name :
-        new java.util.TreeSet<>(
-            Stream.concat(
-                    Stream.concat(
-                        VisionTransformer.NAMED.keySet().stream(), ResNet.NAMED.keySet().stream()),
-                    ConvNeXt.NAMED.keySet().stream())
-                .toList())) {
+    for (String name : TIMM_NAMES) {
       int d = editDistance(kind, name);
       if (d < bestDistance) {
         bestDistance = d;
