@@ -4,6 +4,7 @@
 # OpenBLAS) and run.sh. Copy the folder there and run bundle/run.sh. Kept under 60 MiB.
 # With --tests it also carries the CUDA backend's test classes, OpenBLAS (their CPU reference) and
 # JUnit's console launcher, so `bundle/run.sh tests` runs them on the real GPU (about 80 MiB).
+# Needs zip (the natives left out are deleted from copies of their jars).
 # Usage: benchmarks/gpu/bundle.sh [--tests] [OUT=benchmarks/gpu/bundle]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -34,11 +35,20 @@ else
   SKIP='/(openblas|javacpp|junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
 fi
 tr ':' '\n' <"$CP" | grep -v -E "$SKIP" | while read -r jar; do cp "$jar" "$OUT/lib/"; done
+# Natives nothing here loads (the PTX compiler; OpenBLAS's LAPACK builds and headers: the CPU
+# backend binds openblas_nolapack), so the bundle travels to a lent machine under its 64 MiB.
+zip -q -d "$OUT"/lib/jcuda-natives-*.jar '*JNvPTXCompiler*'
+if $TESTS; then
+  zip -q -d "$OUT"/lib/openblas-*-linux-x86_64.jar '*/libjniopenblas.so' '*/libjniopenblas_full.so' '*/include/*'
+fi
 if $TESTS; then
   mvn -q -B -f "$ROOT/pom.xml" -N dependency:copy \
     -Dartifact=org.junit.platform:junit-platform-console-standalone:1.14.1 \
     -DoutputDirectory="$OUT/lib" >/dev/null
-  (cd "$ROOT/trainer/target/test-classes" && jar cf "$OUT/lib/ramtrain-trainer-tests.jar" .)
+  # The PyTorch goldens stay files (the tests open them by path), on the class path beside the jar.
+  (cd "$ROOT/trainer/target/test-classes" && jar cf "$OUT/lib/ramtrain-trainer-tests.jar" $(ls | grep -v -x goldens))
+  mkdir -p "$OUT/test-resources"
+  cp -r "$ROOT/trainer/target/test-classes/goldens" "$OUT/test-resources/"
 fi
 # SLF4J's simple logger (log4j-core would need java.desktop): INFO lines on stderr.
 mvn -q -B -f "$ROOT/pom.xml" -N dependency:copy -Dartifact=org.slf4j:slf4j-simple:2.0.16 \

@@ -55,12 +55,20 @@ import jcuda.driver.JCudaDriver;
  *       resident there), and the plan's predicted step times beside them.
  * </ul>
  *
- * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO]]]]
+ * <p>{@code GpuBench memory SPEC BATCH STEPS} instead times resident steps at one batch and prints
+ * the backend's device peak beside the plan's figure: what benchmarks/gpu/torch_anchor.py measures
+ * for PyTorch (max_memory_allocated) at the same batch.
+ *
+ * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO]]]] | GpuBench memory SPEC BATCH STEPS
  */
 public final class GpuBench {
   private static final long COPY_BYTES = 256L << 20;
 
   public static void main(String[] args) {
+    if (args.length == 4 && args[0].equals("memory")) {
+      memory(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+      return;
+    }
     String spec = args.length > 0 ? args[0] : "mlp:4096-8192-8192-8192-8192-8192-8192-1000";
     int gemmN = args.length > 1 ? Integer.parseInt(args[1]) : 8192;
     int steps = args.length > 2 ? Integer.parseInt(args[2]) : 20;
@@ -178,6 +186,34 @@ public final class GpuBench {
     }
   }
 
+  /** Resident steps of {@code model} at {@code batch}: step time, device peak against the plan. */
+  private static void memory(String model, int batch, int steps) {
+    int threads = Runtime.getRuntime().availableProcessors();
+    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.Gemm.AUTO);
+    ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
+    List<LayerCost> costs;
+    DeviceProfile profile;
+    try (CudaBackend b = CudaBackend.open(auto)) {
+      costs = LayerCost.measure(() -> ModelSpec.parse(model, image), b);
+      profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
+    }
+    long planned =
+        PlacementPlan.plan(costs, batch, Long.MAX_VALUE, 2, false, profile).deviceBytes();
+    TrainingSteps.Run run =
+        TrainingSteps.run(() -> CudaBackend.open(auto), model, image, batch, threads, null, steps);
+    System.out.printf(
+        "memory %s batch %d (%s): resident step %.2f ms = %.1f samples/s; device peak %s, plan"
+            + " %s (%+.1f%%)%n",
+        model,
+        batch,
+        image,
+        run.medianStepSeconds() * 1e3,
+        batch / run.medianStepSeconds(),
+        PlacementPlan.bytes(run.devicePeakBytes()),
+        PlacementPlan.bytes(planned),
+        100.0 * (planned - run.devicePeakBytes()) / run.devicePeakBytes());
+  }
+
   /** Resident against streamed training steps at the planned batch and a quarter of it. */
   private static void steps(BackendSpec spec, String model, int steps, double ratio, int threads) {
     // A timm-named model at its pretraining size (ViT-L/16, ConvNeXt-L: 224x224), else CIFAR's.
@@ -236,7 +272,7 @@ public final class GpuBench {
       System.out.printf(
           "batch %d (%s): resident %.2f ms (plan %.2f), streamed %.2f ms (plan %.2f) = %.3fx"
               + " resident; exposed copy %.2f ms = %.1f%% of the step, overlap %.2f; %.0f vs %.0f"
-              + " samples/s%n",
+              + " samples/s; device peak resident %s (plan %s), streamed %s (plan %s)%n",
           batch,
           batch == planned ? "planned" : "below the plan",
           res.medianStepSeconds() * 1e3,
@@ -248,7 +284,12 @@ public final class GpuBench {
           100 * exposedMs / stepMs,
           metric(m, "overlap"),
           batch / res.medianStepSeconds(),
-          batch / str.medianStepSeconds());
+          batch / str.medianStepSeconds(),
+          PlacementPlan.bytes(res.devicePeakBytes()),
+          PlacementPlan.bytes(
+              PlacementPlan.plan(timed, batch, Long.MAX_VALUE, 2, false, profile).deviceBytes()),
+          PlacementPlan.bytes(str.devicePeakBytes()),
+          PlacementPlan.bytes(plan.deviceBytes()));
       // Where the streamed step's time goes, when it is not the exposed copy.
       System.out.printf(
           "  streamed step breakdown: compute %.2f ms, copy in %.2f ms, copy out %.2f ms,"

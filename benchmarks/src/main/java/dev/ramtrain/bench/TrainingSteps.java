@@ -35,9 +35,15 @@ final class TrainingSteps {
   static final ImageShape IMAGE = new ImageShape(32, 32, 3);
 
   /**
-   * The median step (the first two left out: warm-up), each step's loss, the last step's metrics.
+   * The median step (the first two left out: warm-up), each step's loss, the last step's metrics,
+   * and the most device memory the backend held at once (its arena's peak: on a GPU what
+   * torch.cuda.max_memory_allocated reports for PyTorch).
    */
-  record Run(double medianStepSeconds, double[] losses, Map<String, Object> lastMetrics) {}
+  record Run(
+      double medianStepSeconds,
+      double[] losses,
+      Map<String, Object> lastMetrics,
+      long devicePeakBytes) {}
 
   private TrainingSteps() {}
 
@@ -94,7 +100,7 @@ final class TrainingSteps {
         }
         double[] measured = Arrays.copyOfRange(times, Math.min(2, steps - 1), steps);
         Arrays.sort(measured);
-        return new Run(measured[measured.length / 2], losses, metrics);
+        return new Run(measured[measured.length / 2], losses, metrics, b.peakAllocatedBytes());
       }
     }
   }

@@ -24,12 +24,12 @@ import java.util.function.Supplier;
 
 /**
  * What one top-level layer costs: its parameters, the device memory its activations take (a fixed
- * part and a part per sample; its output is part of that), the scratch it takes per sample within
- * one call (the model's workspace, shared by all layers: a plan counts the largest once), its
- * training FLOPs per sample (forward and backward), and, once {@link #timed} on a backend, the
- * seconds it really takes there: forward and backward per sample, a device AdamW step over its
- * parameters, a host AdamW step over them, and whether an offloaded step can hide that host step (0
- * and hidden while not measured).
+ * part and a part per sample; its output is part of that), the scratch it takes within one call
+ * (likewise fixed and per sample: a depthwise convolution works one image at a time; the model's
+ * workspace, shared by all layers: a plan counts the largest once), its training FLOPs per sample
+ * (forward and backward), and, once {@link #timed} on a backend, the seconds it really takes there:
+ * forward and backward per sample, a device AdamW step over its parameters, a host AdamW step over
+ * them, and whether an offloaded step can hide that host step (0 and hidden while not measured).
  */
 public record LayerCost(
     String name,
@@ -40,6 +40,7 @@ public record LayerCost(
     long flopsPerSample,
     double secondsPerSample,
     double updateSeconds,
+    long scratchBytesFixed,
     long scratchBytesPerSample,
     double hostUpdateSeconds,
     boolean hostUpdateExposed) {
@@ -63,6 +64,7 @@ public record LayerCost(
         0,
         0,
         0,
+        0,
         false);
   }
 
@@ -81,7 +83,7 @@ public record LayerCost(
   }
 
   public long scratchBytes(int batch) {
-    return scratchBytesPerSample * batch;
+    return scratchBytesFixed + scratchBytesPerSample * batch;
   }
 
   /** The model's workspace at {@code batch}: the largest scratch any of {@code layers} takes. */
@@ -113,7 +115,8 @@ public record LayerCost(
               flops(layer),
               0,
               0,
-              layer.scratchBytes(1),
+              2 * layer.scratchBytes(1) - layer.scratchBytes(2),
+              layer.scratchBytes(2) - layer.scratchBytes(1),
               0,
               false));
     }
@@ -177,6 +180,7 @@ public record LayerCost(
               c.flopsPerSample,
               Math.max(seconds[0] / batch, Double.MIN_NORMAL),
               seconds[1],
+              c.scratchBytesFixed,
               c.scratchBytesPerSample,
               hostUpdateSeconds(backend, c.parameters, hostThreads),
               backend.sharesHostCores() || i == lastToLand));

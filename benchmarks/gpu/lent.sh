@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# What a session runs on a lent GPU machine (only an NVIDIA driver and PyTorch there), in one call
+# and under ten minutes: the CUDA tests on the real device, then the ImageNet models' resident steps
+# beside PyTorch's (device peak against max_memory_allocated, step time, same batch, fp32), then
+# GpuBench's resident against streamed ViT-L/16 and ConvNeXt-L. Each part has its own time limit, so
+# a slow one leaves the others their turn; every log lands in OUT_DIR.
+# Made here: bash benchmarks/gpu/bundle.sh --tests .gpu/bundle && tar -C .gpu -cJf .gpu/bundle.tar.xz bundle
+# Run there: benchmarks/gpu/lent.sh .gpu/bundle.tar.xz "$OUT" [BATCH=32]
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+TAR="$1"
+LOGS="$2"
+BATCH="${3:-32}"
+WORK="$(mktemp -d)"
+tar -C "$WORK" -xJf "$TAR"
+RUN="$WORK/bundle/run.sh"
+part() { # part NAME SECONDS COMMAND...: one logged, time-limited step
+  local name="$1" limit="$2"
+  shift 2
+  echo "== $name (limit ${limit}s) $(date -u +%T)" | tee -a "$LOGS/summary.txt"
+  timeout "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  echo "   exit $? $(date -u +%T)" | tee -a "$LOGS/summary.txt"
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/summary.txt"
+part tests 150 "$RUN" tests
+grep -E "tests (successful|failed)|✘" "$LOGS/tests.log" | head -20 | tee -a "$LOGS/summary.txt"
+# ramtrain's resident steps and PyTorch's, the same models, batch and arithmetic (fp32, no TF32).
+for m in resnet50 vit_base_patch16_224 convnext_tiny vit_large_patch16_224 convnext_large; do
+  part "memory-$m" 60 "$RUN" memory "$m" "$BATCH" 4
+  grep -h "^memory" "$LOGS/memory-$m.log" | tee -a "$LOGS/summary.txt"
+done
+part torch 90 python3 "$HERE/torch_anchor.py" "$BATCH" resnet50 vit_b_16 convnext_tiny vit_l_16 convnext_large
+grep -h "^pytorch" "$LOGS/torch.log" | tee -a "$LOGS/summary.txt"
+for m in vit_large_patch16_224 convnext_large; do
+  part "bench-$m" 90 "$RUN" "$m" 2048 5 4
+  grep -h -E "^(model|batch|  streamed)" "$LOGS/bench-$m.log" | tee -a "$LOGS/summary.txt"
+done
