@@ -29,7 +29,6 @@ import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import jcuda.Pointer;
@@ -246,8 +245,11 @@ public final class GpuBench {
         profile.copyBytesPerSecond() / 1e9,
         profile.flopsPerSecond() / 1e12,
         planned);
+    // Both, or the planned one alone where a quarter of it rounds to it (1 hides the copies).
     List<Integer> batches =
-        new ArrayList<>(List.of(Math.max(1, planned / 4), Math.max(1, planned)));
+        java.util.stream.Stream.of(Math.max(1, planned / 4), Math.max(1, planned))
+            .distinct()
+            .toList();
     for (int batch : batches) {
       List<LayerCost> timed;
       try (CudaBackend b = CudaBackend.open(spec)) {
