@@ -1422,6 +1422,42 @@ public abstract class BackendConformanceTest {
     assertThrows(RuntimeException.class, () -> backend.run(stream, new Fill(a, 1)));
   }
 
+  /**
+   * Buffers allocated among many freed holes of different sizes never share memory: each keeps the
+   * value written to it. (The CUDA arena's first fit once read a free hole's size after removing it
+   * from its tree, which then held another hole's entry, and handed out memory still in use: a
+   * model's input overlapped a gradient slot.)
+   */
+  @Test
+  void buffersAllocatedAmongFreedHolesKeepTheirOwnValues() {
+    java.util.List<DeviceBuffer> live = new java.util.ArrayList<>();
+    java.util.Random rng = new java.util.Random(3);
+    try {
+      for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 64; i++) {
+          live.add(backend.allocate("b" + round + "." + i, DType.F32, 1 + rng.nextInt(300)));
+        }
+        for (int i = live.size() - 2; i >= 0; i -= 2) { // holes all over, of every size
+          live.remove(i).close();
+        }
+        for (int i = 0; i < 16; i++) { // most skip the small holes: first fit reaches deep
+          live.add(backend.allocate("c" + round + "." + i, DType.F32, 1 + rng.nextInt(600)));
+        }
+      }
+      for (int i = 0; i < live.size(); i++) {
+        backend.run(stream, new Fill(live.get(i), i));
+      }
+      for (int i = 0; i < live.size(); i++) {
+        float[] values = download(live.get(i));
+        for (float v : values) {
+          assertEquals(i, v, live.get(i).label() + " holds another buffer's values");
+        }
+      }
+    } finally {
+      live.forEach(DeviceBuffer::close);
+    }
+  }
+
   /** An operation record the engines do not know: what a half-added operation looks like. */
   private record Unimplemented(DeviceBuffer x) implements Operation {}
 

@@ -96,10 +96,12 @@ final class DeviceArena implements AutoCloseable {
     for (Chunk chunk : chunks) {
       for (Map.Entry<Long, Long> hole : chunk.free.entrySet()) {
         if (hole.getValue() >= size) {
+          // Read before removing: TreeMap may move another hole's key and size into this entry.
           long offset = hole.getKey();
+          long holeSize = hole.getValue();
           chunk.free.remove(offset);
-          if (hole.getValue() > size) {
-            chunk.free.put(offset + size, hole.getValue() - size);
+          if (holeSize > size) {
+            chunk.free.put(offset + size, holeSize - size);
           }
           return new Block(chunk, offset, size);
         }
