@@ -39,7 +39,7 @@ public final class Activation extends BaseLayer {
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
     y = own("out", (long) maxBatch * size);
-    dx = own("dx", (long) maxBatch * size);
+    dx = inputGradient((long) maxBatch * size);
   }
 
   @Override

@@ -81,8 +81,11 @@ public final class Attention extends BaseLayer {
 
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
-    qkv.bind(backend, params, maxBatch);
-    proj.bind(backend, params, maxBatch);
+    // One gradient slot serves both: backward has consumed proj's (dL/dcontext) before qkv's
+    // backward writes its own there.
+    ParameterSource linears = params.inputGradientIn("attention");
+    qkv.bind(backend, linears, maxBatch);
+    proj.bind(backend, linears, maxBatch);
     probs = own("probs", (long) maxBatch * heads * tokens * tokens);
     context = own("context", (long) maxBatch * tokens * dim);
     dqkv = own("dqkv", (long) maxBatch * tokens * 3 * dim);

@@ -53,6 +53,17 @@ abstract class BaseLayer implements Layer {
     return shared == null ? own(what, dtype, count) : shared.view(name, dtype, offset, count);
   }
 
+  /**
+   * Memory for this layer's input gradient ({@code count} floats): a view of the slot its composite
+   * named for it ({@link GradientSlots}), which backward's next layer consumes before anything else
+   * writes there, or, at the top level and bound alone, memory of its own.
+   */
+  protected DeviceBuffer inputGradient(long count) {
+    GradientSlots slots = source.gradientSlots();
+    String slot = source.gradientSlot();
+    return slots == null || slot == null ? own("dx", count) : slots.view(slot, name, count);
+  }
+
   protected DeviceBuffer own(String what, DType dtype, long count) {
     DeviceBuffer b = source.activation(backend, name + "." + what, dtype, count);
     owned.add(b);

@@ -80,7 +80,7 @@ public final class BatchNorm2d extends BaseLayer {
     savedMean = own("saved-mean", c);
     savedInvStd = own("saved-inv-std", c);
     y = own("out", (long) maxBatch * outputSize());
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
   }
 
   @Override

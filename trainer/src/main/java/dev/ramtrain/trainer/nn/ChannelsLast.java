@@ -47,7 +47,7 @@ public final class ChannelsLast extends BaseLayer {
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
     out = own("out", (long) maxBatch * outputSize());
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
   }
 
   /** Copies {@code src} into {@code dst}, NCHW to channels-last when {@code last}. */

@@ -32,7 +32,7 @@ public final class ClassTokenPool extends BaseLayer {
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
     out = own("out", (long) maxBatch * dim);
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
   }
 
   @Override

@@ -165,7 +165,7 @@ public final class Conv2d extends BaseLayer {
     }
     long positions = (long) maxBatch * oh * ow;
     y = own("out", positions * out);
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
     cols = scratch("cols", DType.F32, 0, positions * patch);
     if (precision == Precision.BF16) {
       long halfAt = colsBytes(maxBatch);

@@ -81,7 +81,7 @@ public final class DepthwiseConv2d extends BaseLayer {
     weightGrad = params.grad(name + ".weight");
     biasGrad = params.grad(name + ".bias");
     y = own("out", (long) maxBatch * outputSize());
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
     long block = (long) c * taps * h * w;
     cols = scratch("cols", DType.F32, 0, block);
     dcols = scratch("dcols", DType.F32, 4 * block, block);

@@ -43,7 +43,7 @@ public final class Dropout extends BaseLayer {
   protected void bind(ParameterSource params, int maxBatch) {
     mask = own("mask", (long) maxBatch * size);
     y = own("out", (long) maxBatch * size);
-    dx = own("dx", (long) maxBatch * size);
+    dx = inputGradient((long) maxBatch * size);
   }
 
   @Override

@@ -37,7 +37,7 @@ public final class GlobalAvgPool extends BaseLayer {
   protected void bind(ParameterSource params, int maxBatch) {
     ones = own("ones", hw);
     y = own("out", (long) maxBatch * c);
-    dx = own("dx", (long) maxBatch * c * hw);
+    dx = inputGradient((long) maxBatch * c * hw);
   }
 
   @Override

@@ -38,6 +38,14 @@ public interface Layer extends AutoCloseable {
   }
 
   /**
+   * The largest input per sample of this layer and of every layer inside it: what the model's
+   * shared input-gradient slots ({@link GradientSlots}) must hold per sample.
+   */
+  default int largestInput() {
+    return inputSize();
+  }
+
+  /**
    * Called before each training forward with a seed drawn from (model seed, step), for layers whose
    * training forward draws random numbers (dropout): a resumed run draws the same numbers.
    */

@@ -72,7 +72,7 @@ public final class LayerNorm extends BaseLayer {
     weightGrad = params.grad(name + ".weight");
     biasGrad = params.grad(name + ".bias");
     y = own("out", (long) maxBatch * inputSize());
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
     mean = own("mean", (long) maxBatch * groupsPerSample * inner);
     invStd = own("inv-std", (long) maxBatch * groupsPerSample * inner);
   }

@@ -57,7 +57,7 @@ public final class LayerScale extends BaseLayer {
     long n = (long) maxBatch * inputSize();
     factors = own("factors", n);
     y = own("out", n);
-    dx = own("dx", n);
+    dx = inputGradient(n);
     products = own("products", n);
   }
 

@@ -86,7 +86,7 @@ public final class Linear extends BaseLayer {
     biasGrad = params.grad(name + ".bias");
     long rows = (long) maxBatch * tokens;
     y = own("out", rows * out);
-    dx = own("dx", rows * in);
+    dx = inputGradient(rows * in);
     if (precision == Precision.BF16) {
       xHalf = own("in.bf16", DType.BF16, rows * in);
       dyHalf = own("grad.bf16", DType.BF16, rows * out);

@@ -63,7 +63,7 @@ public final class MaxPool2d extends BaseLayer {
   protected void bind(ParameterSource params, int maxBatch) {
     y = own("out", (long) maxBatch * outputSize());
     argmax = own("argmax", DType.I32, (long) maxBatch * outputSize());
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
   }
 
   @Override

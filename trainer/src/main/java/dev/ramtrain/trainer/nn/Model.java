@@ -19,6 +19,7 @@ public final class Model implements Network, AutoCloseable {
   private final List<Layer> layers;
   private final Parameters parameters;
   private final Workspace workspace;
+  private final GradientSlots gradientSlots;
   private final Backend backend;
   private final int maxBatch;
   private final long seed;
@@ -28,6 +29,7 @@ public final class Model implements Network, AutoCloseable {
       List<Layer> layers,
       Parameters parameters,
       Workspace workspace,
+      GradientSlots gradientSlots,
       Backend backend,
       int maxBatch,
       long seed) {
@@ -35,6 +37,7 @@ public final class Model implements Network, AutoCloseable {
     this.layers = layers;
     this.parameters = parameters;
     this.workspace = workspace;
+    this.gradientSlots = gradientSlots;
     this.backend = backend;
     this.maxBatch = maxBatch;
     this.seed = seed;
@@ -81,10 +84,11 @@ public final class Model implements Network, AutoCloseable {
     }
     Parameters parameters = Parameters.allocate(backend, specs, buffers);
     Workspace workspace = null;
+    GradientSlots slots = GradientSlots.forLayers(backend, layers, maxBatch);
     List<Layer> bound = new ArrayList<>();
     try {
       workspace = Workspace.forLayers(backend, layers, maxBatch);
-      ParameterSource source = parameters.sharing(workspace);
+      ParameterSource source = parameters.sharing(workspace, slots);
       for (Layer layer : layers) {
         layer.bind(backend, source, maxBatch);
         bound.add(layer);
@@ -95,10 +99,12 @@ public final class Model implements Network, AutoCloseable {
       if (workspace != null) {
         workspace.close();
       }
+      slots.close();
       parameters.close();
       throw e;
     }
-    return new Model(spec, List.copyOf(layers), parameters, workspace, backend, maxBatch, seed);
+    return new Model(
+        spec, List.copyOf(layers), parameters, workspace, slots, backend, maxBatch, seed);
   }
 
   @Override
@@ -172,6 +178,7 @@ public final class Model implements Network, AutoCloseable {
   public void close() {
     layers.forEach(Layer::close);
     workspace.close();
+    gradientSlots.close();
     parameters.close();
   }
 }

@@ -43,6 +43,52 @@ public interface ParameterSource {
     };
   }
 
+  /**
+   * The model's shared input-gradient memory ({@link GradientSlots}), or null: every layer owns its
+   * input gradient (bound alone, or a model's top-level layers, whose gradients the trainer's loop
+   * and the offload engine hand on).
+   */
+  default GradientSlots gradientSlots() {
+    return null;
+  }
+
+  /** The slot this source's layer keeps its input gradient in, or null: its own memory. */
+  default String gradientSlot() {
+    return null;
+  }
+
+  /** This source, with {@code shared} as the layers' workspace and {@code slots} as theirs. */
+  default ParameterSource sharing(Workspace shared, GradientSlots slots) {
+    return new Delegating(this) {
+      @Override
+      public Workspace workspace() {
+        return shared;
+      }
+
+      @Override
+      public GradientSlots gradientSlots() {
+        return slots;
+      }
+    };
+  }
+
+  /**
+   * What a composite layer binds a child to: this source, with the child's input gradient in slot
+   * {@code slot} under this source's own (or unchanged where there are no slots).
+   */
+  default ParameterSource inputGradientIn(String slot) {
+    if (gradientSlots() == null) {
+      return this;
+    }
+    String path = gradientSlot() == null ? slot : gradientSlot() + ">" + slot;
+    return new Delegating(this) {
+      @Override
+      public String gradientSlot() {
+        return path;
+      }
+    };
+  }
+
   /** Everything from {@code base}: a source that changes one thing overrides that. */
   class Delegating implements ParameterSource {
     private final ParameterSource base;
@@ -74,6 +120,16 @@ public interface ParameterSource {
     @Override
     public Workspace workspace() {
       return base.workspace();
+    }
+
+    @Override
+    public GradientSlots gradientSlots() {
+      return base.gradientSlots();
+    }
+
+    @Override
+    public String gradientSlot() {
+      return base.gradientSlot();
     }
   }
 }

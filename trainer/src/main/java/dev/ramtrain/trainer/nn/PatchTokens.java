@@ -59,7 +59,7 @@ public final class PatchTokens extends BaseLayer {
     clsGrad = params.grad("cls_token");
     posGrad = params.grad("pos_embed");
     out = own("out", (long) maxBatch * outputSize());
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
   }
 
   @Override

@@ -83,12 +83,18 @@ public final class Residual extends BaseLayer {
   }
 
   @Override
+  public int largestInput() {
+    return branch.stream().mapToInt(Layer::largestInput).max().orElse(size);
+  }
+
+  /** The branch's layers alternate between two gradient slots: each reads the other's. */
+  @Override
   protected void bind(ParameterSource params, int maxBatch) {
-    for (Layer layer : branch) {
-      layer.bind(backend, params, maxBatch);
+    for (int i = 0; i < branch.size(); i++) {
+      branch.get(i).bind(backend, params.inputGradientIn("branch" + i % 2), maxBatch);
     }
     sum = own("sum", (long) maxBatch * size);
-    dx = own("dx", (long) maxBatch * size);
+    dx = inputGradient((long) maxBatch * size);
     if (dropPath > 0) {
       keep = own("keep", maxBatch);
       mask = own("mask", (long) maxBatch * size);

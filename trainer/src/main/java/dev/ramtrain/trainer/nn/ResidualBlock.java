@@ -81,13 +81,26 @@ public final class ResidualBlock extends BaseLayer {
   }
 
   @Override
+  public int largestInput() {
+    return children().stream().mapToInt(Layer::largestInput).max().orElse(inputSize());
+  }
+
+  /**
+   * Each branch's layers alternate between two gradient slots of their own; the closing ReLU's
+   * gradient, which both branches start from, has a third, so neither branch writes over it.
+   */
+  @Override
   protected void bind(ParameterSource params, int maxBatch) {
     Backend b = backend;
-    for (Layer child : children()) {
-      child.bind(b, params, maxBatch);
+    for (int i = 0; i < main.size(); i++) {
+      main.get(i).bind(b, params.inputGradientIn("main" + i % 2), maxBatch);
     }
+    for (int i = 0; i < shortcut.size(); i++) {
+      shortcut.get(i).bind(b, params.inputGradientIn("shortcut" + i % 2), maxBatch);
+    }
+    relu.bind(b, params.inputGradientIn("relu"), maxBatch);
     sum = own("sum", (long) maxBatch * outputSize());
-    dx = own("dx", (long) maxBatch * inputSize());
+    dx = inputGradient((long) maxBatch * inputSize());
   }
 
   @Override

@@ -10,6 +10,7 @@ import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.nn.Attention;
 import dev.ramtrain.trainer.nn.Conv2d;
 import dev.ramtrain.trainer.nn.DepthwiseConv2d;
+import dev.ramtrain.trainer.nn.GradientSlots;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Linear;
 import dev.ramtrain.trainer.nn.ParamSpec;
@@ -19,17 +20,22 @@ import dev.ramtrain.trainer.nn.ResidualBlock;
 import dev.ramtrain.trainer.nn.Workspace;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.function.Supplier;
 
 /**
  * What one top-level layer costs: its parameters, the device memory its activations take (a fixed
  * part and a part per sample; its output is part of that), the scratch it takes within one call
  * (likewise fixed and per sample: a depthwise convolution works one image at a time; the model's
- * workspace, shared by all layers: a plan counts the largest once), its training FLOPs per sample
- * (forward and backward), and, once {@link #timed} on a backend, the seconds it really takes there:
- * forward and backward per sample, a device AdamW step over its parameters, a host AdamW step over
- * them, and whether an offloaded step can hide that host step (0 and hidden while not measured).
+ * workspace, shared by all layers: a plan counts the largest once), the input-gradient slots its
+ * inner layers name and the largest input among them (the model's {@link GradientSlots}, shared
+ * likewise: a plan counts each slot once, at the model's largest input), its training FLOPs per
+ * sample (forward and backward), and, once {@link #timed} on a backend, the seconds it really takes
+ * there: forward and backward per sample, a device AdamW step over its parameters, a host AdamW
+ * step over them, and whether an offloaded step can hide that host step (0 and hidden while not
+ * measured).
  */
 public record LayerCost(
     String name,
@@ -43,7 +49,13 @@ public record LayerCost(
     long scratchBytesFixed,
     long scratchBytesPerSample,
     double hostUpdateSeconds,
-    boolean hostUpdateExposed) {
+    boolean hostUpdateExposed,
+    Set<String> gradientSlots,
+    long largestInputBytesPerSample) {
+
+  public LayerCost {
+    gradientSlots = Set.copyOf(gradientSlots);
+  }
 
   /** A layer's memory and FLOPs, its times not measured, no scratch. */
   public LayerCost(
@@ -65,7 +77,9 @@ public record LayerCost(
         0,
         0,
         0,
-        false);
+        false,
+        Set.of(),
+        0);
   }
 
   /** The host AdamW seconds an offloaded step cannot hide behind the device's work. */
@@ -86,6 +100,16 @@ public record LayerCost(
     return scratchBytesFixed + scratchBytesPerSample * batch;
   }
 
+  /**
+   * The model's gradient slots at {@code batch}: every slot any of {@code layers} names, each the
+   * largest input of them all.
+   */
+  static long gradientSlotBytes(List<LayerCost> layers, int batch) {
+    long slots = layers.stream().flatMap(l -> l.gradientSlots.stream()).distinct().count();
+    long largest = layers.stream().mapToLong(LayerCost::largestInputBytesPerSample).max().orElse(0);
+    return slots * largest * batch;
+  }
+
   /** The model's workspace at {@code batch}: the largest scratch any of {@code layers} takes. */
   static long workspaceBytes(List<LayerCost> layers, int batch) {
     return layers.stream().mapToLong(l -> l.scratchBytes(batch)).max().orElse(0);
@@ -102,8 +126,9 @@ public record LayerCost(
     List<LayerCost> costs = new ArrayList<>();
     for (int i = 0; i < atOne.size(); i++) {
       Layer layer = atOne.get(i);
-      long one = activationBytes(layer, backend, 1);
-      long two = activationBytes(atTwo.get(i), backend, 2);
+      Set<String> slots = new HashSet<>();
+      long one = activationBytes(layer, backend, 1, slots);
+      long two = activationBytes(atTwo.get(i), backend, 2, slots);
       long params = layer.parameters().stream().mapToLong(ParamSpec::count).sum();
       costs.add(
           new LayerCost(
@@ -118,23 +143,28 @@ public record LayerCost(
               2 * layer.scratchBytes(1) - layer.scratchBytes(2),
               layer.scratchBytes(2) - layer.scratchBytes(1),
               0,
-              false));
+              false,
+              slots,
+              4L * layer.largestInput()));
     }
     return costs;
   }
 
   /**
    * Device bytes an unbound layer allocates besides its parameters and their gradients at {@code
-   * batch}: activations, scratch and buffers (running statistics).
+   * batch}: activations and buffers (running statistics); the scratch and the gradient slots it
+   * names (into {@code slots}) left out: the plan counts those once for the model.
    */
-  private static long activationBytes(Layer layer, Backend backend, int batch) {
-    try (Workspace scratch = Workspace.forLayers(backend, List.of(layer), batch)) {
-      long before = backend.allocatedBytes(); // the scratch left out: the plan counts it once
+  private static long activationBytes(Layer layer, Backend backend, int batch, Set<String> slots) {
+    try (Workspace scratch = Workspace.forLayers(backend, List.of(layer), batch);
+        GradientSlots gradients = GradientSlots.forLayers(backend, List.of(layer), batch)) {
+      long before = backend.allocatedBytes();
       long params = layer.parameters().stream().mapToLong(ParamSpec::count).sum();
       try (Parameters p = Parameters.allocate(backend, layer.parameters(), layer.buffers())) {
         try {
-          layer.bind(backend, p.sharing(scratch), batch);
-          return backend.allocatedBytes() - before - 8 * params;
+          layer.bind(backend, p.sharing(scratch, gradients), batch);
+          slots.addAll(gradients.names());
+          return backend.allocatedBytes() - before - 8 * params - gradients.bytes();
         } finally {
           layer.close();
         }
@@ -183,7 +213,9 @@ public record LayerCost(
               c.scratchBytesFixed,
               c.scratchBytesPerSample,
               hostUpdateSeconds(backend, c.parameters, hostThreads),
-              backend.sharesHostCores() || i == lastToLand));
+              backend.sharesHostCores() || i == lastToLand,
+              c.gradientSlots,
+              c.largestInputBytesPerSample));
     }
     return timed;
   }

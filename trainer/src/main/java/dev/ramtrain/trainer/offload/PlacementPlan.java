@@ -89,10 +89,12 @@ public record PlacementPlan(
               + budgetBytes);
     }
     long params = layers.stream().mapToLong(LayerCost::parameters).sum();
-    // Each layer's own activations, and the scratch they share once (the model's workspace).
+    // Each layer's own activations, and what they share once: the model's workspace (scratch)
+    // and gradient slots.
     long activations =
         layers.stream().mapToLong(l -> l.activationBytes(batch)).sum()
-            + LayerCost.workspaceBytes(layers, batch);
+            + LayerCost.workspaceBytes(layers, batch)
+            + LayerCost.gradientSlotBytes(layers, batch);
     // Measured layers take their measured time per sample; the others FLOPs over the profile's
     // rate.
     double compute =
@@ -251,7 +253,11 @@ public record PlacementPlan(
     long outputs = layers.stream().mapToLong(l -> l.outputBytesPerSample() * batch).sum();
     long boundary =
         layers.stream().mapToLong(l -> l.outputBytesPerSample() * batch).max().orElse(0);
-    return outputs + largest + boundary + LayerCost.workspaceBytes(layers, batch);
+    return outputs
+        + largest
+        + boundary
+        + LayerCost.workspaceBytes(layers, batch)
+        + LayerCost.gradientSlotBytes(layers, batch);
   }
 
   /** The plan as the lines the {@code plan} command prints. */

@@ -7,6 +7,7 @@ import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.nn.GradientSlots;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.Network;
@@ -48,6 +49,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final HostSlabs slabs;
   private final Parameters resident; // resident layers' values and gradients, every buffer
   private final Workspace workspace; // the layers' shared scratch
+  private final GradientSlots gradientSlots; // the input gradients inside composite layers
   private final StepTimeline timeline;
   private final WeightRing ring;
   private final GradientReturn gradients;
@@ -86,6 +88,7 @@ public final class StreamedModel implements Network, AutoCloseable {
         slabs.masters().asByteBuffer().asFloatBuffer());
     this.resident = Parameters.allocate(backend, layout.residentParameters(), layout.buffers());
     this.workspace = Workspace.forLayers(backend, layers, maxBatch);
+    this.gradientSlots = GradientSlots.forLayers(backend, layers, maxBatch);
     this.timeline = new StepTimeline(backend, 3 * n + 2);
     this.ring = new WeightRing(backend, layout, slabs, how.prefetchDepth(), timeline);
     this.gradients = new GradientReturn(backend, layout, slabs, resident, timeline);
@@ -129,9 +132,9 @@ public final class StreamedModel implements Network, AutoCloseable {
     }
   }
 
-  /** Layer i's device views, with the layers' shared workspace. */
+  /** Layer i's device views, with the layers' shared workspace and gradient slots. */
   private ParameterSource sharedSource(int i) {
-    return source(i).sharing(workspace);
+    return source(i).sharing(workspace, gradientSlots);
   }
 
   /** The device views layer i binds to: resident slabs, or its fixed slots. */
@@ -452,7 +455,8 @@ public final class StreamedModel implements Network, AutoCloseable {
           ring;
           gradients;
           timeline;
-          workspace) {
+          workspace;
+          gradientSlots) {
         resident.close();
         if (checkpoints != null) {
           checkpoints.close();

@@ -145,7 +145,9 @@ class PlacementPlanTest {
         0,
         0,
         hostUpdateSeconds,
-        exposed);
+        exposed,
+        c.gradientSlots(),
+        c.largestInputBytesPerSample());
   }
 
   @Test
