@@ -16,14 +16,30 @@ public final class Activation extends BaseLayer {
 
   private final Kind kind;
   private final int size;
+  private final boolean inPlace;
   private DeviceBuffer y;
   private DeviceBuffer dx;
   private DeviceBuffer x;
 
   public Activation(String name, Kind kind, int size) {
+    this(name, kind, size, false);
+  }
+
+  private Activation(String name, Kind kind, int size, boolean inPlace) {
     super(name);
     this.kind = kind;
     this.size = size;
+    this.inPlace = inPlace;
+  }
+
+  /**
+   * A ReLU that writes its output over its input, as torchvision's ResNet (inplace=True): only
+   * where the input's producer does not read its own output in backward and nothing else reads it
+   * (batch norm's output in a chain, a residual block's sum). Backward is unchanged, bit for bit:
+   * max(x, 0) passes the same mask as x, positive exactly where x is.
+   */
+  public static Activation reluInPlace(String name, int size) {
+    return new Activation(name, Kind.RELU, size, true);
   }
 
   @Override
@@ -38,14 +54,16 @@ public final class Activation extends BaseLayer {
 
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
-    y = own("out", (long) maxBatch * size);
+    if (!inPlace) {
+      y = own("out", (long) maxBatch * size);
+    }
     dx = inputGradient((long) maxBatch * size);
   }
 
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer input, int batch, boolean training) {
     x = input;
-    DeviceBuffer yb = y.view(0, (long) batch * size);
+    DeviceBuffer yb = inPlace ? input : y.view(0, (long) batch * size);
     if (kind == Kind.RELU) {
       backend.run(s, new Relu(input, yb));
     } else {

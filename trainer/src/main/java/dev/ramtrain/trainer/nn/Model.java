@@ -89,9 +89,9 @@ public final class Model implements Network, AutoCloseable {
     try {
       workspace = Workspace.forLayers(backend, layers, maxBatch);
       ParameterSource source = parameters.sharing(workspace, slots);
-      for (Layer layer : layers) {
-        layer.bind(backend, source, maxBatch);
-        bound.add(layer);
+      for (int i = 0; i < layers.size(); i++) {
+        layers.get(i).bind(backend, source.topLevelGradientIn(i), maxBatch);
+        bound.add(layers.get(i));
       }
       parameters.initialize(backend, stream, seed, pretrained);
     } catch (RuntimeException e) {

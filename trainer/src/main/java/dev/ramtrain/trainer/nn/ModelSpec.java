@@ -206,7 +206,7 @@ public final class ModelSpec {
     int w = stem.outputWidth();
     layers.add(stem);
     layers.add(new BatchNorm2d("bn1", c, h, w));
-    layers.add(new Activation("relu", Activation.Kind.RELU, stem.outputSize()));
+    layers.add(Activation.reluInPlace("relu", stem.outputSize()));
     for (int stage = 1; stage <= 3; stage++) {
       int out = width << (stage - 1);
       for (int b = 0; b < blocks; b++) {
@@ -219,7 +219,7 @@ public final class ModelSpec {
             List.of(
                 conv1,
                 new BatchNorm2d(name + ".bn1", out, oh, ow),
-                new Activation(name + ".relu1", Activation.Kind.RELU, conv1.outputSize()),
+                Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
                 new Conv2d(name + ".conv2", out, oh, ow, out, 3, 1, 1, false, precision),
                 new BatchNorm2d(name + ".bn2", out, oh, ow));
         List<Layer> shortcut = List.of();

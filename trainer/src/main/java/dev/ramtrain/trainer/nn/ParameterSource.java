@@ -73,18 +73,54 @@ public interface ParameterSource {
   }
 
   /**
+   * The path a composite bound to this source names its children's slots under: its own slot's, or
+   * null for a top-level layer, whose children's slots cannot be its own top-level ones.
+   */
+  default String gradientPath() {
+    return gradientSlot();
+  }
+
+  /**
    * What a composite layer binds a child to: this source, with the child's input gradient in slot
-   * {@code slot} under this source's own (or unchanged where there are no slots).
+   * {@code slot} under this source's path (or unchanged where there are no slots).
    */
   default ParameterSource inputGradientIn(String slot) {
     if (gradientSlots() == null) {
       return this;
     }
-    String path = gradientSlot() == null ? slot : gradientSlot() + ">" + slot;
+    String path = gradientPath() == null ? slot : gradientPath() + ">" + slot;
     return new Delegating(this) {
       @Override
       public String gradientSlot() {
         return path;
+      }
+
+      @Override
+      public String gradientPath() {
+        return path;
+      }
+    };
+  }
+
+  /**
+   * What a model binds its top-level layer {@code index} to: this source, with the layer's input
+   * gradient in one of two top-level slots by the index's parity (backward's layer i reads layer
+   * i+1's gradient while it writes its own), its inner layers' slots named afresh.
+   */
+  default ParameterSource topLevelGradientIn(int index) {
+    if (gradientSlots() == null) {
+      return this;
+    }
+    String slot = "top" + index % 2;
+    return new Delegating(this) {
+      @Override
+      public String gradientSlot() {
+        return slot;
+      }
+
+      @Override
+      public String gradientPath() {
+        return null;
       }
     };
   }
@@ -130,6 +166,11 @@ public interface ParameterSource {
     @Override
     public String gradientSlot() {
       return base.gradientSlot();
+    }
+
+    @Override
+    public String gradientPath() {
+      return base.gradientPath();
     }
   }
 }

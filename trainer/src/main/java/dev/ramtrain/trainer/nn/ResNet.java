@@ -53,7 +53,7 @@ public final class ResNet {
             precision);
     layers.add(stem);
     layers.add(new BatchNorm2d("bn1", width, stem.outputHeight(), stem.outputWidth()));
-    layers.add(new Activation("relu", Activation.Kind.RELU, stem.outputSize()));
+    layers.add(Activation.reluInPlace("relu", stem.outputSize()));
     MaxPool2d pool =
         new MaxPool2d("maxpool", width, stem.outputHeight(), stem.outputWidth(), 3, 2, 1);
     layers.add(pool);
@@ -109,7 +109,7 @@ public final class ResNet {
     return List.of(
         conv1,
         new BatchNorm2d(name + ".bn1", planes, oh, ow),
-        new Activation(name + ".relu1", Activation.Kind.RELU, conv1.outputSize()),
+        Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
         new Conv2d(name + ".conv2", planes, oh, ow, planes, 3, 1, 1, false, precision),
         new BatchNorm2d(name + ".bn2", planes, oh, ow));
   }
@@ -124,10 +124,10 @@ public final class ResNet {
     return List.of(
         conv1,
         new BatchNorm2d(name + ".bn1", planes, h, w),
-        new Activation(name + ".relu1", Activation.Kind.RELU, conv1.outputSize()),
+        Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
         conv2,
         new BatchNorm2d(name + ".bn2", planes, oh, ow),
-        new Activation(name + ".relu2", Activation.Kind.RELU, conv2.outputSize()),
+        Activation.reluInPlace(name + ".relu2", conv2.outputSize()),
         new Conv2d(name + ".conv3", planes, oh, ow, 4 * planes, 1, 1, 0, false, precision),
         new BatchNorm2d(name + ".bn3", 4 * planes, oh, ow));
   }

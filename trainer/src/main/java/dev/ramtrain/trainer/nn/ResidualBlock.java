@@ -9,14 +9,14 @@ import java.util.List;
 
 /**
  * {@code relu(main(x) + shortcut(x))}: the residual add of a ResNet basic block. The shortcut is
- * the identity when empty, else a projection (1×1 convolution and batch norm). Backward sends the
+ * the identity when empty, else a projection (1×1 convolution and batch norm). The sum and its ReLU
+ * are computed in place over the main branch's output, which ends in batch norm. Backward sends the
  * same gradient down both branches and adds their input gradients.
  */
 public final class ResidualBlock extends BaseLayer {
   private final List<Layer> main;
   private final List<Layer> shortcut;
   private final Activation relu;
-  private DeviceBuffer sum;
   private DeviceBuffer dx;
 
   public ResidualBlock(String name, List<Layer> main, List<Layer> shortcut) {
@@ -39,7 +39,11 @@ public final class ResidualBlock extends BaseLayer {
               + " to "
               + shortcutOut);
     }
-    this.relu = new Activation(name + ".relu", Activation.Kind.RELU, out);
+    if (!(main.get(main.size() - 1) instanceof BatchNorm2d)) {
+      throw new IllegalArgumentException(
+          name + ": the main branch must end in batch norm, whose output the sum goes over");
+    }
+    this.relu = Activation.reluInPlace(name + ".relu", out); // over the sum
   }
 
   @Override
@@ -99,7 +103,6 @@ public final class ResidualBlock extends BaseLayer {
       shortcut.get(i).bind(b, params.inputGradientIn("shortcut" + i % 2), maxBatch);
     }
     relu.bind(b, params.inputGradientIn("relu"), maxBatch);
-    sum = own("sum", (long) maxBatch * outputSize());
     dx = inputGradient((long) maxBatch * inputSize());
   }
 
@@ -117,9 +120,10 @@ public final class ResidualBlock extends BaseLayer {
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     DeviceBuffer h = run(main, s, x, batch, training);
     DeviceBuffer skip = run(shortcut, s, x, batch, training);
-    DeviceBuffer total = sum.view(0, (long) batch * outputSize());
-    backend.run(s, new Add(h, skip, total));
-    return relu.forward(s, total, batch, training);
+    // The sum and its ReLU go over the main branch's output, as torchvision's `out += identity`:
+    // its closing batch norm's backward reads its input, not this.
+    backend.run(s, new Add(h, skip, h));
+    return relu.forward(s, h, batch, training);
   }
 
   private static DeviceBuffer run(

@@ -127,8 +127,8 @@ public record LayerCost(
     for (int i = 0; i < atOne.size(); i++) {
       Layer layer = atOne.get(i);
       Set<String> slots = new HashSet<>();
-      long one = activationBytes(layer, backend, 1, slots);
-      long two = activationBytes(atTwo.get(i), backend, 2, slots);
+      long one = activationBytes(layer, i, backend, 1, slots);
+      long two = activationBytes(atTwo.get(i), i, backend, 2, slots);
       long params = layer.parameters().stream().mapToLong(ParamSpec::count).sum();
       costs.add(
           new LayerCost(
@@ -155,14 +155,15 @@ public record LayerCost(
    * batch}: activations and buffers (running statistics); the scratch and the gradient slots it
    * names (into {@code slots}) left out: the plan counts those once for the model.
    */
-  private static long activationBytes(Layer layer, Backend backend, int batch, Set<String> slots) {
+  private static long activationBytes(
+      Layer layer, int index, Backend backend, int batch, Set<String> slots) {
     try (Workspace scratch = Workspace.forLayers(backend, List.of(layer), batch);
         GradientSlots gradients = GradientSlots.forLayers(backend, List.of(layer), batch)) {
       long before = backend.allocatedBytes();
       long params = layer.parameters().stream().mapToLong(ParamSpec::count).sum();
       try (Parameters p = Parameters.allocate(backend, layer.parameters(), layer.buffers())) {
         try {
-          layer.bind(backend, p.sharing(scratch, gradients), batch);
+          layer.bind(backend, p.sharing(scratch, gradients).topLevelGradientIn(index), batch);
           slots.addAll(gradients.names());
           return backend.allocatedBytes() - before - 8 * params - gradients.bytes();
         } finally {

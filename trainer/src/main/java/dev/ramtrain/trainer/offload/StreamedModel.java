@@ -134,7 +134,7 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /** Layer i's device views, with the layers' shared workspace and gradient slots. */
   private ParameterSource sharedSource(int i) {
-    return source(i).sharing(workspace, gradientSlots);
+    return source(i).sharing(workspace, gradientSlots).topLevelGradientIn(i);
   }
 
   /** The device views layer i binds to: resident slabs, or its fixed slots. */

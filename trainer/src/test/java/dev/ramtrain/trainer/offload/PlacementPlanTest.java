@@ -285,12 +285,14 @@ class PlacementPlanTest {
   }
 
   /**
-   * A budget too small for a CNN's activations: the plan checkpoints them, and the model built so
-   * allocates no more than the plan says (recomputing in one arena) and trains a step in it.
+   * A budget too small for a ResNet's activations: the plan checkpoints them, and the model built
+   * so allocates no more than the plan says (recomputing in one arena) and trains a step in it.
    */
   @Test
   void aCheckpointedModelFitsThePlansDeviceMemory() {
-    String spec = "cnn:cb16-c16-p-c32-c32-p-f64-10";
+    // Residual blocks: what checkpointing saves is their inner activations (a plain CNN's layers
+    // keep only their outputs, which checkpointing keeps too).
+    String spec = "resnet:8-8-10";
     ImageShape shape = new ImageShape(16, 16, 3);
     int batch = 16;
     List<LayerCost> costs;
