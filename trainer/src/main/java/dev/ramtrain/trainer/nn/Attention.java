@@ -44,6 +44,14 @@ public final class Attention extends BaseLayer {
     this.proj = new Linear(name + ".proj", dim, dim, tokens, precision, true);
   }
 
+  /**
+   * Backward reads what forward kept (q, k, v, the probabilities, the context), not proj's output.
+   */
+  @Override
+  public boolean backwardReadsOutput() {
+    return false;
+  }
+
   @Override
   public int inputSize() {
     return tokens * dim;
@@ -74,6 +82,12 @@ public final class Attention extends BaseLayer {
     return 3 * 4L * tokens * tokens * dim;
   }
 
+  /** dL/dqkv takes a gradient slot: three times the input. */
+  @Override
+  public int largestInput() {
+    return 3 * dim * tokens;
+  }
+
   @Override
   public long scratchBytes(int maxBatch) {
     return 4L * heads * tokens * tokens;
@@ -88,7 +102,7 @@ public final class Attention extends BaseLayer {
     proj.bind(backend, linears, maxBatch);
     probs = own("probs", (long) maxBatch * heads * tokens * tokens);
     context = own("context", (long) maxBatch * tokens * dim);
-    dqkv = own("dqkv", (long) maxBatch * tokens * 3 * dim);
+    dqkv = innerGradient("qkv", (long) maxBatch * tokens * 3 * dim);
     dprobs = scratch("dprobs", DType.F32, 0, (long) heads * tokens * tokens);
   }
 

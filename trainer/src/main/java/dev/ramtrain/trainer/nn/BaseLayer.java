@@ -64,6 +64,17 @@ abstract class BaseLayer implements Layer {
     return slots == null || slot == null ? own("dx", count) : slots.view(slot, name, count);
   }
 
+  /**
+   * A gradient this layer makes and consumes within its own backward (attention's dL/dqkv): a slot
+   * under this layer's path, distinct from its children's, or memory of its own.
+   */
+  protected DeviceBuffer innerGradient(String what, long count) {
+    ParameterSource in = source.inputGradientIn(what);
+    GradientSlots slots = in.gradientSlots();
+    String slot = in.gradientSlot();
+    return slots == null || slot == null ? own(what, count) : slots.view(slot, name, count);
+  }
+
   protected DeviceBuffer own(String what, DType dtype, long count) {
     DeviceBuffer b = source.activation(backend, name + "." + what, dtype, count);
     owned.add(b);

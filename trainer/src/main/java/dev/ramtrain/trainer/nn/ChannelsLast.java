@@ -34,6 +34,12 @@ public final class ChannelsLast extends BaseLayer {
     return new ChannelsLast(name, c, h, w, false);
   }
 
+  /** Backward transposes the output's gradient: it reads neither input nor output. */
+  @Override
+  public boolean backwardReadsOutput() {
+    return false;
+  }
+
   @Override
   public int inputSize() {
     return c * hw;

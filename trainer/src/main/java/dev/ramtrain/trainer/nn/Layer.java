@@ -46,6 +46,15 @@ public interface Layer extends AutoCloseable {
   }
 
   /**
+   * Whether backward reads the output forward returned. A layer that does not lets the residual it
+   * closes write the sum over that output once the branch is done with it (torchvision's {@code out
+   * += identity}); the safe answer, yes, is the default.
+   */
+  default boolean backwardReadsOutput() {
+    return true;
+  }
+
+  /**
    * Called before each training forward with a seed drawn from (model seed, step), for layers whose
    * training forward draws random numbers (dropout): a resumed run draws the same numbers.
    */

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -12,8 +13,8 @@ import java.util.List;
  * Layer scale (CaiT, ConvNeXt): each feature of channels-last rows times its learned factor, {@code
  * y[r, f] = x[r, f] · gamma[f]}, gamma starting at 1e-6 as ConvNeXt's {@code
  * layer_scale_init_value}. The parameter is named as timm names it ({@code NAME.gamma} when
- * constructed so). The factors are broadcast to the batch's rows once per forward, so forward and
- * backward are plain products.
+ * constructed so). The factors are broadcast to the batch's rows in the model's workspace by
+ * forward and again by backward, so both are plain products and the layer keeps only its output.
  */
 public final class LayerScale extends BaseLayer {
   private final String parameter;
@@ -21,10 +22,10 @@ public final class LayerScale extends BaseLayer {
   private final int features;
   private DeviceBuffer gamma;
   private DeviceBuffer gammaGrad;
-  private DeviceBuffer factors; // gamma on every row
+  private DeviceBuffer factors; // gamma on every row: scratch
   private DeviceBuffer y;
   private DeviceBuffer dx;
-  private DeviceBuffer products; // x · dy, summed over rows into dgamma
+  private DeviceBuffer products; // x · dy, summed over rows into dgamma: scratch
   private DeviceBuffer x;
 
   /** {@code parameter}: the full name of gamma (ConvNeXt: {@code stages.0.blocks.0.gamma}). */
@@ -55,10 +56,10 @@ public final class LayerScale extends BaseLayer {
     gamma = params.value(parameter);
     gammaGrad = params.grad(parameter);
     long n = (long) maxBatch * inputSize();
-    factors = own("factors", n);
+    factors = scratch("factors", DType.F32, 0, n);
     y = own("out", n);
     dx = inputGradient(n);
-    products = own("products", n);
+    products = scratch("products", DType.F32, 4 * n, n);
   }
 
   @Override
@@ -66,14 +67,25 @@ public final class LayerScale extends BaseLayer {
     x = input;
     int rows = Math.multiplyExact(batch, rowsPerSample);
     long n = (long) rows * features;
-    DeviceBuffer f = factors.view(0, n);
+    DeviceBuffer f = broadcastGamma(s, rows);
+    DeviceBuffer yb = y.view(0, n);
+    backend.run(s, new Multiply(input, f, yb));
+    return yb;
+  }
+
+  /** Gamma on each of {@code rows} rows, in the workspace. */
+  private DeviceBuffer broadcastGamma(Stream s, int rows) {
+    DeviceBuffer f = factors.view(0, (long) rows * features);
     backend.run(
         s,
         new StridedCopy(
             gamma, new Strides(0, 0, 1), f, new Strides(features, 0, 1), rows, 1, features, false));
-    DeviceBuffer yb = y.view(0, n);
-    backend.run(s, new Multiply(input, f, yb));
-    return yb;
+    return f;
+  }
+
+  @Override
+  public long scratchBytes(int maxBatch) {
+    return 2 * 4L * maxBatch * inputSize(); // the factors and backward's products
   }
 
   @Override
@@ -87,7 +99,7 @@ public final class LayerScale extends BaseLayer {
       return null;
     }
     DeviceBuffer dxb = dx.view(0, n);
-    backend.run(s, new Multiply(dy, factors.view(0, n), dxb));
+    backend.run(s, new Multiply(dy, broadcastGamma(s, rows), dxb));
     return dxb;
   }
 }

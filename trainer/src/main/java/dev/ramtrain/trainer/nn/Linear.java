@@ -57,6 +57,12 @@ public final class Linear extends BaseLayer {
     this.weightInit = timmInit ? ParamSpec.Init.TRUNC_NORMAL : ParamSpec.Init.KAIMING_UNIFORM;
   }
 
+  /** Backward reads the kept input and the weights, never the output. */
+  @Override
+  public boolean backwardReadsOutput() {
+    return false;
+  }
+
   @Override
   public int inputSize() {
     return tokens * in;

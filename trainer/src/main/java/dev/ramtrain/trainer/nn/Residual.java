@@ -22,6 +22,7 @@ public final class Residual extends BaseLayer {
   private final List<Layer> branch;
   private final int size;
   private final float dropPath;
+  private final boolean sumOverBranch; // the sum goes over the branch's output, not into `sum`
   private long stepSeed;
   private DeviceBuffer keep; // [batch]: 0 or 1/(1-p) per sample
   private DeviceBuffer mask; // keep, broadcast over each sample's values
@@ -47,6 +48,9 @@ public final class Residual extends BaseLayer {
           name + ": drop path rate must be in [0, 1), got " + dropPath);
     }
     this.dropPath = dropPath;
+    // Without drop path (whose backward reuses its own buffers) the sum can go over the branch's
+    // output where the branch's last layer no longer needs it (a linear, attention, a transpose).
+    this.sumOverBranch = dropPath == 0 && !branch.get(branch.size() - 1).backwardReadsOutput();
   }
 
   public List<Layer> branch() {
@@ -93,7 +97,9 @@ public final class Residual extends BaseLayer {
     for (int i = 0; i < branch.size(); i++) {
       branch.get(i).bind(backend, params.inputGradientIn("branch" + i % 2), maxBatch);
     }
-    sum = own("sum", (long) maxBatch * size);
+    if (!sumOverBranch) {
+      sum = own("sum", (long) maxBatch * size);
+    }
     dx = inputGradient((long) maxBatch * size);
     if (dropPath > 0) {
       keep = own("keep", maxBatch);
@@ -130,7 +136,7 @@ public final class Residual extends BaseLayer {
       backend.run(s, new Multiply(h, mask.view(0, n), scaled.view(0, n)));
       h = scaled.view(0, n);
     }
-    DeviceBuffer y = sum.view(0, n);
+    DeviceBuffer y = sumOverBranch ? h : sum.view(0, n);
     backend.run(s, new Add(x, h, y));
     return y;
   }
