@@ -17,6 +17,15 @@ extern "C" __global__ void multiply_f32(const float* a, const float* b, float* o
 }
 RT_KERNEL(multiply_f32)
 
+// target += weight * (source - target) as one fused multiply-add: Java's Math.fma, bit for bit.
+extern "C" __global__ void lerp_f32(float* target, const float* source, long long n, float weight) {
+  RT_FOR_EACH(i, n) {
+    float t = target[i];
+    target[i] = fmaf(weight, source[i] - t, t);
+  }
+}
+RT_KERNEL(lerp_f32)
+
 // Java's Math.max(x, 0f): NaN stays NaN, -0 becomes +0.
 extern "C" __global__ void relu_f32(const float* x, float* y, long long n) {
   RT_FOR_EACH(i, n) {

@@ -25,6 +25,7 @@ import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
 import dev.ramtrain.trainer.backend.ops.LayerNorm;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
+import dev.ramtrain.trainer.backend.ops.Lerp;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -1420,6 +1421,32 @@ public abstract class BackendConformanceTest {
     assertTrue(backend.peakAllocatedBytes() >= before + 1536);
     b.close();
     assertThrows(RuntimeException.class, () -> backend.run(stream, new Fill(a, 1)));
+  }
+
+  /**
+   * An exponential moving average by three lerps (decay d, weight 1 − d) equals its closed form,
+   * d³·e₀ + (1−d)(d²·w₁ + d·w₂ + w₃), computed in double: within a few float roundings of the
+   * values' scale (each fused step rounds once, and the terms are of one magnitude).
+   */
+  @Test
+  void lerpIsAnExponentialMovingAverage() {
+    float a = 1 - 0.9f; // the weight, 1 − decay, as the float the operation is given
+    float[] e0 = {1f, -2f, 0.5f, 3f, 0f};
+    float[][] w = {{2f, 1f, 0f, -1f, 4f}, {0f, -3f, 1f, 2f, 4f}, {1f, 1f, 1f, 1f, 4f}};
+    try (DeviceBuffer ema = upload("ema", e0)) {
+      for (float[] weights : w) {
+        try (DeviceBuffer now = upload("weights", weights)) {
+          backend.run(stream, new Lerp(ema, now, a));
+        }
+      }
+      float[] got = download(ema);
+      double d = 1 - (double) a;
+      for (int i = 0; i < e0.length; i++) {
+        double expected = d * d * d * e0[i] + a * (d * d * w[0][i] + d * w[1][i] + w[2][i]);
+        assertEquals(expected, got[i], 4 * Math.ulp(4f), "element " + i);
+      }
+      assertThrows(IllegalArgumentException.class, () -> new Lerp(ema, ema, 1.5f));
+    }
   }
 
   /**

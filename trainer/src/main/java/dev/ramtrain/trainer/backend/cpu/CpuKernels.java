@@ -555,6 +555,11 @@ final class CpuKernels {
     elementwise(a, b, out, (x, y) -> x + y);
   }
 
+  /** target += weight · (source − target), fused: the CUDA kernel's fmaf, bit for bit. */
+  void lerp(FloatBuffer target, FloatBuffer source, float weight) {
+    elementwise(target, source, target, (t, x) -> Math.fma(weight, x - t, t));
+  }
+
   void multiply(FloatBuffer a, FloatBuffer b, FloatBuffer out) {
     elementwise(a, b, out, (x, y) -> x * y);
   }

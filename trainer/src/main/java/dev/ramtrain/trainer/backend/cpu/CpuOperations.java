@@ -27,6 +27,7 @@ import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
 import dev.ramtrain.trainer.backend.ops.LayerNorm;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
+import dev.ramtrain.trainer.backend.ops.Lerp;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -125,6 +126,13 @@ final class CpuOperations {
               CpuBuffer b = cpu(op.b());
               CpuBuffer out = cpu(op.out());
               s.enqueue(() -> kernels.add(a.floats(), b.floats(), out.floats()));
+            })
+        .add(
+            Lerp.class,
+            (op, s) -> {
+              CpuBuffer target = cpu(op.target());
+              CpuBuffer source = cpu(op.source());
+              s.enqueue(() -> kernels.lerp(target.floats(), source.floats(), op.weight()));
             })
         .add(
             Multiply.class,

@@ -24,6 +24,7 @@ import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
 import dev.ramtrain.trainer.backend.ops.LayerNorm;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
+import dev.ramtrain.trainer.backend.ops.Lerp;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -103,6 +104,7 @@ final class CudaOperations {
             (op, s) -> ops.binary(Kernel.GELU_BACKWARD, s, op.x(), op.dy(), op.dx()))
         .add(Add.class, (op, s) -> ops.binary(Kernel.ADD, s, op.a(), op.b(), op.out()))
         .add(Multiply.class, (op, s) -> ops.binary(Kernel.MULTIPLY, s, op.a(), op.b(), op.out()))
+        .add(Lerp.class, ops::lerp)
         .add(
             SoftmaxCrossEntropy.class,
             (op, s) ->
@@ -389,6 +391,19 @@ final class CudaOperations {
         s,
         op.x().count(),
         new KernelArgs().buffer(cuda(op.x())).i64(op.x().count()).f32(op.value()));
+  }
+
+  private void lerp(Lerp op, CudaStream s) {
+    long n = op.target().count();
+    kernels.launchOver(
+        Kernel.LERP,
+        s,
+        n,
+        new KernelArgs()
+            .buffer(cuda(op.target()))
+            .buffer(cuda(op.source()))
+            .i64(n)
+            .f32(op.weight()));
   }
 
   private void unary(Kernel kernel, CudaStream s, DeviceBuffer x, DeviceBuffer y) {

@@ -5,6 +5,7 @@ enum Kernel {
   FILL("fill_f32"),
   ADD("add_f32"),
   MULTIPLY("multiply_f32"),
+  LERP("lerp_f32"),
   RELU("relu_f32"),
   RELU_BACKWARD("relu_backward_f32"),
   GELU("gelu_f32"),

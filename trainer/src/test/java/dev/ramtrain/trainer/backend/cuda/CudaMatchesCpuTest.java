@@ -20,6 +20,7 @@ import dev.ramtrain.trainer.backend.ops.Gelu;
 import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.LayerNorm;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
+import dev.ramtrain.trainer.backend.ops.Lerp;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
@@ -168,6 +169,12 @@ class CudaMatchesCpuTest {
     check.accept("gelu backward", (b, s, x) -> b.run(s, new GeluBackward(x[0], x[1], x[2])));
     check.accept("add", (b, s, x) -> b.run(s, new Add(x[0], x[1], x[2])));
     check.accept("multiply", (b, s, x) -> b.run(s, new Multiply(x[0], x[1], x[2])));
+    check.accept(
+        "lerp",
+        (b, s, x) -> {
+          b.copy(x[0], x[2], s);
+          b.run(s, new Lerp(x[2], x[1], 0.0002f));
+        });
   }
 
   /**
