@@ -77,6 +77,30 @@ public interface Learner extends Network, AutoCloseable {
    */
   DeviceBuffer buffers();
 
+  /**
+   * Starts keeping an exponential moving average of the weights and buffers (timm's ModelEma,
+   * {@code --ema}): {@code ema += (1 − decay)(w − ema)} after every optimizer step, from {@code
+   * resumed}'s average (a checkpoint of a run with {@code --ema}) or, null or without one, from the
+   * weights now. Resident, on the device; offloaded, on the host beside the masters, each layer's
+   * right after its update.
+   */
+  default void averageWeights(float decay, Checkpoints.Loaded resumed, Stream compute) {
+    throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no average");
+  }
+
+  /** Whether {@link #averageWeights} was called. */
+  default boolean averaging() {
+    return false;
+  }
+
+  /**
+   * Runs {@code body} (an evaluation) with the averaged weights and buffers in place of the trained
+   * ones, which are back afterwards, bit for bit.
+   */
+  default <T> T withAveragedWeights(Stream compute, java.util.function.Supplier<T> body) {
+    throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no average");
+  }
+
   /** Weights, buffers and optimizer state, read back for a checkpoint. */
   Checkpoints.Snapshot snapshot(Stream compute);
 

@@ -7,11 +7,17 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Add;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.GradientExchange;
 import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.optim.MovingAverage;
 import dev.ramtrain.trainer.optim.Optimizer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * Weights, gradients and optimizer state all on the device: backward, gradient clipping and one
@@ -37,6 +43,7 @@ public final class ResidentLearner implements Learner {
   private final GradientExchange exchange; // null: one rank
   private DeviceBuffer stepTotal; // the step's finished micro-batches' gradients (accumulating)
   private boolean holdsTotal; // whether this step has finished micro-batches in stepTotal
+  private MovingAverage average; // null: no --ema
 
   /** {@code clipNorm} 0: no clipping. */
   public ResidentLearner(Backend backend, Model model, Optimizer optimizer, float clipNorm) {
@@ -115,6 +122,48 @@ public final class ResidentLearner implements Learner {
       backend.run(compute, new ClipGradNorm(model.parameters().grads(), clipNorm, gradNorm));
     }
     optimizer.step(compute, model.parameters(), lr);
+    if (average != null) {
+      average.update(compute);
+    }
+  }
+
+  @Override
+  public void averageWeights(float decay, Checkpoints.Loaded resumed, Stream compute) {
+    Parameters p = model.parameters();
+    average = new MovingAverage(backend, decay, List.of(p.values(), p.buffers()), compute);
+    if (resumed != null && !resumed.averaged().isEmpty()) {
+      Checkpoints.Loaded avg = resumed.averagedAsWeights();
+      List<Parameters.Entry> all = new ArrayList<>(p.entries());
+      all.addAll(p.bufferEntries());
+      Checkpoints.requireTensors(avg, all);
+      List<DeviceBuffer> slabs = average.averages();
+      Checkpoints.upload(
+          backend, compute, slabs.get(0), Checkpoints.gather(avg, p.entries(), p.values().count()));
+      Checkpoints.upload(
+          backend,
+          compute,
+          slabs.get(1),
+          Checkpoints.gather(avg, p.bufferEntries(), p.buffers().count()));
+    }
+  }
+
+  @Override
+  public boolean averaging() {
+    return average != null;
+  }
+
+  /** The gradients hold the weights meanwhile: evaluation computes none. */
+  @Override
+  public <T> T withAveragedWeights(Stream compute, Supplier<T> body) {
+    Parameters p = model.parameters();
+    try (DeviceBuffer spareBuffers =
+        backend.allocate("buffers.spare", DType.F32, p.buffers().count())) {
+      try {
+        return average.swappedIn(compute, List.of(p.grads(), spareBuffers), body);
+      } finally {
+        compute.synchronize(); // the copies back read the spare buffer, closed next
+      }
+    }
   }
 
   @Override
@@ -130,7 +179,19 @@ public final class ResidentLearner implements Learner {
 
   @Override
   public Checkpoints.Snapshot snapshot(Stream compute) {
-    return Checkpoints.snapshot(model, optimizer, backend, compute);
+    Checkpoints.Snapshot snapshot = Checkpoints.snapshot(model, optimizer, backend, compute);
+    if (average == null) {
+      return snapshot;
+    }
+    Parameters p = model.parameters();
+    List<Safetensors.Tensor> averaged = new ArrayList<>();
+    List<DeviceBuffer> slabs = average.averages();
+    averaged.addAll(
+        Checkpoints.tensors(p.entries(), Checkpoints.download(backend, compute, slabs.get(0))));
+    averaged.addAll(
+        Checkpoints.tensors(
+            p.bufferEntries(), Checkpoints.download(backend, compute, slabs.get(1))));
+    return snapshot.withAveraged(averaged);
   }
 
   @Override
@@ -142,6 +203,7 @@ public final class ResidentLearner implements Learner {
   public void close() {
     try (model;
         optimizer;
+        MovingAverage closedAverage = average;
         gradNorm;
         DeviceBuffer closedTotal = stepTotal;
         GradientExchange closedExchange = exchange) {

@@ -137,7 +137,11 @@ public final class Trainer implements AutoCloseable {
     for (int epoch = firstEpoch; epoch < options.epochs(); epoch++) {
       EpochStats stats = trainEpoch(train, epoch, epoch == firstEpoch ? firstBatch : 0);
       EvalResult eval = evaluate(val);
-      boolean improved = best.offer(epoch + 1, eval); // the same on every rank: eval is summed
+      // With --ema the average is evaluated too, and judges the best epoch, as timm's does.
+      EvalResult averaged =
+          learner.averaging() ? learner.withAveragedWeights(compute, () -> evaluate(val)) : null;
+      // the same on every rank: evaluations are summed
+      boolean improved = best.offer(epoch + 1, averaged != null ? averaged : eval);
       Map<String, Object> record = new LinkedHashMap<>();
       record.put("type", "epoch");
       record.put("epoch", epoch + 1);
@@ -147,6 +151,10 @@ public final class Trainer implements AutoCloseable {
       record.put("train_acc", stats.accuracy());
       record.put("val_loss", eval.loss());
       record.put("val_acc", eval.accuracy());
+      if (averaged != null) {
+        record.put("val_loss_ema", averaged.loss());
+        record.put("val_acc_ema", averaged.accuracy());
+      }
       record.put("samples_per_s", stats.samples() / stats.seconds());
       record.put("seconds", stats.seconds());
       record.put("data_stall_pct", 100 * stats.stallSeconds() / stats.seconds());
@@ -166,13 +174,16 @@ public final class Trainer implements AutoCloseable {
       metrics.write(record);
       progress.finish( // first: the checkpoint's log line goes below it, not after it
           String.format(
-              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f, %,.0f samples/s, data stall %.1f%%",
+              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f%s, %,.0f samples/s, data stall %.1f%%",
               epoch + 1,
               options.epochs(),
               stats.loss(),
               stats.accuracy(),
               eval.loss(),
               eval.accuracy(),
+              averaged == null
+                  ? ""
+                  : String.format(" (ema %.4f acc %.4f)", averaged.loss(), averaged.accuracy()),
               stats.samples() / stats.seconds(),
               100 * stats.stallSeconds() / stats.seconds()));
       String saved = save(snapshot, epoch + 1, true);

@@ -42,10 +42,21 @@ public final class CheckpointOption {
               + " (checkpoints/best), not the latest.")
   boolean best;
 
+  @Option(
+      names = "--ema",
+      description =
+          "With --checkpoint: the weights' moving average (model_ema.safetensors of a run trained"
+              + " with --ema), not the weights.")
+  boolean ema;
+
   /** Whether pretrained weights are served, not a checkpoint; a usage error for a mix. */
   boolean pretrained() {
     if (checkpoint != null && (model != null || weights != null)) {
       throw new ConfigException("--checkpoint, or --model with --weights: not both");
+    }
+    if (ema && checkpoint == null) {
+      throw new ConfigException(
+          "--ema serves a checkpoint's moving average: it needs --checkpoint");
     }
     if (checkpoint == null && (model == null || weights == null)) {
       throw new ConfigException("needs --checkpoint DIR, or --model NAME with --weights FILE");
@@ -55,7 +66,7 @@ public final class CheckpointOption {
 
   /** The checkpoint given. */
   TrainedCheckpoint open() throws IOException {
-    return TrainedCheckpoint.open(checkpoint, best);
+    return TrainedCheckpoint.open(checkpoint, best, ema);
   }
 
   /** The weights file given, read once: its head says the class count where none is given. */

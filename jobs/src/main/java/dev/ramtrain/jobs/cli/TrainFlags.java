@@ -94,6 +94,15 @@ public final class TrainFlags {
   Double dropPath;
 
   @Option(
+      names = "--ema",
+      paramLabel = "DECAY",
+      description =
+          "Keep an exponential moving average of the weights (timm's --model-ema-decay, e.g."
+              + " 0.9998), evaluated each epoch and checkpointed beside them; 0 = off"
+              + " (ramtrain.train.ema).")
+  Double ema;
+
+  @Option(
       names = "--schedule",
       description =
           "Learning-rate schedule: constant, step, cosine or one-cycle (ramtrain.train.schedule).")
@@ -169,6 +178,7 @@ public final class TrainFlags {
     f.put("ramtrain.train.freeze", freeze);
     f.put("ramtrain.train.warmup-epochs", CommonOptions.text(warmupEpochs));
     f.put("ramtrain.train.drop-path", CommonOptions.text(dropPath));
+    f.put("ramtrain.train.ema", CommonOptions.text(ema));
     f.put("ramtrain.train.clip-norm", CommonOptions.text(clipNorm));
     f.put("ramtrain.train.label-smoothing", CommonOptions.text(labelSmoothing));
     f.put("ramtrain.train.precision", precision);

@@ -108,6 +108,8 @@ public final class TrainSettings {
     require(c.number(P + "weight-decay") >= 0, P + "weight-decay", "must be >= 0");
     double dropPath = c.number(P + "drop-path");
     require(dropPath >= 0 && dropPath < 1, P + "drop-path", "must be in [0, 1)");
+    double ema = c.number(P + "ema");
+    require(ema >= 0 && ema < 1, P + "ema", "must be in [0, 1) (0: no moving average)");
     double smoothing = c.number(P + "label-smoothing");
     require(smoothing >= 0 && smoothing < 1, P + "label-smoothing", "must be in [0, 1)");
     require(
@@ -123,7 +125,8 @@ public final class TrainSettings {
             seed,
             c.choice(P + "precision", Precision.class),
             c.string(P + "weights"),
-            (float) c.number(P + "drop-path")),
+            (float) c.number(P + "drop-path"),
+            (float) ema),
         checked(P + "optimizer", () -> optimizer(c)),
         schedule,
         loop(c),

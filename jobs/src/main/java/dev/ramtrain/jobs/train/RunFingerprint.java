@@ -75,6 +75,7 @@ public final class RunFingerprint {
           "ramtrain.train.layer-decay", "1.0",
           "ramtrain.train.freeze", "",
           "ramtrain.train.drop-path", "0",
+          "ramtrain.train.ema", "0",
           // before the setting existed, weight decay applied to every parameter
           "ramtrain.train.weight-decay-groups", "all");
 

@@ -77,7 +77,13 @@ public record RunSpec(
     }
     return new RunSpec(
         data,
-        new Model(resolved, model.seed(), model.precision(), model.weights(), model.dropPath()),
+        new Model(
+            resolved,
+            model.seed(),
+            model.precision(),
+            model.weights(),
+            model.dropPath(),
+            model.ema()),
         optimizer,
         schedule,
         loop,
@@ -93,12 +99,14 @@ public record RunSpec(
    * layers' arithmetic ({@code ramtrain.train.precision}) and the pretrained weights it starts from
    * ({@code ramtrain.train.weights}: a timm or torchvision safetensors file; empty: none).
    */
-  public record Model(String spec, long seed, Precision precision, String weights, float dropPath)
+  /** {@code ema}: the decay of the weights' moving average ({@code --ema}), 0 for none. */
+  public record Model(
+      String spec, long seed, Precision precision, String weights, float dropPath, float ema)
       implements Serializable {
     private static final String KEY = "ramtrain.train.model";
 
     public Model(String spec, long seed, Precision precision) {
-      this(spec, seed, precision, "", 0f);
+      this(spec, seed, precision, "", 0f, 0f);
     }
 
     /** The layers for images of {@code shape}, unbound; a bad spec is a usage error. */

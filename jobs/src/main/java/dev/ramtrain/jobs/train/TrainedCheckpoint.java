@@ -43,6 +43,12 @@ public record TrainedCheckpoint(
 
   /** {@code best}: a run directory's best checkpoint ({@code checkpoints/best}), not its latest. */
   public static TrainedCheckpoint open(Path checkpointOrRun, boolean best) throws IOException {
+    return open(checkpointOrRun, best, false);
+  }
+
+  /** {@code averaged}: the checkpoint's moving average of the weights ({@code --ema}) instead. */
+  public static TrainedCheckpoint open(Path checkpointOrRun, boolean best, boolean averaged)
+      throws IOException {
     if (!Files.isDirectory(checkpointOrRun)) {
       throw new IOException(
           "--checkpoint "
@@ -61,6 +67,13 @@ public record TrainedCheckpoint(
             : best
                 ? Checkpoints.loadBest(checkpointOrRun)
                 : Checkpoints.loadLatest(checkpointOrRun);
+    if (averaged) {
+      try {
+        c = c.averagedAsWeights();
+      } catch (IllegalArgumentException e) {
+        throw new ConfigException("--ema: " + e.getMessage());
+      }
+    }
     Map<String, Object> state = c.state();
     ImageShape shape;
     List<String> classes;

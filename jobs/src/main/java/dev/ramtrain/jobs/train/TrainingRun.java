@@ -190,6 +190,9 @@ public final class TrainingRun {
               "resuming from %s after %d epochs, step %d%n",
               checkpoint.dir(), firstEpoch, checkpoint.globalStep());
         }
+        if (spec.model().ema() > 0) { // from the checkpoint's average, or the weights now
+          learner.averageWeights(spec.model().ema(), checkpoint, setup);
+        }
         if (rank.steps() != null) {
           long start = checkpoint != null ? checkpoint.globalStep() : 0;
           int stepsPerEpoch = options.stepsPerEpoch(trainLoader.batchesPerEpoch());

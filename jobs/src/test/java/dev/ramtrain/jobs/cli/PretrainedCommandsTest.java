@@ -87,6 +87,67 @@ class PretrainedCommandsTest {
     assertTrue(Files.isDirectory(run.resolve("checkpoints")));
   }
 
+  /**
+   * --ema: the average is evaluated every epoch beside the weights (the metrics file), saved as
+   * model_ema.safetensors in every checkpoint, and served by {@code evaluate --ema}; a checkpoint
+   * without one is a one-line usage error naming the file.
+   */
+  @Test
+  void theMovingAverageIsEvaluatedCheckpointedAndServed() throws Exception {
+    Path run = tmp.resolve("ema-run");
+    MainTest.Run r =
+        MainTest.run(
+            "train",
+            "-d",
+            fiveClasses.toString(),
+            "-o",
+            run.toString(),
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "--epochs",
+            "2",
+            "--batch-size",
+            "4",
+            "--ema",
+            "0.9",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, r.status(), r.err());
+    assertTrue(Files.exists(run.resolve("checkpoints/epoch-0002/model_ema.safetensors")));
+    assertTrue(
+        Files.readAllLines(run.resolve("metrics.jsonl")).stream()
+            .anyMatch(l -> l.contains("\"val_acc_ema\"")),
+        "metrics record the average's accuracy");
+    MainTest.Run e =
+        MainTest.run("evaluate", "-c", run.toString(), "--ema", "-d", fiveClasses.toString());
+    assertEquals(0, e.status(), e.err());
+    assertTrue(e.out().contains("accuracy"), e.out());
+    Path plain = tmp.resolve("plain-run");
+    MainTest.Run p =
+        MainTest.run(
+            "train",
+            "-d",
+            fiveClasses.toString(),
+            "-o",
+            plain.toString(),
+            "--model",
+            MODEL,
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, p.status(), p.err());
+    MainTest.Run none =
+        MainTest.run("evaluate", "-c", plain.toString(), "--ema", "-d", fiveClasses.toString());
+    assertEquals(2, none.status(), none.err());
+    assertEquals(1, none.err().strip().lines().count(), none.err());
+    assertTrue(none.err().contains("has no model_ema.safetensors"), none.err());
+  }
+
   @Test
   void weightsOfAnotherArchitectureAreOneLineAndNothingIsWritten() {
     Path run = tmp.resolve("run");

@@ -30,11 +30,13 @@ import java.util.TreeMap;
 /**
  * Checkpoints of a run directory: {@code checkpoints/epoch-NNNN/} holds {@code model.safetensors}
  * (parameters by their PyTorch-style names, loadable by {@code safetensors.torch.load_file}),
- * {@code optimizer.safetensors} (its state slabs) and {@code state.json} (epochs done, step,
- * settings that evaluation and prediction need). A checkpoint is written into a temporary folder,
- * renamed into place, and only then named by {@code checkpoints/latest}: a process killed at any
- * instant leaves {@code latest} naming a whole checkpoint. The same state saves to the same bytes
- * (keys in a fixed order, no timestamps), so checkpoints can be compared by their hashes.
+ * {@code optimizer.safetensors} (its state slabs), with {@code --ema} {@code model_ema.safetensors}
+ * (the moving average of the same tensors, timm's {@code state_dict_ema}) and {@code state.json}
+ * (epochs done, step, settings that evaluation and prediction need). A checkpoint is written into a
+ * temporary folder, renamed into place, and only then named by {@code checkpoints/latest}: a
+ * process killed at any instant leaves {@code latest} naming a whole checkpoint. The same state
+ * saves to the same bytes (keys in a fixed order, no timestamps), so checkpoints can be compared by
+ * their hashes.
  */
 public final class Checkpoints {
   // Keys sorted: two runs that save the same state write the same bytes.
@@ -45,9 +47,12 @@ public final class Checkpoints {
   public static final String LATEST = "latest";
   public static final String BEST = "best";
 
+  /** The moving average of the weights ({@code --ema}), beside {@code model.safetensors}. */
+  public static final String AVERAGED = "model_ema.safetensors";
+
   /** The files of a checkpoint folder, all written by {@link #save}. */
   public static final List<String> FILES =
-      List.of("model.safetensors", "optimizer.safetensors", "state.json");
+      List.of("model.safetensors", "optimizer.safetensors", AVERAGED, "state.json");
 
   private Checkpoints() {}
 
@@ -56,7 +61,26 @@ public final class Checkpoints {
       Path dir,
       Map<String, Object> state,
       Map<String, Safetensors.Tensor> weights,
-      List<float[]> optimizerState) {
+      List<float[]> optimizerState,
+      Map<String, Safetensors.Tensor> averaged) {
+    /** A checkpoint without a moving average. */
+    public Loaded(
+        Path dir,
+        Map<String, Object> state,
+        Map<String, Safetensors.Tensor> weights,
+        List<float[]> optimizerState) {
+      this(dir, state, weights, optimizerState, Map.of());
+    }
+
+    /** The same checkpoint with its moving average as its weights ({@code evaluate --ema}). */
+    public Loaded averagedAsWeights() {
+      if (averaged.isEmpty()) {
+        throw new IllegalArgumentException(
+            dir + " has no " + AVERAGED + ": the run was not trained with --ema");
+      }
+      return new Loaded(dir, state, averaged, optimizerState, Map.of());
+    }
+
     public int epochsDone() {
       return ((Number) state.get("epochs_done")).intValue();
     }
@@ -79,10 +103,15 @@ public final class Checkpoints {
       List<Safetensors.Tensor> weights,
       List<float[]> optimizerState,
       int optimizerSteps,
-      Map<String, Object> loopState) {
-    /** {@code loopState}: what the training loop adds to state.json (the best epoch so far). */
+      Map<String, Object> loopState,
+      List<Safetensors.Tensor> averaged) {
+    /**
+     * {@code loopState}: what the training loop adds to state.json (the best epoch so far); {@code
+     * averaged}: the weights' moving average by the same names, or empty.
+     */
     public Snapshot {
       loopState = Map.copyOf(loopState);
+      averaged = List.copyOf(averaged);
     }
 
     public Snapshot(
@@ -90,11 +119,15 @@ public final class Checkpoints {
         List<Safetensors.Tensor> weights,
         List<float[]> optimizerState,
         int optimizerSteps) {
-      this(model, weights, optimizerState, optimizerSteps, Map.of());
+      this(model, weights, optimizerState, optimizerSteps, Map.of(), List.of());
     }
 
     public Snapshot withLoopState(Map<String, Object> state) {
-      return new Snapshot(model, weights, optimizerState, optimizerSteps, state);
+      return new Snapshot(model, weights, optimizerState, optimizerSteps, state, averaged);
+    }
+
+    public Snapshot withAveraged(List<Safetensors.Tensor> tensors) {
+      return new Snapshot(model, weights, optimizerState, optimizerSteps, loopState, tensors);
     }
   }
 
@@ -168,6 +201,9 @@ public final class Checkpoints {
     meta.put("format", "pt");
     meta.put("ramtrain.model", snapshot.model());
     Safetensors.write(tmp.resolve("model.safetensors"), snapshot.weights(), meta);
+    if (!snapshot.averaged().isEmpty()) {
+      Safetensors.write(tmp.resolve(AVERAGED), snapshot.averaged(), meta);
+    }
     PausePoints.reach("checkpoint.weights-written");
     List<Safetensors.Tensor> state = new ArrayList<>();
     List<float[]> slabs = snapshot.optimizerState();
@@ -263,7 +299,11 @@ public final class Checkpoints {
     Safetensors.read(dir.resolve("optimizer.safetensors"), new HashMap<>())
         .values()
         .forEach(t -> optimizer.add(t.values()));
-    return new Loaded(dir, state, weights, optimizer);
+    Map<String, Safetensors.Tensor> averaged =
+        Files.exists(dir.resolve(AVERAGED))
+            ? Safetensors.read(dir.resolve(AVERAGED), new HashMap<>())
+            : Map.of();
+    return new Loaded(dir, state, weights, optimizer, averaged);
   }
 
   /** A checkpoint's state.json, checked for the counts and model every checkpoint records. */

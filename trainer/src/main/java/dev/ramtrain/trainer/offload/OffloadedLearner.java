@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.offload;
 
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.HostBuffer;
@@ -11,6 +12,7 @@ import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.optim.MovingAverage;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
 import dev.ramtrain.trainer.optim.ParamGroups;
 import java.nio.ByteBuffer;
@@ -20,6 +22,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * Offloaded training: a {@link StreamedModel} (masters and gradients in pinned host memory, layers
@@ -37,6 +40,8 @@ public final class OffloadedLearner implements Learner {
   private final HostThreads threads;
   private final float clipNorm;
   private final DataParallel ranks;
+  private HostAverage average; // null: no --ema
+  private MovingAverage bufferAverage; // the buffers' average, on the device as the buffers
   private long serialUpdateNanos; // the last step's clip and update after backward, if clipping
 
   /** Makes the host optimizer over a model's host slabs. */
@@ -157,7 +162,18 @@ public final class OffloadedLearner implements Learner {
 
   @Override
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
-    HostUpdate step = optimizer.beginStep(lr);
+    if (bufferAverage != null) {
+      bufferAverage.update(compute); // the buffers are final once forward has run
+    }
+    HostUpdate optimizerStep = optimizer.beginStep(lr);
+    // With --ema each range's average follows right after its update, on the same host thread.
+    HostUpdate step =
+        average == null || ranks.partitionsOptimizerState()
+            ? optimizerStep
+            : (from, to) -> {
+              optimizerStep.update(from, to);
+              average.update(from, to);
+            };
     serialUpdateNanos = 0;
     ByteBuffer grads = model.hostGradients().asByteBuffer();
     if (ranks.partitionsOptimizerState()) {
@@ -209,6 +225,9 @@ public final class OffloadedLearner implements Learner {
     }
     step.update(0, n);
     ranks.allGather(model.masters().asByteBuffer());
+    if (average != null) {
+      average.update(0, model.parameterCount()); // every rank's, of the gathered masters
+    }
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersChanged();
   }
@@ -274,7 +293,66 @@ public final class OffloadedLearner implements Learner {
     for (HostBuffer slab : optimizer.state()) {
       state.add(wholeState(slab));
     }
-    return new Checkpoints.Snapshot(model.spec(), tensors, state, optimizer.steps());
+    Checkpoints.Snapshot snapshot =
+        new Checkpoints.Snapshot(model.spec(), tensors, state, optimizer.steps());
+    if (average == null) {
+      return snapshot;
+    }
+    List<Safetensors.Tensor> averaged =
+        new ArrayList<>(Checkpoints.tensors(model.entries(), average.values()));
+    averaged.addAll(
+        Checkpoints.tensors(
+            slabs.bufferEntries(),
+            Checkpoints.download(backend, compute, bufferAverage.averages().get(0))));
+    return snapshot.withAveraged(averaged);
+  }
+
+  @Override
+  public void averageWeights(float decay, Checkpoints.Loaded resumed, Stream compute) {
+    model.awaitUpdates();
+    compute.synchronize();
+    Parameters slabs = model.residentSlabs();
+    average = new HostAverage(backend, model.masters(), decay, threads);
+    bufferAverage = new MovingAverage(backend, decay, List.of(slabs.buffers()), compute);
+    if (resumed != null && !resumed.averaged().isEmpty()) {
+      Checkpoints.Loaded avg = resumed.averagedAsWeights();
+      List<Parameters.Entry> all = new ArrayList<>(model.entries());
+      all.addAll(slabs.bufferEntries());
+      Checkpoints.requireTensors(avg, all);
+      average.set(Checkpoints.gather(avg, model.entries(), model.parameterCount()));
+      Checkpoints.upload(
+          backend,
+          compute,
+          bufferAverage.averages().get(0),
+          Checkpoints.gather(avg, slabs.bufferEntries(), slabs.buffers().count()));
+    }
+  }
+
+  @Override
+  public boolean averaging() {
+    return average != null;
+  }
+
+  /**
+   * The average swaps places with the masters on the host, and the next forward uploads and loads
+   * them as after an update; swapped back afterwards the same way.
+   */
+  @Override
+  public <T> T withAveragedWeights(Stream compute, Supplier<T> body) {
+    model.awaitUpdates();
+    compute.synchronize();
+    DeviceBuffer buffers = model.residentSlabs().buffers();
+    try (DeviceBuffer spare = backend.allocate("buffers.spare", DType.F32, buffers.count())) {
+      average.swapWithMasters();
+      model.mastersChanged();
+      try {
+        return bufferAverage.swappedIn(compute, List.of(spare), body);
+      } finally {
+        compute.synchronize(); // the evaluation's loads have read the averaged masters
+        average.swapWithMasters();
+        model.mastersChanged();
+      }
+    }
   }
 
   @Override
@@ -338,7 +416,9 @@ public final class OffloadedLearner implements Learner {
   public void close() {
     try (threads;
         optimizer;
-        model) {
+        model;
+        HostAverage closedAverage = average;
+        MovingAverage closedBufferAverage = bufferAverage) {
       // closes in reverse order: the model (its pending updates first), optimizer, threads
     }
   }

@@ -25,6 +25,7 @@ import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.SgdSpec;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -60,6 +61,9 @@ public abstract class OffloadedTrainingTest {
   private Net net = CNN;
 
   private ParamGroups.Rules groups = ParamGroups.Rules.NONE;
+
+  /** --ema's decay for every run of a test; 0: none. */
+  private float emaDecay;
 
   /**
    * How a run is set up: {@code how} null is resident training; a {@code reference} is resident
@@ -218,10 +222,12 @@ public abstract class OffloadedTrainingTest {
   private record Final(float[] weights, float[] optimizerState) {}
 
   private static Final flatten(Checkpoints.Snapshot snap) {
-    int n = snap.weights().stream().mapToInt(t -> t.values().length).sum();
+    List<Safetensors.Tensor> tensors = new java.util.ArrayList<>(snap.weights());
+    tensors.addAll(snap.averaged()); // --ema's, after the weights
+    int n = tensors.stream().mapToInt(t -> t.values().length).sum();
     float[] w = new float[n];
     int at = 0;
-    for (Safetensors.Tensor t : snap.weights()) {
+    for (Safetensors.Tensor t : tensors) {
       System.arraycopy(t.values(), 0, w, at, t.values().length);
       at += t.values().length;
     }
@@ -252,8 +258,12 @@ public abstract class OffloadedTrainingTest {
           HostBuffer inputs = b.allocateHost("inputs", x.bytes());
           HostBuffer staging = b.allocateHost("labels", 4L * BATCH);
           CrossEntropyLoss loss = new CrossEntropyLoss(b, BATCH, learner.outputSize(), 0.1f)) {
-        if (resumeFrom != null) {
-          learner.restore(Checkpoints.load(resumeFrom), s);
+        Checkpoints.Loaded resumed = resumeFrom != null ? Checkpoints.load(resumeFrom) : null;
+        if (resumed != null) {
+          learner.restore(resumed, s);
+        }
+        if (emaDecay > 0) {
+          learner.averageWeights(emaDecay, resumed, s);
         }
         long deviceBytes = -1;
         long hostAllocations = -1;
@@ -312,6 +322,28 @@ public abstract class OffloadedTrainingTest {
         expected,
         run(resident.offloaded(Set.of("conv2", "fc1"), 2).checkpointed()),
         "activation checkpointing");
+  }
+
+  /**
+   * --ema: the host's average of an offloaded run's masters, each layer's moved right after its
+   * update (on a slow host thread too), with the buffers' average on the device, ends where the
+   * resident run's device average ends, bit for bit; and a run resumed from a checkpoint goes on
+   * from the average it saved.
+   */
+  @Test
+  void theWeightsMovingAverageMatchesResidentBitForBitAndResumes(@TempDir Path dir)
+      throws IOException {
+    emaDecay = 0.9f;
+    Final expected = run(Setup.resident());
+    assertSameRun(expected, run(Setup.resident().offloaded(ALL, 2)), "streamed");
+    assertSameRun(
+        expected,
+        run(Setup.resident().offloaded(Set.of("conv1", "fc1"), 1).withSlowHost()),
+        "slow");
+    run(Setup.resident().offloaded(ALL, 2), 0, 2, null, dir);
+    Path saved = dir.resolve("checkpoints/epoch-0001");
+    assertTrue(Files.exists(saved.resolve(Checkpoints.AVERAGED)), "the average is saved");
+    assertSameRun(expected, run(Setup.resident(), 2, 4, saved, null), "resumed after step 2");
   }
 
   /**
