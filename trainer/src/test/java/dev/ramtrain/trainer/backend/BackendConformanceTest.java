@@ -1437,6 +1437,7 @@ public abstract class BackendConformanceTest {
       for (float[] weights : w) {
         try (DeviceBuffer now = upload("weights", weights)) {
           backend.run(stream, new Lerp(ema, now, a));
+          stream.synchronize(); // before the weights' buffer closes
         }
       }
       float[] got = download(ema);
