@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Add;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
+import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.dist.DataParallel;
@@ -119,7 +120,12 @@ public final class ResidentLearner implements Learner {
       exchange.finish(compute);
     }
     if (clipNorm > 0) {
-      backend.run(compute, new ClipGradNorm(model.parameters().grads(), clipNorm, gradNorm));
+      DeviceBuffer grads = model.parameters().grads();
+      // Frozen parameters have no gradient in timm's clipping (none is computed): out of the norm.
+      for (long[] frozen : optimizer.groups().frozen(grads.count())) {
+        backend.run(compute, new Fill(grads.view(frozen[0], frozen[1]), 0f));
+      }
+      backend.run(compute, new ClipGradNorm(grads, clipNorm, gradNorm));
     }
     optimizer.step(compute, model.parameters(), lr);
     if (average != null) {

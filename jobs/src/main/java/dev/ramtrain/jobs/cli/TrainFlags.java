@@ -68,8 +68,8 @@ public final class TrainFlags {
   @Option(
       names = "--layer-decay",
       description =
-          "Layer-wise learning-rate decay, timm's: block i of n at lr * decay^(n - i); 1: off"
-              + " (ramtrain.train.layer-decay).")
+          "Layer-wise learning-rate decay by timm's groups (ViT, ConvNeXt, ResNet): block i of n"
+              + " at lr * decay^(n - i); 1: off (ramtrain.train.layer-decay).")
   Double layerDecay;
 
   @Option(

@@ -94,4 +94,9 @@ public final class HostAdamW implements HostOptimizer {
     m.close();
     v.close();
   }
+
+  @Override
+  public ParamGroups groups() {
+    return groups;
+  }
 }

@@ -39,6 +39,9 @@ public interface HostOptimizer extends AutoCloseable {
    */
   HostUpdate beginStep(float lr);
 
+  /** The ranges it updates (of its slab, a ZeRO-1 share's from its first element). */
+  ParamGroups groups();
+
   /** Steps begun so far. */
   int steps();
 

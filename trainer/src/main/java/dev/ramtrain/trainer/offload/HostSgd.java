@@ -85,4 +85,9 @@ public final class HostSgd implements HostOptimizer {
   public void close() {
     buffer.close();
   }
+
+  @Override
+  public ParamGroups groups() {
+    return groups;
+  }
 }

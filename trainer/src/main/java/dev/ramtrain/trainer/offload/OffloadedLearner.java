@@ -239,6 +239,12 @@ public final class OffloadedLearner implements Learner {
    */
   private void clip(FloatBuffer g, boolean share) {
     int n = g.capacity();
+    // Frozen parameters have no gradient in timm's clipping (none is computed): out of the norm.
+    for (long[] frozen : optimizer.groups().frozen(n)) {
+      for (long i = frozen[0]; i < frozen[0] + frozen[1]; i++) {
+        g.put((int) i, 0f);
+      }
+    }
     double[] sums = new double[GradClipMath.chunks(n)];
     threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(g, c, n));
     float norm = GradClipMath.norm(share ? ranks.sum(squares(sums)) : sums);

@@ -73,4 +73,9 @@ public final class AdamW implements Optimizer {
     m.close();
     v.close();
   }
+
+  @Override
+  public ParamGroups groups() {
+    return groups;
+  }
 }

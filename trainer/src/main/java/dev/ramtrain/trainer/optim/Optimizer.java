@@ -16,6 +16,9 @@ public interface Optimizer extends AutoCloseable {
   /** Continues a resumed run: the next step is {@code steps + 1}. */
   void resumeAt(int steps);
 
+  /** The ranges it updates: what is not in them is frozen. */
+  ParamGroups groups();
+
   /** The state slabs (momentum; or AdamW's m and v), in a fixed order, for checkpoints. */
   List<DeviceBuffer> state();
 

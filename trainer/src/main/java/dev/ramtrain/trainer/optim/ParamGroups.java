@@ -5,7 +5,10 @@ import dev.ramtrain.trainer.nn.Parameters;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -17,12 +20,14 @@ import java.util.regex.Pattern;
  */
 public final class ParamGroups {
   /**
-   * {@code layerDecay}: timm's {@code param_groups_layer_decay} (1: off): a transformer block i of
-   * n scales the learning rate by {@code layerDecay^(n - i)}, the embeddings (patch embedding,
-   * class token, position embedding) by {@code layerDecay^(n + 1)}, the final norm and head by 1.
-   * {@code timmDecay}: timm's default groups, no weight decay on biases, norms (every parameter of
-   * at most one dimension), {@code cls_token} and {@code pos_embed}. {@code freeze}: a regular
-   * expression; parameters whose names it matches entirely are not updated at all ("" : none).
+   * {@code layerDecay}: timm's {@code param_groups_layer_decay} (1: off): the learning rate of a
+   * parameter in layer id i of 0..L is scaled by {@code layerDecay^(L - i)}, the ids drawn by
+   * timm's group matchers ({@link #layerIds}): a ViT of n blocks has its embeddings at 0, block i
+   * at i + 1 with the final norm beside the last block, the head at n + 1; a ConvNeXt and a ResNet
+   * likewise by stem, block and classifier. {@code timmDecay}: timm's default groups, no weight
+   * decay on biases, norms (every parameter of at most one dimension), {@code cls_token} and {@code
+   * pos_embed}. {@code freeze}: a regular expression; parameters whose names it matches entirely
+   * are not updated at all ("" : none).
    */
   public record Rules(float layerDecay, boolean timmDecay, String freeze) implements Serializable {
     public static final Rules NONE = new Rules(1f, false, "");
@@ -62,10 +67,6 @@ public final class ParamGroups {
   /** Elements [offset, offset + count) of the slab, updated alike. */
   public record Range(long offset, long count, float lrScale, boolean decay) {}
 
-  private static final Pattern BLOCK = Pattern.compile("^blocks\\.(\\d+)\\..*");
-  private static final Pattern EMBEDDING =
-      Pattern.compile("^(cls_token|pos_embed|patch_embed\\..*)$");
-
   private final List<Range> ranges;
 
   private ParamGroups(List<Range> ranges) {
@@ -79,19 +80,9 @@ public final class ParamGroups {
 
   /** The groups {@code rules} draws over {@code entries} (a slab's parameters and offsets). */
   public static ParamGroups of(Rules rules, List<Parameters.Entry> entries) {
-    int blocks = 0;
-    for (Parameters.Entry e : entries) {
-      Matcher m = BLOCK.matcher(e.spec().name());
-      if (m.matches()) {
-        blocks = Math.max(blocks, Integer.parseInt(m.group(1)) + 1);
-      }
-    }
-    if (rules.layerDecay() < 1 && blocks == 0) {
-      // timm's ResNet and ConvNeXt groupings are not drawn here: refuse, rather than train
-      // every layer at the full rate as if layer decay were on
-      throw new IllegalArgumentException(
-          "layer decay groups a ViT's blocks.N; this model has none (set it to 1)");
-    }
+    List<String> names = entries.stream().map(e -> e.spec().name()).toList();
+    Map<String, Integer> layerIds = rules.layerDecay() < 1 ? layerIds(names) : Map.of();
+    int maxId = layerIds.values().stream().mapToInt(Integer::intValue).max().orElse(0);
     Pattern frozen = rules.freeze().isEmpty() ? null : Pattern.compile(rules.freeze());
     List<Parameters.Entry> ordered = new ArrayList<>(entries);
     ordered.sort(Comparator.comparingLong(Parameters.Entry::offset));
@@ -101,7 +92,10 @@ public final class ParamGroups {
       if (frozen != null && frozen.matcher(p.name()).matches()) {
         continue;
       }
-      float scale = (float) Math.pow(rules.layerDecay(), blocks + 1 - layerId(p.name(), blocks));
+      float scale =
+          layerIds.isEmpty()
+              ? 1f
+              : (float) Math.pow(rules.layerDecay(), maxId - layerIds.get(p.name()));
       boolean decay = !(rules.timmDecay() && exempt(p));
       Range next = new Range(e.offset(), p.count(), scale, decay);
       Range last = ranges.isEmpty() ? null : ranges.get(ranges.size() - 1);
@@ -119,15 +113,105 @@ public final class ParamGroups {
   }
 
   /**
-   * timm's layer id for a ViT ({@code group_matcher}): the embeddings 0, block i i + 1, the rest
-   * (final norm, head) {@code blocks + 1}.
+   * timm's layer ids ({@code group_matcher} through {@code group_with_matcher}, as {@code
+   * param_groups_layer_decay} draws them): each parameter gets its architecture's sort key, the
+   * distinct keys are numbered in order, a key ending in {@link #WITH_PREVIOUS} joins the group
+   * before it, and parameters no pattern matches (the head) come last. A ViT: the embeddings, each
+   * block, the final norm with the last block, the head. A ConvNeXt: the stem, each stage's blocks
+   * (a stage's downsampling with its first block), the head. A ResNet: the stem, each block of each
+   * stage, the classifier. A model of none of these is refused: training every layer at the full
+   * rate would silently ignore the setting.
    */
-  static int layerId(String name, int blocks) {
-    if (EMBEDDING.matcher(name).matches()) {
-      return 0;
+  static Map<String, Integer> layerIds(List<String> names) {
+    Pattern[] family = null;
+    for (Pattern[] candidate : List.of(VIT, CONVNEXT, RESNET)) {
+      if (names.stream().anyMatch(n -> candidate[1].matcher(n).lookingAt())) {
+        family = candidate;
+        break;
+      }
     }
-    Matcher m = BLOCK.matcher(name);
-    return m.matches() ? Integer.parseInt(m.group(1)) + 1 : blocks + 1;
+    if (family == null) {
+      throw new IllegalArgumentException(
+          "layer decay groups a ViT's blocks.N, a ConvNeXt's stages.N.blocks.M or a ResNet's"
+              + " layerN.M; this model has none (set it to 1)");
+    }
+    Map<String, List<Double>> keys = new LinkedHashMap<>();
+    for (String name : names) {
+      keys.put(name, key(family, name));
+    }
+    List<List<Double>> sorted = keys.values().stream().distinct().sorted(KEY_ORDER).toList();
+    Map<List<Double>, Integer> ids = new HashMap<>();
+    int id = -1;
+    for (List<Double> k : sorted) {
+      if (id < 0 || k.get(k.size() - 1) != WITH_PREVIOUS) {
+        id++;
+      }
+      ids.put(k, id);
+    }
+    Map<String, Integer> out = new LinkedHashMap<>();
+    keys.forEach((name, k) -> out.put(name, ids.get(k)));
+    return out;
+  }
+
+  /** timm's MATCH_PREV_GROUP: a group that joins the one before it (a ViT's final norm). */
+  private static final double WITH_PREVIOUS = 99999;
+
+  // Each family's patterns in timm's order, as re.match applies them (anchored at the start):
+  // [0] the stem, [1] the blocks, [2] the group joined to the previous one (or one that never
+  // matches), [3] a ConvNeXt's downsampling (or one that never matches).
+  private static final Pattern[] VIT = {
+    Pattern.compile("cls_token|pos_embed|patch_embed"),
+    Pattern.compile("blocks\\.(\\d+)"),
+    Pattern.compile("norm"),
+    Pattern.compile("(?!)")
+  };
+  private static final Pattern[] CONVNEXT = {
+    Pattern.compile("stem"),
+    Pattern.compile("stages\\.(\\d+)\\.blocks\\.(\\d+)"),
+    Pattern.compile("norm_pre"),
+    Pattern.compile("stages\\.(\\d+)\\.downsample")
+  };
+  private static final Pattern[] RESNET = {
+    Pattern.compile("conv1|bn1|maxpool"),
+    Pattern.compile("layer(\\d+)\\.(\\d+)"),
+    Pattern.compile("(?!)"),
+    Pattern.compile("(?!)")
+  };
+
+  /** Numeric tuples in order, a shorter one first where one is the other's prefix (Python's). */
+  private static final Comparator<List<Double>> KEY_ORDER =
+      (a, b) -> {
+        for (int i = 0; i < Math.min(a.size(), b.size()); i++) {
+          int c = Double.compare(a.get(i), b.get(i));
+          if (c != 0) {
+            return c;
+          }
+        }
+        return Integer.compare(a.size(), b.size());
+      };
+
+  /** A parameter's sort key under {@code family}'s patterns: timm's (ordinal, groups…, suffix). */
+  private static List<Double> key(Pattern[] family, String name) {
+    if (family[0].matcher(name).lookingAt()) {
+      return List.of(0.0);
+    }
+    // timm's list order: a ConvNeXt's downsampling before its blocks, the norm after them
+    Matcher down = family[3].matcher(name);
+    if (down.lookingAt()) {
+      return List.of(1.0, Double.parseDouble(down.group(1)), 0.0);
+    }
+    Matcher blocks = family[1].matcher(name);
+    if (blocks.lookingAt()) {
+      List<Double> k = new ArrayList<>(List.of(1.0));
+      for (int g = 1; g <= blocks.groupCount(); g++) {
+        k.add(Double.parseDouble(blocks.group(g)));
+      }
+      return k;
+    }
+    if (family[2].matcher(name).lookingAt()) {
+      return List.of(1.0, WITH_PREVIOUS);
+    }
+    return List.of(Double.POSITIVE_INFINITY);
   }
 
   /** timm's no-decay set: one-dimensional parameters (biases, norms) and the ViT's embeddings. */
@@ -140,6 +224,25 @@ public final class ParamGroups {
 
   public List<Range> ranges() {
     return ranges;
+  }
+
+  /**
+   * The elements of [0, count) no range covers, as (offset, count) pairs: the frozen parameters,
+   * whose gradients gradient clipping must leave out as timm's does (theirs are never computed).
+   */
+  public List<long[]> frozen(long count) {
+    List<long[]> gaps = new ArrayList<>();
+    long at = 0;
+    for (Range r : ranges) {
+      if (r.offset() > at) {
+        gaps.add(new long[] {at, r.offset() - at});
+      }
+      at = r.offset() + r.count();
+    }
+    if (at < count) {
+      gaps.add(new long[] {at, count - at});
+    }
+    return gaps;
   }
 
   /** The parts of the ranges within elements [from, to), in order. */

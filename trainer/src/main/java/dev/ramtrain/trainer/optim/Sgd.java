@@ -66,4 +66,9 @@ public final class Sgd implements Optimizer {
   public void close() {
     buffer.close();
   }
+
+  @Override
+  public ParamGroups groups() {
+    return groups;
+  }
 }

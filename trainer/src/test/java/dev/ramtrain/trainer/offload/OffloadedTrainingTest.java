@@ -198,6 +198,11 @@ public abstract class OffloadedTrainingTest {
     }
 
     @Override
+    public ParamGroups groups() {
+      return inner.groups();
+    }
+
+    @Override
     public int steps() {
       return inner.steps();
     }
@@ -382,6 +387,8 @@ public abstract class OffloadedTrainingTest {
     assertSameRun(expected, run(Setup.resident().offloaded(streamed, 2)), "adamw, groups");
     Setup sgd = Setup.resident().withSgd();
     assertSameRun(run(sgd), run(sgd.offloaded(streamed, 1)), "sgd, groups");
+    Setup clipped = Setup.resident().clipped(0.05f); // the frozen block out of the norm
+    assertSameRun(run(clipped), run(clipped.offloaded(streamed, 2)), "clipped, groups");
   }
 
   @Test

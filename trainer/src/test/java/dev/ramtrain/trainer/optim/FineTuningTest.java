@@ -1,10 +1,12 @@
 package dev.ramtrain.trainer.optim;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.DeviceArrays;
+import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -69,6 +71,52 @@ class FineTuningTest {
             assertArrayEquals(was, is, e.spec().name() + " frozen");
           }
         }
+      }
+    }
+  }
+
+  /**
+   * Clipping measures the trained parameters' gradients only, as timm's does (a frozen parameter
+   * has none there): after a clipped step the frozen ones' gradients are zero and the rest's norm
+   * is the clipping norm.
+   */
+  @Test
+  void clippingLeavesTheFrozenParametersGradientsOut() {
+    String spec = "vit:4-16-2-2-3";
+    int batch = 4;
+    ImageShape shape = new ImageShape(8, 8, 3);
+    float clip = 1e-3f; // far below the gradient's norm: the step clips
+    try (Backend b = new CpuBackend(2)) {
+      Stream s = b.createStream("probe");
+      Model model = Model.build(spec, ModelSpec.parse(spec, shape), b, s, batch, 7);
+      Optimizer adamw =
+          new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.05f, new ParamGroups.Rules(1f, true, "blocks\\..*"))
+              .onDevice(b, model.parameters());
+      try (ResidentLearner learner = new ResidentLearner(b, model, adamw, clip);
+          CrossEntropyLoss loss = new CrossEntropyLoss(b, batch, 3, 0f);
+          DeviceBuffer x = b.allocate("x", DType.F32, (long) batch * shape.bytes());
+          DeviceBuffer labels = b.allocate("labels", DType.I32, batch)) {
+        Random rng = new Random(4);
+        float[] xs = new float[(int) x.count()];
+        for (int i = 0; i < xs.length; i++) {
+          xs[i] = (float) rng.nextGaussian();
+        }
+        DeviceArrays.write(b, s, x, xs);
+        learner.beginStep(s, 0);
+        DeviceBuffer logits = learner.forward(s, x, batch, true);
+        learner.backwardAndUpdate(s, loss.compute(s, logits, labels, batch), batch, 1e-2f);
+        float[] grads = DeviceArrays.read(b, s, model.parameters().grads());
+        double sum = 0;
+        for (Parameters.Entry e : model.parameters().entries()) {
+          for (long i = e.offset(); i < e.offset() + e.spec().count(); i++) {
+            if (e.spec().name().startsWith("blocks.")) {
+              assertEquals(0f, grads[(int) i], e.spec().name() + " frozen: no gradient");
+            } else {
+              sum += (double) grads[(int) i] * grads[(int) i];
+            }
+          }
+        }
+        assertEquals(clip, Math.sqrt(sum), 1e-3 * clip, "the trained parameters' norm");
       }
     }
   }

@@ -50,13 +50,14 @@ class ParamGroupsTest {
   void layerDecayIsTimmsForTwelveBlocks() {
     Map<String, ParamGroups.Range> g =
         byName(ParamGroups.of(new ParamGroups.Rules(0.75f, true, ""), VIT_B), VIT_B);
-    // timm: 14 layer ids (embeddings 0, blocks 1..12, the rest 13), scale 0.75^(13 - id)
+    // timm: 14 layer ids (embeddings 0, blocks 1..12 with the final norm beside block 12, the
+    // head 13: its group_matcher's (r'^norm', (99999,))), scale 0.75^(13 - id)
     assertEquals((float) Math.pow(0.75, 13), g.get("cls_token").lrScale()); // 0.023757...
     assertEquals((float) Math.pow(0.75, 13), g.get("patch_embed.proj.weight").lrScale());
     assertEquals((float) Math.pow(0.75, 12), g.get("blocks.0.attn.qkv.weight").lrScale());
     assertEquals(0.75f * 0.75f, g.get("blocks.10.mlp.fc1.bias").lrScale());
     assertEquals(0.75f, g.get("blocks.11.norm2.weight").lrScale());
-    assertEquals(1f, g.get("norm.weight").lrScale());
+    assertEquals(0.75f, g.get("norm.weight").lrScale());
     assertEquals(1f, g.get("head.weight").lrScale());
     assertEquals(0.0316764f, g.get("blocks.0.norm1.bias").lrScale(), 1e-7f);
   }
@@ -114,13 +115,45 @@ class ParamGroupsTest {
     assertEquals(1_000_000, covered);
   }
 
+  /**
+   * timm's group matchers for a ConvNeXt-T (stem; 18 blocks, each stage's downsampling beside its
+   * first block; head: ids 0..19) and a ResNet-18 (conv1, bn1; layerN.M: 8 blocks; fc: ids 0..9),
+   * the scales 0.75^(L - id) computed by hand.
+   */
   @Test
-  void layerDecayOnAModelWithoutViTBlocksIsRefusedNotIgnored() {
+  void layerDecayFollowsTimmsGroupsForConvNeXtAndResNet() {
+    List<Parameters.Entry> convnext =
+        slab(ModelSpec.parse("convnext_tiny", new ImageShape(224, 224, 3)));
+    Map<String, ParamGroups.Range> c =
+        byName(ParamGroups.of(new ParamGroups.Rules(0.75f, true, ""), convnext), convnext);
+    assertEquals((float) Math.pow(0.75, 19), c.get("stem.0.weight").lrScale());
+    assertEquals((float) Math.pow(0.75, 18), c.get("stages.0.blocks.0.conv_dw.weight").lrScale());
+    assertEquals((float) Math.pow(0.75, 16), c.get("stages.0.blocks.2.gamma").lrScale());
+    assertEquals((float) Math.pow(0.75, 15), c.get("stages.1.downsample.1.weight").lrScale());
+    assertEquals((float) Math.pow(0.75, 15), c.get("stages.1.blocks.0.mlp.fc1.weight").lrScale());
+    assertEquals((float) Math.pow(0.75, 4), c.get("stages.2.blocks.8.norm.bias").lrScale());
+    assertEquals(0.75f, c.get("stages.3.blocks.2.mlp.fc2.weight").lrScale());
+    assertEquals(1f, c.get("head.norm.weight").lrScale());
+    assertEquals(1f, c.get("head.fc.weight").lrScale());
     List<Parameters.Entry> resnet = slab(ModelSpec.parse("resnet18", new ImageShape(224, 224, 3)));
+    Map<String, ParamGroups.Range> r =
+        byName(ParamGroups.of(new ParamGroups.Rules(0.75f, true, ""), resnet), resnet);
+    assertEquals((float) Math.pow(0.75, 9), r.get("conv1.weight").lrScale());
+    assertEquals((float) Math.pow(0.75, 9), r.get("bn1.bias").lrScale());
+    assertEquals((float) Math.pow(0.75, 8), r.get("layer1.0.bn1.weight").lrScale());
+    assertEquals((float) Math.pow(0.75, 5), r.get("layer2.1.conv2.weight").lrScale());
+    assertEquals((float) Math.pow(0.75, 4), r.get("layer3.0.downsample.0.weight").lrScale());
+    assertEquals(0.75f, r.get("layer4.1.bn2.weight").lrScale());
+    assertEquals(1f, r.get("fc.bias").lrScale());
+  }
+
+  @Test
+  void layerDecayOnAModelWithoutBlocksIsRefusedNotIgnored() {
+    List<Parameters.Entry> cnn = slab(ModelSpec.parse("cnn:c8-p-f16-10", new ImageShape(8, 8, 3)));
     var e =
         assertThrows(
             IllegalArgumentException.class,
-            () -> ParamGroups.of(new ParamGroups.Rules(0.75f, true, ""), resnet));
+            () -> ParamGroups.of(new ParamGroups.Rules(0.75f, true, ""), cnn));
     assertTrue(e.getMessage().contains("this model has none"), e.getMessage());
   }
 
