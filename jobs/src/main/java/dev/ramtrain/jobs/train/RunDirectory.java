@@ -231,6 +231,9 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
     for (String file : Checkpoints.FILES) {
       files.add(folder.resolve(file));
     }
+    if (!snapshot.averaged().isEmpty()) { // --ema's: recorded only where it is written
+      files.add(folder.resolve(Checkpoints.AVERAGED));
+    }
     files.add(dir.resolve(CHECKPOINTS).resolve(Checkpoints.LATEST));
     journal.record(files.toArray(Path[]::new));
     Path saved = Checkpoints.save(dir, name, epochsDone, globalStep, snapshot, info);

@@ -64,24 +64,8 @@ class PretrainedCommandsTest {
   void trainStartsFromTheWeights() {
     Path run = tmp.resolve("run");
     MainTest.Run r =
-        MainTest.run(
-            "train",
-            "-d",
-            fiveClasses.toString(),
-            "-o",
-            run.toString(),
-            "--model",
-            MODEL,
-            "--weights",
-            WEIGHTS.toString(),
-            "--epochs",
-            "1",
-            "--batch-size",
-            "4",
-            "--layer-decay",
-            "0.75",
-            "--set",
-            "ramtrain.train.threads=1");
+        trainFive(
+            run, 1, "--model", MODEL, "--weights", WEIGHTS.toString(), "--layer-decay", "0.75");
     assertEquals(0, r.status(), r.err());
     assertTrue(r.out().contains("normalization mean [0.485, 0.456, 0.406]"), r.out());
     assertTrue(Files.isDirectory(run.resolve("checkpoints")));
@@ -96,24 +80,7 @@ class PretrainedCommandsTest {
   void theMovingAverageIsEvaluatedCheckpointedAndServed() throws Exception {
     Path run = tmp.resolve("ema-run");
     MainTest.Run r =
-        MainTest.run(
-            "train",
-            "-d",
-            fiveClasses.toString(),
-            "-o",
-            run.toString(),
-            "--model",
-            MODEL,
-            "--weights",
-            WEIGHTS.toString(),
-            "--epochs",
-            "2",
-            "--batch-size",
-            "4",
-            "--ema",
-            "0.9",
-            "--set",
-            "ramtrain.train.threads=1");
+        trainFive(run, 2, "--model", MODEL, "--weights", WEIGHTS.toString(), "--ema", "0.9");
     assertEquals(0, r.status(), r.err());
     assertTrue(Files.exists(run.resolve("checkpoints/epoch-0002/model_ema.safetensors")));
     assertTrue(
@@ -125,21 +92,7 @@ class PretrainedCommandsTest {
     assertEquals(0, e.status(), e.err());
     assertTrue(e.out().contains("accuracy"), e.out());
     Path plain = tmp.resolve("plain-run");
-    MainTest.Run p =
-        MainTest.run(
-            "train",
-            "-d",
-            fiveClasses.toString(),
-            "-o",
-            plain.toString(),
-            "--model",
-            MODEL,
-            "--epochs",
-            "1",
-            "--batch-size",
-            "4",
-            "--set",
-            "ramtrain.train.threads=1");
+    MainTest.Run p = trainFive(plain, 1, "--model", MODEL);
     assertEquals(0, p.status(), p.err());
     MainTest.Run none =
         MainTest.run("evaluate", "-c", plain.toString(), "--ema", "-d", fiveClasses.toString());
@@ -152,20 +105,7 @@ class PretrainedCommandsTest {
   void weightsOfAnotherArchitectureAreOneLineAndNothingIsWritten() {
     Path run = tmp.resolve("run");
     MainTest.Run r =
-        MainTest.run(
-            "train",
-            "-d",
-            fiveClasses.toString(),
-            "-o",
-            run.toString(),
-            "--model",
-            "vit:4-64-2-4-5",
-            "--weights",
-            WEIGHTS.toString(),
-            "--epochs",
-            "1",
-            "--batch-size",
-            "4");
+        trainFive(run, 1, "--model", "vit:4-64-2-4-5", "--weights", WEIGHTS.toString());
     assertEquals(1, r.status(), r.err());
     assertEquals(1, r.err().strip().lines().count(), r.err());
     assertTrue(
@@ -283,6 +223,26 @@ class PretrainedCommandsTest {
             "ramtrain.etl.val-fraction=0.3");
     assertEquals(0, p.status(), p.err());
     return ds;
+  }
+
+  /** {@code train} on the five generated classes for {@code epochs}, batches of 4, one thread. */
+  private static MainTest.Run trainFive(Path run, int epochs, String... more) {
+    List<String> args =
+        new java.util.ArrayList<>(
+            List.of(
+                "train",
+                "-d",
+                fiveClasses.toString(),
+                "-o",
+                run.toString(),
+                "--epochs",
+                String.valueOf(epochs),
+                "--batch-size",
+                "4",
+                "--set",
+                "ramtrain.train.threads=1"));
+    args.addAll(List.of(more));
+    return MainTest.run(args.toArray(String[]::new));
   }
 
   private static MainTest.Run train(

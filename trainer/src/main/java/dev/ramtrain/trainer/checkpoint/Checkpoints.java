@@ -50,9 +50,9 @@ public final class Checkpoints {
   /** The moving average of the weights ({@code --ema}), beside {@code model.safetensors}. */
   public static final String AVERAGED = "model_ema.safetensors";
 
-  /** The files of a checkpoint folder, all written by {@link #save}. */
+  /** The files of every checkpoint folder, written by {@link #save} ({@link #AVERAGED} besides). */
   public static final List<String> FILES =
-      List.of("model.safetensors", "optimizer.safetensors", AVERAGED, "state.json");
+      List.of("model.safetensors", "optimizer.safetensors", "state.json");
 
   private Checkpoints() {}
 
