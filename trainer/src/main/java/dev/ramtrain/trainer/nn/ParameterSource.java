@@ -103,6 +103,36 @@ public interface ParameterSource {
   }
 
   /**
+   * What a composite bound at the top level binds a child to, giving it a slot of the model's own
+   * by exact name ({@code slot}: the composite's own input-gradient slot, or the one its received
+   * gradient arrived in once that is consumed), its children's slots named under {@code name}.
+   */
+  default ParameterSource inputGradientInto(String slot, String name) {
+    ParameterSource named = inputGradientIn(name);
+    if (named == this) {
+      return this;
+    }
+    return new Delegating(named) {
+      @Override
+      public String gradientSlot() {
+        return slot;
+      }
+    };
+  }
+
+  /**
+   * The top-level slot the gradient a top-level layer receives in backward arrives in (the next
+   * layer's input gradient), or null for any other source. A composite may name it for its children
+   * once it has read that gradient for the last time.
+   */
+  default String receivedGradientSlot() {
+    String own = gradientSlot();
+    return own == null || gradientPath() != null || !own.startsWith("top")
+        ? null
+        : own.equals("top0") ? "top1" : "top0";
+  }
+
+  /**
    * What a model binds its top-level layer {@code index} to: this source, with the layer's input
    * gradient in one of two top-level slots by the index's parity (backward's layer i reads layer
    * i+1's gradient while it writes its own), its inner layers' slots named afresh.

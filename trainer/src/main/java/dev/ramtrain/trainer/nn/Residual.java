@@ -91,11 +91,21 @@ public final class Residual extends BaseLayer {
     return branch.stream().mapToInt(Layer::largestInput).max().orElse(size);
   }
 
-  /** The branch's layers alternate between two gradient slots: each reads the other's. */
+  /**
+   * The branch's layers alternate between two gradient slots: each reads the other's. At the top
+   * level one of them is the residual's own input-gradient slot (the branch's first layer writes
+   * there and the received gradient is added in place); the received gradient itself is read last,
+   * so its slot is not free.
+   */
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
+    String own = params.receivedGradientSlot() == null ? null : params.gradientSlot();
     for (int i = 0; i < branch.size(); i++) {
-      branch.get(i).bind(backend, params.inputGradientIn("branch" + i % 2), maxBatch);
+      ParameterSource child =
+          own != null && i % 2 == 0
+              ? params.inputGradientInto(own, "branch" + i % 2)
+              : params.inputGradientIn("branch" + i % 2);
+      branch.get(i).bind(backend, child, maxBatch);
     }
     if (!sumOverBranch) {
       sum = own("sum", (long) maxBatch * size);

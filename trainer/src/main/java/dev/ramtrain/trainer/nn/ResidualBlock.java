@@ -90,19 +90,37 @@ public final class ResidualBlock extends BaseLayer {
   }
 
   /**
-   * Each branch's layers alternate between two gradient slots of their own; the closing ReLU's
-   * gradient, which both branches start from, has a third, so neither branch writes over it.
+   * Each branch's layers alternate between two gradient slots; the closing ReLU's gradient, which
+   * both branches start from, has a third, so neither branch writes over it. At the top level the
+   * two are the model's own: the block's input-gradient slot (the main branch's first layer writes
+   * there, and the shortcut's gradient is added in place) and the slot the block's gradient arrived
+   * in, free once the ReLU has read it; the shortcut alternates between that one and the ReLU's,
+   * free once the shortcut's last layer has read it. So a ResNet's backward needs three slots in
+   * all, as autograd's peak holds about three such gradients.
    */
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
     Backend b = backend;
+    String own = params.gradientSlot();
+    String received = params.receivedGradientSlot();
     for (int i = 0; i < main.size(); i++) {
-      main.get(i).bind(b, params.inputGradientIn("main" + i % 2), maxBatch);
+      ParameterSource child =
+          received == null
+              ? params.inputGradientIn("main" + i % 2)
+              : params.inputGradientInto(i % 2 == 0 ? own : received, "main" + i % 2);
+      main.get(i).bind(b, child, maxBatch);
     }
+    ParameterSource reluSource = params.inputGradientIn("relu");
+    String reluSlot = reluSource.gradientSlot();
     for (int i = 0; i < shortcut.size(); i++) {
-      shortcut.get(i).bind(b, params.inputGradientIn("shortcut" + i % 2), maxBatch);
+      boolean last = (shortcut.size() - 1 - i) % 2 == 0; // the last, and every second before it
+      ParameterSource child =
+          received == null
+              ? params.inputGradientIn("shortcut" + i % 2)
+              : params.inputGradientInto(last ? received : reluSlot, "shortcut" + i % 2);
+      shortcut.get(i).bind(b, child, maxBatch);
     }
-    relu.bind(b, params.inputGradientIn("relu"), maxBatch);
+    relu.bind(b, reluSource, maxBatch);
     dx = inputGradient((long) maxBatch * inputSize());
   }
 
