@@ -80,8 +80,7 @@ public final class ConvNeXt {
             new Residual(
                 name,
                 List.of(
-                    new DepthwiseConv2d(name + ".conv_dw", c, h, w, 7),
-                    ChannelsLast.from(name + ".to_last", c, h, w),
+                    DepthwiseConv2d.channelsLast(name + ".conv_dw", c, h, w, 7),
                     LayerNorm.overFeatures(name + ".norm", tokens, c, EPS),
                     new Linear(name + ".mlp.fc1", c, 4 * c, tokens, precision, true),
                     new Activation(name + ".mlp.act", Activation.Kind.GELU, tokens * 4 * c),
