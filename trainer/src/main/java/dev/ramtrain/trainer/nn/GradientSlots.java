@@ -9,14 +9,16 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Memory for the input gradients of the layers inside composite layers (a residual block's
- * convolutions, a transformer block's norms and linears), shared by the whole model as autograd
- * frees a gradient once the layer below has consumed it. A composite names a slot for each child
- * ({@link ParameterSource#inputGradientIn}): siblings alternate between two, since child i reads
- * child i+1's gradient while it writes its own, and a gradient that must outlive a chain (the one
- * both branches of a residual block start from) takes a slot of its own. A slot's name is its path
- * through the composites, so a nested composite never lands on its parent's slots, and every
- * composite of the same kind at the same depth shares them: they run backward one at a time.
+ * Memory for every layer's input gradient, shared by the whole model as autograd frees a gradient
+ * once the layer below has consumed it. Top-level layers alternate between two slots by position
+ * ({@link ParameterSource#topLevelGradientIn}): layer i reads layer i+1's gradient while it writes
+ * its own. A composite names a slot for each child ({@link ParameterSource#inputGradientIn}):
+ * siblings alternate likewise, and a gradient that must outlive a chain (the one both branches of a
+ * residual block start from) takes a slot of its own; a top-level composite may hand its children
+ * its own slot and, once read, the one its gradient arrived in ({@link
+ * ParameterSource#inputGradientInto}). A slot's name is its path through the composites, so a
+ * nested composite never lands on its parent's slots, and every composite of the same kind at the
+ * same depth shares them: they run backward one at a time.
  *
  * <p>Every slot holds the largest input any layer of the model takes ({@link Layer#largestInput})
  * at the model's batch, so a slot is allocated when first named.

@@ -45,8 +45,7 @@ public interface ParameterSource {
 
   /**
    * The model's shared input-gradient memory ({@link GradientSlots}), or null: every layer owns its
-   * input gradient (bound alone, or a model's top-level layers, whose gradients the trainer's loop
-   * and the offload engine hand on).
+   * input gradient (a layer bound alone to be timed).
    */
   default GradientSlots gradientSlots() {
     return null;
