@@ -4,12 +4,10 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.AddBias;
-import dev.ramtrain.trainer.backend.ops.AddChannelBias;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
-import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.util.List;
 
@@ -17,10 +15,10 @@ import java.util.List;
  * A depthwise k×k convolution with bias, stride 1, "same" padding (nn.Conv2d(c, c, k, padding=k/2,
  * groups=c): ConvNeXt's {@code conv_dw}), weight [c, 1, k, k]. One image at a time: its im2col
  * columns are c blocks of [k·k, h·w], and each channel's output is its k·k weights times its block,
- * one batched GEMM over the channels. The columns live in the shared workspace and are made again
- * from the kept input in backward, as {@link Conv2d}'s. {@link #channelsLast} writes the output as
- * [h·w, c] rows instead (ConvNeXt's permute before its norm, which PyTorch has as a view): the same
- * GEMMs transposed, with no NCHW output kept beside a channels-last copy.
+ * one batched GEMM over the channels. The output is channels last, each image's [h·w, c] rows
+ * (ConvNeXt's permute before its norm, which PyTorch has as a view: no NCHW output is kept beside a
+ * channels-last copy), so each channel's product is a column of them. The columns live in the
+ * shared workspace and are made again from the kept input in backward, as {@link Conv2d}'s.
  */
 public final class DepthwiseConv2d extends BaseLayer {
   private final int c;
@@ -28,7 +26,6 @@ public final class DepthwiseConv2d extends BaseLayer {
   private final int w;
   private final int k;
   private final int taps;
-  private final boolean rowsOut; // output as [h·w, c] rows (channels last), else NCHW
   private DeviceBuffer weight;
   private DeviceBuffer bias;
   private DeviceBuffer weightGrad;
@@ -39,18 +36,13 @@ public final class DepthwiseConv2d extends BaseLayer {
   private DeviceBuffer dcols; // one image's, scratch
   private DeviceBuffer input;
 
-  public DepthwiseConv2d(String name, int c, int h, int w, int k) {
-    this(name, c, h, w, k, false);
-  }
-
-  /** The same convolution, its output channels last: each image's [h·w, c] rows. */
+  /** The convolution, its output channels last: each image's [h·w, c] rows. */
   public static DepthwiseConv2d channelsLast(String name, int c, int h, int w, int k) {
-    return new DepthwiseConv2d(name, c, h, w, k, true);
+    return new DepthwiseConv2d(name, c, h, w, k);
   }
 
-  private DepthwiseConv2d(String name, int c, int h, int w, int k, boolean rowsOut) {
+  private DepthwiseConv2d(String name, int c, int h, int w, int k) {
     super(name);
-    this.rowsOut = rowsOut;
     if (k < 1 || k % 2 == 0 || c < 1) {
       throw new IllegalArgumentException(name + ": a depthwise convolution needs an odd kernel");
     }
@@ -117,143 +109,83 @@ public final class DepthwiseConv2d extends BaseLayer {
     DeviceBuffer yb = y.view(0, (long) batch * outputSize());
     for (int i = 0; i < batch; i++) {
       backend.run(s, new Im2col(image(x, i), window(), cols));
-      backend.run(s, rowsOut ? outputRows(image(yb, i)) : outputPlanes(image(yb, i)));
+      // y_i[:, ch] (hw × 1, a column of the rows) = cols[ch]ᵀ (hw × k·k) · W[ch]ᵀ (k·k × 1)
+      backend.run(
+          s,
+          new GemmStridedBatched(
+              true,
+              false,
+              hw,
+              1,
+              taps,
+              1f,
+              cols,
+              hw,
+              (long) taps * hw,
+              weight,
+              1,
+              taps,
+              0f,
+              image(yb, i),
+              c,
+              1,
+              c));
     }
-    backend.run(
-        s,
-        rowsOut
-            ? new AddBias(yb, bias, batch * hw, c)
-            : new AddChannelBias(yb, bias, batch, c, hw));
+    backend.run(s, new AddBias(yb, bias, batch * hw, c));
     return yb;
-  }
-
-  /** y_i[ch] (1 × hw) = W[ch] (1 × k·k) · cols[ch] (k·k × hw), every channel at once. */
-  private GemmStridedBatched outputPlanes(DeviceBuffer yi) {
-    int hw = h * w;
-    return new GemmStridedBatched(
-        false,
-        false,
-        1,
-        hw,
-        taps,
-        1f,
-        weight,
-        taps,
-        taps,
-        cols,
-        hw,
-        (long) taps * hw,
-        0f,
-        yi,
-        hw,
-        hw,
-        c);
-  }
-
-  /** y_i[:, ch] (hw × 1, a column of the rows) = cols[ch]ᵀ (hw × k·k) · W[ch]ᵀ (k·k × 1). */
-  private GemmStridedBatched outputRows(DeviceBuffer yi) {
-    int hw = h * w;
-    return new GemmStridedBatched(
-        true, false, hw, 1, taps, 1f, cols, hw, (long) taps * hw, weight, 1, taps, 0f, yi, c, 1, c);
   }
 
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
     int hw = h * w;
-    backend.run(
-        s,
-        rowsOut
-            ? new SumRows(dy, biasGrad, batch * hw, c, 1f)
-            : new SumChannels(dy, biasGrad, batch, c, hw));
+    backend.run(s, new SumRows(dy, biasGrad, batch * hw, c, 1f));
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
-    // dy_i[ch] is a row of hw values (planes), or a column of the rows (channels last): row
-    // stride hw or c, the next channel 1 element or hw further
-    int ldg = rowsOut ? c : hw;
-    long nextChannel = rowsOut ? 1 : hw;
     for (int i = 0; i < batch; i++) {
-      DeviceBuffer g = image(dy, i);
+      DeviceBuffer g = image(dy, i); // dy_i[ch]: a column of the rows, stride c
       backend.run(s, new Im2col(image(input, i), window(), cols));
-      // dW[ch]ᵀ (k·k × 1) += cols[ch] (k·k × hw) · dy_i[ch]ᵀ (hw × 1)
+      // dW[ch]ᵀ (k·k × 1) += cols[ch] (k·k × hw) · dy_i[ch] (hw × 1)
       backend.run(
           s,
-          rowsOut
-              ? new GemmStridedBatched(
-                  false,
-                  false,
-                  taps,
-                  1,
-                  hw,
-                  1f,
-                  cols,
-                  hw,
-                  (long) taps * hw,
-                  g,
-                  ldg,
-                  nextChannel,
-                  1f,
-                  weightGrad,
-                  1,
-                  taps,
-                  c)
-              : new GemmStridedBatched(
-                  false,
-                  true,
-                  1,
-                  taps,
-                  hw,
-                  1f,
-                  g,
-                  hw,
-                  hw,
-                  cols,
-                  hw,
-                  (long) taps * hw,
-                  1f,
-                  weightGrad,
-                  taps,
-                  taps,
-                  c));
+          new GemmStridedBatched(
+              false,
+              false,
+              taps,
+              1,
+              hw,
+              1f,
+              cols,
+              hw,
+              (long) taps * hw,
+              g,
+              c,
+              1,
+              1f,
+              weightGrad,
+              1,
+              taps,
+              c));
       if (needInputGrad) {
-        // dcols[ch] (k·k × hw) = W[ch]ᵀ (k·k × 1) · dy_i[ch] (1 × hw), then summed back
+        // dcols[ch] (k·k × hw) = W[ch]ᵀ (k·k × 1) · dy_i[ch]ᵀ (1 × hw), then summed back
         backend.run(
             s,
-            rowsOut
-                ? new GemmStridedBatched(
-                    false,
-                    true,
-                    taps,
-                    hw,
-                    1,
-                    1f,
-                    weight,
-                    1,
-                    taps,
-                    g,
-                    ldg,
-                    nextChannel,
-                    0f,
-                    dcols,
-                    hw,
-                    (long) taps * hw,
-                    c)
-                : new GemmStridedBatched(
-                    true,
-                    false,
-                    taps,
-                    hw,
-                    1,
-                    1f,
-                    weight,
-                    taps,
-                    taps,
-                    g,
-                    hw,
-                    hw,
-                    0f,
-                    dcols,
-                    hw,
-                    (long) taps * hw,
-                    c));
+            new GemmStridedBatched(
+                false,
+                true,
+                taps,
+                hw,
+                1,
+                1f,
+                weight,
+                1,
+                taps,
+                g,
+                c,
+                1,
+                0f,
+                dcols,
+                hw,
+                (long) taps * hw,
+                c));
         backend.run(s, new Col2im(dcols, window(), image(dxb, i)));
       }
     }

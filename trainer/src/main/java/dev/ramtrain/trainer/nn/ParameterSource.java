@@ -33,16 +33,6 @@ public interface ParameterSource {
     return null;
   }
 
-  /** This source, with {@code shared} as the layers' workspace. */
-  default ParameterSource sharing(Workspace shared) {
-    return new Delegating(this) {
-      @Override
-      public Workspace workspace() {
-        return shared;
-      }
-    };
-  }
-
   /**
    * The model's shared input-gradient memory ({@link GradientSlots}), or null: every layer owns its
    * input gradient (a layer bound alone to be timed).
@@ -84,21 +74,8 @@ public interface ParameterSource {
    * {@code slot} under this source's path (or unchanged where there are no slots).
    */
   default ParameterSource inputGradientIn(String slot) {
-    if (gradientSlots() == null) {
-      return this;
-    }
     String path = gradientPath() == null ? slot : gradientPath() + ">" + slot;
-    return new Delegating(this) {
-      @Override
-      public String gradientSlot() {
-        return path;
-      }
-
-      @Override
-      public String gradientPath() {
-        return path;
-      }
-    };
+    return withGradientSlot(path, path);
   }
 
   /**
@@ -107,16 +84,7 @@ public interface ParameterSource {
    * gradient arrived in once that is consumed), its children's slots named under {@code name}.
    */
   default ParameterSource inputGradientInto(String slot, String name) {
-    ParameterSource named = inputGradientIn(name);
-    if (named == this) {
-      return this;
-    }
-    return new Delegating(named) {
-      @Override
-      public String gradientSlot() {
-        return slot;
-      }
-    };
+    return withGradientSlot(slot, inputGradientIn(name).gradientPath());
   }
 
   /**
@@ -137,10 +105,14 @@ public interface ParameterSource {
    * i+1's gradient while it writes its own), its inner layers' slots named afresh.
    */
   default ParameterSource topLevelGradientIn(int index) {
+    return withGradientSlot("top" + index % 2, null);
+  }
+
+  /** This source with its layer's gradient in {@code slot}, its children's under {@code path}. */
+  private ParameterSource withGradientSlot(String slot, String path) {
     if (gradientSlots() == null) {
-      return this;
+      return this; // no slots: every layer owns its gradient
     }
-    String slot = "top" + index % 2;
     return new Delegating(this) {
       @Override
       public String gradientSlot() {
@@ -149,7 +121,7 @@ public interface ParameterSource {
 
       @Override
       public String gradientPath() {
-        return null;
+        return path;
       }
     };
   }

@@ -241,9 +241,15 @@ public final class OffloadedLearner implements Learner {
     int n = g.capacity();
     // Frozen parameters have no gradient in timm's clipping (none is computed): out of the norm.
     for (long[] frozen : optimizer.groups().frozen(n)) {
-      for (long i = frozen[0]; i < frozen[0] + frozen[1]; i++) {
-        g.put((int) i, 0f);
-      }
+      int from = (int) frozen[0];
+      threads.forRange(
+          from,
+          from + (int) frozen[1],
+          (a, b) -> {
+            for (int i = a; i < b; i++) {
+              g.put(i, 0f); // zero, as the device's Fill: a NaN times 0 would stay NaN
+            }
+          });
     }
     double[] sums = new double[GradClipMath.chunks(n)];
     threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(g, c, n));

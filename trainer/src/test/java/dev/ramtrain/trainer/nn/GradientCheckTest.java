@@ -261,14 +261,13 @@ class GradientCheckTest {
   /**
    * ConvNeXt's own layers alone, where their gradients are large enough for the check to see a
    * wrong factor (in the whole model they fall under the error's 1e-2 floor): a depthwise 7×7
-   * convolution wider than its input, channels-last permutes around layer scale.
+   * convolution wider than its input writing channels last, layer scale, the permute back.
    */
   @Test
   void depthwiseConvolutionPermutesAndLayerScale() {
     check(
         List.of(
-            new DepthwiseConv2d("dw", 3, 6, 5, 7),
-            ChannelsLast.from("to_last", 3, 6, 5),
+            DepthwiseConv2d.channelsLast("dw", 3, 6, 5, 7),
             new LayerScale("scale", "scale.gamma", 30, 3),
             ChannelsLast.back("to_first", 3, 6, 5),
             new Activation("act", Activation.Kind.GELU, 90),
