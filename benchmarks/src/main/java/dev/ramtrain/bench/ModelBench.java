@@ -1,7 +1,10 @@
 package dev.ramtrain.bench;
 
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.trainer.backend.CpuEngine;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.nn.Precision;
+import java.util.Locale;
 
 /**
  * Resident training steps of a named model on the CPU backend at its image size: the median step
@@ -9,7 +12,7 @@ import dev.ramtrain.trainer.backend.cpu.CpuBackend;
  * PyTorch's (models_torch.py) with the same batch and threads; the process's peak RSS comes from
  * GNU time around it.
  *
- * <p>Usage: ModelBench SPEC HEIGHT WIDTH BATCH THREADS STEPS
+ * <p>Usage: ModelBench SPEC HEIGHT WIDTH BATCH THREADS STEPS [fp32|bf16 [java|onednn|auto]]
  */
 public final class ModelBench {
   public static void main(String[] args) {
@@ -18,11 +21,26 @@ public final class ModelBench {
     int batch = Integer.parseInt(args[3]);
     int threads = Integer.parseInt(args[4]);
     int steps = Integer.parseInt(args[5]);
+    Precision precision =
+        Precision.valueOf((args.length > 6 ? args[6] : "fp32").toUpperCase(Locale.ROOT));
+    CpuEngine engine =
+        CpuEngine.valueOf((args.length > 7 ? args[7] : "auto").toUpperCase(Locale.ROOT));
     TrainingSteps.Run run =
-        TrainingSteps.run(() -> new CpuBackend(threads), spec, image, batch, threads, null, steps);
+        TrainingSteps.run(
+            () -> new CpuBackend(threads, engine),
+            spec,
+            image,
+            precision,
+            batch,
+            threads,
+            null,
+            steps);
     System.out.printf(
-        "ramtrain %s batch %d threads %d: median step %.2f s, %.2f samples/s, losses %s%n",
+        "ramtrain %s %s (%s engine) batch %d threads %d: median step %.2f s, %.2f samples/s,"
+            + " losses %s%n",
         spec,
+        precision,
+        engine,
         batch,
         threads,
         run.medianStepSeconds(),

@@ -14,6 +14,7 @@ import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.Streaming;
@@ -62,9 +63,22 @@ final class TrainingSteps {
       int threads,
       Streaming how,
       int steps) {
+    return run(backend, spec, image, Precision.FP32, batch, threads, how, steps);
+  }
+
+  /** The same in {@code precision} (bf16: autocast's Linear and convolution layers). */
+  static Run run(
+      Supplier<Backend> backend,
+      String spec,
+      ImageShape image,
+      Precision precision,
+      int batch,
+      int threads,
+      Streaming how,
+      int steps) {
     try (Backend b = backend.get()) {
       Stream s = b.createStream("compute");
-      try (Learner learner = learner(spec, image, batch, threads, how, b, s);
+      try (Learner learner = learner(spec, image, precision, batch, threads, how, b, s);
           CrossEntropyLoss loss = new CrossEntropyLoss(b, batch, learner.outputSize(), 0f);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) batch * learner.inputSize());
           DeviceBuffer labels = b.allocate("labels", DType.I32, batch);
@@ -106,15 +120,22 @@ final class TrainingSteps {
   }
 
   private static Learner learner(
-      String spec, ImageShape image, int batch, int threads, Streaming how, Backend b, Stream s) {
+      String spec,
+      ImageShape image,
+      Precision precision,
+      int batch,
+      int threads,
+      Streaming how,
+      Backend b,
+      Stream s) {
     if (how == null) {
-      Model model = Model.build(spec, ModelSpec.parse(spec, image), b, s, batch, 1);
+      Model model = Model.build(spec, ModelSpec.parse(spec, image, precision), b, s, batch, 1);
       AdamW adamw =
           new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
       return new ResidentLearner(b, model, adamw, 0f);
     }
     return OffloadedLearner.build(
-        new ModelConfig(spec, () -> ModelSpec.parse(spec, image), batch, 1),
+        new ModelConfig(spec, () -> ModelSpec.parse(spec, image, precision), batch, 1),
         how,
         (masters, grads, layout, pool) ->
             new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),

@@ -8,6 +8,7 @@ import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.CpuEngine;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -143,7 +144,7 @@ public final class TrainSettings {
 
   /**
    * The backend {@code ramtrain.train.backend} and {@code .threads} ask for, with {@code
-   * ramtrain.cuda.gemm}.
+   * ramtrain.cuda.gemm} and {@code ramtrain.cpu.engine}.
    */
   public static BackendSpec backend(RamtrainConfig c) {
     int t = c.integer(P + "threads");
@@ -151,7 +152,8 @@ public final class TrainSettings {
     return new BackendSpec(
         c.choice(P + "backend", BackendSpec.Kind.class),
         t == 0 ? Runtime.getRuntime().availableProcessors() : t,
-        c.choice("ramtrain.cuda.gemm", BackendSpec.Gemm.class));
+        c.choice("ramtrain.cuda.gemm", BackendSpec.Gemm.class),
+        c.choice("ramtrain.cpu.engine", CpuEngine.class));
   }
 
   /** {@code ramtrain.offload.*}. */

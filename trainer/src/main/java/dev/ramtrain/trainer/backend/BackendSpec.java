@@ -5,9 +5,11 @@ import java.io.Serializable;
 /**
  * Which backend a run asks for ({@code ramtrain.train.backend}), the host cores it may use, on CUDA
  * who multiplies matrices ({@code ramtrain.cuda.gemm}) and which GPU: {@code device}, the CUDA
- * ordinal among the GPUs the process sees (0 but for a Spark task assigned another GPU).
+ * ordinal among the GPUs the process sees (0 but for a Spark task assigned another GPU); on the CPU
+ * who convolves ({@code ramtrain.cpu.engine}).
  */
-public record BackendSpec(Kind kind, int threads, Gemm gemm, int device) implements Serializable {
+public record BackendSpec(Kind kind, int threads, Gemm gemm, int device, CpuEngine cpuEngine)
+    implements Serializable {
 
   /** {@code auto}: CUDA when a usable GPU is found, else the CPU backend. */
   public enum Kind {
@@ -30,17 +32,22 @@ public record BackendSpec(Kind kind, int threads, Gemm gemm, int device) impleme
     if (threads < 1) {
       throw new IllegalArgumentException("threads must be >= 1, got " + threads);
     }
-    if (kind == null || gemm == null) {
-      throw new IllegalArgumentException("kind and gemm must be given");
+    if (kind == null || gemm == null || cpuEngine == null) {
+      throw new IllegalArgumentException("kind, gemm and cpuEngine must be given");
     }
     if (device < 0) {
       throw new IllegalArgumentException("device must be >= 0, got " + device);
     }
   }
 
+  /** {@code kind} with {@code threads} host cores, {@code gemm} and {@code cpuEngine}, device 0. */
+  public BackendSpec(Kind kind, int threads, Gemm gemm, CpuEngine cpuEngine) {
+    this(kind, threads, gemm, 0, cpuEngine);
+  }
+
   /** {@code kind} with {@code threads} host cores and {@code gemm}, on device 0. */
   public BackendSpec(Kind kind, int threads, Gemm gemm) {
-    this(kind, threads, gemm, 0);
+    this(kind, threads, gemm, CpuEngine.AUTO);
   }
 
   /** {@code kind} with {@code threads} host cores and the automatic GEMM choice. */
@@ -50,6 +57,6 @@ public record BackendSpec(Kind kind, int threads, Gemm gemm, int device) impleme
 
   /** The same on CUDA device {@code ordinal}. */
   public BackendSpec onDevice(int ordinal) {
-    return new BackendSpec(kind, threads, gemm, ordinal);
+    return new BackendSpec(kind, threads, gemm, ordinal, cpuEngine);
   }
 }

@@ -21,7 +21,7 @@ public final class Backends {
    */
   public static Backend open(BackendSpec spec) {
     return switch (spec.kind()) {
-      case CPU -> new CpuBackend(spec.threads());
+      case CPU -> new CpuBackend(spec.threads(), spec.cpuEngine());
       case CUDA -> CudaBackend.open(spec);
       case AUTO -> {
         CudaProbe.Result gpu = CudaProbe.result(spec.device());
@@ -29,7 +29,7 @@ public final class Backends {
           yield CudaBackend.open(spec);
         }
         LOG.info("backend auto: {}; using the cpu backend", gpu.unavailable());
-        yield new CpuBackend(spec.threads());
+        yield new CpuBackend(spec.threads(), spec.cpuEngine());
       }
     };
   }

@@ -2,8 +2,10 @@ package dev.ramtrain.trainer.backend;
 
 import dev.ramtrain.trainer.backend.ops.Operation;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
+import java.util.function.Function;
 
 /**
  * One engine's implementation of each operation, found by the operation's record type: how an
@@ -26,6 +28,15 @@ public final class OperationTable<S extends Stream> {
       throw new IllegalStateException(engine + " implements " + type.getSimpleName() + " twice");
     }
     return this;
+  }
+
+  /**
+   * Registers {@code type} as the operations {@code lowering} turns it into, each run by this
+   * table: how an engine without its own kernel for {@code type} still implements it.
+   */
+  public <O extends Operation> OperationTable<S> addLowered(
+      Class<O> type, Function<O, List<Operation>> lowering) {
+    return add(type, (op, stream) -> lowering.apply(op).forEach(part -> run(part, stream)));
   }
 
   public void run(Operation op, S stream) {

@@ -6,17 +6,20 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.AddChannelBias;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.Convolution;
+import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import java.util.List;
 
 /**
- * 2-D convolution on NCHW activations, weight [out, in, k, k] as PyTorch's nn.Conv2d. Forward is
- * im2col (per image, a [in·k·k, oh·ow] block) and a strided batch of per-image GEMMs writing the
- * NCHW output directly, then the bias; backward runs the same GEMMs transposed and col2im for the
- * input gradient. With {@link Precision#BF16} the GEMMs take bf16 columns, weights and output
- * gradients, and the output and input gradient are rounded to bf16.
+ * 2-D convolution on NCHW activations, weight [out, in, k, k] as PyTorch's nn.Conv2d: in fp32 one
+ * {@link Convolution} forward and one {@link ConvolutionBackward}, which the backend computes as it
+ * does best (oneDNN on the CPU, im2col and GEMM elsewhere). With {@link Precision#BF16} the layer
+ * lowers itself: im2col (per image, a [in·k·k, oh·ow] block) and a strided batch of per-image GEMMs
+ * on bf16 columns, weights and output gradients, the output and input gradient rounded to bf16 (the
+ * rounding torch.autocast does, which the convolution operations do not express).
  *
  * <p>What backward needs is kept as PyTorch keeps it, the input (the previous layer's output, not a
  * copy); the columns, nine times the input for a 3×3 kernel, are scratch in the model's shared
@@ -189,6 +192,11 @@ public final class Conv2d extends BaseLayer {
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     int hw = oh * ow;
     input = x;
+    if (precision == Precision.FP32) {
+      DeviceBuffer yb = y.view(0, (long) batch * out * hw);
+      backend.run(s, new Convolution(x, weight, bias, yb, window(batch), out, columns(batch)));
+      return yb;
+    }
     DeviceBuffer colsUsed = columns(s, x, batch);
     weightUsed =
         precision == Precision.BF16 ? Precision.inBf16(backend, s, weight, weightHalf) : weight;
@@ -226,6 +234,14 @@ public final class Conv2d extends BaseLayer {
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
     int hw = oh * ow;
+    if (precision == Precision.FP32) {
+      DeviceBuffer dxb = needInputGrad ? dx.view(0, (long) batch * inputSize()) : null;
+      backend.run(
+          s,
+          new ConvolutionBackward(
+              input, dy, weight, weightGrad, biasGrad, dxb, window(batch), out, columns(batch)));
+      return dxb;
+    }
     if (hasBias) {
       backend.run(s, new SumChannels(dy, biasGrad, batch, out, hw));
     }
@@ -283,6 +299,11 @@ public final class Conv2d extends BaseLayer {
       Precision.round(backend, s, dxb, colsHalf); // the bf16 columns have served dW
     }
     return dxb;
+  }
+
+  /** The columns' scratch for a batch: what an engine lowering to im2col works in. */
+  private DeviceBuffer columns(int batch) {
+    return cols.view(0, (long) batch * patch * oh * ow);
   }
 
   /** This layer's window over a batch of its input. */

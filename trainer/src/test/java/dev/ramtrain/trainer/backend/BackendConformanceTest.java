@@ -16,6 +16,8 @@ import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.Convolution;
+import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -791,6 +793,155 @@ public abstract class BackendConformanceTest {
         rhs += (double) x[i] * adj[i];
       }
       assertEquals(lhs, rhs, 1e-4 * Math.max(1, Math.abs(lhs)));
+    }
+  }
+
+  @Test
+  void convolutionAndItsGradientsAgainstTheDirectSumWithinTheFp32Bound() {
+    // {n, c, h, w, out, k, stride, pad}: odd sizes, stride 2 and 3, padding, batch 1, 1x1, a
+    // one-channel first layer, ResNet's 7x7 stem, and channel counts an engine blocks by 16.
+    int[][] shapes = {
+      {2, 3, 5, 4, 2, 3, 2, 1},
+      {1, 2, 7, 6, 3, 3, 1, 1},
+      {2, 5, 4, 4, 4, 1, 1, 0},
+      {1, 2, 9, 8, 3, 5, 3, 2},
+      {2, 1, 9, 9, 16, 3, 1, 1},
+      {1, 3, 13, 11, 8, 7, 2, 3},
+      {3, 16, 9, 9, 32, 3, 1, 1},
+      {2, 32, 8, 8, 16, 1, 2, 0}
+    };
+    for (int[] sh : shapes) {
+      for (boolean bias : new boolean[] {true, false}) {
+        checkConvolution(
+            new ConvWindow(sh[0], sh[1], sh[2], sh[3], sh[5], sh[5], sh[6], sh[7]), sh[4], bias);
+      }
+    }
+  }
+
+  /**
+   * One convolution forward and backward against double-precision sums. Whatever the order an
+   * engine sums in, an fp32 sum of K products is within γ(K)·Σ|products| of the exact one (γ(K) =
+   * K·u/(1−K·u), u = 2⁻²⁴; Higham, Accuracy and Stability, §3.1): the tolerance of each element,
+   * with one more term for the bias or for the gradient it is added into.
+   */
+  private void checkConvolution(ConvWindow win, int out, boolean hasBias) {
+    Random rng = new Random(win.hashCode() * 31 + out);
+    int n = win.n(), c = win.c(), h = win.h(), w = win.w(), k = win.kh();
+    int s = win.stride(), p = win.pad(), oh = win.oh(), ow = win.ow();
+    float[] x = random(rng, n * c * h * w);
+    float[] wt = random(rng, out * c * k * k);
+    float[] b = random(rng, out);
+    float[] dy = random(rng, n * out * oh * ow);
+    float[] dw0 = random(rng, wt.length); // gradients accumulate into what is there
+    float[] db0 = random(rng, out);
+    double[] y = new double[dy.length], yAbs = new double[dy.length];
+    double[] dx = new double[x.length], dxAbs = new double[x.length];
+    double[] dw = new double[wt.length], dwAbs = new double[wt.length];
+    for (int i = 0; i < n; i++) {
+      for (int o = 0; o < out; o++) {
+        for (int oy = 0; oy < oh; oy++) {
+          for (int ox = 0; ox < ow; ox++) {
+            int yi = ((i * out + o) * oh + oy) * ow + ox;
+            for (int ch = 0; ch < c; ch++) {
+              for (int ky = 0; ky < k; ky++) {
+                for (int kx = 0; kx < k; kx++) {
+                  int iy = oy * s - p + ky, ix = ox * s - p + kx;
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                    continue;
+                  }
+                  int xi = ((i * c + ch) * h + iy) * w + ix, wi = ((o * c + ch) * k + ky) * k + kx;
+                  y[yi] += (double) x[xi] * wt[wi];
+                  yAbs[yi] += Math.abs((double) x[xi] * wt[wi]);
+                  dx[xi] += (double) dy[yi] * wt[wi];
+                  dxAbs[xi] += Math.abs((double) dy[yi] * wt[wi]);
+                  dw[wi] += (double) dy[yi] * x[xi];
+                  dwAbs[wi] += Math.abs((double) dy[yi] * x[xi]);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    double[] db = new double[out], dbAbs = new double[out];
+    for (int yi = 0; yi < dy.length; yi++) {
+      int o = yi / (oh * ow) % out;
+      db[o] += dy[yi];
+      dbAbs[o] += Math.abs(dy[yi]);
+      if (hasBias) {
+        y[yi] += b[o];
+        yAbs[yi] += Math.abs(b[o]);
+      }
+    }
+    for (int i = 0; i < wt.length; i++) {
+      dw[i] += dw0[i];
+      dwAbs[i] += Math.abs(dw0[i]);
+    }
+    for (int o = 0; o < out; o++) {
+      db[o] += db0[o];
+      dbAbs[o] += Math.abs(db0[o]);
+    }
+    int patch = c * k * k;
+    String what = win + " out " + out + (hasBias ? " with bias" : "");
+    // Activations as views into one slab at odd offsets, as layers hand them over.
+    int atX = 3, atY = atX + x.length + 5, atDy = atY + dy.length + 1, atDx = atDy + dy.length + 7;
+    float[] slab = random(rng, atDx + x.length + 2);
+    System.arraycopy(x, 0, slab, atX, x.length);
+    System.arraycopy(dy, 0, slab, atDy, dy.length);
+    try (DeviceBuffer activations = upload("activations", slab);
+        DeviceBuffer wd = upload("w", wt);
+        DeviceBuffer bd = upload("b", b);
+        DeviceBuffer dwd = upload("dw", dw0);
+        DeviceBuffer dbd = upload("db", db0);
+        DeviceBuffer cols = backend.allocate("cols", DType.F32, win.columnCount())) {
+      DeviceBuffer xd = activations.view(atX, x.length);
+      DeviceBuffer yd = activations.view(atY, dy.length);
+      DeviceBuffer dyd = activations.view(atDy, dy.length);
+      DeviceBuffer dxd = activations.view(atDx, x.length);
+      backend.run(stream, new Convolution(xd, wd, hasBias ? bd : null, yd, win, out, cols));
+      assertWithinSumBound(y, yAbs, patch + 1, download(yd), what + ": y");
+      backend.run(
+          stream,
+          new ConvolutionBackward(xd, dyd, wd, dwd, hasBias ? dbd : null, dxd, win, out, cols));
+      assertWithinSumBound(dx, dxAbs, out * k * k, download(dxd), what + ": dx");
+      assertWithinSumBound(dw, dwAbs, n * oh * ow + 1, download(dwd), what + ": dw");
+      if (hasBias) {
+        assertWithinSumBound(db, dbAbs, n * oh * ow + 1, download(dbd), what + ": db");
+      } else {
+        assertArrayEquals(db0, download(dbd), what + ": db untouched");
+      }
+      // Without an input gradient: the weight gradient alone, added again.
+      float[] before = download(dwd);
+      float[] dxBefore = download(dxd);
+      backend.run(stream, new ConvolutionBackward(xd, dyd, wd, dwd, null, null, win, out, cols));
+      double[] twice = new double[dw.length], twiceAbs = new double[dw.length];
+      for (int i = 0; i < dw.length; i++) {
+        twice[i] = before[i] + (dw[i] - dw0[i]);
+        twiceAbs[i] = Math.abs(before[i]) + (dwAbs[i] - Math.abs(dw0[i]));
+      }
+      assertWithinSumBound(twice, twiceAbs, n * oh * ow + 1, download(dwd), what + ": dw again");
+      assertArrayEquals(dxBefore, download(dxd), what + ": dx untouched without one asked for");
+      float[] after = download(activations);
+      for (int i = 0; i < slab.length; i++) {
+        boolean written = (i >= atY && i < atY + dy.length) || (i >= atDx && i < atDx + x.length);
+        if (!written) {
+          assertEquals(slab[i], after[i], what + ": slab[" + i + "] outside the outputs");
+        }
+      }
+    }
+  }
+
+  private static void assertWithinSumBound(
+      double[] exact, double[] absSum, int terms, float[] got, String what) {
+    double u = Math.scalb(1.0, -24);
+    double gamma = terms * u / (1 - terms * u);
+    assertEquals(exact.length, got.length, what + ": length");
+    for (int i = 0; i < exact.length; i++) {
+      // + one rounding of the exact value to fp32, which the stored result also is
+      double bound = gamma * absSum[i] + u * Math.abs(exact[i]) + Float.MIN_NORMAL;
+      assertTrue(
+          Math.abs(got[i] - exact[i]) <= bound,
+          what + "[" + i + "]: expected " + exact[i] + " got " + got[i] + " (bound " + bound + ")");
     }
   }
 

@@ -4,6 +4,8 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkRange;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkSameBytes;
 
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendUnavailableException;
+import dev.ramtrain.trainer.backend.CpuEngine;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
@@ -20,6 +22,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ForkJoinPool;
 import org.apache.arrow.memory.util.MemoryUtil;
 import org.bytedeco.openblas.global.openblas_nolapack;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The CPU backend: "device" memory is native host memory, streams are single-thread executors, and
@@ -28,6 +32,7 @@ import org.bytedeco.openblas.global.openblas_nolapack;
  * there is no GPU.
  */
 public final class CpuBackend implements Backend {
+  private static final Logger LOG = LoggerFactory.getLogger(CpuBackend.class);
   private final CpuMemory device = new CpuMemory();
   private final CpuMemory host = new CpuMemory();
   private final List<CpuStream> streams = new ArrayList<>();
@@ -35,10 +40,16 @@ public final class CpuBackend implements Backend {
   private final ForkJoinPool pool;
   private final OperationTable<CpuStream> operations;
   private final SimulatedBus bus;
+  private final OneDnn oneDnn; // null: convolutions by the Java kernels
 
-  /** A backend using {@code threads} cores for kernels and GEMM. */
+  /** A backend using {@code threads} cores for kernels and GEMM, on the automatic engine. */
   public CpuBackend(int threads) {
     this(threads, SimulatedBus.NONE);
+  }
+
+  /** A backend using {@code threads} cores on the {@code engine} asked for. */
+  public CpuBackend(int threads, CpuEngine engine) {
+    this(threads, SimulatedBus.NONE, engine);
   }
 
   /**
@@ -47,21 +58,54 @@ public final class CpuBackend implements Backend {
    * benchmarks show overlap as a GPU's bus would.
    */
   public CpuBackend(int threads, SimulatedBus bus) {
+    this(threads, bus, CpuEngine.AUTO);
+  }
+
+  /** The same with {@code bus} on the {@code engine} asked for. */
+  public CpuBackend(int threads, SimulatedBus bus, CpuEngine engine) {
     this.bus = bus;
     if (threads < 1) {
       throw new IllegalArgumentException("threads must be >= 1, got " + threads);
     }
+    this.oneDnn = openEngine(engine);
     this.pool = new ForkJoinPool(threads);
     Parallel parallel = new Parallel(pool);
     this.operations =
         CpuOperations.table(
-            new CpuKernels(parallel), new NormKernels(parallel), new CopyKernels(parallel));
-    openblas_nolapack.blas_set_num_threads(threads);
+            new CpuKernels(parallel), new NormKernels(parallel), new CopyKernels(parallel), oneDnn);
+    if (oneDnn == null) {
+      // OpenBLAS only multiplies on the Java engine: on oneDNN's, its spinning worker threads
+      // would take the cores oneDNN's OpenMP threads and the Java pool work on.
+      openblas_nolapack.blas_set_num_threads(threads);
+    }
+  }
+
+  /** oneDNN when {@code engine} asks for it and it loads; null for the Java kernels. */
+  private static OneDnn openEngine(CpuEngine engine) {
+    if (engine == CpuEngine.JAVA) {
+      return null;
+    }
+    try {
+      OneDnn opened = OneDnn.open();
+      LOG.debug("cpu backend: convolutions by {}", OneDnn.version());
+      return opened;
+    } catch (BackendUnavailableException e) {
+      if (engine == CpuEngine.ONEDNN) {
+        throw new BackendUnavailableException("ramtrain.cpu.engine=onednn but " + e.getMessage());
+      }
+      LOG.info("cpu backend: {}; convolutions by the Java kernels", e.getMessage());
+      return null;
+    }
   }
 
   @Override
   public String name() {
     return "cpu";
+  }
+
+  /** Who computes convolutions: "onednn" or "java". */
+  public String engine() {
+    return oneDnn == null ? "java" : "onednn";
   }
 
   @Override
@@ -171,6 +215,9 @@ public final class CpuBackend implements Backend {
     streams.forEach(CpuStream::close);
     streams.clear();
     pool.shutdown();
+    if (oneDnn != null) {
+      oneDnn.close(); // after the streams: no call of it is still running
+    }
     MemoryLedger.requireNothingOpen("cpu", device.ledger(), host.ledger(), liveEvents.values());
   }
 

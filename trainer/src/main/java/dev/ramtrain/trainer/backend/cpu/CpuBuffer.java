@@ -10,6 +10,7 @@ import java.nio.IntBuffer;
 import java.nio.ShortBuffer;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.Pointer;
 
 /** CPU "device" memory: native memory from JavaCPP, freed when the owning buffer closes. */
 final class CpuBuffer implements DeviceBuffer {
@@ -110,6 +111,11 @@ final class CpuBuffer implements DeviceBuffer {
     requireType(DType.F32);
     BytePointer memory = allocation.pointer();
     return new FloatPointer(memory).position(byteOffset / Float.BYTES);
+  }
+
+  /** A native pointer to the first element, whatever the element type (for oneDNN). */
+  Pointer pointer() {
+    return new BytePointer(allocation.pointer()).position(byteOffset);
   }
 
   void requireLive() {

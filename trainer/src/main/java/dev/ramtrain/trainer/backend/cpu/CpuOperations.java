@@ -1,10 +1,6 @@
 package dev.ramtrain.trainer.backend.cpu;
 
-import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
-import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
-import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
-import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
-
+import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.OperationTable;
@@ -18,6 +14,8 @@ import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.Convolution;
+import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -45,412 +43,520 @@ import java.nio.ByteOrder;
 import org.bytedeco.javacpp.FloatPointer;
 
 /**
- * The CPU engine's implementation of every operation: GEMM by native OpenBLAS, the rest by {@link
- * CpuKernels}, {@link NormKernels} and {@link CopyKernels}. Each entry takes its buffers in the
- * caller's thread (so a closed buffer is named there) and enqueues the arithmetic on the stream.
+ * The CPU engine's implementation of every operation: GEMM and convolutions by oneDNN (or OpenBLAS
+ * and im2col, the Java engine), the rest by {@link CpuKernels}, {@link NormKernels} and {@link
+ * CopyKernels}. Each entry takes its buffers in the caller's thread (so a closed buffer is named
+ * there) and enqueues the arithmetic on the stream.
  */
 final class CpuOperations {
   private CpuOperations() {}
 
+  /**
+   * The table; GEMM and convolutions by {@code oneDnn}, or (null) GEMM by OpenBLAS and convolutions
+   * lowered to im2col and GEMM as {@link ConvolutionLowering} says.
+   */
   static OperationTable<CpuStream> table(
-      CpuKernels kernels, NormKernels norms, CopyKernels copies) {
-    return new OperationTable<CpuStream>("cpu")
-        .add(Gemm.class, (op, s) -> gemm(kernels, op, s))
-        .add(GemmStridedBatched.class, (op, s) -> gemmStridedBatched(kernels, op, s))
-        .add(
-            Fill.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              s.enqueue(() -> kernels.fill(x.floats(), op.value()));
-            })
-        .add(
-            Convert.class,
-            (op, s) -> {
-              CpuBuffer src = cpu(op.src());
-              CpuBuffer dst = cpu(op.dst());
-              if (op.narrowing()) {
-                s.enqueue(() -> kernels.toBf16(src.floats(), dst.shorts()));
-              } else {
-                s.enqueue(() -> kernels.fromBf16(src.shorts(), dst.floats()));
-              }
-            })
-        .add(
-            AddBias.class,
-            (op, s) -> {
-              CpuBuffer y = cpu(op.y());
-              CpuBuffer bias = cpu(op.bias());
-              s.enqueue(() -> kernels.addBias(y.floats(), bias.floats(), op.rows(), op.cols()));
-            })
-        .add(
-            SumRows.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer out = cpu(op.out());
-              s.enqueue(
-                  () -> kernels.sumRows(x.floats(), out.floats(), op.rows(), op.cols(), op.beta()));
-            })
-        .add(
-            Relu.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer y = cpu(op.y());
-              s.enqueue(() -> kernels.relu(x.floats(), y.floats()));
-            })
-        .add(
-            ReluBackward.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer dy = cpu(op.dy());
-              CpuBuffer dx = cpu(op.dx());
-              s.enqueue(() -> kernels.reluBackward(x.floats(), dy.floats(), dx.floats()));
-            })
-        .add(
-            Gelu.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer y = cpu(op.y());
-              s.enqueue(() -> kernels.gelu(x.floats(), y.floats()));
-            })
-        .add(
-            GeluBackward.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer dy = cpu(op.dy());
-              CpuBuffer dx = cpu(op.dx());
-              s.enqueue(() -> kernels.geluBackward(x.floats(), dy.floats(), dx.floats()));
-            })
-        .add(
-            Add.class,
-            (op, s) -> {
-              CpuBuffer a = cpu(op.a());
-              CpuBuffer b = cpu(op.b());
-              CpuBuffer out = cpu(op.out());
-              s.enqueue(() -> kernels.add(a.floats(), b.floats(), out.floats()));
-            })
-        .add(
-            Lerp.class,
-            (op, s) -> {
-              CpuBuffer target = cpu(op.target());
-              CpuBuffer source = cpu(op.source());
-              s.enqueue(() -> kernels.lerp(target.floats(), source.floats(), op.weight()));
-            })
-        .add(
-            Multiply.class,
-            (op, s) -> {
-              CpuBuffer a = cpu(op.a());
-              CpuBuffer b = cpu(op.b());
-              CpuBuffer out = cpu(op.out());
-              s.enqueue(() -> kernels.multiply(a.floats(), b.floats(), out.floats()));
-            })
-        .add(
-            SoftmaxCrossEntropy.class,
-            (op, s) -> {
-              CpuBuffer logits = cpu(op.logits());
-              CpuBuffer labels = cpu(op.labels());
-              CpuBuffer loss = cpu(op.loss());
-              CpuBuffer dlogits = cpu(op.dlogits());
-              s.enqueue(
-                  () ->
-                      kernels.softmaxCrossEntropy(
-                          logits.floats(),
-                          labels.ints(),
-                          op.rows(),
-                          op.classes(),
-                          op.smoothing(),
-                          loss.floats(),
-                          dlogits.floats()));
-            })
-        .add(
-            NormalizeImages.class,
-            (op, s) -> {
-              CpuBuffer u8 = cpu(op.u8());
-              CpuBuffer out = cpu(op.out());
-              s.enqueue(
-                  () ->
-                      kernels.normalizeImages(
-                          u8.byteBuffer(),
-                          op.n(),
-                          op.h(),
-                          op.w(),
-                          op.c(),
-                          op.mean(),
-                          op.std(),
-                          out.floats()));
-            })
-        .add(
-            SgdStep.class,
-            (op, s) -> {
-              CpuBuffer p = cpu(op.param());
-              CpuBuffer g = cpu(op.grad());
-              CpuBuffer b = cpu(op.momentum());
-              s.enqueue(
-                  () ->
-                      kernels.sgdStep(
-                          p.floats(),
-                          g.floats(),
-                          b.floats(),
-                          op.lr(),
-                          op.mu(),
-                          op.weightDecay(),
-                          op.nesterov()));
-            })
-        .add(
-            AdamWStep.class,
-            (op, s) -> {
-              CpuBuffer p = cpu(op.param());
-              CpuBuffer g = cpu(op.grad());
-              CpuBuffer m = cpu(op.m());
-              CpuBuffer v = cpu(op.v());
-              s.enqueue(
-                  () ->
-                      kernels.adamwStep(
-                          p.floats(),
-                          g.floats(),
-                          m.floats(),
-                          v.floats(),
-                          op.lr(),
-                          op.beta1(),
-                          op.beta2(),
-                          op.eps(),
-                          op.weightDecay(),
-                          op.step()));
-            })
-        .add(
-            Im2col.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer cols = cpu(op.cols());
-              s.enqueue(() -> kernels.im2col(x.floats(), op.window(), cols.floats()));
-            })
-        .add(
-            Col2im.class,
-            (op, s) -> {
-              CpuBuffer cols = cpu(op.cols());
-              CpuBuffer dx = cpu(op.dx());
-              s.enqueue(() -> kernels.col2im(cols.floats(), op.window(), dx.floats()));
-            })
-        .add(
-            AddChannelBias.class,
-            (op, s) -> {
-              CpuBuffer y = cpu(op.y());
-              CpuBuffer bias = cpu(op.bias());
-              s.enqueue(
-                  () -> kernels.addChannelBias(y.floats(), bias.floats(), op.n(), op.c(), op.hw()));
-            })
-        .add(
-            SumChannels.class,
-            (op, s) -> {
-              CpuBuffer dy = cpu(op.dy());
-              CpuBuffer out = cpu(op.out());
-              s.enqueue(
-                  () -> kernels.sumChannels(dy.floats(), out.floats(), op.n(), op.c(), op.hw()));
-            })
-        .add(
-            MaxPool.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer y = cpu(op.y());
-              CpuBuffer argmax = cpu(op.argmax());
-              s.enqueue(
-                  () ->
-                      kernels.maxPool(
-                          x.floats(),
-                          op.n(),
-                          op.c(),
-                          op.h(),
-                          op.w(),
-                          op.k(),
-                          op.stride(),
-                          op.pad(),
-                          y.floats(),
-                          argmax.ints()));
-            })
-        .add(
-            MaxPoolBackward.class,
-            (op, s) -> {
-              CpuBuffer dy = cpu(op.dy());
-              CpuBuffer argmax = cpu(op.argmax());
-              CpuBuffer dx = cpu(op.dx());
-              s.enqueue(
-                  () ->
-                      kernels.maxPoolBackward(
-                          dy.floats(),
-                          argmax.ints(),
-                          op.n(),
-                          op.c(),
-                          op.h(),
-                          op.w(),
-                          op.oh(),
-                          op.ow(),
-                          dx.floats()));
-            })
-        .add(
-            ClipGradNorm.class,
-            (op, s) -> {
-              CpuBuffer grads = cpu(op.grads());
-              CpuBuffer norm = cpu(op.norm());
-              s.enqueue(() -> kernels.clipGradNorm(grads.floats(), op.maxNorm(), norm.floats()));
-            })
-        .add(
-            DropoutMask.class,
-            (op, s) -> {
-              CpuBuffer mask = cpu(op.mask());
-              s.enqueue(() -> kernels.dropoutMask(op.p(), op.seed(), mask.floats()));
-            })
-        .add(
-            BatchNormTrain.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer gamma = cpu(op.gamma());
-              CpuBuffer beta = cpu(op.beta());
-              CpuBuffer runningMean = cpu(op.runningMean());
-              CpuBuffer runningVar = cpu(op.runningVar());
-              CpuBuffer y = cpu(op.y());
-              CpuBuffer savedMean = cpu(op.savedMean());
-              CpuBuffer savedInvStd = cpu(op.savedInvStd());
-              s.enqueue(
-                  () ->
-                      kernels.batchNormTrain(
-                          x.floats(),
-                          op.n(),
-                          op.c(),
-                          op.hw(),
-                          gamma.floats(),
-                          beta.floats(),
-                          op.eps(),
-                          op.momentum(),
-                          runningMean.floats(),
-                          runningVar.floats(),
-                          y.floats(),
-                          savedMean.floats(),
-                          savedInvStd.floats()));
-            })
-        .add(
-            BatchNormInference.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer gamma = cpu(op.gamma());
-              CpuBuffer beta = cpu(op.beta());
-              CpuBuffer runningMean = cpu(op.runningMean());
-              CpuBuffer runningVar = cpu(op.runningVar());
-              CpuBuffer y = cpu(op.y());
-              s.enqueue(
-                  () ->
-                      kernels.batchNormInference(
-                          x.floats(),
-                          op.n(),
-                          op.c(),
-                          op.hw(),
-                          gamma.floats(),
-                          beta.floats(),
-                          op.eps(),
-                          runningMean.floats(),
-                          runningVar.floats(),
-                          y.floats()));
-            })
-        .add(
-            BatchNormBackward.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer dy = cpu(op.dy());
-              CpuBuffer gamma = cpu(op.gamma());
-              CpuBuffer savedMean = cpu(op.savedMean());
-              CpuBuffer savedInvStd = cpu(op.savedInvStd());
-              CpuBuffer dgamma = cpu(op.dgamma());
-              CpuBuffer dbeta = cpu(op.dbeta());
-              CpuBuffer dx = cpu(op.dx());
-              s.enqueue(
-                  () ->
-                      kernels.batchNormBackward(
-                          x.floats(),
-                          dy.floats(),
-                          op.n(),
-                          op.c(),
-                          op.hw(),
-                          gamma.floats(),
-                          savedMean.floats(),
-                          savedInvStd.floats(),
-                          dgamma.floats(),
-                          dbeta.floats(),
-                          dx.floats()));
-            })
-        .add(
-            LayerNorm.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer gamma = cpu(op.gamma());
-              CpuBuffer beta = cpu(op.beta());
-              CpuBuffer y = cpu(op.y());
-              CpuBuffer savedMean = cpu(op.savedMean());
-              CpuBuffer savedInvStd = cpu(op.savedInvStd());
-              s.enqueue(
-                  () ->
-                      norms.layerNorm(
-                          x.floats(),
-                          op.outer(),
-                          op.size(),
-                          op.inner(),
-                          gamma.floats(),
-                          beta.floats(),
-                          op.eps(),
-                          y.floats(),
-                          savedMean.floats(),
-                          savedInvStd.floats()));
-            })
-        .add(
-            LayerNormBackward.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer dy = cpu(op.dy());
-              CpuBuffer gamma = cpu(op.gamma());
-              CpuBuffer savedMean = cpu(op.savedMean());
-              CpuBuffer savedInvStd = cpu(op.savedInvStd());
-              CpuBuffer dgamma = cpu(op.dgamma());
-              CpuBuffer dbeta = cpu(op.dbeta());
-              CpuBuffer dx = cpu(op.dx());
-              s.enqueue(
-                  () ->
-                      norms.layerNormBackward(
-                          x.floats(),
-                          dy.floats(),
-                          op.outer(),
-                          op.size(),
-                          op.inner(),
-                          gamma.floats(),
-                          savedMean.floats(),
-                          savedInvStd.floats(),
-                          dgamma.floats(),
-                          dbeta.floats(),
-                          dx.floats()));
-            })
-        .add(
-            Softmax.class,
-            (op, s) -> {
-              CpuBuffer x = cpu(op.x());
-              CpuBuffer y = cpu(op.y());
-              s.enqueue(() -> norms.softmax(x.floats(), op.rows(), op.cols(), y.floats()));
-            })
-        .add(
-            SoftmaxBackward.class,
-            (op, s) -> {
-              CpuBuffer y = cpu(op.y());
-              CpuBuffer dy = cpu(op.dy());
-              CpuBuffer dx = cpu(op.dx());
-              s.enqueue(
-                  () ->
-                      norms.softmaxBackward(
-                          y.floats(), dy.floats(), op.rows(), op.cols(), dx.floats()));
-            })
-        .add(
-            StridedCopy.class,
-            (op, s) -> {
-              CpuBuffer src = cpu(op.src());
-              CpuBuffer dst = cpu(op.dst());
-              s.enqueue(() -> copies.stridedCopy(src.floats(), dst.floats(), op));
-            });
+      CpuKernels kernels, NormKernels norms, CopyKernels copies, OneDnn oneDnn) {
+    Sgemm sgemm = oneDnn == null ? Sgemm.OPENBLAS : Sgemm.ONEDNN;
+    OperationTable<CpuStream> table =
+        new OperationTable<CpuStream>("cpu")
+            .add(
+                Gemm.class,
+                (op, s) -> {
+                  if (inBf16(oneDnn, op.a(), op.b())) {
+                    gemmBf16(oneDnn, GemmStridedBatched.of(op), s);
+                  } else {
+                    gemm(kernels, sgemm, op, s);
+                  }
+                })
+            .add(
+                GemmStridedBatched.class,
+                (op, s) -> {
+                  if (inBf16(oneDnn, op.a(), op.b())) {
+                    gemmBf16(oneDnn, op, s);
+                  } else {
+                    gemmStridedBatched(kernels, sgemm, op, s);
+                  }
+                })
+            .add(
+                Fill.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  s.enqueue(() -> kernels.fill(x.floats(), op.value()));
+                })
+            .add(
+                Convert.class,
+                (op, s) -> {
+                  CpuBuffer src = cpu(op.src());
+                  CpuBuffer dst = cpu(op.dst());
+                  if (op.narrowing()) {
+                    s.enqueue(() -> kernels.toBf16(src.floats(), dst.shorts()));
+                  } else {
+                    s.enqueue(() -> kernels.fromBf16(src.shorts(), dst.floats()));
+                  }
+                })
+            .add(
+                AddBias.class,
+                (op, s) -> {
+                  CpuBuffer y = cpu(op.y());
+                  CpuBuffer bias = cpu(op.bias());
+                  s.enqueue(() -> kernels.addBias(y.floats(), bias.floats(), op.rows(), op.cols()));
+                })
+            .add(
+                SumRows.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer out = cpu(op.out());
+                  s.enqueue(
+                      () ->
+                          kernels.sumRows(
+                              x.floats(), out.floats(), op.rows(), op.cols(), op.beta()));
+                })
+            .add(
+                Relu.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer y = cpu(op.y());
+                  s.enqueue(() -> kernels.relu(x.floats(), y.floats()));
+                })
+            .add(
+                ReluBackward.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer dy = cpu(op.dy());
+                  CpuBuffer dx = cpu(op.dx());
+                  s.enqueue(() -> kernels.reluBackward(x.floats(), dy.floats(), dx.floats()));
+                })
+            .add(
+                Gelu.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer y = cpu(op.y());
+                  s.enqueue(() -> kernels.gelu(x.floats(), y.floats()));
+                })
+            .add(
+                GeluBackward.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer dy = cpu(op.dy());
+                  CpuBuffer dx = cpu(op.dx());
+                  s.enqueue(() -> kernels.geluBackward(x.floats(), dy.floats(), dx.floats()));
+                })
+            .add(
+                Add.class,
+                (op, s) -> {
+                  CpuBuffer a = cpu(op.a());
+                  CpuBuffer b = cpu(op.b());
+                  CpuBuffer out = cpu(op.out());
+                  s.enqueue(() -> kernels.add(a.floats(), b.floats(), out.floats()));
+                })
+            .add(
+                Lerp.class,
+                (op, s) -> {
+                  CpuBuffer target = cpu(op.target());
+                  CpuBuffer source = cpu(op.source());
+                  s.enqueue(() -> kernels.lerp(target.floats(), source.floats(), op.weight()));
+                })
+            .add(
+                Multiply.class,
+                (op, s) -> {
+                  CpuBuffer a = cpu(op.a());
+                  CpuBuffer b = cpu(op.b());
+                  CpuBuffer out = cpu(op.out());
+                  s.enqueue(() -> kernels.multiply(a.floats(), b.floats(), out.floats()));
+                })
+            .add(
+                SoftmaxCrossEntropy.class,
+                (op, s) -> {
+                  CpuBuffer logits = cpu(op.logits());
+                  CpuBuffer labels = cpu(op.labels());
+                  CpuBuffer loss = cpu(op.loss());
+                  CpuBuffer dlogits = cpu(op.dlogits());
+                  s.enqueue(
+                      () ->
+                          kernels.softmaxCrossEntropy(
+                              logits.floats(),
+                              labels.ints(),
+                              op.rows(),
+                              op.classes(),
+                              op.smoothing(),
+                              loss.floats(),
+                              dlogits.floats()));
+                })
+            .add(
+                NormalizeImages.class,
+                (op, s) -> {
+                  CpuBuffer u8 = cpu(op.u8());
+                  CpuBuffer out = cpu(op.out());
+                  s.enqueue(
+                      () ->
+                          kernels.normalizeImages(
+                              u8.byteBuffer(),
+                              op.n(),
+                              op.h(),
+                              op.w(),
+                              op.c(),
+                              op.mean(),
+                              op.std(),
+                              out.floats()));
+                })
+            .add(
+                SgdStep.class,
+                (op, s) -> {
+                  CpuBuffer p = cpu(op.param());
+                  CpuBuffer g = cpu(op.grad());
+                  CpuBuffer b = cpu(op.momentum());
+                  s.enqueue(
+                      () ->
+                          kernels.sgdStep(
+                              p.floats(),
+                              g.floats(),
+                              b.floats(),
+                              op.lr(),
+                              op.mu(),
+                              op.weightDecay(),
+                              op.nesterov()));
+                })
+            .add(
+                AdamWStep.class,
+                (op, s) -> {
+                  CpuBuffer p = cpu(op.param());
+                  CpuBuffer g = cpu(op.grad());
+                  CpuBuffer m = cpu(op.m());
+                  CpuBuffer v = cpu(op.v());
+                  s.enqueue(
+                      () ->
+                          kernels.adamwStep(
+                              p.floats(),
+                              g.floats(),
+                              m.floats(),
+                              v.floats(),
+                              op.lr(),
+                              op.beta1(),
+                              op.beta2(),
+                              op.eps(),
+                              op.weightDecay(),
+                              op.step()));
+                })
+            .add(
+                Im2col.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer cols = cpu(op.cols());
+                  s.enqueue(() -> kernels.im2col(x.floats(), op.window(), cols.floats()));
+                })
+            .add(
+                Col2im.class,
+                (op, s) -> {
+                  CpuBuffer cols = cpu(op.cols());
+                  CpuBuffer dx = cpu(op.dx());
+                  s.enqueue(() -> kernels.col2im(cols.floats(), op.window(), dx.floats()));
+                })
+            .add(
+                AddChannelBias.class,
+                (op, s) -> {
+                  CpuBuffer y = cpu(op.y());
+                  CpuBuffer bias = cpu(op.bias());
+                  s.enqueue(
+                      () ->
+                          kernels.addChannelBias(
+                              y.floats(), bias.floats(), op.n(), op.c(), op.hw()));
+                })
+            .add(
+                SumChannels.class,
+                (op, s) -> {
+                  CpuBuffer dy = cpu(op.dy());
+                  CpuBuffer out = cpu(op.out());
+                  s.enqueue(
+                      () ->
+                          kernels.sumChannels(dy.floats(), out.floats(), op.n(), op.c(), op.hw()));
+                })
+            .add(
+                MaxPool.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer y = cpu(op.y());
+                  CpuBuffer argmax = cpu(op.argmax());
+                  s.enqueue(
+                      () ->
+                          kernels.maxPool(
+                              x.floats(),
+                              op.n(),
+                              op.c(),
+                              op.h(),
+                              op.w(),
+                              op.k(),
+                              op.stride(),
+                              op.pad(),
+                              y.floats(),
+                              argmax.ints()));
+                })
+            .add(
+                MaxPoolBackward.class,
+                (op, s) -> {
+                  CpuBuffer dy = cpu(op.dy());
+                  CpuBuffer argmax = cpu(op.argmax());
+                  CpuBuffer dx = cpu(op.dx());
+                  s.enqueue(
+                      () ->
+                          kernels.maxPoolBackward(
+                              dy.floats(),
+                              argmax.ints(),
+                              op.n(),
+                              op.c(),
+                              op.h(),
+                              op.w(),
+                              op.oh(),
+                              op.ow(),
+                              dx.floats()));
+                })
+            .add(
+                ClipGradNorm.class,
+                (op, s) -> {
+                  CpuBuffer grads = cpu(op.grads());
+                  CpuBuffer norm = cpu(op.norm());
+                  s.enqueue(
+                      () -> kernels.clipGradNorm(grads.floats(), op.maxNorm(), norm.floats()));
+                })
+            .add(
+                DropoutMask.class,
+                (op, s) -> {
+                  CpuBuffer mask = cpu(op.mask());
+                  s.enqueue(() -> kernels.dropoutMask(op.p(), op.seed(), mask.floats()));
+                })
+            .add(
+                BatchNormTrain.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer gamma = cpu(op.gamma());
+                  CpuBuffer beta = cpu(op.beta());
+                  CpuBuffer runningMean = cpu(op.runningMean());
+                  CpuBuffer runningVar = cpu(op.runningVar());
+                  CpuBuffer y = cpu(op.y());
+                  CpuBuffer savedMean = cpu(op.savedMean());
+                  CpuBuffer savedInvStd = cpu(op.savedInvStd());
+                  s.enqueue(
+                      () ->
+                          kernels.batchNormTrain(
+                              x.floats(),
+                              op.n(),
+                              op.c(),
+                              op.hw(),
+                              gamma.floats(),
+                              beta.floats(),
+                              op.eps(),
+                              op.momentum(),
+                              runningMean.floats(),
+                              runningVar.floats(),
+                              y.floats(),
+                              savedMean.floats(),
+                              savedInvStd.floats()));
+                })
+            .add(
+                BatchNormInference.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer gamma = cpu(op.gamma());
+                  CpuBuffer beta = cpu(op.beta());
+                  CpuBuffer runningMean = cpu(op.runningMean());
+                  CpuBuffer runningVar = cpu(op.runningVar());
+                  CpuBuffer y = cpu(op.y());
+                  s.enqueue(
+                      () ->
+                          kernels.batchNormInference(
+                              x.floats(),
+                              op.n(),
+                              op.c(),
+                              op.hw(),
+                              gamma.floats(),
+                              beta.floats(),
+                              op.eps(),
+                              runningMean.floats(),
+                              runningVar.floats(),
+                              y.floats()));
+                })
+            .add(
+                BatchNormBackward.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer dy = cpu(op.dy());
+                  CpuBuffer gamma = cpu(op.gamma());
+                  CpuBuffer savedMean = cpu(op.savedMean());
+                  CpuBuffer savedInvStd = cpu(op.savedInvStd());
+                  CpuBuffer dgamma = cpu(op.dgamma());
+                  CpuBuffer dbeta = cpu(op.dbeta());
+                  CpuBuffer dx = cpu(op.dx());
+                  s.enqueue(
+                      () ->
+                          kernels.batchNormBackward(
+                              x.floats(),
+                              dy.floats(),
+                              op.n(),
+                              op.c(),
+                              op.hw(),
+                              gamma.floats(),
+                              savedMean.floats(),
+                              savedInvStd.floats(),
+                              dgamma.floats(),
+                              dbeta.floats(),
+                              dx.floats()));
+                })
+            .add(
+                LayerNorm.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer gamma = cpu(op.gamma());
+                  CpuBuffer beta = cpu(op.beta());
+                  CpuBuffer y = cpu(op.y());
+                  CpuBuffer savedMean = cpu(op.savedMean());
+                  CpuBuffer savedInvStd = cpu(op.savedInvStd());
+                  s.enqueue(
+                      () ->
+                          norms.layerNorm(
+                              x.floats(),
+                              op.outer(),
+                              op.size(),
+                              op.inner(),
+                              gamma.floats(),
+                              beta.floats(),
+                              op.eps(),
+                              y.floats(),
+                              savedMean.floats(),
+                              savedInvStd.floats()));
+                })
+            .add(
+                LayerNormBackward.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer dy = cpu(op.dy());
+                  CpuBuffer gamma = cpu(op.gamma());
+                  CpuBuffer savedMean = cpu(op.savedMean());
+                  CpuBuffer savedInvStd = cpu(op.savedInvStd());
+                  CpuBuffer dgamma = cpu(op.dgamma());
+                  CpuBuffer dbeta = cpu(op.dbeta());
+                  CpuBuffer dx = cpu(op.dx());
+                  s.enqueue(
+                      () ->
+                          norms.layerNormBackward(
+                              x.floats(),
+                              dy.floats(),
+                              op.outer(),
+                              op.size(),
+                              op.inner(),
+                              gamma.floats(),
+                              savedMean.floats(),
+                              savedInvStd.floats(),
+                              dgamma.floats(),
+                              dbeta.floats(),
+                              dx.floats()));
+                })
+            .add(
+                Softmax.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  CpuBuffer y = cpu(op.y());
+                  s.enqueue(() -> norms.softmax(x.floats(), op.rows(), op.cols(), y.floats()));
+                })
+            .add(
+                SoftmaxBackward.class,
+                (op, s) -> {
+                  CpuBuffer y = cpu(op.y());
+                  CpuBuffer dy = cpu(op.dy());
+                  CpuBuffer dx = cpu(op.dx());
+                  s.enqueue(
+                      () ->
+                          norms.softmaxBackward(
+                              y.floats(), dy.floats(), op.rows(), op.cols(), dx.floats()));
+                })
+            .add(
+                StridedCopy.class,
+                (op, s) -> {
+                  CpuBuffer src = cpu(op.src());
+                  CpuBuffer dst = cpu(op.dst());
+                  s.enqueue(() -> copies.stridedCopy(src.floats(), dst.floats(), op));
+                });
+    if (oneDnn == null) {
+      return table
+          .addLowered(Convolution.class, ConvolutionLowering::forward)
+          .addLowered(ConvolutionBackward.class, ConvolutionLowering::backward);
+    }
+    return table
+        .add(Convolution.class, (op, s) -> convolution(oneDnn, op, s))
+        .add(ConvolutionBackward.class, (op, s) -> convolutionBackward(oneDnn, op, s));
   }
 
-  private static void gemm(CpuKernels kernels, Gemm op, CpuStream s) {
+  private static void convolution(OneDnn oneDnn, Convolution op, CpuStream s) {
+    CpuBuffer x = cpu(op.x());
+    CpuBuffer w = cpu(op.weight());
+    CpuBuffer b = op.bias() == null ? null : cpu(op.bias());
+    CpuBuffer y = cpu(op.y());
+    s.enqueue(
+        () ->
+            oneDnn.convolution(
+                op.window(),
+                op.outChannels(),
+                x.pointer(),
+                w.pointer(),
+                b == null ? null : b.pointer(),
+                y.pointer()));
+  }
+
+  private static void convolutionBackward(OneDnn oneDnn, ConvolutionBackward op, CpuStream s) {
+    CpuBuffer x = cpu(op.x());
+    CpuBuffer dy = cpu(op.dy());
+    CpuBuffer w = cpu(op.weight());
+    CpuBuffer dw = cpu(op.weightGrad());
+    CpuBuffer db = op.biasGrad() == null ? null : cpu(op.biasGrad());
+    CpuBuffer dx = op.dx() == null ? null : cpu(op.dx());
+    s.enqueue(
+        () ->
+            oneDnn.convolutionBackward(
+                op.window(),
+                op.outChannels(),
+                db != null,
+                x.pointer(),
+                dy.pointer(),
+                w.pointer(),
+                dw.pointer(),
+                db == null ? null : db.pointer(),
+                dx == null ? null : dx.pointer()));
+  }
+
+  /** Whether a GEMM on {@code a} and {@code b} runs as bf16: both bf16, on a CPU that has it. */
+  private static boolean inBf16(OneDnn oneDnn, DeviceBuffer a, DeviceBuffer b) {
+    return oneDnn != null && oneDnn.bf16Dot() && a.dtype() == DType.BF16 && b.dtype() == DType.BF16;
+  }
+
+  private static void gemmBf16(OneDnn oneDnn, GemmStridedBatched op, CpuStream s) {
+    CpuBuffer a = cpu(op.a());
+    CpuBuffer b = cpu(op.b());
+    CpuBuffer c = cpu(op.c());
+    OneDnnMatmul.Shape shape =
+        new OneDnnMatmul.Shape(
+            op.transA(),
+            op.transB(),
+            op.m(),
+            op.n(),
+            op.k(),
+            op.alpha(),
+            op.lda(),
+            op.ldb(),
+            op.beta(),
+            op.ldc());
+    s.enqueue(
+        () ->
+            oneDnn.gemmBf16(
+                shape,
+                op.count(),
+                a.pointer(),
+                op.strideA(),
+                b.pointer(),
+                op.strideB(),
+                c.pointer(),
+                op.strideC()));
+  }
+
+  private static void gemm(CpuKernels kernels, Sgemm sgemm, Gemm op, CpuStream s) {
     CpuBuffer a = cpu(op.a());
     CpuBuffer b = cpu(op.b());
     CpuBuffer c = cpu(op.c());
@@ -460,10 +566,9 @@ final class CpuOperations {
           // result equals an fp32-accumulating bf16 GEMM up to summation order.
           try (FloatPointer wideA = widened(kernels, a);
               FloatPointer wideB = widened(kernels, b)) {
-            cblas_sgemm(
-                CblasRowMajor,
-                op.transA() ? CblasTrans : CblasNoTrans,
-                op.transB() ? CblasTrans : CblasNoTrans,
+            sgemm.sgemm(
+                op.transA(),
+                op.transB(),
                 op.m(),
                 op.n(),
                 op.k(),
@@ -479,7 +584,8 @@ final class CpuOperations {
         });
   }
 
-  private static void gemmStridedBatched(CpuKernels kernels, GemmStridedBatched op, CpuStream s) {
+  private static void gemmStridedBatched(
+      CpuKernels kernels, Sgemm sgemm, GemmStridedBatched op, CpuStream s) {
     CpuBuffer a = cpu(op.a());
     CpuBuffer b = cpu(op.b());
     CpuBuffer c = cpu(op.c());
@@ -488,6 +594,7 @@ final class CpuOperations {
           try (FloatPointer wideA = widened(kernels, a);
               FloatPointer wideB = widened(kernels, b)) {
             BatchedGemm.run(
+                sgemm,
                 op,
                 wideA != null ? wideA : a.floatPointer(),
                 wideB != null ? wideB : b.floatPointer(),

@@ -1,6 +1,7 @@
 package dev.ramtrain.trainer.backend.cuda;
 
 import dev.ramtrain.trainer.backend.AdamWMath;
+import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.OperationTable;
@@ -15,6 +16,8 @@ import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.Convolution;
+import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -57,6 +60,8 @@ final class CudaOperations {
     return new OperationTable<CudaStream>("cuda")
         .add(Gemm.class, (op, s) -> gemm.gemm(s, requireLive(op)))
         .add(GemmStridedBatched.class, (op, s) -> gemm.gemmStridedBatched(s, requireLive(op)))
+        .addLowered(Convolution.class, ConvolutionLowering::forward)
+        .addLowered(ConvolutionBackward.class, ConvolutionLowering::backward)
         .add(Fill.class, ops::fill)
         .add(
             Convert.class,

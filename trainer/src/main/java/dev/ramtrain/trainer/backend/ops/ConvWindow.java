@@ -24,6 +24,11 @@ public record ConvWindow(int n, int c, int h, int w, int kh, int kw, int stride,
     return (long) n * c * h * w;
   }
 
+  /** Elements of the output of a convolution with {@code outChannels} filters over this window. */
+  public long outputCount(int outChannels) {
+    return (long) n * outChannels * oh() * ow();
+  }
+
   /** Elements of the columns: per image, c·kh·kw rows of oh·ow. */
   public long columnCount() {
     return (long) n * oh() * ow() * c * kh * kw;

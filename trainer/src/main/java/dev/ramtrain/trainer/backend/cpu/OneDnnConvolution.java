@@ -1,0 +1,300 @@
+package dev.ramtrain.trainer.backend.cpu;
+
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_BIAS;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DIFF_BIAS;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DIFF_DST;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DIFF_SRC;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DIFF_WEIGHTS;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DST;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_SRC;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_WEIGHTS;
+
+import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import org.bytedeco.dnnl.IntMemoryMap;
+import org.bytedeco.dnnl.convolution_backward_data;
+import org.bytedeco.dnnl.convolution_backward_weights;
+import org.bytedeco.dnnl.convolution_forward;
+import org.bytedeco.dnnl.engine;
+import org.bytedeco.dnnl.global.dnnl.algorithm;
+import org.bytedeco.dnnl.global.dnnl.prop_kind;
+import org.bytedeco.dnnl.memory;
+import org.bytedeco.dnnl.post_ops;
+import org.bytedeco.dnnl.primitive_attr;
+import org.bytedeco.dnnl.reorder;
+import org.bytedeco.dnnl.stream;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * oneDNN's primitives for one convolution shape: forward, backward-data and backward-weights, made
+ * once and run on the backend's NCHW buffers. Each primitive is asked for the layouts it is fastest
+ * in ({@code format_tag.any}: on AVX-512, channels blocked by 16; NCHW itself would get a reference
+ * kernel hundreds of times slower), and the tensors are reordered into {@link LayoutScratch} and
+ * back around it: the edges of the convolution are NCHW, as every other operation expects.
+ * Gradients of the weights and bias are added into the backend's buffers by the reorder back (a sum
+ * post-op), as parameter gradients accumulate.
+ *
+ * <p>The algorithm is direct convolution, never Winograd: its error is that of a sum of c·k·k
+ * products in fp32, the bound the conformance test checks, as for the im2col reference.
+ */
+final class OneDnnConvolution implements AutoCloseable {
+  // LayoutScratch slots: the tensors of one call that may need a layout of their own
+  private static final int SRC = 0;
+  private static final int WEIGHTS = 1;
+  private static final int DST = 2;
+  private static final int DIFF_WEIGHTS = 3;
+  private static final int DIFF_BIAS = 4;
+  private static final int DIFF_DST_FOR_DATA = 5;
+  private static final int BIAS = 6;
+
+  private final NativeObjects natives = new NativeObjects();
+  private final convolution_forward forward;
+  private final convolution_backward_data backwardData;
+  private final convolution_backward_weights backwardWeights;
+  private final Tensor src;
+  private final Tensor weights;
+  private final Tensor bias;
+  private final Tensor dst;
+  private final Tensor srcForWeights;
+  private final Tensor diffDst;
+  private final Tensor diffWeights;
+  private final Tensor diffBias;
+  private final Tensor diffDstForData;
+  private final Tensor weightsForData;
+  private final Tensor diffSrc;
+  private final String implementation;
+
+  OneDnnConvolution(engine eng, ConvWindow win, int out, boolean hasBias) {
+    long[] srcDims = {win.n(), win.c(), win.h(), win.w()};
+    long[] weightDims = {out, win.c(), win.kh(), win.kw()};
+    long[] dstDims = {win.n(), out, win.oh(), win.ow()};
+    long[] biasDims = {out};
+    long[] strides = {win.stride(), win.stride()};
+    long[] padding = {win.pad(), win.pad()};
+    memory.desc srcAny = own(desc(srcDims, memory.format_tag.any));
+    memory.desc weightAny = own(desc(weightDims, memory.format_tag.any));
+    memory.desc dstAny = own(desc(dstDims, memory.format_tag.any));
+    memory.desc biasPlain = own(desc(biasDims, memory.format_tag.x));
+    convolution_forward.primitive_desc fwd =
+        own(
+            new convolution_forward.primitive_desc(
+                eng,
+                prop_kind.forward_training,
+                algorithm.convolution_direct,
+                srcAny,
+                weightAny,
+                hasBias ? biasPlain : own(new memory.desc()),
+                dstAny,
+                strides,
+                padding,
+                padding));
+    convolution_backward_weights.primitive_desc bwdWeights =
+        own(
+            new convolution_backward_weights.primitive_desc(
+                eng,
+                algorithm.convolution_direct,
+                srcAny,
+                weightAny,
+                hasBias ? biasPlain : own(new memory.desc()),
+                dstAny,
+                strides,
+                padding,
+                padding,
+                fwd));
+    convolution_backward_data.primitive_desc bwdData =
+        own(
+            new convolution_backward_data.primitive_desc(
+                eng,
+                algorithm.convolution_direct,
+                srcAny,
+                weightAny,
+                dstAny,
+                strides,
+                padding,
+                padding,
+                fwd));
+    forward = own(new convolution_forward(fwd));
+    backwardWeights = own(new convolution_backward_weights(bwdWeights));
+    backwardData = own(new convolution_backward_data(bwdData));
+    memory.format_tag nchw = memory.format_tag.nchw;
+    src = new Tensor(eng, own(desc(srcDims, nchw)), own(fwd.src_desc()), SRC, false);
+    weights =
+        new Tensor(
+            eng,
+            own(desc(weightDims, memory.format_tag.oihw)),
+            own(fwd.weights_desc()),
+            WEIGHTS,
+            false);
+    bias = hasBias ? new Tensor(eng, biasPlain, own(fwd.bias_desc()), BIAS, false) : null;
+    dst = new Tensor(eng, own(desc(dstDims, nchw)), own(fwd.dst_desc()), DST, false);
+    srcForWeights =
+        new Tensor(eng, own(desc(srcDims, nchw)), own(bwdWeights.src_desc()), SRC, false);
+    diffDst =
+        new Tensor(eng, own(desc(dstDims, nchw)), own(bwdWeights.diff_dst_desc()), DST, false);
+    diffWeights =
+        new Tensor(
+            eng,
+            own(desc(weightDims, memory.format_tag.oihw)),
+            own(bwdWeights.diff_weights_desc()),
+            DIFF_WEIGHTS,
+            true);
+    diffBias =
+        hasBias
+            ? new Tensor(eng, biasPlain, own(bwdWeights.diff_bias_desc()), DIFF_BIAS, true)
+            : null;
+    memory.desc dataDiffDst = own(bwdData.diff_dst_desc());
+    diffDstForData =
+        dataDiffDst.equals(own(bwdWeights.diff_dst_desc()))
+            ? null // backward-weights' reordered dy serves backward-data too
+            : new Tensor(eng, own(desc(dstDims, nchw)), dataDiffDst, DIFF_DST_FOR_DATA, false);
+    weightsForData =
+        new Tensor(
+            eng,
+            own(desc(weightDims, memory.format_tag.oihw)),
+            own(bwdData.weights_desc()),
+            WEIGHTS,
+            false);
+    diffSrc = new Tensor(eng, own(desc(srcDims, nchw)), own(bwdData.diff_src_desc()), SRC, false);
+    implementation =
+        fwd.impl_info_str().getString()
+            + " / "
+            + bwdData.impl_info_str().getString()
+            + " / "
+            + bwdWeights.impl_info_str().getString();
+  }
+
+  /** oneDNN's names for the kernels it chose (forward / backward-data / backward-weights). */
+  String implementation() {
+    return implementation;
+  }
+
+  /** {@code y = conv(x, w) + b}; {@code b} null without bias. */
+  void forward(stream st, LayoutScratch scratch, Pointer x, Pointer w, Pointer b, Pointer y) {
+    try (IntMemoryMap args = new IntMemoryMap()) {
+      args.put(DNNL_ARG_SRC, src.in(st, scratch, x));
+      args.put(DNNL_ARG_WEIGHTS, weights.in(st, scratch, w));
+      if (bias != null) {
+        args.put(DNNL_ARG_BIAS, bias.in(st, scratch, b));
+      }
+      args.put(DNNL_ARG_DST, dst.out(scratch, y));
+      forward.execute(st, args);
+    }
+    dst.writeBack(st);
+    st._wait();
+  }
+
+  /** {@code dw += dL/dW}, {@code db += dL/db} (null without bias), {@code dx = dL/dx} (or null). */
+  void backward(
+      stream st,
+      LayoutScratch scratch,
+      Pointer x,
+      Pointer dy,
+      Pointer w,
+      Pointer dw,
+      Pointer db,
+      Pointer dx) {
+    memory dyInner = diffDst.in(st, scratch, dy);
+    try (IntMemoryMap args = new IntMemoryMap()) {
+      args.put(DNNL_ARG_SRC, srcForWeights.in(st, scratch, x));
+      args.put(DNNL_ARG_DIFF_DST, dyInner);
+      args.put(DNNL_ARG_DIFF_WEIGHTS, diffWeights.out(scratch, dw));
+      if (diffBias != null) {
+        args.put(DNNL_ARG_DIFF_BIAS, diffBias.out(scratch, db));
+      }
+      backwardWeights.execute(st, args);
+    }
+    diffWeights.writeBack(st);
+    if (diffBias != null) {
+      diffBias.writeBack(st);
+    }
+    if (dx != null) {
+      try (IntMemoryMap args = new IntMemoryMap()) {
+        args.put(
+            DNNL_ARG_DIFF_DST,
+            diffDstForData == null ? dyInner : diffDstForData.in(st, scratch, dy));
+        args.put(DNNL_ARG_WEIGHTS, weightsForData.in(st, scratch, w));
+        args.put(DNNL_ARG_DIFF_SRC, diffSrc.out(scratch, dx)); // the source's slot: read by now
+        backwardData.execute(st, args);
+      }
+      diffSrc.writeBack(st);
+    }
+    st._wait();
+  }
+
+  @Override
+  public void close() {
+    natives.close();
+  }
+
+  private <P extends Pointer> P own(P p) {
+    return natives.own(p);
+  }
+
+  private static memory.desc desc(long[] dims, memory.format_tag tag) {
+    return new memory.desc(dims, memory.data_type.f32, tag);
+  }
+
+  /**
+   * One tensor as the backend holds it (NCHW, the user memory) and as the primitive wants it; the
+   * same memory when the layouts agree, else a scratch slot and the reorders between them. An
+   * accumulating tensor (a gradient added into the user's) always computes in scratch and is summed
+   * into the user's on the way back.
+   */
+  private final class Tensor {
+    private final memory user;
+    private final memory inner;
+    private final reorder toInner;
+    private final reorder toUser;
+    private final int slot;
+    private final long innerBytes;
+
+    Tensor(engine eng, memory.desc userDesc, memory.desc innerDesc, int slot, boolean accumulates) {
+      this.slot = slot;
+      this.innerBytes = innerDesc.get_size();
+      this.user = own(new memory(userDesc, eng, (Pointer) null));
+      if (!accumulates && userDesc.equals(innerDesc)) {
+        inner = user;
+        toInner = null;
+        toUser = null;
+        return;
+      }
+      inner = own(new memory(innerDesc, eng, (Pointer) null));
+      toInner = accumulates ? null : own(new reorder(user, inner));
+      if (accumulates) {
+        try (post_ops sum = new post_ops();
+            primitive_attr attr = new primitive_attr()) {
+          sum.append_sum();
+          attr.set_post_ops(sum);
+          toUser = own(new reorder(inner, user, attr));
+        }
+      } else {
+        toUser = own(new reorder(inner, user));
+      }
+    }
+
+    /** The tensor at {@code data} in the primitive's layout, reordered there if need be. */
+    memory in(stream st, LayoutScratch scratch, Pointer data) {
+      user.set_data_handle(data);
+      if (inner != user) {
+        inner.set_data_handle(scratch.slot(slot, innerBytes));
+        toInner.execute(st, user, inner);
+      }
+      return inner;
+    }
+
+    /** Where the primitive writes the tensor bound for {@code data}. */
+    memory out(LayoutScratch scratch, Pointer data) {
+      user.set_data_handle(data);
+      if (inner != user) {
+        inner.set_data_handle(scratch.slot(slot, innerBytes));
+      }
+      return inner;
+    }
+
+    /** Brings what the primitive wrote into the user's buffer (summed, if it accumulates). */
+    void writeBack(stream st) {
+      if (inner != user) {
+        toUser.execute(st, inner, user);
+      }
+    }
+  }
+}

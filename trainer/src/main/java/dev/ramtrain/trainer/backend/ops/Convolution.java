@@ -1,0 +1,36 @@
+package dev.ramtrain.trainer.backend.ops;
+
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
+
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+
+/**
+ * A 2-D convolution as PyTorch's nn.Conv2d over NCHW input: {@code y = conv(x, weight) + bias},
+ * weight [out, c, kh, kw], y [n, out, oh, ow] (overwritten), {@code bias} [out] or null.
+ *
+ * <p>{@code columns} ({@link ConvWindow#columnCount()} F32) is scratch for the engines that lower
+ * the convolution to im2col and GEMM ({@link dev.ramtrain.trainer.backend.ConvolutionLowering}); an
+ * engine with its own convolution leaves it alone.
+ */
+public record Convolution(
+    DeviceBuffer x,
+    DeviceBuffer weight,
+    DeviceBuffer bias,
+    DeviceBuffer y,
+    ConvWindow window,
+    int outChannels,
+    DeviceBuffer columns)
+    implements Operation {
+  public Convolution {
+    if (outChannels < 1) {
+      throw new IllegalArgumentException("convolution: " + outChannels + " output channels");
+    }
+    checkF32(x, window.inputCount());
+    checkF32(weight, (long) outChannels * window.c() * window.kh() * window.kw());
+    if (bias != null) {
+      checkF32(bias, outChannels);
+    }
+    checkF32(y, window.outputCount(outChannels));
+    checkF32(columns, window.columnCount());
+  }
+}

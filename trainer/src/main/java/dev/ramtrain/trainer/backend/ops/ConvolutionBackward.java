@@ -1,0 +1,44 @@
+package dev.ramtrain.trainer.backend.ops;
+
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
+
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+
+/**
+ * The gradients of a {@link Convolution} from its output gradient {@code dy}: {@code weightGrad +=
+ * dL/dW} and {@code biasGrad += dL/db} (accumulated, as parameter gradients are over micro-batches;
+ * {@code biasGrad} null for a convolution without bias), and {@code dx = dL/dx} (overwritten; null
+ * when no layer below needs it). One operation for both so that an engine which reorders {@code dy}
+ * into its own layout does it once.
+ *
+ * <p>{@code columns} is scratch as in {@link Convolution}.
+ */
+public record ConvolutionBackward(
+    DeviceBuffer x,
+    DeviceBuffer dy,
+    DeviceBuffer weight,
+    DeviceBuffer weightGrad,
+    DeviceBuffer biasGrad,
+    DeviceBuffer dx,
+    ConvWindow window,
+    int outChannels,
+    DeviceBuffer columns)
+    implements Operation {
+  public ConvolutionBackward {
+    if (outChannels < 1) {
+      throw new IllegalArgumentException("convolution: " + outChannels + " output channels");
+    }
+    long weights = (long) outChannels * window.c() * window.kh() * window.kw();
+    checkF32(x, window.inputCount());
+    checkF32(dy, window.outputCount(outChannels));
+    checkF32(weight, weights);
+    checkF32(weightGrad, weights);
+    if (biasGrad != null) {
+      checkF32(biasGrad, outChannels);
+    }
+    if (dx != null) {
+      checkF32(dx, window.inputCount());
+    }
+    checkF32(columns, window.columnCount());
+  }
+}
