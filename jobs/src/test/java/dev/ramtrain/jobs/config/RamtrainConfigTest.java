@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.etl.spark.PreprocessOptions;
+import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.CpuEngine;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -217,6 +219,28 @@ class RamtrainConfigTest {
     assertEquals(3, o.transform().augmentation().outputsPerSample());
     assertEquals(PreprocessOptions.Output.MEMORY, o.output());
     assertEquals(4L << 20, o.batchTargetBytes());
+  }
+
+  @Test
+  void theBackendSettingsBecomeItsSpec() {
+    RamtrainConfig defaults = RamtrainConfig.load(null, Map.of(), Map.of());
+    assertEquals(CpuEngine.AUTO, TrainSettings.backend(defaults).cpuEngine());
+    RamtrainConfig java =
+        RamtrainConfig.load(
+            null,
+            Map.of(),
+            Map.of(
+                "ramtrain.cpu.engine", "java",
+                "ramtrain.train.backend", "cpu",
+                "ramtrain.train.threads", "3"));
+    BackendSpec spec = TrainSettings.backend(java);
+    assertEquals(CpuEngine.JAVA, spec.cpuEngine());
+    assertEquals(BackendSpec.Kind.CPU, spec.kind());
+    assertEquals(3, spec.threads());
+    assertEquals(CpuEngine.JAVA, spec.onDevice(1).cpuEngine(), "kept on another device");
+    RamtrainConfig bad = RamtrainConfig.load(null, Map.of(), Map.of("ramtrain.cpu.engine", "mkl"));
+    var e = assertThrows(ConfigException.class, () -> TrainSettings.backend(bad));
+    assertMessage(e, "ramtrain.cpu.engine", "mkl", "auto, onednn, java");
   }
 
   @Test

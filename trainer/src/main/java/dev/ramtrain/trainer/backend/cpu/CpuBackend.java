@@ -74,7 +74,7 @@ public final class CpuBackend implements Backend {
         CpuOperations.table(
             new CpuKernels(parallel), new NormKernels(parallel), new CopyKernels(parallel), oneDnn);
     if (oneDnn == null) {
-      // OpenBLAS only multiplies on the Java engine: on oneDNN's, its spinning worker threads
+      // OpenBLAS only multiplies on the Java engine: on oneDNN's its idle workers, which spin,
       // would take the cores oneDNN's OpenMP threads and the Java pool work on.
       openblas_nolapack.blas_set_num_threads(threads);
     }
@@ -87,7 +87,7 @@ public final class CpuBackend implements Backend {
     }
     try {
       OneDnn opened = OneDnn.open();
-      LOG.debug("cpu backend: convolutions by {}", OneDnn.version());
+      LOG.info("cpu backend: convolutions and GEMM by {}", OneDnn.version());
       return opened;
     } catch (BackendUnavailableException e) {
       if (engine == CpuEngine.ONEDNN) {

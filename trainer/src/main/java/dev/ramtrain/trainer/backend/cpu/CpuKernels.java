@@ -53,16 +53,27 @@ final class CpuKernels {
   }
 
   void sumRows(FloatBuffer x, FloatBuffer out, int rows, int cols, float beta) {
+    // Each column's sum in double, row after row as before; the rows are read in order, a block
+    // of columns at a time (walking down a column touched a cache line per element).
     parallel.forRange(
         cols,
         Math.max(1, GRAIN / Math.max(1, rows)),
         (from, to) -> {
-          for (int c = from; c < to; c++) {
-            double sum = 0;
+          float[] row = new float[Math.min(BLOCK, to - from)];
+          double[] sums = new double[row.length];
+          for (int start = from; start < to; start += row.length) {
+            int len = Math.min(row.length, to - start);
+            java.util.Arrays.fill(sums, 0, len, 0);
             for (int r = 0; r < rows; r++) {
-              sum += x.get(r * cols + c);
+              x.get(r * cols + start, row, 0, len);
+              for (int i = 0; i < len; i++) {
+                sums[i] += row[i];
+              }
             }
-            out.put(c, (float) (beta == 0 ? sum : beta * out.get(c) + sum));
+            for (int i = 0; i < len; i++) {
+              int c = start + i;
+              out.put(c, (float) (beta == 0 ? sums[i] : beta * out.get(c) + sums[i]));
+            }
           }
         });
   }
@@ -746,8 +757,15 @@ final class CpuKernels {
         src.capacity(),
         GRAIN,
         (from, to) -> {
-          for (int i = from; i < to; i++) {
-            dst.put(i, Bf16.fromFloat(src.get(i)));
+          float[] in = new float[BLOCK];
+          short[] out = new short[BLOCK];
+          for (int start = from; start < to; start += BLOCK) {
+            int len = Math.min(BLOCK, to - start);
+            src.get(start, in, 0, len);
+            for (int i = 0; i < len; i++) {
+              out[i] = Bf16.fromFloat(in[i]);
+            }
+            dst.put(start, out, 0, len);
           }
         });
   }
@@ -757,8 +775,15 @@ final class CpuKernels {
         src.capacity(),
         GRAIN,
         (from, to) -> {
-          for (int i = from; i < to; i++) {
-            dst.put(i, Bf16.toFloat(src.get(i)));
+          short[] in = new short[BLOCK];
+          float[] out = new float[BLOCK];
+          for (int start = from; start < to; start += BLOCK) {
+            int len = Math.min(BLOCK, to - start);
+            src.get(start, in, 0, len);
+            for (int i = 0; i < len; i++) {
+              out[i] = Bf16.toFloat(in[i]);
+            }
+            dst.put(start, out, 0, len);
           }
         });
   }

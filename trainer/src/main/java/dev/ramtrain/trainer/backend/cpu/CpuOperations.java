@@ -1,5 +1,10 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
+
 import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -43,10 +48,11 @@ import java.nio.ByteOrder;
 import org.bytedeco.javacpp.FloatPointer;
 
 /**
- * The CPU engine's implementation of every operation: GEMM and convolutions by oneDNN (or OpenBLAS
- * and im2col, the Java engine), the rest by {@link CpuKernels}, {@link NormKernels} and {@link
- * CopyKernels}. Each entry takes its buffers in the caller's thread (so a closed buffer is named
- * there) and enqueues the arithmetic on the stream.
+ * The CPU engine's implementation of every operation: GEMM, convolutions, GELU, softmax and layer
+ * norm over the last dimension by oneDNN (or OpenBLAS, im2col and Java, the Java engine), the rest
+ * by {@link CpuKernels}, {@link NormKernels} and {@link CopyKernels}. Each entry takes its buffers
+ * in the caller's thread (so a closed buffer is named there) and enqueues the arithmetic on the
+ * stream.
  */
 final class CpuOperations {
   private CpuOperations() {}
@@ -57,25 +63,24 @@ final class CpuOperations {
    */
   static OperationTable<CpuStream> table(
       CpuKernels kernels, NormKernels norms, CopyKernels copies, OneDnn oneDnn) {
-    Sgemm sgemm = oneDnn == null ? Sgemm.OPENBLAS : Sgemm.ONEDNN;
     OperationTable<CpuStream> table =
         new OperationTable<CpuStream>("cpu")
             .add(
                 Gemm.class,
                 (op, s) -> {
-                  if (inBf16(oneDnn, op.a(), op.b())) {
-                    gemmBf16(oneDnn, GemmStridedBatched.of(op), s);
+                  if (oneDnn != null) {
+                    matmul(kernels, oneDnn, GemmStridedBatched.of(op), s);
                   } else {
-                    gemm(kernels, sgemm, op, s);
+                    gemm(kernels, op, s);
                   }
                 })
             .add(
                 GemmStridedBatched.class,
                 (op, s) -> {
-                  if (inBf16(oneDnn, op.a(), op.b())) {
-                    gemmBf16(oneDnn, op, s);
+                  if (oneDnn != null) {
+                    matmul(kernels, oneDnn, op, s);
                   } else {
-                    gemmStridedBatched(kernels, sgemm, op, s);
+                    gemmStridedBatched(kernels, op, s);
                   }
                 })
             .add(
@@ -132,7 +137,11 @@ final class CpuOperations {
                 (op, s) -> {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer y = cpu(op.y());
-                  s.enqueue(() -> kernels.gelu(x.floats(), y.floats()));
+                  if (oneDnn != null) {
+                    s.enqueue(() -> oneDnn.gelu(x.count(), x.pointer(), y.pointer()));
+                  } else {
+                    s.enqueue(() -> kernels.gelu(x.floats(), y.floats()));
+                  }
                 })
             .add(
                 GeluBackward.class,
@@ -140,7 +149,14 @@ final class CpuOperations {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer dy = cpu(op.dy());
                   CpuBuffer dx = cpu(op.dx());
-                  s.enqueue(() -> kernels.geluBackward(x.floats(), dy.floats(), dx.floats()));
+                  if (oneDnn != null) {
+                    s.enqueue(
+                        () ->
+                            oneDnn.geluBackward(
+                                x.count(), x.pointer(), dy.pointer(), dx.pointer()));
+                  } else {
+                    s.enqueue(() -> kernels.geluBackward(x.floats(), dy.floats(), dx.floats()));
+                  }
                 })
             .add(
                 Add.class,
@@ -410,6 +426,21 @@ final class CpuOperations {
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer savedMean = cpu(op.savedMean());
                   CpuBuffer savedInvStd = cpu(op.savedInvStd());
+                  if (oneDnn != null && op.inner() == 1) {
+                    s.enqueue(
+                        () ->
+                            oneDnn.layerNorm(
+                                op.outer(),
+                                op.size(),
+                                op.eps(),
+                                x.pointer(),
+                                gamma.pointer(),
+                                beta.pointer(),
+                                y.pointer(),
+                                savedMean.pointer(),
+                                savedInvStd.floats()));
+                    return;
+                  }
                   s.enqueue(
                       () ->
                           norms.layerNorm(
@@ -435,6 +466,22 @@ final class CpuOperations {
                   CpuBuffer dgamma = cpu(op.dgamma());
                   CpuBuffer dbeta = cpu(op.dbeta());
                   CpuBuffer dx = cpu(op.dx());
+                  if (oneDnn != null && op.inner() == 1) {
+                    s.enqueue(
+                        () ->
+                            oneDnn.layerNormBackward(
+                                op.outer(),
+                                op.size(),
+                                x.pointer(),
+                                dy.pointer(),
+                                gamma.pointer(),
+                                savedMean.pointer(),
+                                savedInvStd.floats(),
+                                dx.pointer(),
+                                dgamma.floats(),
+                                dbeta.floats()));
+                    return;
+                  }
                   s.enqueue(
                       () ->
                           norms.layerNormBackward(
@@ -455,7 +502,11 @@ final class CpuOperations {
                 (op, s) -> {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer y = cpu(op.y());
-                  s.enqueue(() -> norms.softmax(x.floats(), op.rows(), op.cols(), y.floats()));
+                  if (oneDnn != null) {
+                    s.enqueue(() -> oneDnn.softmax(op.rows(), op.cols(), x.pointer(), y.pointer()));
+                  } else {
+                    s.enqueue(() -> norms.softmax(x.floats(), op.rows(), op.cols(), y.floats()));
+                  }
                 })
             .add(
                 SoftmaxBackward.class,
@@ -463,10 +514,17 @@ final class CpuOperations {
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer dy = cpu(op.dy());
                   CpuBuffer dx = cpu(op.dx());
-                  s.enqueue(
-                      () ->
-                          norms.softmaxBackward(
-                              y.floats(), dy.floats(), op.rows(), op.cols(), dx.floats()));
+                  if (oneDnn != null) {
+                    s.enqueue(
+                        () ->
+                            oneDnn.softmaxBackward(
+                                op.rows(), op.cols(), y.pointer(), dy.pointer(), dx.pointer()));
+                  } else {
+                    s.enqueue(
+                        () ->
+                            norms.softmaxBackward(
+                                y.floats(), dy.floats(), op.rows(), op.cols(), dx.floats()));
+                  }
                 })
             .add(
                 StridedCopy.class,
@@ -522,17 +580,19 @@ final class CpuOperations {
                 dx == null ? null : dx.pointer()));
   }
 
-  /** Whether a GEMM on {@code a} and {@code b} runs as bf16: both bf16, on a CPU that has it. */
-  private static boolean inBf16(OneDnn oneDnn, DeviceBuffer a, DeviceBuffer b) {
-    return oneDnn != null && oneDnn.bf16Dot() && a.dtype() == DType.BF16 && b.dtype() == DType.BF16;
-  }
-
-  private static void gemmBf16(OneDnn oneDnn, GemmStridedBatched op, CpuStream s) {
+  /**
+   * A GEMM (or a strided batch of them) by oneDNN's matmul: bf16 × bf16 in bf16 where the CPU
+   * multiplies bf16 natively, else in fp32 with any bf16 operand widened exactly first.
+   */
+  private static void matmul(
+      CpuKernels kernels, OneDnn oneDnn, GemmStridedBatched op, CpuStream s) {
     CpuBuffer a = cpu(op.a());
     CpuBuffer b = cpu(op.b());
     CpuBuffer c = cpu(op.c());
+    boolean bf16 = oneDnn.bf16Dot() && a.dtype() == DType.BF16 && b.dtype() == DType.BF16;
     OneDnnMatmul.Shape shape =
         new OneDnnMatmul.Shape(
+            bf16,
             op.transA(),
             op.transB(),
             op.m(),
@@ -544,19 +604,24 @@ final class CpuOperations {
             op.beta(),
             op.ldc());
     s.enqueue(
-        () ->
-            oneDnn.gemmBf16(
+        () -> {
+          if (bf16) {
+            oneDnn.gemm(shape, op, a.pointer(), b.pointer(), c.pointer());
+            return;
+          }
+          try (FloatPointer wideA = widened(kernels, a);
+              FloatPointer wideB = widened(kernels, b)) {
+            oneDnn.gemm(
                 shape,
-                op.count(),
-                a.pointer(),
-                op.strideA(),
-                b.pointer(),
-                op.strideB(),
-                c.pointer(),
-                op.strideC()));
+                op,
+                wideA != null ? wideA : a.pointer(),
+                wideB != null ? wideB : b.pointer(),
+                c.pointer());
+          }
+        });
   }
 
-  private static void gemm(CpuKernels kernels, Sgemm sgemm, Gemm op, CpuStream s) {
+  private static void gemm(CpuKernels kernels, Gemm op, CpuStream s) {
     CpuBuffer a = cpu(op.a());
     CpuBuffer b = cpu(op.b());
     CpuBuffer c = cpu(op.c());
@@ -566,9 +631,10 @@ final class CpuOperations {
           // result equals an fp32-accumulating bf16 GEMM up to summation order.
           try (FloatPointer wideA = widened(kernels, a);
               FloatPointer wideB = widened(kernels, b)) {
-            sgemm.sgemm(
-                op.transA(),
-                op.transB(),
+            cblas_sgemm(
+                CblasRowMajor,
+                op.transA() ? CblasTrans : CblasNoTrans,
+                op.transB() ? CblasTrans : CblasNoTrans,
                 op.m(),
                 op.n(),
                 op.k(),
@@ -584,8 +650,7 @@ final class CpuOperations {
         });
   }
 
-  private static void gemmStridedBatched(
-      CpuKernels kernels, Sgemm sgemm, GemmStridedBatched op, CpuStream s) {
+  private static void gemmStridedBatched(CpuKernels kernels, GemmStridedBatched op, CpuStream s) {
     CpuBuffer a = cpu(op.a());
     CpuBuffer b = cpu(op.b());
     CpuBuffer c = cpu(op.c());
@@ -594,7 +659,6 @@ final class CpuOperations {
           try (FloatPointer wideA = widened(kernels, a);
               FloatPointer wideB = widened(kernels, b)) {
             BatchedGemm.run(
-                sgemm,
                 op,
                 wideA != null ? wideA : a.floatPointer(),
                 wideB != null ? wideB : b.floatPointer(),

@@ -2,8 +2,11 @@ package dev.ramtrain.trainer.backend.cpu;
 
 import dev.ramtrain.trainer.backend.BackendUnavailableException;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
+import java.nio.FloatBuffer;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.bytedeco.dnnl.dnnl_version_t;
 import org.bytedeco.dnnl.engine;
 import org.bytedeco.dnnl.global.dnnl;
@@ -13,19 +16,26 @@ import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * oneDNN on this backend: its CPU engine and stream, the primitives made for each convolution shape
- * (made on first use, kept until the backend closes), and the scratch they reorder into. Calls run
- * one at a time (the scratch is shared), on the CPU stream's thread that enqueued them; oneDNN
- * splits each over its OpenMP threads.
+ * oneDNN on this backend: its CPU engine and stream, the primitives made for each shape of each
+ * operation (convolutions, GEMMs, GELU, softmax, layer norm; made on first use, kept until the
+ * backend closes), and the scratch convolutions reorder into. Calls run one at a time (the scratch
+ * is shared), on the CPU stream's thread that enqueued them; oneDNN splits each over its OpenMP
+ * threads. Buffers come as byte-positioned pointers ({@code CpuBuffer.pointer()}): JavaCPP adds a
+ * pointer's position to a {@code void*} argument in bytes, whatever its element type.
  */
 final class OneDnn implements AutoCloseable {
   /** A convolution's shape: the key its primitives are kept under. */
   private record Shape(ConvWindow window, int outChannels, boolean bias) {}
 
+  /** A pointwise primitive and its shape (elements, or rows and columns). */
+  private record Pointwise(String kind, long rows, long cols) {}
+
   private final engine eng;
   private final stream st;
   private final Map<Shape, OneDnnConvolution> convolutions = new HashMap<>();
-  private final Map<OneDnnMatmul.Shape, OneDnnMatmul> matmuls = new HashMap<>();
+  private final Map<OneDnnMatmul.Shape, BoundPrimitive> matmuls = new HashMap<>();
+  private final Map<Pointwise, BoundPrimitive> pointwise = new HashMap<>();
+  private final Map<Pointwise, OneDnnLayerNorm> layerNorms = new HashMap<>();
   private final boolean bf16Dot;
   private final LayoutScratch scratch = new LayoutScratch();
 
@@ -46,43 +56,106 @@ final class OneDnn implements AutoCloseable {
   }
 
   /**
-   * A bf16 GEMM (A and B bf16, C fp32) as {@link OneDnnMatmul} does it, on this CPU's bf16 dot
-   * products; {@code count} of them over strided operands (strides in elements), each product
-   * summed into the one C when {@code strideC} is 0, as GemmStridedBatched says.
+   * {@code op}'s GEMMs (a batch of one for a Gemm) by {@link OneDnnMatmul} for {@code shape}, on
+   * operands at {@code a}, {@code b} and {@code c} (byte-positioned, strides in elements); each
+   * product is summed into the one C when its stride is 0, as GemmStridedBatched says.
    */
-  synchronized void gemmBf16(
-      OneDnnMatmul.Shape g,
-      int count,
-      Pointer a,
-      long strideA,
-      Pointer b,
-      long strideB,
-      Pointer c,
-      long strideC) {
-    OneDnnMatmul first = matmul(g);
-    OneDnnMatmul rest =
-        strideC == 0 && count > 1
+  synchronized void gemm(
+      OneDnnMatmul.Shape shape, GemmStridedBatched op, Pointer a, Pointer b, Pointer c) {
+    BoundPrimitive first = matmul(shape);
+    BoundPrimitive rest =
+        op.sumsIntoOneC() && op.count() > 1
             ? matmul(
                 new OneDnnMatmul.Shape(
-                    g.transA(),
-                    g.transB(),
-                    g.m(),
-                    g.n(),
-                    g.k(),
-                    g.alpha(),
-                    g.lda(),
-                    g.ldb(),
+                    shape.bf16(),
+                    shape.transA(),
+                    shape.transB(),
+                    shape.m(),
+                    shape.n(),
+                    shape.k(),
+                    shape.alpha(),
+                    shape.lda(),
+                    shape.ldb(),
                     1f,
-                    g.ldc()))
+                    shape.ldc()))
             : first;
-    for (int i = 0; i < count; i++) {
+    int operandBytes = shape.bf16() ? 2 : 4;
+    for (int i = 0; i < op.count(); i++) {
       (i == 0 ? first : rest)
-          .run(st, at(a, 2 * i * strideA), at(b, 2 * i * strideB), at(c, 4 * i * strideC));
+          .run(
+              st,
+              at(a, operandBytes * i * op.strideA()),
+              at(b, operandBytes * i * op.strideB()),
+              at(c, 4 * i * op.strideC()));
     }
   }
 
-  private OneDnnMatmul matmul(OneDnnMatmul.Shape g) {
-    return matmuls.computeIfAbsent(g, s -> new OneDnnMatmul(eng, s));
+  /** {@code y = gelu(x)}, the exact (erf) GELU, over {@code count} elements. */
+  synchronized void gelu(long count, Pointer x, Pointer y) {
+    pointwise(new Pointwise("gelu", count, 1), () -> OneDnnPointwise.gelu(eng, count))
+        .run(st, x, y);
+  }
+
+  synchronized void geluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
+    pointwise(
+            new Pointwise("gelu-backward", count, 1),
+            () -> OneDnnPointwise.geluBackward(eng, count))
+        .run(st, x, dy, dx);
+  }
+
+  synchronized void softmax(int rows, int cols, Pointer x, Pointer y) {
+    pointwise(new Pointwise("softmax", rows, cols), () -> OneDnnPointwise.softmax(eng, rows, cols))
+        .run(st, x, y);
+  }
+
+  synchronized void softmaxBackward(int rows, int cols, Pointer y, Pointer dy, Pointer dx) {
+    pointwise(
+            new Pointwise("softmax-backward", rows, cols),
+            () -> OneDnnPointwise.softmaxBackward(eng, rows, cols))
+        .run(st, y, dy, dx);
+  }
+
+  /** Layer normalization over the last dimension of [rows, size], as {@link OneDnnLayerNorm}. */
+  synchronized void layerNorm(
+      int rows,
+      int size,
+      float eps,
+      Pointer x,
+      Pointer gamma,
+      Pointer beta,
+      Pointer y,
+      Pointer mean,
+      FloatBuffer invStd) {
+    layerNorm(rows, size, eps).forward(st, x, gamma, beta, y, mean, invStd);
+  }
+
+  /** Its backward from the saved mean and inverse deviation (no epsilon: see OneDnnLayerNorm). */
+  synchronized void layerNormBackward(
+      int rows,
+      int size,
+      Pointer x,
+      Pointer dy,
+      Pointer gamma,
+      Pointer mean,
+      FloatBuffer invStd,
+      Pointer dx,
+      FloatBuffer dgamma,
+      FloatBuffer dbeta) {
+    layerNorm(rows, size, 0f).backward(st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta);
+  }
+
+  private OneDnnLayerNorm layerNorm(int rows, int size, float eps) {
+    return layerNorms.computeIfAbsent(
+        new Pointwise("layer-norm " + Float.floatToIntBits(eps), rows, size),
+        k -> new OneDnnLayerNorm(eng, rows, size, eps));
+  }
+
+  private BoundPrimitive pointwise(Pointwise key, Supplier<BoundPrimitive> make) {
+    return pointwise.computeIfAbsent(key, k -> make.get());
+  }
+
+  private BoundPrimitive matmul(OneDnnMatmul.Shape g) {
+    return matmuls.computeIfAbsent(g, s -> OneDnnMatmul.make(eng, s));
   }
 
   private static Pointer at(Pointer base, long bytes) {
@@ -100,10 +173,18 @@ final class OneDnn implements AutoCloseable {
     return new OneDnn();
   }
 
-  /** "oneDNN 3.11.0": the library's own version, for the startup log. */
+  /** "oneDNN 3.11.0 (avx512_core_bf16)": the library's version and the ISA it runs, for the log. */
   static String version() {
     dnnl_version_t v = dnnl.dnnl_version();
-    return "oneDNN " + v.major() + "." + v.minor() + "." + v.patch();
+    return "oneDNN "
+        + v.major()
+        + "."
+        + v.minor()
+        + "."
+        + v.patch()
+        + " ("
+        + dnnl.get_effective_cpu_isa().name()
+        + ")";
   }
 
   synchronized void convolution(
@@ -138,8 +219,12 @@ final class OneDnn implements AutoCloseable {
   public synchronized void close() {
     convolutions.values().forEach(OneDnnConvolution::close);
     convolutions.clear();
-    matmuls.values().forEach(OneDnnMatmul::close);
+    matmuls.values().forEach(BoundPrimitive::close);
     matmuls.clear();
+    pointwise.values().forEach(BoundPrimitive::close);
+    pointwise.clear();
+    layerNorms.values().forEach(OneDnnLayerNorm::close);
+    layerNorms.clear();
     scratch.close();
     st.close();
     eng.close();
