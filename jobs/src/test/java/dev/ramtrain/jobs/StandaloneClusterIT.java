@@ -104,10 +104,11 @@ class StandaloneClusterIT {
    * A dataset preprocessed on the cluster; {@code train} runs one rank per executor by itself
    * (two), which train a batch-norm CNN as one process accumulating their two half batches per step
    * does: the same trained weights bit for bit on any CPU (the same arithmetic, see
-   * DataParallelTrainingTest), the same weights and buffers on both ranks (rank 0's statistics), no
-   * stage retried. An executor killed mid-epoch is replaced, the console says the stage runs again
-   * and why, and the run ends with the weights of the run that was never interrupted, byte for
-   * byte. Every run writes its report.
+   * DataParallelTrainingTest, on as many OpenMP threads: bin/ramtrain gives the embedded run and
+   * the executors one each, from ramtrain.train.threads=1), the same weights and buffers on both
+   * ranks (rank 0's statistics), no stage retried. An executor killed mid-epoch is replaced, the
+   * console says the stage runs again and why, and the run ends with the weights of the run that
+   * was never interrupted, byte for byte. Every run writes its report.
    */
   @Test
   void twoRanksTrainAsOneProcessAndAKilledExecutorChangesNoWeight() throws Exception {

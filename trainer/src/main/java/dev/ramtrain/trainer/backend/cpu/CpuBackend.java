@@ -87,7 +87,11 @@ public final class CpuBackend implements Backend {
     }
     try {
       OneDnn opened = OneDnn.open();
-      LOG.info("cpu backend: convolutions and GEMM by {}", OneDnn.version());
+      String omp = System.getenv("OMP_NUM_THREADS");
+      LOG.info(
+          "cpu backend: convolutions and GEMM by {} on {}",
+          OneDnn.version(),
+          omp == null ? "every core (OMP_NUM_THREADS unset)" : "OMP_NUM_THREADS=" + omp);
       return opened;
     } catch (BackendUnavailableException e) {
       if (engine == CpuEngine.ONEDNN) {
