@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -143,6 +144,46 @@ class LauncherIT {
     // The application and its own arguments come last, after every spark-submit option.
     assertEquals(List.of("inspect", "some-dataset"), args.subList(args.size() - 2, args.size()));
     assertTrue(args.get(args.size() - 3).endsWith("-assembly.jar"), joined);
+  }
+
+  /**
+   * oneDNN's OpenMP threads follow ramtrain.train.threads on the executors (Spark would give them
+   * spark.task.cpus), else spark.executor.cores; a value the user gives is kept.
+   */
+  @Test
+  void executorsGetTheOpenMpThreadsOfTheTrainerThreads() throws Exception {
+    Path spark = tmp.resolve("spark-omp");
+    Files.createDirectories(spark.resolve("bin"));
+    Path recorded = tmp.resolve("submitted-omp.txt");
+    Path submit = spark.resolve("bin/spark-submit");
+    Files.writeString(
+        submit,
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + recorded + "\"\n");
+    assertTrue(submit.toFile().setExecutable(true));
+    Map<String, String> env = Map.of("SPARK_HOME", spark.toString());
+    String master = "spark://head:7077";
+
+    launch(env, "inspect", "ds", "--master", master, "--set", "ramtrain.train.threads=3");
+    assertTrue(
+        Files.readAllLines(recorded).contains("spark.executorEnv.OMP_NUM_THREADS=3"),
+        Files.readString(recorded));
+    launch(env, "inspect", "ds", "--master", master, "--conf", "spark.executor.cores=4");
+    assertTrue(
+        Files.readAllLines(recorded).contains("spark.executorEnv.OMP_NUM_THREADS=4"),
+        Files.readString(recorded));
+    launch(
+        env,
+        "inspect",
+        "ds",
+        "--master",
+        master,
+        "--set",
+        "ramtrain.train.threads=3",
+        "--conf",
+        "spark.executorEnv.OMP_NUM_THREADS=2");
+    List<String> kept = Files.readAllLines(recorded);
+    assertTrue(kept.contains("spark.executorEnv.OMP_NUM_THREADS=2"), String.join("\n", kept));
+    assertFalse(kept.contains("spark.executorEnv.OMP_NUM_THREADS=3"), String.join("\n", kept));
   }
 
   /**
