@@ -90,14 +90,9 @@ class LauncherIT {
   @Test
   void sparkSubmitOptionsPassThroughAndClusterJavaOptionsAreKept() throws Exception {
     Path spark = tmp.resolve("spark");
-    Files.createDirectories(spark.resolve("bin"));
-    Files.createDirectories(spark.resolve("conf"));
     Path recorded = tmp.resolve("submitted.txt");
-    Path submit = spark.resolve("bin/spark-submit");
-    Files.writeString(
-        submit,
-        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + recorded + "\"\n");
-    assertTrue(submit.toFile().setExecutable(true));
+    recordingSparkSubmit(spark, recorded);
+    Files.createDirectories(spark.resolve("conf"));
     Files.writeString(
         spark.resolve("conf/spark-defaults.conf"),
         "spark.executor.extraJavaOptions  -XX:+UseG1GC -Dcluster.own=1\n");
@@ -147,19 +142,26 @@ class LauncherIT {
   }
 
   /**
+   * A stand-in SPARK_HOME whose spark-submit writes its arguments to {@code recorded}, a line each.
+   */
+  private static void recordingSparkSubmit(Path sparkHome, Path recorded) throws IOException {
+    Files.createDirectories(sparkHome.resolve("bin"));
+    Path submit = sparkHome.resolve("bin/spark-submit");
+    Files.writeString(
+        submit,
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + recorded + "\"\n");
+    assertTrue(submit.toFile().setExecutable(true));
+  }
+
+  /**
    * oneDNN's OpenMP threads follow ramtrain.train.threads on the executors (Spark would give them
    * spark.task.cpus), else spark.executor.cores; a value the user gives is kept.
    */
   @Test
   void executorsGetTheOpenMpThreadsOfTheTrainerThreads() throws Exception {
     Path spark = tmp.resolve("spark-omp");
-    Files.createDirectories(spark.resolve("bin"));
     Path recorded = tmp.resolve("submitted-omp.txt");
-    Path submit = spark.resolve("bin/spark-submit");
-    Files.writeString(
-        submit,
-        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + recorded + "\"\n");
-    assertTrue(submit.toFile().setExecutable(true));
+    recordingSparkSubmit(spark, recorded);
     Map<String, String> env = Map.of("SPARK_HOME", spark.toString());
     String master = "spark://head:7077";
 
