@@ -24,32 +24,11 @@ public final class ConvolutionLowering {
   public static List<Operation> forward(Convolution op) {
     ConvWindow win = op.window();
     int out = op.outChannels();
-    int hw = win.oh() * win.ow();
-    int patch = win.c() * win.kh() * win.kw();
     List<Operation> ops = new ArrayList<>(3);
     ops.add(new Im2col(op.x(), win, op.columns()));
-    // y_i [out, hw] = W [out, patch] · cols_i [patch, hw] for every image i
-    ops.add(
-        new GemmStridedBatched(
-            false,
-            false,
-            out,
-            hw,
-            patch,
-            1f,
-            op.weight(),
-            patch,
-            0,
-            op.columns(),
-            hw,
-            (long) patch * hw,
-            0f,
-            op.y(),
-            hw,
-            (long) out * hw,
-            win.n()));
+    ops.add(outputs(win, out, op.weight(), op.columns(), op.y()));
     if (op.bias() != null) {
-      ops.add(new AddChannelBias(op.y(), op.bias(), win.n(), out, hw));
+      ops.add(new AddChannelBias(op.y(), op.bias(), win.n(), out, win.oh() * win.ow()));
     }
     return ops;
   }
@@ -57,56 +36,92 @@ public final class ConvolutionLowering {
   public static List<Operation> backward(ConvolutionBackward op) {
     ConvWindow win = op.window();
     int out = op.outChannels();
-    int hw = win.oh() * win.ow();
-    int patch = win.c() * win.kh() * win.kw();
     List<Operation> ops = new ArrayList<>(5);
     if (op.biasGrad() != null) {
-      ops.add(new SumChannels(op.dy(), op.biasGrad(), win.n(), out, hw));
+      ops.add(new SumChannels(op.dy(), op.biasGrad(), win.n(), out, win.oh() * win.ow()));
     }
     ops.add(new Im2col(op.x(), win, op.columns()));
-    // dW += Σ_i dy_i [out, hw] · cols_iᵀ
-    ops.add(
-        new GemmStridedBatched(
-            false,
-            true,
-            out,
-            patch,
-            hw,
-            1f,
-            op.dy(),
-            hw,
-            (long) out * hw,
-            op.columns(),
-            hw,
-            (long) patch * hw,
-            1f,
-            op.weightGrad(),
-            patch,
-            0,
-            win.n()));
+    ops.add(weightGradient(win, out, op.dy(), op.columns(), op.weightGrad()));
     if (op.dx() != null) {
-      // dcols_i = Wᵀ · dy_i for every image i, into the columns (dW has read them), then col2im
-      ops.add(
-          new GemmStridedBatched(
-              true,
-              false,
-              patch,
-              hw,
-              out,
-              1f,
-              op.weight(),
-              patch,
-              0,
-              op.dy(),
-              hw,
-              (long) out * hw,
-              0f,
-              op.columns(),
-              hw,
-              (long) patch * hw,
-              win.n()));
+      // into the columns (the weight gradient has read them), then summed back by col2im
+      ops.add(columnGradients(win, out, op.weight(), op.dy(), op.columns()));
       ops.add(new Col2im(op.columns(), win, op.dx()));
     }
     return ops;
+  }
+
+  /** {@code y_i [out, oh·ow] = W [out, c·k·k] · cols_i [c·k·k, oh·ow]} for every image i. */
+  public static GemmStridedBatched outputs(
+      ConvWindow win, int out, DeviceBuffer weight, DeviceBuffer cols, DeviceBuffer y) {
+    int hw = win.oh() * win.ow();
+    int patch = win.c() * win.kh() * win.kw();
+    return new GemmStridedBatched(
+        false,
+        false,
+        out,
+        hw,
+        patch,
+        1f,
+        weight,
+        patch,
+        0,
+        cols,
+        hw,
+        (long) patch * hw,
+        0f,
+        y,
+        hw,
+        (long) out * hw,
+        win.n());
+  }
+
+  /** {@code dW += Σ_i dy_i [out, oh·ow] · cols_iᵀ}. */
+  public static GemmStridedBatched weightGradient(
+      ConvWindow win, int out, DeviceBuffer dy, DeviceBuffer cols, DeviceBuffer weightGrad) {
+    int hw = win.oh() * win.ow();
+    int patch = win.c() * win.kh() * win.kw();
+    return new GemmStridedBatched(
+        false,
+        true,
+        out,
+        patch,
+        hw,
+        1f,
+        dy,
+        hw,
+        (long) out * hw,
+        cols,
+        hw,
+        (long) patch * hw,
+        1f,
+        weightGrad,
+        patch,
+        0,
+        win.n());
+  }
+
+  /** {@code dcols_i = Wᵀ · dy_i} for every image i (overwritten). */
+  public static GemmStridedBatched columnGradients(
+      ConvWindow win, int out, DeviceBuffer weight, DeviceBuffer dy, DeviceBuffer cols) {
+    int hw = win.oh() * win.ow();
+    int patch = win.c() * win.kh() * win.kw();
+    return new GemmStridedBatched(
+        true,
+        false,
+        patch,
+        hw,
+        out,
+        1f,
+        weight,
+        patch,
+        0,
+        dy,
+        hw,
+        (long) out * hw,
+        0f,
+        cols,
+        hw,
+        (long) patch * hw,
+        win.n());
   }
 }

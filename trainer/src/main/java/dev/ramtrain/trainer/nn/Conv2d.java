@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -8,7 +9,6 @@ import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
-import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import java.util.List;
@@ -181,11 +181,11 @@ public final class Conv2d extends BaseLayer {
     }
   }
 
-  /** The columns of the input's {@code batch} images; bf16 ones for a bf16 convolution. */
+  /** The bf16 columns of the input's {@code batch} images (the bf16 path's). */
   private DeviceBuffer columns(Stream s, DeviceBuffer x, int batch) {
     DeviceBuffer colsb = cols.view(0, (long) batch * patch * oh * ow);
     backend.run(s, new Im2col(x, window(batch), colsb));
-    return precision == Precision.BF16 ? Precision.inBf16(backend, s, colsb, colsHalf) : cols;
+    return Precision.inBf16(backend, s, colsb, colsHalf);
   }
 
   @Override
@@ -197,37 +197,15 @@ public final class Conv2d extends BaseLayer {
       backend.run(s, new Convolution(x, weight, bias, yb, window(batch), out, columns(batch)));
       return yb;
     }
+    // bf16: lowered here, with autocast's roundings
     DeviceBuffer colsUsed = columns(s, x, batch);
-    weightUsed =
-        precision == Precision.BF16 ? Precision.inBf16(backend, s, weight, weightHalf) : weight;
-    // y_i [out, hw] = W [out, patch] · cols_i [patch, hw] for every image i
-    backend.run(
-        s,
-        new GemmStridedBatched(
-            false,
-            false,
-            out,
-            hw,
-            patch,
-            1f,
-            weightUsed,
-            patch,
-            0,
-            colsUsed,
-            hw,
-            (long) patch * hw,
-            0f,
-            y,
-            hw,
-            (long) out * hw,
-            batch));
+    weightUsed = Precision.inBf16(backend, s, weight, weightHalf);
+    backend.run(s, ConvolutionLowering.outputs(window(batch), out, weightUsed, colsUsed, y));
     DeviceBuffer yb = y.view(0, (long) batch * out * hw);
     if (hasBias) {
       backend.run(s, new AddChannelBias(yb, bias, batch, out, hw));
     }
-    if (precision == Precision.BF16) {
-      Precision.round(backend, s, yb, dyHalf);
-    }
+    Precision.round(backend, s, yb, dyHalf);
     return yb;
   }
 
@@ -245,59 +223,18 @@ public final class Conv2d extends BaseLayer {
     if (hasBias) {
       backend.run(s, new SumChannels(dy, biasGrad, batch, out, hw));
     }
-    DeviceBuffer g = precision == Precision.BF16 ? Precision.inBf16(backend, s, dy, dyHalf) : dy;
+    DeviceBuffer g = Precision.inBf16(backend, s, dy, dyHalf);
     // The columns again, from the input (the workspace has served other layers since).
     DeviceBuffer colsUsed = columns(s, input, batch);
-    // dW += Σ_i dy_i [out, hw] · cols_iᵀ
-    backend.run(
-        s,
-        new GemmStridedBatched(
-            false,
-            true,
-            out,
-            patch,
-            hw,
-            1f,
-            g,
-            hw,
-            (long) out * hw,
-            colsUsed,
-            hw,
-            (long) patch * hw,
-            1f,
-            weightGrad,
-            patch,
-            0,
-            batch));
+    backend.run(s, ConvolutionLowering.weightGradient(window(batch), out, g, colsUsed, weightGrad));
     if (!needInputGrad) {
       return null;
     }
-    // dcols_i = Wᵀ · dy_i for every image i, into the columns' scratch (dW has read them)
-    backend.run(
-        s,
-        new GemmStridedBatched(
-            true,
-            false,
-            patch,
-            hw,
-            out,
-            1f,
-            weightUsed,
-            patch,
-            0,
-            g,
-            hw,
-            (long) out * hw,
-            0f,
-            cols,
-            hw,
-            (long) patch * hw,
-            batch));
+    // into the columns' scratch (the weight gradient has read them), summed back by col2im
+    backend.run(s, ConvolutionLowering.columnGradients(window(batch), out, weightUsed, g, cols));
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
     backend.run(s, new Col2im(cols.view(0, (long) batch * patch * hw), window(batch), dxb));
-    if (precision == Precision.BF16) {
-      Precision.round(backend, s, dxb, colsHalf); // the bf16 columns have served dW
-    }
+    Precision.round(backend, s, dxb, colsHalf); // the bf16 columns have served dW
     return dxb;
   }
 

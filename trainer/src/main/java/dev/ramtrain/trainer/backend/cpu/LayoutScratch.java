@@ -32,11 +32,6 @@ final class LayoutScratch implements AutoCloseable {
     return new BytePointer(held).position(misalignment == 0 ? 0 : ALIGNMENT - misalignment);
   }
 
-  /** The bytes held now, over all slots. */
-  long bytes() {
-    return slots.stream().mapToLong(s -> s == null ? 0 : s.capacity()).sum();
-  }
-
   @Override
   public void close() {
     slots.forEach(

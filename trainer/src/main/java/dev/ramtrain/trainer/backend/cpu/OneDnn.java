@@ -63,22 +63,7 @@ final class OneDnn implements AutoCloseable {
   synchronized void gemm(
       OneDnnMatmul.Shape shape, GemmStridedBatched op, Pointer a, Pointer b, Pointer c) {
     BoundPrimitive first = matmul(shape);
-    BoundPrimitive rest =
-        op.sumsIntoOneC() && op.count() > 1
-            ? matmul(
-                new OneDnnMatmul.Shape(
-                    shape.bf16(),
-                    shape.transA(),
-                    shape.transB(),
-                    shape.m(),
-                    shape.n(),
-                    shape.k(),
-                    shape.alpha(),
-                    shape.lda(),
-                    shape.ldb(),
-                    1f,
-                    shape.ldc()))
-            : first;
+    BoundPrimitive rest = op.sumsIntoOneC() && op.count() > 1 ? matmul(shape.withBeta(1f)) : first;
     int operandBytes = shape.bf16() ? 2 : 4;
     for (int i = 0; i < op.count(); i++) {
       (i == 0 ? first : rest)
@@ -203,11 +188,6 @@ final class OneDnn implements AutoCloseable {
       Pointer db,
       Pointer dx) {
     primitives(window, out, hasBias).backward(st, scratch, x, dy, w, dw, db, dx);
-  }
-
-  /** oneDNN's kernel names for a shape's convolution, made if not yet (for logs and tests). */
-  synchronized String implementation(ConvWindow window, int out, boolean bias) {
-    return primitives(window, out, bias).implementation();
   }
 
   private OneDnnConvolution primitives(ConvWindow window, int out, boolean bias) {

@@ -61,7 +61,6 @@ final class OneDnnConvolution implements AutoCloseable {
   private final Tensor diffDstForData;
   private final Tensor weightsForData;
   private final Tensor diffSrc;
-  private final String implementation;
 
   OneDnnConvolution(engine eng, ConvWindow win, int out, boolean hasBias) {
     long[] srcDims = {win.n(), win.c(), win.h(), win.w()};
@@ -154,17 +153,6 @@ final class OneDnnConvolution implements AutoCloseable {
             WEIGHTS,
             false);
     diffSrc = new Tensor(eng, own(desc(srcDims, nchw)), own(bwdData.diff_src_desc()), SRC, false);
-    implementation =
-        fwd.impl_info_str().getString()
-            + " / "
-            + bwdData.impl_info_str().getString()
-            + " / "
-            + bwdWeights.impl_info_str().getString();
-  }
-
-  /** oneDNN's names for the kernels it chose (forward / backward-data / backward-weights). */
-  String implementation() {
-    return implementation;
   }
 
   /** {@code y = conv(x, w) + b}; {@code b} null without bias. */

@@ -33,7 +33,12 @@ final class OneDnnMatmul {
       int lda,
       int ldb,
       float beta,
-      int ldc) {}
+      int ldc) {
+    /** The same GEMM adding its product to C: each product after the first of a summed batch. */
+    Shape withBeta(float newBeta) {
+      return new Shape(bf16, transA, transB, m, n, k, alpha, lda, ldb, newBeta, ldc);
+    }
+  }
 
   private OneDnnMatmul() {}
 
