@@ -28,11 +28,13 @@ CP="$(mktemp)"
 trap 'rm -f "$CP"' EXIT
 mvn -q -B -f "$ROOT/trainer/pom.xml" dependency:build-classpath -Dmdep.includeScope=runtime \
   -Dmdep.outputFile="$CP" >/dev/null
-# Not needed by the GPU bench: the CPU backend's BLAS, and what the build scopes too widely.
+# Not needed by the GPU bench: the CPU backend's BLAS and oneDNN (the CUDA tests' CPU reference is
+# the Java engine; without oneDNN's natives `auto` falls back to it), and what the build scopes too
+# widely.
 if $TESTS; then
-  SKIP='/(junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
+  SKIP='/(dnnl|opencl|junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
 else
-  SKIP='/(openblas|javacpp|junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
+  SKIP='/(openblas|javacpp|dnnl|opencl|junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
 fi
 tr ':' '\n' <"$CP" | grep -v -E "$SKIP" | while read -r jar; do cp "$jar" "$OUT/lib/"; done
 # Natives nothing here loads (the PTX compiler; OpenBLAS's LAPACK builds and headers: the CPU
