@@ -26,6 +26,25 @@ public final class ArgumentChecks {
     return (size + 2 * pad - k) / stride + 1;
   }
 
+  /**
+   * The layout of an activation's channels: {@code block} 1 is NCHW, a larger power of two is
+   * oneDNN's nChw{block}c ([n][c/block][h][w][block]), which needs {@code c} to divide by it.
+   */
+  public static void checkChannelBlock(int block, int c) {
+    if (block < 1 || Integer.bitCount(block) != 1 || c % block != 0) {
+      throw new IllegalArgumentException(
+          c + " channels cannot be blocked by " + block + " (a power of two dividing them)");
+    }
+  }
+
+  /** For the engines that keep every activation NCHW: {@code block} must be 1. */
+  public static void requirePlainChannels(int block, String what) {
+    if (block != 1) {
+      throw new IllegalArgumentException(
+          what + " with channels blocked by " + block + " needs the oneDNN engine");
+    }
+  }
+
   public static void checkCount(DeviceBuffer x, long expected) {
     if (x.count() != expected) {
       throw new IllegalArgumentException(

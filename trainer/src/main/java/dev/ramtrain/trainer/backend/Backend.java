@@ -18,4 +18,14 @@ public interface Backend extends Device {
    * failures surface at the stream's next synchronize.
    */
   void run(Stream stream, Operation op);
+
+  /**
+   * How this engine computes fastest on a 4-D activation: its channels blocked by this many (oneDNN
+   * on AVX-512: 16, oneDNN's nChw16c), or 1 for NCHW. A model whose layers allow it keeps such
+   * activations in that layout from layer to layer instead of converting at every convolution; the
+   * layouts' results agree within their rounding, not bit for bit.
+   */
+  default int channelBlock() {
+    return 1;
+  }
 }

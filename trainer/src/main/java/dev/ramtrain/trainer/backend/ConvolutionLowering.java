@@ -22,6 +22,7 @@ public final class ConvolutionLowering {
   private ConvolutionLowering() {}
 
   public static List<Operation> forward(Convolution op) {
+    ArgumentChecks.requirePlainChannels(Math.max(op.inBlock(), op.outBlock()), "convolution");
     ConvWindow win = op.window();
     int out = op.outChannels();
     List<Operation> ops = new ArrayList<>(3);
@@ -34,6 +35,8 @@ public final class ConvolutionLowering {
   }
 
   public static List<Operation> backward(ConvolutionBackward op) {
+    ArgumentChecks.requirePlainChannels(
+        Math.max(op.inBlock(), op.outBlock()), "convolution backward");
     ConvWindow win = op.window();
     int out = op.outChannels();
     List<Operation> ops = new ArrayList<>(5);

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 
 /**
  * One engine's implementation of each operation, found by the operation's record type: how an
@@ -37,6 +38,21 @@ public final class OperationTable<S extends Stream> {
   public <O extends Operation> OperationTable<S> addLowered(
       Class<O> type, Function<O, List<Operation>> lowering) {
     return add(type, (op, stream) -> lowering.apply(op).forEach(part -> run(part, stream)));
+  }
+
+  /**
+   * Registers {@code impl} for {@code type} over NCHW tensors only: an operation whose channels are
+   * blocked ({@code channelBlock} not 1, a layout only the oneDNN engine computes in) is refused,
+   * naming it.
+   */
+  public <O extends Operation> OperationTable<S> addNchw(
+      Class<O> type, ToIntFunction<O> channelBlock, BiConsumer<O, S> impl) {
+    return add(
+        type,
+        (op, stream) -> {
+          ArgumentChecks.requirePlainChannels(channelBlock.applyAsInt(op), type.getSimpleName());
+          impl.accept(op, stream);
+        });
   }
 
   public void run(Operation op, S stream) {

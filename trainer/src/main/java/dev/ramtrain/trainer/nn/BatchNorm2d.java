@@ -8,9 +8,10 @@ import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
 import java.util.List;
 
 /**
- * Batch normalization of NCHW activations, as nn.BatchNorm2d(c, eps=1e-5, momentum=0.1): batch
- * statistics in training (moving the running ones), running statistics in evaluation. Weight and
- * bias are trained; running mean and variance are buffers, saved with the weights.
+ * Batch normalization of 4-D activations (NCHW, or channel-blocked as its {@link ChannelLayout}
+ * allows), as nn.BatchNorm2d(c, eps=1e-5, momentum=0.1): batch statistics in training (moving the
+ * running ones), running statistics in evaluation. Weight and bias are trained; running mean and
+ * variance are buffers, saved with the weights.
  */
 public final class BatchNorm2d extends BaseLayer {
   private static final float EPS = 1e-5f;
@@ -19,6 +20,8 @@ public final class BatchNorm2d extends BaseLayer {
 
   private final int c;
   private final int hw;
+  private final ChannelLayout layout;
+  private int block = 1; // the layout on the bound backend
   private DeviceBuffer gamma;
   private DeviceBuffer beta;
   private DeviceBuffer gammaGrad;
@@ -32,12 +35,17 @@ public final class BatchNorm2d extends BaseLayer {
   private DeviceBuffer x; // the last training forward's input, for backward
 
   public BatchNorm2d(String name, int c, int h, int w) {
+    this(name, c, h, w, ChannelLayout.NCHW);
+  }
+
+  public BatchNorm2d(String name, int c, int h, int w, ChannelLayout layout) {
     super(name);
     if (c < 1 || h < 1 || w < 1) {
       throw new IllegalArgumentException(name + ": bad shape " + c + "x" + h + "x" + w);
     }
     this.c = c;
     this.hw = h * w;
+    this.layout = layout;
   }
 
   @Override
@@ -71,6 +79,7 @@ public final class BatchNorm2d extends BaseLayer {
 
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
+    block = layout.block(backend, c);
     gamma = params.value(name + ".weight");
     beta = params.value(name + ".bias");
     gammaGrad = params.grad(name + ".weight");
@@ -103,13 +112,14 @@ public final class BatchNorm2d extends BaseLayer {
               runningVar,
               yb,
               savedMean,
-              savedInvStd));
+              savedInvStd,
+              block));
     } else {
       x = null;
       backend.run(
           s,
           new BatchNormInference(
-              input, batch, c, hw, gamma, beta, EPS, runningMean, runningVar, yb));
+              input, batch, c, hw, gamma, beta, EPS, runningMean, runningVar, yb, block));
     }
     return yb;
   }
@@ -123,7 +133,7 @@ public final class BatchNorm2d extends BaseLayer {
     backend.run(
         s,
         new BatchNormBackward(
-            x, dy, batch, c, hw, gamma, savedMean, savedInvStd, gammaGrad, betaGrad, dxb));
+            x, dy, batch, c, hw, gamma, savedMean, savedInvStd, gammaGrad, betaGrad, dxb, block));
     return needInputGrad ? dxb : null;
   }
 }

@@ -39,6 +39,10 @@ public final class Conv2d extends BaseLayer {
   private final int patch; // in * k * k
   private final boolean hasBias;
   private final Precision precision;
+  private final ChannelLayout inputLayout;
+  private final ChannelLayout outputLayout;
+  private int inBlock = 1; // the layouts of x and y on the bound backend
+  private int outBlock = 1;
   private DeviceBuffer weight;
   private DeviceBuffer bias;
   private DeviceBuffer weightGrad;
@@ -75,7 +79,43 @@ public final class Conv2d extends BaseLayer {
       int pad,
       boolean bias,
       Precision precision) {
+    this(
+        name,
+        in,
+        h,
+        w,
+        out,
+        k,
+        stride,
+        pad,
+        bias,
+        precision,
+        ChannelLayout.NCHW,
+        ChannelLayout.NCHW);
+  }
+
+  /**
+   * With the layouts of its input and output ({@link ChannelLayout}; blocked ones only in fp32: the
+   * bf16 path multiplies im2col columns, which are NCHW's).
+   */
+  public Conv2d(
+      String name,
+      int in,
+      int h,
+      int w,
+      int out,
+      int k,
+      int stride,
+      int pad,
+      boolean bias,
+      Precision precision,
+      ChannelLayout inputLayout,
+      ChannelLayout outputLayout) {
     super(name);
+    if (precision != Precision.FP32
+        && (inputLayout != ChannelLayout.NCHW || outputLayout != ChannelLayout.NCHW)) {
+      throw new IllegalArgumentException(name + ": blocked channel layouts are fp32 only");
+    }
     if (in < 1 || out < 1 || k < 1 || stride < 1 || pad < 0 || h + 2 * pad < k || w + 2 * pad < k) {
       throw new IllegalArgumentException(
           name
@@ -106,6 +146,8 @@ public final class Conv2d extends BaseLayer {
     this.patch = in * k * k;
     this.hasBias = bias;
     this.precision = precision;
+    this.inputLayout = inputLayout;
+    this.outputLayout = outputLayout;
   }
 
   public int outputHeight() {
@@ -166,6 +208,8 @@ public final class Conv2d extends BaseLayer {
       bias = params.value(name + ".bias");
       biasGrad = params.grad(name + ".bias");
     }
+    inBlock = inputLayout.block(backend, in);
+    outBlock = outputLayout.block(backend, out);
     long positions = (long) maxBatch * oh * ow;
     y = own("out", positions * out);
     dx = inputGradient((long) maxBatch * inputSize());
@@ -194,7 +238,10 @@ public final class Conv2d extends BaseLayer {
     input = x;
     if (precision == Precision.FP32) {
       DeviceBuffer yb = y.view(0, (long) batch * out * hw);
-      backend.run(s, new Convolution(x, weight, bias, yb, window(batch), out, columns(batch)));
+      backend.run(
+          s,
+          new Convolution(
+              x, weight, bias, yb, window(batch), out, columns(batch), inBlock, outBlock));
       return yb;
     }
     // bf16: lowered here, with autocast's roundings
@@ -217,7 +264,17 @@ public final class Conv2d extends BaseLayer {
       backend.run(
           s,
           new ConvolutionBackward(
-              input, dy, weight, weightGrad, biasGrad, dxb, window(batch), out, columns(batch)));
+              input,
+              dy,
+              weight,
+              weightGrad,
+              biasGrad,
+              dxb,
+              window(batch),
+              out,
+              columns(batch),
+              inBlock,
+              outBlock));
       return dxb;
     }
     if (hasBias) {

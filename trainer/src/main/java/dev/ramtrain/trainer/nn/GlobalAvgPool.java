@@ -4,23 +4,33 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 
 /**
- * Global average pooling of NCHW activations to one value per channel, as nn.AdaptiveAvgPool2d(1)
- * followed by flatten. Both directions are one GEMM against a vector of ones: the means are x [n·c,
- * hw] · 1/hw, and the gradient spreads dy [n·c, 1] over the positions.
+ * Global average pooling of 4-D activations to one value per channel, as nn.AdaptiveAvgPool2d(1)
+ * followed by flatten. Both directions are GEMMs against a vector of ones: over NCHW, the means are
+ * x [n·c, hw] · 1/hw, and the gradient spreads dy [n·c, 1] over the positions; with channels
+ * blocked by b ({@link ChannelLayout}), each block of b channels [hw, b] is one GEMM of a batch
+ * (1/hw · 1ᵀ x), and its means land where NCHW's would: [n, c/b, b] is [n, c].
  */
 public final class GlobalAvgPool extends BaseLayer {
   private final int c;
   private final int hw;
+  private final ChannelLayout layout;
+  private int block = 1;
   private DeviceBuffer ones;
   private DeviceBuffer y;
   private DeviceBuffer dx;
 
   public GlobalAvgPool(String name, int c, int h, int w) {
+    this(name, c, h, w, ChannelLayout.NCHW);
+  }
+
+  public GlobalAvgPool(String name, int c, int h, int w, ChannelLayout layout) {
     super(name);
     this.c = c;
     this.hw = h * w;
+    this.layout = layout;
   }
 
   @Override
@@ -35,6 +45,7 @@ public final class GlobalAvgPool extends BaseLayer {
 
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
+    block = layout.block(backend, c);
     ones = own("ones", hw);
     y = own("out", (long) maxBatch * c);
     dx = inputGradient((long) maxBatch * c * hw);
@@ -47,7 +58,31 @@ public final class GlobalAvgPool extends BaseLayer {
     backend.run(s, new Fill(ones, 1f));
     int planes = batch * c;
     DeviceBuffer yb = y.view(0, planes);
-    backend.run(s, new Gemm(false, false, planes, 1, hw, 1f / hw, x, hw, ones, 1, 0f, yb, 1));
+    if (block == 1) {
+      backend.run(s, new Gemm(false, false, planes, 1, hw, 1f / hw, x, hw, ones, 1, 0f, yb, 1));
+      return yb;
+    }
+    long blockSize = (long) hw * block;
+    backend.run(
+        s,
+        new GemmStridedBatched(
+            false,
+            false,
+            1,
+            block,
+            hw,
+            1f / hw,
+            ones,
+            hw,
+            0,
+            x,
+            block,
+            blockSize,
+            0f,
+            yb,
+            block,
+            block,
+            planes / block));
     return yb;
   }
 
@@ -58,7 +93,30 @@ public final class GlobalAvgPool extends BaseLayer {
     }
     int planes = batch * c;
     DeviceBuffer dxb = dx.view(0, (long) planes * hw);
-    backend.run(s, new Gemm(false, false, planes, hw, 1, 1f / hw, dy, 1, ones, hw, 0f, dxb, hw));
+    if (block == 1) {
+      backend.run(s, new Gemm(false, false, planes, hw, 1, 1f / hw, dy, 1, ones, hw, 0f, dxb, hw));
+      return dxb;
+    }
+    backend.run(
+        s,
+        new GemmStridedBatched(
+            false,
+            false,
+            hw,
+            block,
+            1,
+            1f / hw,
+            ones,
+            1,
+            0,
+            dy,
+            block,
+            block,
+            0f,
+            dxb,
+            block,
+            (long) hw * block,
+            planes / block));
     return dxb;
   }
 }

@@ -6,7 +6,10 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 
-/** k×k max pooling of NCHW activations, as nn.MaxPool2d(k, stride, padding). */
+/**
+ * k×k max pooling of 4-D activations (NCHW, or channel-blocked as its {@link ChannelLayout}
+ * allows), as nn.MaxPool2d(k, stride, padding).
+ */
 public final class MaxPool2d extends BaseLayer {
   private final int c;
   private final int h;
@@ -16,6 +19,8 @@ public final class MaxPool2d extends BaseLayer {
   private final int pad;
   private final int oh;
   private final int ow;
+  private final ChannelLayout layout;
+  private int block = 1;
   private DeviceBuffer y;
   private DeviceBuffer argmax;
   private DeviceBuffer dx;
@@ -26,6 +31,11 @@ public final class MaxPool2d extends BaseLayer {
 
   /** {@code pad} positions on every side that never win (ResNet's stem: 3, 2, 1). */
   public MaxPool2d(String name, int c, int h, int w, int k, int stride, int pad) {
+    this(name, c, h, w, k, stride, pad, ChannelLayout.NCHW);
+  }
+
+  public MaxPool2d(
+      String name, int c, int h, int w, int k, int stride, int pad, ChannelLayout layout) {
     super(name);
     if (k < 1 || stride < 1 || pad < 0 || 2 * pad > k || h + 2 * pad < k || w + 2 * pad < k) {
       throw new IllegalArgumentException(
@@ -39,6 +49,7 @@ public final class MaxPool2d extends BaseLayer {
     this.pad = pad;
     this.oh = (h + 2 * pad - k) / stride + 1;
     this.ow = (w + 2 * pad - k) / stride + 1;
+    this.layout = layout;
   }
 
   public int outputHeight() {
@@ -61,6 +72,7 @@ public final class MaxPool2d extends BaseLayer {
 
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
+    block = layout.block(backend, c);
     y = own("out", (long) maxBatch * outputSize());
     argmax = own("argmax", DType.I32, (long) maxBatch * outputSize());
     dx = inputGradient((long) maxBatch * inputSize());
@@ -72,7 +84,17 @@ public final class MaxPool2d extends BaseLayer {
     backend.run(
         s,
         new MaxPool(
-            x, batch, c, h, w, k, stride, pad, yb, argmax.view(0, (long) batch * outputSize())));
+            x,
+            batch,
+            c,
+            h,
+            w,
+            k,
+            stride,
+            pad,
+            yb,
+            argmax.view(0, (long) batch * outputSize()),
+            block));
     return yb;
   }
 
@@ -85,7 +107,7 @@ public final class MaxPool2d extends BaseLayer {
     backend.run(
         s,
         new MaxPoolBackward(
-            dy, argmax.view(0, (long) batch * outputSize()), batch, c, h, w, oh, ow, dxb));
+            dy, argmax.view(0, (long) batch * outputSize()), batch, c, h, w, oh, ow, dxb, block));
     return dxb;
   }
 }

@@ -189,6 +189,7 @@ public final class ModelSpec {
     }
     int blocks = (depth - 2) / 6;
     List<Layer> layers = new ArrayList<>();
+    ChannelLayout inner = ResNet.innerLayout(precision);
     Conv2d stem =
         new Conv2d(
             "conv1",
@@ -200,34 +201,36 @@ public final class ModelSpec {
             1,
             1,
             false,
-            precision);
+            precision,
+            ChannelLayout.NCHW,
+            inner);
     int c = width;
     int h = stem.outputHeight();
     int w = stem.outputWidth();
     layers.add(stem);
-    layers.add(new BatchNorm2d("bn1", c, h, w));
+    layers.add(new BatchNorm2d("bn1", c, h, w, inner));
     layers.add(Activation.reluInPlace("relu", stem.outputSize()));
     for (int stage = 1; stage <= 3; stage++) {
       int out = width << (stage - 1);
       for (int b = 0; b < blocks; b++) {
         int stride = stage > 1 && b == 0 ? 2 : 1;
         String name = "layer" + stage + "." + b;
-        Conv2d conv1 = new Conv2d(name + ".conv1", c, h, w, out, 3, stride, 1, false, precision);
+        Conv2d conv1 = ResNet.conv(name + ".conv1", c, h, w, out, 3, stride, 1, precision);
         int oh = conv1.outputHeight();
         int ow = conv1.outputWidth();
         List<Layer> main =
             List.of(
                 conv1,
-                new BatchNorm2d(name + ".bn1", out, oh, ow),
+                ResNet.norm(name + ".bn1", out, oh, ow, precision),
                 Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
-                new Conv2d(name + ".conv2", out, oh, ow, out, 3, 1, 1, false, precision),
-                new BatchNorm2d(name + ".bn2", out, oh, ow));
+                ResNet.conv(name + ".conv2", out, oh, ow, out, 3, 1, 1, precision),
+                ResNet.norm(name + ".bn2", out, oh, ow, precision));
         List<Layer> shortcut = List.of();
         if (stride != 1 || out != c) {
           shortcut =
               List.of(
-                  new Conv2d(name + ".downsample.0", c, h, w, out, 1, stride, 0, false, precision),
-                  new BatchNorm2d(name + ".downsample.1", out, oh, ow));
+                  ResNet.conv(name + ".downsample.0", c, h, w, out, 1, stride, 0, precision),
+                  ResNet.norm(name + ".downsample.1", out, oh, ow, precision));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
         c = out;
@@ -235,7 +238,7 @@ public final class ModelSpec {
         w = ow;
       }
     }
-    layers.add(new GlobalAvgPool("avgpool", c, h, w));
+    layers.add(new GlobalAvgPool("avgpool", c, h, w, inner));
     layers.add(new Linear("fc", c, classes, precision));
     return layers;
   }

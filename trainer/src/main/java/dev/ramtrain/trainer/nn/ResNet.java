@@ -39,6 +39,7 @@ public final class ResNet {
       Config config, ImageShape input, int classes, Precision precision) {
     List<Layer> layers = new ArrayList<>();
     int width = config.width();
+    ChannelLayout inner = innerLayout(precision);
     Conv2d stem =
         new Conv2d(
             "conv1",
@@ -50,12 +51,14 @@ public final class ResNet {
             2,
             3,
             false,
-            precision);
+            precision,
+            ChannelLayout.NCHW,
+            inner);
     layers.add(stem);
-    layers.add(new BatchNorm2d("bn1", width, stem.outputHeight(), stem.outputWidth()));
+    layers.add(new BatchNorm2d("bn1", width, stem.outputHeight(), stem.outputWidth(), inner));
     layers.add(Activation.reluInPlace("relu", stem.outputSize()));
     MaxPool2d pool =
-        new MaxPool2d("maxpool", width, stem.outputHeight(), stem.outputWidth(), 3, 2, 1);
+        new MaxPool2d("maxpool", width, stem.outputHeight(), stem.outputWidth(), 3, 2, 1, inner);
     layers.add(pool);
     int c = width;
     int h = pool.outputHeight();
@@ -77,18 +80,9 @@ public final class ResNet {
         if (stride != 1 || c != planes * expansion) {
           shortcut =
               List.of(
-                  new Conv2d(
-                      name + ".downsample.0",
-                      c,
-                      h,
-                      w,
-                      planes * expansion,
-                      1,
-                      stride,
-                      0,
-                      false,
-                      precision),
-                  new BatchNorm2d(name + ".downsample.1", planes * expansion, oh, ow));
+                  conv(
+                      name + ".downsample.0", c, h, w, planes * expansion, 1, stride, 0, precision),
+                  norm(name + ".downsample.1", planes * expansion, oh, ow, precision));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
         c = planes * expansion;
@@ -96,39 +90,59 @@ public final class ResNet {
         w = ow;
       }
     }
-    layers.add(new GlobalAvgPool("avgpool", c, h, w));
+    layers.add(new GlobalAvgPool("avgpool", c, h, w, inner));
     layers.add(new Linear("fc", c, classes, precision));
     return layers;
   }
 
+  /**
+   * The layout of the activations between the stem's input and the pooled features: the engine's
+   * blocked one in fp32 (only convolutions, batch norms, poolings, ReLUs and sums read them), NCHW
+   * where bf16 convolutions multiply im2col columns.
+   */
+  static ChannelLayout innerLayout(Precision precision) {
+    return precision == Precision.FP32 ? ChannelLayout.ENGINE : ChannelLayout.NCHW;
+  }
+
   private static List<Layer> basic(
       String name, int c, int h, int w, int planes, int stride, Precision precision) {
-    Conv2d conv1 = new Conv2d(name + ".conv1", c, h, w, planes, 3, stride, 1, false, precision);
+    Conv2d conv1 = conv(name + ".conv1", c, h, w, planes, 3, stride, 1, precision);
     int oh = conv1.outputHeight();
     int ow = conv1.outputWidth();
     return List.of(
         conv1,
-        new BatchNorm2d(name + ".bn1", planes, oh, ow),
+        norm(name + ".bn1", planes, oh, ow, precision),
         Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
-        new Conv2d(name + ".conv2", planes, oh, ow, planes, 3, 1, 1, false, precision),
-        new BatchNorm2d(name + ".bn2", planes, oh, ow));
+        conv(name + ".conv2", planes, oh, ow, planes, 3, 1, 1, precision),
+        norm(name + ".bn2", planes, oh, ow, precision));
   }
 
   private static List<Layer> bottleneck(
       String name, int c, int h, int w, int planes, int stride, Precision precision) {
-    Conv2d conv1 = new Conv2d(name + ".conv1", c, h, w, planes, 1, 1, 0, false, precision);
-    Conv2d conv2 =
-        new Conv2d(name + ".conv2", planes, h, w, planes, 3, stride, 1, false, precision);
+    Conv2d conv1 = conv(name + ".conv1", c, h, w, planes, 1, 1, 0, precision);
+    Conv2d conv2 = conv(name + ".conv2", planes, h, w, planes, 3, stride, 1, precision);
     int oh = conv2.outputHeight();
     int ow = conv2.outputWidth();
     return List.of(
         conv1,
-        new BatchNorm2d(name + ".bn1", planes, h, w),
+        norm(name + ".bn1", planes, h, w, precision),
         Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
         conv2,
-        new BatchNorm2d(name + ".bn2", planes, oh, ow),
+        norm(name + ".bn2", planes, oh, ow, precision),
         Activation.reluInPlace(name + ".relu2", conv2.outputSize()),
-        new Conv2d(name + ".conv3", planes, oh, ow, 4 * planes, 1, 1, 0, false, precision),
-        new BatchNorm2d(name + ".bn3", 4 * planes, oh, ow));
+        conv(name + ".conv3", planes, oh, ow, 4 * planes, 1, 1, 0, precision),
+        norm(name + ".bn3", 4 * planes, oh, ow, precision));
+  }
+
+  /** A block's convolution: no bias (batch norm follows), the inner layout on both sides. */
+  static Conv2d conv(
+      String name, int c, int h, int w, int out, int k, int stride, int pad, Precision precision) {
+    ChannelLayout inner = innerLayout(precision);
+    return new Conv2d(name, c, h, w, out, k, stride, pad, false, precision, inner, inner);
+  }
+
+  /** A block's batch norm, in the inner layout. */
+  static BatchNorm2d norm(String name, int c, int h, int w, Precision precision) {
+    return new BatchNorm2d(name, c, h, w, innerLayout(precision));
   }
 }

@@ -111,6 +111,43 @@ public abstract class BackendConformanceTest {
     return x;
   }
 
+  /**
+   * The channel layouts this backend computes in: NCHW (block 1), and its blocked one where it has
+   * one ({@link Backend#channelBlock}).
+   */
+  protected int[] channelBlocks() {
+    int block = backend.channelBlock();
+    return block == 1 ? new int[] {1} : new int[] {1, block};
+  }
+
+  /** NCHW values [n, c, hw] laid out with channels blocked by {@code block}: [n, c/b, hw, b]. */
+  protected static float[] blocked(float[] nchw, int n, int c, int hw, int block) {
+    float[] out = new float[nchw.length];
+    for (int i = 0; i < n; i++) {
+      for (int ch = 0; ch < c; ch++) {
+        for (int p = 0; p < hw; p++) {
+          out[((i * (c / block) + ch / block) * hw + p) * block + ch % block] =
+              nchw[(i * c + ch) * hw + p];
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The inverse of {@link #blocked}. */
+  protected static float[] unblocked(float[] blocked, int n, int c, int hw, int block) {
+    float[] out = new float[blocked.length];
+    for (int i = 0; i < n; i++) {
+      for (int ch = 0; ch < c; ch++) {
+        for (int p = 0; p < hw; p++) {
+          out[(i * c + ch) * hw + p] =
+              blocked[((i * (c / block) + ch / block) * hw + p) * block + ch % block];
+        }
+      }
+    }
+    return out;
+  }
+
   protected static void assertClose(
       float[] expected, float[] actual, double tolerance, String what) {
     assertEquals(expected.length, actual.length, what + ": length");
@@ -931,6 +968,79 @@ public abstract class BackendConformanceTest {
     }
   }
 
+  /**
+   * Where the engine has a blocked channel layout: a convolution reading and writing it computes
+   * exactly what the same convolution over NCHW does (the NCHW one is reordered into that layout
+   * around the same primitive; reorders are exact), input, output and gradients. Shapes: channels
+   * in two blocks, a stride-2 1×1 shortcut, and a stem whose few input channels stay NCHW. On an
+   * engine without one, a blocked convolution is refused, naming the engine it needs.
+   */
+  @Test
+  void blockedConvolutionsComputeWhatNchwOnesDo() {
+    int block = backend.channelBlock();
+    if (block == 1) {
+      ConvWindow win = new ConvWindow(1, 16, 3, 3, 3, 3, 1, 1);
+      try (DeviceBuffer x = backend.allocate("x", DType.F32, win.inputCount());
+          DeviceBuffer w = backend.allocate("w", DType.F32, 16L * 16 * 9);
+          DeviceBuffer y = backend.allocate("y", DType.F32, win.outputCount(16));
+          DeviceBuffer cols = backend.allocate("cols", DType.F32, win.columnCount())) {
+        IllegalArgumentException e =
+            assertThrows(
+                IllegalArgumentException.class,
+                () -> backend.run(stream, new Convolution(x, w, null, y, win, 16, cols, 16, 16)));
+        assertTrue(e.getMessage().contains("needs the oneDNN engine"), e.getMessage());
+      }
+      return;
+    }
+    // {n, c, h, w, out, k, stride, pad, blocked input}
+    int[][] shapes = {
+      {2, 2 * block, 7, 6, 2 * block, 3, 1, 1, 1},
+      {3, 2 * block, 8, 8, block, 1, 2, 0, 1},
+      {2, 3, 9, 9, 2 * block, 3, 2, 1, 0}
+    };
+    Random rng = new Random(block);
+    for (int[] sh : shapes) {
+      ConvWindow win = new ConvWindow(sh[0], sh[1], sh[2], sh[3], sh[5], sh[5], sh[6], sh[7]);
+      int n = sh[0], c = sh[1], out = sh[4], hw = sh[2] * sh[3], ohw = win.oh() * win.ow();
+      int inBlock = sh[8] == 1 ? block : 1;
+      float[] x = random(rng, (int) win.inputCount());
+      float[] w = random(rng, out * c * sh[5] * sh[5]);
+      float[] dy = random(rng, (int) win.outputCount(out));
+      float[][] plain = convolve(win, out, 1, 1, x, w, dy);
+      float[][] inBlocks =
+          convolve(
+              win,
+              out,
+              inBlock,
+              block,
+              blocked(x, n, c, hw, inBlock),
+              w,
+              blocked(dy, n, out, ohw, block));
+      String what = win + " out " + out + " blocked by " + inBlock + "/" + block;
+      assertArrayEquals(plain[0], unblocked(inBlocks[0], n, out, ohw, block), what + ": y");
+      assertArrayEquals(plain[1], unblocked(inBlocks[1], n, c, hw, inBlock), what + ": dx");
+      assertArrayEquals(plain[2], inBlocks[2], what + ": dw");
+    }
+  }
+
+  /** y, dx and dw (added to zeros) of one convolution in the layouts given. */
+  private float[][] convolve(
+      ConvWindow win, int out, int inBlock, int outBlock, float[] x, float[] w, float[] dy) {
+    try (DeviceBuffer xd = upload("x", x);
+        DeviceBuffer wd = upload("w", w);
+        DeviceBuffer dyd = upload("dy", dy);
+        DeviceBuffer yd = backend.allocate("y", DType.F32, dy.length);
+        DeviceBuffer dxd = backend.allocate("dx", DType.F32, x.length);
+        DeviceBuffer dwd = upload("dw", new float[w.length]);
+        DeviceBuffer cols = backend.allocate("cols", DType.F32, win.columnCount())) {
+      backend.run(stream, new Convolution(xd, wd, null, yd, win, out, cols, inBlock, outBlock));
+      backend.run(
+          stream,
+          new ConvolutionBackward(xd, dyd, wd, dwd, null, dxd, win, out, cols, inBlock, outBlock));
+      return new float[][] {download(yd), download(dxd), download(dwd)};
+    }
+  }
+
   private static void assertWithinSumBound(
       double[] exact, double[] absSum, int terms, float[] got, String what) {
     double u = Math.scalb(1.0, -24);
@@ -964,12 +1074,22 @@ public abstract class BackendConformanceTest {
     // {n, c, h, w, k, stride, pad}: the 2x2/2 fast path (odd sizes drop the last row and
     // column), the general loop, and ResNet's stem pooling (3x3/2 padded by 1: padding never wins,
     // even over negative values).
+    // With a blocked layout as well where the engine has one (c a multiple of the block).
     int[][] shapes = {
       {3, 4, 9, 7, 2, 2, 0}, {2, 3, 8, 8, 2, 2, 0}, {2, 2, 7, 9, 3, 2, 0}, {2, 3, 9, 8, 3, 2, 1}
     };
     Random rng = new Random(51);
-    for (int[] s : shapes) {
-      int n = s[0], c = s[1], h = s[2], w = s[3], k = s[4], stride = s[5], pad = s[6];
+    for (int block : channelBlocks()) {
+      for (int[] s : shapes) {
+        checkMaxPool(rng, block, s[0], block == 1 ? s[1] : 2 * block, s[2], s[3], s[4], s[5], s[6]);
+      }
+    }
+  }
+
+  private void checkMaxPool(
+      Random rng, int block, int n, int c, int h, int w, int k, int stride, int pad) {
+    String shape = java.util.Arrays.toString(new int[] {n, c, h, w, k, stride, pad, block});
+    {
       int oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
       float[] x = random(rng, n * c * h * w);
       for (int i = 0; i < x.length; i += 7) {
@@ -1004,16 +1124,19 @@ public abstract class BackendConformanceTest {
       for (int o = 0; o < expected.length; o++) {
         expectedDx[(o / (oh * ow)) * h * w + winner[o]] += dy[o];
       }
-      try (DeviceBuffer dx = upload("x", x);
+      try (DeviceBuffer dx = upload("x", blocked(x, n, c, h * w, block));
           DeviceBuffer y = backend.allocate("y", DType.F32, expected.length);
           DeviceBuffer arg = backend.allocate("argmax", DType.I32, expected.length);
-          DeviceBuffer g = upload("dy", dy);
+          DeviceBuffer g = upload("dy", blocked(dy, n, c, oh * ow, block));
           DeviceBuffer back = backend.allocate("dx", DType.F32, x.length)) {
-        backend.run(stream, new MaxPool(dx, n, c, h, w, k, stride, pad, y, arg));
-        assertArrayEquals(expected, download(y), java.util.Arrays.toString(s));
-        backend.run(stream, new MaxPoolBackward(g, arg, n, c, h, w, oh, ow, back));
+        backend.run(stream, new MaxPool(dx, n, c, h, w, k, stride, pad, y, arg, block));
+        assertArrayEquals(expected, unblocked(download(y), n, c, oh * ow, block), shape);
+        backend.run(stream, new MaxPoolBackward(g, arg, n, c, h, w, oh, ow, back, block));
         assertClose(
-            expectedDx, download(back), 1e-6, "pool gradient " + java.util.Arrays.toString(s));
+            expectedDx,
+            unblocked(download(back), n, c, h * w, block),
+            1e-6,
+            "pool gradient " + shape);
       }
     }
   }
@@ -1103,10 +1226,22 @@ public abstract class BackendConformanceTest {
     return new double[][] {mean, var};
   }
 
+  /**
+   * Batch norm over NCHW and, where the engine has one, its blocked layout (two blocks of
+   * channels). Tolerances: the Java kernels sum in double; oneDNN sums the m = n·hw = 21 values of
+   * a channel in fp32, each statistic then within γ(21) ≈ 1.3e-6 relative of the exact one, and
+   * |x̂| ≤ 4 here amplifies that to well under the 1e-5 (forward) and 1e-4 (backward, two such
+   * sums) allowed.
+   */
   @Test
   void batchNormTrainingNormalizesByBatchStatisticsAndMovesRunningOnes() {
+    for (int block : channelBlocks()) {
+      checkBatchNormTraining(block == 1 ? 5 : 2 * block, block);
+    }
+  }
+
+  private void checkBatchNormTraining(int c, int block) {
     int n = 3;
-    int c = 5;
     int hw = 7;
     Random rng = new Random(12);
     float[] x = random(rng, n * c * hw);
@@ -1116,7 +1251,10 @@ public abstract class BackendConformanceTest {
     float[] gamma = random(rng, c);
     float[] beta = random(rng, c);
     float[] runMean = random(rng, c);
-    float[] runVar = {1, 2, 3, 4, 5};
+    float[] runVar = new float[c];
+    for (int ch = 0; ch < c; ch++) {
+      runVar[ch] = ch + 1;
+    }
     double[][] stats = batchNormReference(x, n, c, hw);
     float eps = 1e-5f;
     float momentum = 0.1f;
@@ -1135,7 +1273,7 @@ public abstract class BackendConformanceTest {
       expectedMean[ch] = (float) (0.9 * runMean[ch] + 0.1 * stats[0][ch]);
       expectedVar[ch] = (float) (0.9 * runVar[ch] + 0.1 * stats[1][ch] * m / (m - 1));
     }
-    try (DeviceBuffer dx = upload("x", x);
+    try (DeviceBuffer dx = upload("x", blocked(x, n, c, hw, block));
         DeviceBuffer dg = upload("gamma", gamma);
         DeviceBuffer db = upload("beta", beta);
         DeviceBuffer rm = upload("running-mean", runMean);
@@ -1144,17 +1282,19 @@ public abstract class BackendConformanceTest {
         DeviceBuffer sm = backend.allocate("saved-mean", DType.F32, c);
         DeviceBuffer si = backend.allocate("saved-inv-std", DType.F32, c)) {
       backend.run(
-          stream, new BatchNormTrain(dx, n, c, hw, dg, db, eps, momentum, rm, rv, y, sm, si));
-      assertClose(expectedY, download(y), 1e-5, "y");
-      assertClose(expectedMean, download(rm), 1e-5, "running mean");
-      assertClose(expectedVar, download(rv), 1e-5, "running var");
+          stream,
+          new BatchNormTrain(dx, n, c, hw, dg, db, eps, momentum, rm, rv, y, sm, si, block));
+      String layout = " (channels blocked by " + block + ")";
+      assertClose(expectedY, unblocked(download(y), n, c, hw, block), 1e-5, "y" + layout);
+      assertClose(expectedMean, download(rm), 1e-5, "running mean" + layout);
+      assertClose(expectedVar, download(rv), 1e-5, "running var" + layout);
       float[] saved = download(sm);
       for (int ch = 0; ch < c; ch++) {
         assertEquals(stats[0][ch], saved[ch], 1e-5);
       }
       // Evaluation mode with the running statistics.
-      backend.run(stream, new BatchNormInference(dx, n, c, hw, dg, db, eps, rm, rv, y));
-      float[] eval = download(y);
+      backend.run(stream, new BatchNormInference(dx, n, c, hw, dg, db, eps, rm, rv, y, block));
+      float[] eval = unblocked(download(y), n, c, hw, block);
       for (int at = 0; at < x.length; at++) {
         int ch = (at / hw) % c;
         double want =
@@ -1166,8 +1306,13 @@ public abstract class BackendConformanceTest {
 
   @Test
   void batchNormBackwardMatchesTheClosedForm() {
+    for (int block : channelBlocks()) {
+      checkBatchNormBackward(block == 1 ? 3 : 2 * block, block);
+    }
+  }
+
+  private void checkBatchNormBackward(int c, int block) {
     int n = 4;
-    int c = 3;
     int hw = 5;
     Random rng = new Random(13);
     float[] x = random(rng, n * c * hw);
@@ -1177,8 +1322,10 @@ public abstract class BackendConformanceTest {
     double[][] stats = batchNormReference(x, n, c, hw);
     int m = n * hw;
     float[] expectedDx = new float[x.length];
-    float[] expectedDgamma = {1, 1, 1}; // accumulated onto
-    float[] expectedDbeta = {2, 2, 2};
+    float[] expectedDgamma = new float[c]; // accumulated onto ones and twos
+    float[] expectedDbeta = new float[c];
+    java.util.Arrays.fill(expectedDgamma, 1);
+    java.util.Arrays.fill(expectedDbeta, 2);
     for (int ch = 0; ch < c; ch++) {
       double invStd = 1 / Math.sqrt(stats[1][ch] + eps);
       double sumDy = 0;
@@ -1201,23 +1348,30 @@ public abstract class BackendConformanceTest {
         }
       }
     }
-    try (DeviceBuffer dx = upload("x", x);
-        DeviceBuffer dy = upload("dy", dyv);
+    float[] ones = new float[c];
+    float[] twos = new float[c];
+    java.util.Arrays.fill(ones, 1);
+    java.util.Arrays.fill(twos, 2);
+    try (DeviceBuffer dx = upload("x", blocked(x, n, c, hw, block));
+        DeviceBuffer dy = upload("dy", blocked(dyv, n, c, hw, block));
         DeviceBuffer dg = upload("gamma", gamma);
         DeviceBuffer db = upload("beta", new float[c]);
         DeviceBuffer rm = upload("running-mean", new float[c]);
-        DeviceBuffer rv = upload("running-var", new float[] {1, 1, 1});
+        DeviceBuffer rv = upload("running-var", ones);
         DeviceBuffer y = backend.allocate("y", DType.F32, x.length);
         DeviceBuffer sm = backend.allocate("saved-mean", DType.F32, c);
         DeviceBuffer si = backend.allocate("saved-inv-std", DType.F32, c);
-        DeviceBuffer gGamma = upload("dgamma", new float[] {1, 1, 1});
-        DeviceBuffer gBeta = upload("dbeta", new float[] {2, 2, 2});
+        DeviceBuffer gGamma = upload("dgamma", ones);
+        DeviceBuffer gBeta = upload("dbeta", twos);
         DeviceBuffer gx = backend.allocate("dx", DType.F32, x.length)) {
-      backend.run(stream, new BatchNormTrain(dx, n, c, hw, dg, db, eps, 0.1f, rm, rv, y, sm, si));
-      backend.run(stream, new BatchNormBackward(dx, dy, n, c, hw, dg, sm, si, gGamma, gBeta, gx));
-      assertClose(expectedDx, download(gx), 1e-4, "dx");
-      assertClose(expectedDgamma, download(gGamma), 1e-4, "dgamma");
-      assertClose(expectedDbeta, download(gBeta), 1e-4, "dbeta");
+      backend.run(
+          stream, new BatchNormTrain(dx, n, c, hw, dg, db, eps, 0.1f, rm, rv, y, sm, si, block));
+      backend.run(
+          stream, new BatchNormBackward(dx, dy, n, c, hw, dg, sm, si, gGamma, gBeta, gx, block));
+      String layout = " (channels blocked by " + block + ")";
+      assertClose(expectedDx, unblocked(download(gx), n, c, hw, block), 1e-4, "dx" + layout);
+      assertClose(expectedDgamma, download(gGamma), 1e-4, "dgamma" + layout);
+      assertClose(expectedDbeta, download(gBeta), 1e-4, "dbeta" + layout);
     }
   }
 

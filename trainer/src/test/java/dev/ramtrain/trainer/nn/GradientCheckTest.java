@@ -215,6 +215,48 @@ class GradientCheckTest {
   }
 
   /**
+   * Convolutions, batch norms, max pooling, a projection block's sum and global pooling with their
+   * activations in the engine's channel layout, as ResNets run: on oneDNN 16 channels are one or
+   * two blocks (nChw16c or nChw8c) from the stem's output to the pooled features, so every blocked
+   * operation's backward, and the stem reading NCHW and writing blocks, is checked against central
+   * differences (1×1 convolutions keep the parameters few).
+   */
+  @Test
+  void channelBlockedConvolutionsBatchNormPoolingAndResidualSums() {
+    ChannelLayout blocked = ChannelLayout.ENGINE;
+    Conv2d stem =
+        new Conv2d("stem", 2, 6, 6, 16, 3, 1, 1, true, Precision.FP32, ChannelLayout.NCHW, blocked);
+    MaxPool2d pool = new MaxPool2d("pool", 16, 6, 6, 3, 2, 1, blocked);
+    ResidualBlock down =
+        new ResidualBlock(
+            "down",
+            List.of(
+                new Conv2d(
+                    "down.conv1", 16, 3, 3, 16, 1, 2, 0, false, Precision.FP32, blocked, blocked),
+                new BatchNorm2d("down.bn1", 16, 2, 2, blocked),
+                new Activation("down.act", Activation.Kind.GELU, 64),
+                new Conv2d(
+                    "down.conv2", 16, 2, 2, 16, 1, 1, 0, false, Precision.FP32, blocked, blocked),
+                new BatchNorm2d("down.bn2", 16, 2, 2, blocked)),
+            List.of(
+                new Conv2d(
+                    "down.proj", 16, 3, 3, 16, 1, 2, 0, false, Precision.FP32, blocked, blocked),
+                new BatchNorm2d("down.proj.bn", 16, 2, 2, blocked)));
+    check(
+        List.of(
+            stem,
+            new BatchNorm2d("stem.bn", 16, 6, 6, blocked),
+            new Activation("stem.act", Activation.Kind.GELU, stem.outputSize()),
+            pool,
+            down,
+            new GlobalAvgPool("avgpool", 16, 2, 2, blocked),
+            new Linear("fc", 16, 3)),
+        1e-3,
+        3e-2,
+        true);
+  }
+
+  /**
    * A two-block ViT (patch convolution, class token and position embedding, pre-norm attention and
    * GELU MLP residuals with drop path, final norm, class-token pooling, head): every parameter's
    * gradient against central differences. Drop path draws per-sample masks from the step seed, the

@@ -407,6 +407,7 @@ final class CpuKernels {
       int k,
       int stride,
       int pad,
+      int block,
       FloatBuffer y,
       IntBuffer argmax) {
     int oh = (h + 2 * pad - k) / stride + 1;
@@ -419,11 +420,12 @@ final class CpuKernels {
           float[] best = new float[oh * ow];
           int[] where = new int[oh * ow];
           for (int nc = from; nc < to; nc++) {
-            x.get(nc * h * w, plane);
+            gather(x, planeStart(nc, c, h * w, block), block, plane);
+            int out = planeStart(nc, c, oh * ow, block);
             if (k == 2 && stride == 2 && pad == 0) {
               pool2x2(plane, w, oh, ow, best, where);
-              y.put(nc * oh * ow, best);
-              argmax.put(nc * oh * ow, where);
+              scatter(best, y, out, block);
+              scatter(where, argmax, out, block);
               continue;
             }
             for (int oy = 0; oy < oh; oy++) {
@@ -449,10 +451,60 @@ final class CpuKernels {
                 where[oy * ow + ox] = at;
               }
             }
-            y.put(nc * oh * ow, best);
-            argmax.put(nc * oh * ow, where);
+            scatter(best, y, out, block);
+            scatter(where, argmax, out, block);
           }
         });
+  }
+
+  /**
+   * Where plane {@code nc} (image nc / c, channel nc % c) of {@code size} positions starts when
+   * channels are blocked by {@code block} (1: NCHW); its positions are {@code block} apart.
+   */
+  private static int planeStart(int nc, int c, int size, int block) {
+    int image = nc / c;
+    int channel = nc % c;
+    return ((image * (c / block) + channel / block) * size) * block + channel % block;
+  }
+
+  private static void gather(FloatBuffer from, int start, int step, float[] plane) {
+    if (step == 1) {
+      from.get(start, plane);
+      return;
+    }
+    for (int i = 0; i < plane.length; i++) {
+      plane[i] = from.get(start + i * step);
+    }
+  }
+
+  private static void gather(IntBuffer from, int start, int step, int[] plane) {
+    if (step == 1) {
+      from.get(start, plane);
+      return;
+    }
+    for (int i = 0; i < plane.length; i++) {
+      plane[i] = from.get(start + i * step);
+    }
+  }
+
+  private static void scatter(float[] plane, FloatBuffer to, int start, int step) {
+    if (step == 1) {
+      to.put(start, plane);
+      return;
+    }
+    for (int i = 0; i < plane.length; i++) {
+      to.put(start + i * step, plane[i]);
+    }
+  }
+
+  private static void scatter(int[] plane, IntBuffer to, int start, int step) {
+    if (step == 1) {
+      to.put(start, plane);
+      return;
+    }
+    for (int i = 0; i < plane.length; i++) {
+      to.put(start + i * step, plane[i]);
+    }
   }
 
   /**
@@ -493,6 +545,7 @@ final class CpuKernels {
       int w,
       int oh,
       int ow,
+      int block,
       FloatBuffer dx) {
     parallel.forRange(
         n * c,
@@ -503,12 +556,13 @@ final class CpuKernels {
           int[] where = new int[oh * ow];
           for (int nc = from; nc < to; nc++) {
             Arrays.fill(plane, 0f);
-            dy.get(nc * oh * ow, grad);
-            argmax.get(nc * oh * ow, where);
+            int out = planeStart(nc, c, oh * ow, block);
+            gather(dy, out, block, grad);
+            gather(argmax, out, block, where);
             for (int i = 0; i < grad.length; i++) {
               plane[where[i]] += grad[i];
             }
-            dx.put(nc * h * w, plane);
+            scatter(plane, dx, planeStart(nc, c, h * w, block), block);
           }
         });
   }

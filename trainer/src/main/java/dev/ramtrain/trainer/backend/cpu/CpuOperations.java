@@ -5,6 +5,7 @@ import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
 import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
 
+import dev.ramtrain.trainer.backend.ArgumentChecks;
 import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -304,6 +305,7 @@ final class CpuOperations {
                               op.k(),
                               op.stride(),
                               op.pad(),
+                              op.channelBlock(),
                               y.floats(),
                               argmax.ints()));
                 })
@@ -324,6 +326,7 @@ final class CpuOperations {
                               op.w(),
                               op.oh(),
                               op.ow(),
+                              op.channelBlock(),
                               dx.floats()));
                 })
             .add(
@@ -351,6 +354,27 @@ final class CpuOperations {
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer savedMean = cpu(op.savedMean());
                   CpuBuffer savedInvStd = cpu(op.savedInvStd());
+                  if (op.channelBlock() != 1) {
+                    requireOneDnn(oneDnn, op.channelBlock(), "batch norm");
+                    s.enqueue(
+                        () ->
+                            oneDnn.batchNormTrain(
+                                op.n(),
+                                op.c(),
+                                op.hw(),
+                                op.channelBlock(),
+                                op.eps(),
+                                op.momentum(),
+                                x.pointer(),
+                                gamma.pointer(),
+                                beta.pointer(),
+                                y.pointer(),
+                                savedMean,
+                                savedInvStd.floats(),
+                                runningMean.floats(),
+                                runningVar.floats()));
+                    return;
+                  }
                   s.enqueue(
                       () ->
                           kernels.batchNormTrain(
@@ -377,6 +401,24 @@ final class CpuOperations {
                   CpuBuffer runningMean = cpu(op.runningMean());
                   CpuBuffer runningVar = cpu(op.runningVar());
                   CpuBuffer y = cpu(op.y());
+                  if (op.channelBlock() != 1) {
+                    requireOneDnn(oneDnn, op.channelBlock(), "batch norm");
+                    s.enqueue(
+                        () ->
+                            oneDnn.batchNormInference(
+                                op.n(),
+                                op.c(),
+                                op.hw(),
+                                op.channelBlock(),
+                                op.eps(),
+                                x.pointer(),
+                                gamma.pointer(),
+                                beta.pointer(),
+                                runningMean.pointer(),
+                                runningVar.pointer(),
+                                y.pointer()));
+                    return;
+                  }
                   s.enqueue(
                       () ->
                           kernels.batchNormInference(
@@ -402,6 +444,25 @@ final class CpuOperations {
                   CpuBuffer dgamma = cpu(op.dgamma());
                   CpuBuffer dbeta = cpu(op.dbeta());
                   CpuBuffer dx = cpu(op.dx());
+                  if (op.channelBlock() != 1) {
+                    requireOneDnn(oneDnn, op.channelBlock(), "batch norm");
+                    s.enqueue(
+                        () ->
+                            oneDnn.batchNormBackward(
+                                op.n(),
+                                op.c(),
+                                op.hw(),
+                                op.channelBlock(),
+                                x.pointer(),
+                                dy.pointer(),
+                                gamma.pointer(),
+                                savedMean.pointer(),
+                                savedInvStd.floats(),
+                                dx.pointer(),
+                                dgamma.floats(),
+                                dbeta.floats()));
+                    return;
+                  }
                   s.enqueue(
                       () ->
                           kernels.batchNormBackward(
@@ -553,6 +614,8 @@ final class CpuOperations {
             oneDnn.convolution(
                 op.window(),
                 op.outChannels(),
+                op.inBlock(),
+                op.outBlock(),
                 x.pointer(),
                 w.pointer(),
                 b == null ? null : b.pointer(),
@@ -571,6 +634,8 @@ final class CpuOperations {
             oneDnn.convolutionBackward(
                 op.window(),
                 op.outChannels(),
+                op.inBlock(),
+                op.outBlock(),
                 db != null,
                 x.pointer(),
                 dy.pointer(),
@@ -590,19 +655,7 @@ final class CpuOperations {
     CpuBuffer b = cpu(op.b());
     CpuBuffer c = cpu(op.c());
     boolean bf16 = oneDnn.bf16Dot() && a.dtype() == DType.BF16 && b.dtype() == DType.BF16;
-    OneDnnMatmul.Shape shape =
-        new OneDnnMatmul.Shape(
-            bf16,
-            op.transA(),
-            op.transB(),
-            op.m(),
-            op.n(),
-            op.k(),
-            op.alpha(),
-            op.lda(),
-            op.ldb(),
-            op.beta(),
-            op.ldc());
+    OneDnnMatmul.Shape shape = OneDnnMatmul.Shape.of(bf16, op);
     s.enqueue(
         () -> {
           if (bf16) {
@@ -676,6 +729,13 @@ final class CpuOperations {
     kernels.fromBf16(
         x.shorts(), wide.asByteBuffer().order(ByteOrder.nativeOrder()).asFloatBuffer());
     return wide;
+  }
+
+  /** Blocked channels are oneDNN's layout: the Java kernels compute on NCHW only. */
+  private static void requireOneDnn(OneDnn oneDnn, int block, String what) {
+    if (oneDnn == null) {
+      ArgumentChecks.requirePlainChannels(block, what);
+    }
   }
 
   /** The CPU buffer behind {@code buffer}, checked to be open now, in the caller's thread. */

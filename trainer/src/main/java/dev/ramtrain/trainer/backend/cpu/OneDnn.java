@@ -10,6 +10,7 @@ import java.util.function.Supplier;
 import org.bytedeco.dnnl.dnnl_version_t;
 import org.bytedeco.dnnl.engine;
 import org.bytedeco.dnnl.global.dnnl;
+import org.bytedeco.dnnl.memory;
 import org.bytedeco.dnnl.stream;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Loader;
@@ -24,8 +25,12 @@ import org.bytedeco.javacpp.Pointer;
  * pointer's position to a {@code void*} argument in bytes, whatever its element type.
  */
 final class OneDnn implements AutoCloseable {
-  /** A convolution's shape: the key its primitives are kept under. */
-  private record Shape(ConvWindow window, int outChannels, boolean bias) {}
+  /** A convolution's shape and layouts: the key its primitives are kept under. */
+  private record Shape(
+      ConvWindow window, int outChannels, boolean bias, int inBlock, int outBlock) {}
+
+  /** A batch norm's shape and layout. */
+  private record Normalized(int n, int c, int hw, int block) {}
 
   /** A pointwise primitive and its shape (elements, or rows and columns). */
   private record Pointwise(String kind, long rows, long cols) {}
@@ -36,7 +41,9 @@ final class OneDnn implements AutoCloseable {
   private final Map<OneDnnMatmul.Shape, BoundPrimitive> matmuls = new HashMap<>();
   private final Map<Pointwise, BoundPrimitive> pointwise = new HashMap<>();
   private final Map<Pointwise, OneDnnLayerNorm> layerNorms = new HashMap<>();
+  private final Map<Normalized, OneDnnBatchNorm> batchNorms = new HashMap<>();
   private final boolean bf16Dot;
+  private final int channelBlock;
   private final LayoutScratch scratch = new LayoutScratch();
 
   private OneDnn() {
@@ -44,6 +51,25 @@ final class OneDnn implements AutoCloseable {
     st = new stream(eng);
     int isa = dnnl.dnnl_get_effective_cpu_isa();
     bf16Dot = (isa & dnnl.dnnl_cpu_isa_avx512_core_bf16) == dnnl.dnnl_cpu_isa_avx512_core_bf16;
+    // The blocking oneDNN's convolutions pick (format_tag any) on this ISA: 16 floats (a zmm
+    // register) with AVX-512, 8 (a ymm) below it.
+    channelBlock = (isa & dnnl.dnnl_cpu_isa_avx512_core) == dnnl.dnnl_cpu_isa_avx512_core ? 16 : 8;
+  }
+
+  /** The channel blocking activations are fastest in here (Backend.channelBlock). */
+  int channelBlock() {
+    return channelBlock;
+  }
+
+  /** The memory layout of [n, c, h, w] with channels blocked by {@code block} (1: NCHW). */
+  static memory.format_tag channelLayout(int block) {
+    return switch (block) {
+      case 1 -> memory.format_tag.nchw;
+      case 4 -> memory.format_tag.nChw4c;
+      case 8 -> memory.format_tag.nChw8c;
+      case 16 -> memory.format_tag.nChw16c;
+      default -> throw new IllegalArgumentException("oneDNN has no layout nChw" + block + "c");
+    };
   }
 
   /**
@@ -63,6 +89,10 @@ final class OneDnn implements AutoCloseable {
   synchronized void gemm(
       OneDnnMatmul.Shape shape, GemmStridedBatched op, Pointer a, Pointer b, Pointer c) {
     BoundPrimitive first = matmul(shape);
+    if (shape.count() > 1) { // the whole batch in one primitive
+      first.run(st, a, b, c);
+      return;
+    }
     BoundPrimitive rest = op.sumsIntoOneC() && op.count() > 1 ? matmul(shape.withBeta(1f)) : first;
     int operandBytes = shape.bf16() ? 2 : 4;
     for (int i = 0; i < op.count(); i++) {
@@ -168,18 +198,96 @@ final class OneDnn implements AutoCloseable {
         + "."
         + v.patch()
         + " ("
-        + dnnl.get_effective_cpu_isa().name()
+        + dnnl.get_effective_cpu_isa() // its toString: name() is null on JavaCPP 1.5.13's enums
         + ")";
   }
 
+  /** Batch normalization in training over channels blocked by {@code block}, as OneDnnBatchNorm. */
+  synchronized void batchNormTrain(
+      int n,
+      int c,
+      int hw,
+      int block,
+      float eps,
+      float momentum,
+      Pointer x,
+      Pointer gamma,
+      Pointer beta,
+      Pointer y,
+      CpuBuffer savedMean,
+      FloatBuffer savedInvStd,
+      FloatBuffer runningMean,
+      FloatBuffer runningVar) {
+    batchNorm(n, c, hw, block)
+        .train(
+            st,
+            eps,
+            x,
+            gamma,
+            beta,
+            y,
+            savedMean.pointer(),
+            savedMean.floats(),
+            savedInvStd,
+            momentum,
+            runningMean,
+            runningVar);
+  }
+
+  synchronized void batchNormInference(
+      int n,
+      int c,
+      int hw,
+      int block,
+      float eps,
+      Pointer x,
+      Pointer gamma,
+      Pointer beta,
+      Pointer runningMean,
+      Pointer runningVar,
+      Pointer y) {
+    batchNorm(n, c, hw, block).inference(st, eps, x, gamma, beta, runningMean, runningVar, y);
+  }
+
+  /** Its backward from the saved mean and inverse deviation (epsilon 0: see OneDnnBatchNorm). */
+  synchronized void batchNormBackward(
+      int n,
+      int c,
+      int hw,
+      int block,
+      Pointer x,
+      Pointer dy,
+      Pointer gamma,
+      Pointer mean,
+      FloatBuffer invStd,
+      Pointer dx,
+      FloatBuffer dgamma,
+      FloatBuffer dbeta) {
+    batchNorm(n, c, hw, block).backward(st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta);
+  }
+
+  private OneDnnBatchNorm batchNorm(int n, int c, int hw, int block) {
+    return batchNorms.computeIfAbsent(
+        new Normalized(n, c, hw, block), k -> new OneDnnBatchNorm(eng, n, c, hw, block));
+  }
+
   synchronized void convolution(
-      ConvWindow window, int out, Pointer x, Pointer w, Pointer b, Pointer y) {
-    primitives(window, out, b != null).forward(st, scratch, x, w, b, y);
+      ConvWindow window,
+      int out,
+      int inBlock,
+      int outBlock,
+      Pointer x,
+      Pointer w,
+      Pointer b,
+      Pointer y) {
+    primitives(window, out, b != null, inBlock, outBlock).forward(st, scratch, x, w, b, y);
   }
 
   synchronized void convolutionBackward(
       ConvWindow window,
       int out,
+      int inBlock,
+      int outBlock,
       boolean hasBias,
       Pointer x,
       Pointer dy,
@@ -187,12 +295,14 @@ final class OneDnn implements AutoCloseable {
       Pointer dw,
       Pointer db,
       Pointer dx) {
-    primitives(window, out, hasBias).backward(st, scratch, x, dy, w, dw, db, dx);
+    primitives(window, out, hasBias, inBlock, outBlock).backward(st, scratch, x, dy, w, dw, db, dx);
   }
 
-  private OneDnnConvolution primitives(ConvWindow window, int out, boolean bias) {
+  private OneDnnConvolution primitives(
+      ConvWindow window, int out, boolean bias, int inBlock, int outBlock) {
     return convolutions.computeIfAbsent(
-        new Shape(window, out, bias), s -> new OneDnnConvolution(eng, window, out, bias));
+        new Shape(window, out, bias, inBlock, outBlock),
+        s -> new OneDnnConvolution(eng, window, out, bias, inBlock, outBlock));
   }
 
   @Override
@@ -205,6 +315,8 @@ final class OneDnn implements AutoCloseable {
     pointwise.clear();
     layerNorms.values().forEach(OneDnnLayerNorm::close);
     layerNorms.clear();
+    batchNorms.values().forEach(OneDnnBatchNorm::close);
+    batchNorms.clear();
     scratch.close();
     st.close();
     eng.close();

@@ -26,12 +26,13 @@ import org.bytedeco.javacpp.Pointer;
 
 /**
  * oneDNN's primitives for one convolution shape: forward, backward-data and backward-weights, made
- * once and run on the backend's NCHW buffers. Each primitive is asked for the layouts it is fastest
- * in ({@code format_tag.any}: on AVX-512, channels blocked by 16; NCHW itself would get a reference
- * kernel hundreds of times slower), and the tensors are reordered into {@link LayoutScratch} and
- * back around it: the edges of the convolution are NCHW, as every other operation expects.
- * Gradients of the weights and bias are added into the backend's buffers by the reorder back (a sum
- * post-op), as parameter gradients accumulate.
+ * once and run on the backend's buffers, whose activations are NCHW or channel-blocked as the
+ * operation says. Each primitive is asked for the layouts it is fastest in ({@code format_tag.any}:
+ * on AVX-512, channels blocked by 16; NCHW itself would get a reference kernel hundreds of times
+ * slower), and a tensor whose layout differs is reordered into {@link LayoutScratch} and back
+ * around it; a model that keeps its activations blocked between layers (Backend.channelBlock) pays
+ * no reorder but the weights'. Gradients of the weights and bias are added into the backend's
+ * buffers by the reorder back (a sum post-op), as parameter gradients accumulate.
  *
  * <p>The algorithm is direct convolution, never Winograd: its error is that of a sum of c·k·k
  * products in fp32, the bound the conformance test checks, as for the im2col reference.
@@ -62,7 +63,8 @@ final class OneDnnConvolution implements AutoCloseable {
   private final Tensor weightsForData;
   private final Tensor diffSrc;
 
-  OneDnnConvolution(engine eng, ConvWindow win, int out, boolean hasBias) {
+  OneDnnConvolution(
+      engine eng, ConvWindow win, int out, boolean hasBias, int inBlock, int outBlock) {
     long[] srcDims = {win.n(), win.c(), win.h(), win.w()};
     long[] weightDims = {out, win.c(), win.kh(), win.kw()};
     long[] dstDims = {win.n(), out, win.oh(), win.ow()};
@@ -114,8 +116,9 @@ final class OneDnnConvolution implements AutoCloseable {
     forward = own(new convolution_forward(fwd));
     backwardWeights = own(new convolution_backward_weights(bwdWeights));
     backwardData = own(new convolution_backward_data(bwdData));
-    memory.format_tag nchw = memory.format_tag.nchw;
-    src = new Tensor(eng, own(desc(srcDims, nchw)), own(fwd.src_desc()), SRC, false);
+    memory.format_tag srcTag = OneDnn.channelLayout(inBlock);
+    memory.format_tag dstTag = OneDnn.channelLayout(outBlock);
+    src = new Tensor(eng, own(desc(srcDims, srcTag)), own(fwd.src_desc()), SRC, false);
     weights =
         new Tensor(
             eng,
@@ -124,11 +127,11 @@ final class OneDnnConvolution implements AutoCloseable {
             WEIGHTS,
             false);
     bias = hasBias ? new Tensor(eng, biasPlain, own(fwd.bias_desc()), BIAS, false) : null;
-    dst = new Tensor(eng, own(desc(dstDims, nchw)), own(fwd.dst_desc()), DST, false);
+    dst = new Tensor(eng, own(desc(dstDims, dstTag)), own(fwd.dst_desc()), DST, false);
     srcForWeights =
-        new Tensor(eng, own(desc(srcDims, nchw)), own(bwdWeights.src_desc()), SRC, false);
+        new Tensor(eng, own(desc(srcDims, srcTag)), own(bwdWeights.src_desc()), SRC, false);
     diffDst =
-        new Tensor(eng, own(desc(dstDims, nchw)), own(bwdWeights.diff_dst_desc()), DST, false);
+        new Tensor(eng, own(desc(dstDims, dstTag)), own(bwdWeights.diff_dst_desc()), DST, false);
     diffWeights =
         new Tensor(
             eng,
@@ -144,7 +147,7 @@ final class OneDnnConvolution implements AutoCloseable {
     diffDstForData =
         dataDiffDst.equals(own(bwdWeights.diff_dst_desc()))
             ? null // backward-weights' reordered dy serves backward-data too
-            : new Tensor(eng, own(desc(dstDims, nchw)), dataDiffDst, DIFF_DST_FOR_DATA, false);
+            : new Tensor(eng, own(desc(dstDims, dstTag)), dataDiffDst, DIFF_DST_FOR_DATA, false);
     weightsForData =
         new Tensor(
             eng,
@@ -152,7 +155,7 @@ final class OneDnnConvolution implements AutoCloseable {
             own(bwdData.weights_desc()),
             WEIGHTS,
             false);
-    diffSrc = new Tensor(eng, own(desc(srcDims, nchw)), own(bwdData.diff_src_desc()), SRC, false);
+    diffSrc = new Tensor(eng, own(desc(srcDims, srcTag)), own(bwdData.diff_src_desc()), SRC, false);
   }
 
   /** {@code y = conv(x, w) + b}; {@code b} null without bias. */

@@ -116,9 +116,7 @@ final class OneDnnLayerNorm implements AutoCloseable {
       Pointer mean,
       FloatBuffer invStd) {
     forward.run(st, x, y, gamma, beta, mean, variance);
-    for (int i = 0; i < invStd.capacity(); i++) {
-      invStd.put(i, (float) (1 / Math.sqrt(variance.get(i) + (double) eps)));
-    }
+    NormStatistics.inverseOf(variance, eps, invStd);
   }
 
   void backward(
@@ -131,15 +129,9 @@ final class OneDnnLayerNorm implements AutoCloseable {
       Pointer dx,
       FloatBuffer dgamma,
       FloatBuffer dbeta) {
-    for (int i = 0; i < invStd.capacity(); i++) {
-      double inv = invStd.get(i);
-      variance.put(i, (float) (1 / (inv * inv) - eps)); // eps is 0 for the backward instance
-    }
+    NormStatistics.varianceOf(invStd, variance); // this instance's epsilon is 0 (OneDnn)
     backward.run(st, x, dy, mean, variance, gamma, dx, scaleGrad, shiftGrad);
-    for (int j = 0; j < dgamma.capacity(); j++) {
-      dgamma.put(j, dgamma.get(j) + scaleGrad.get(j));
-      dbeta.put(j, dbeta.get(j) + shiftGrad.get(j));
-    }
+    NormStatistics.accumulate(scaleGrad, shiftGrad, dgamma, dbeta);
   }
 
   @Override

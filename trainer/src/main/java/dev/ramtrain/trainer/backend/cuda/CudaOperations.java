@@ -186,8 +186,9 @@ final class CudaOperations {
                         .i32(op.n())
                         .i32(op.c())
                         .i32(op.hw())))
-        .add(
+        .addNchw(
             MaxPool.class,
+            MaxPool::channelBlock,
             (op, s) ->
                 kernels.launchOver(
                     Kernel.MAX_POOL,
@@ -206,8 +207,9 @@ final class CudaOperations {
                         .i32(op.ow())
                         .buffer(cuda(op.y()))
                         .buffer(cuda(op.argmax()))))
-        .add(
+        .addNchw(
             MaxPoolBackward.class,
+            MaxPoolBackward::channelBlock,
             (op, s) ->
                 kernels.launchOver(
                     Kernel.MAX_POOL_BACKWARD,
@@ -234,8 +236,9 @@ final class CudaOperations {
                         .i64(op.seed())
                         .buffer(cuda(op.mask()))
                         .i64(op.mask().count())))
-        .add(
+        .addNchw(
             BatchNormTrain.class,
+            BatchNormTrain::channelBlock,
             (op, s) ->
                 ops.perChannel(
                     Kernel.BATCHNORM_TRAIN,
@@ -255,8 +258,9 @@ final class CudaOperations {
                         .buffer(cuda(op.y()))
                         .buffer(cuda(op.savedMean()))
                         .buffer(cuda(op.savedInvStd()))))
-        .add(
+        .addNchw(
             BatchNormInference.class,
+            BatchNormInference::channelBlock,
             (op, s) ->
                 kernels.launchOver(
                     Kernel.BATCHNORM_INFERENCE,
@@ -273,8 +277,9 @@ final class CudaOperations {
                         .buffer(cuda(op.runningMean()))
                         .buffer(cuda(op.runningVar()))
                         .buffer(cuda(op.y()))))
-        .add(
+        .addNchw(
             BatchNormBackward.class,
+            BatchNormBackward::channelBlock,
             (op, s) ->
                 ops.perChannel(
                     Kernel.BATCHNORM_BACKWARD,

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.backend.ops;
 
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkChannelBlock;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -10,7 +11,9 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
  *
  * <p>{@code columns} ({@link ConvWindow#columnCount()} F32) is scratch for the engines that lower
  * the convolution to im2col and GEMM ({@link dev.ramtrain.trainer.backend.ConvolutionLowering}); an
- * engine with its own convolution leaves it alone.
+ * engine with its own convolution leaves it alone. {@code inBlock} and {@code outBlock} are the
+ * layouts of x and y ({@link BatchNormTrain}'s channel blocks; the weight is always [out, c, kh,
+ * kw]).
  */
 public record Convolution(
     DeviceBuffer x,
@@ -19,9 +22,25 @@ public record Convolution(
     DeviceBuffer y,
     ConvWindow window,
     int outChannels,
-    DeviceBuffer columns)
+    DeviceBuffer columns,
+    int inBlock,
+    int outBlock)
     implements Operation {
+  /** Over NCHW tensors. */
+  public Convolution(
+      DeviceBuffer x,
+      DeviceBuffer weight,
+      DeviceBuffer bias,
+      DeviceBuffer y,
+      ConvWindow window,
+      int outChannels,
+      DeviceBuffer columns) {
+    this(x, weight, bias, y, window, outChannels, columns, 1, 1);
+  }
+
   public Convolution {
+    checkChannelBlock(inBlock, window.c());
+    checkChannelBlock(outBlock, outChannels);
     if (outChannels < 1) {
       throw new IllegalArgumentException("convolution: " + outChannels + " output channels");
     }

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.backend.ops;
 
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkChannelBlock;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -11,7 +12,8 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
  * when no layer below needs it). One operation for both so that an engine which reorders {@code dy}
  * into its own layout does it once.
  *
- * <p>{@code columns} is scratch as in {@link Convolution}.
+ * <p>{@code columns} is scratch as in {@link Convolution}; x and dx are in the layout {@code
+ * inBlock} says, dy in {@code outBlock}'s, as the forward's x and y.
  */
 public record ConvolutionBackward(
     DeviceBuffer x,
@@ -22,9 +24,27 @@ public record ConvolutionBackward(
     DeviceBuffer dx,
     ConvWindow window,
     int outChannels,
-    DeviceBuffer columns)
+    DeviceBuffer columns,
+    int inBlock,
+    int outBlock)
     implements Operation {
+  /** Over NCHW tensors. */
+  public ConvolutionBackward(
+      DeviceBuffer x,
+      DeviceBuffer dy,
+      DeviceBuffer weight,
+      DeviceBuffer weightGrad,
+      DeviceBuffer biasGrad,
+      DeviceBuffer dx,
+      ConvWindow window,
+      int outChannels,
+      DeviceBuffer columns) {
+    this(x, dy, weight, weightGrad, biasGrad, dx, window, outChannels, columns, 1, 1);
+  }
+
   public ConvolutionBackward {
+    checkChannelBlock(inBlock, window.c());
+    checkChannelBlock(outBlock, outChannels);
     if (outChannels < 1) {
       throw new IllegalArgumentException("convolution: " + outChannels + " output channels");
     }

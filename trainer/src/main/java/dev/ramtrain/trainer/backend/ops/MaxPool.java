@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.backend.ops;
 
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkChannelBlock;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkCount;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.convOut;
@@ -12,7 +13,8 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
  * k×k max pooling of NCHW input with {@code pad} positions of padding that never win
  * (nn.MaxPool2d's implicit -inf: ResNet's 3×3/2 stem pooling pads 1); {@code argmax} (I32) records
  * each winner's index in its plane. Ties and NaNs: the first of the window's in-plane values wins
- * unless a later one is strictly greater.
+ * unless a later one is strictly greater. x, y and argmax are in the layout {@code channelBlock}
+ * says ({@link BatchNormTrain}); the indices are in-plane ones whatever it is.
  */
 public record MaxPool(
     DeviceBuffer x,
@@ -24,9 +26,25 @@ public record MaxPool(
     int stride,
     int pad,
     DeviceBuffer y,
-    DeviceBuffer argmax)
+    DeviceBuffer argmax,
+    int channelBlock)
     implements Operation {
-  /** Without padding. */
+  /** Over NCHW input. */
+  public MaxPool(
+      DeviceBuffer x,
+      int n,
+      int c,
+      int h,
+      int w,
+      int k,
+      int stride,
+      int pad,
+      DeviceBuffer y,
+      DeviceBuffer argmax) {
+    this(x, n, c, h, w, k, stride, pad, y, argmax, 1);
+  }
+
+  /** Over NCHW input, without padding. */
   public MaxPool(
       DeviceBuffer x,
       int n,
@@ -37,10 +55,11 @@ public record MaxPool(
       int stride,
       DeviceBuffer y,
       DeviceBuffer argmax) {
-    this(x, n, c, h, w, k, stride, 0, y, argmax);
+    this(x, n, c, h, w, k, stride, 0, y, argmax, 1);
   }
 
   public MaxPool {
+    checkChannelBlock(channelBlock, c);
     if (pad < 0 || 2 * pad > k) {
       throw new IllegalArgumentException(
           "max pooling pads at most half its window (" + k + "), got " + pad);
