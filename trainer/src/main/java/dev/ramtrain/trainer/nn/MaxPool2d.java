@@ -107,7 +107,17 @@ public final class MaxPool2d extends BaseLayer {
     backend.run(
         s,
         new MaxPoolBackward(
-            dy, argmax.view(0, (long) batch * outputSize()), batch, c, h, w, oh, ow, dxb, block));
+            dy,
+            argmax.view(0, (long) batch * outputSize()),
+            batch,
+            c,
+            h,
+            w,
+            k,
+            stride,
+            pad,
+            dxb,
+            block));
     return dxb;
   }
 }

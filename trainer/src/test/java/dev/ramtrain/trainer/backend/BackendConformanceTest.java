@@ -1131,7 +1131,7 @@ public abstract class BackendConformanceTest {
           DeviceBuffer back = backend.allocate("dx", DType.F32, x.length)) {
         backend.run(stream, new MaxPool(dx, n, c, h, w, k, stride, pad, y, arg, block));
         assertArrayEquals(expected, unblocked(download(y), n, c, oh * ow, block), shape);
-        backend.run(stream, new MaxPoolBackward(g, arg, n, c, h, w, oh, ow, back, block));
+        backend.run(stream, new MaxPoolBackward(g, arg, n, c, h, w, k, stride, pad, back, block));
         assertClose(
             expectedDx,
             unblocked(download(back), n, c, h * w, block),
@@ -1152,7 +1152,7 @@ public abstract class BackendConformanceTest {
         DeviceBuffer g = backend.allocate("dx", DType.F32, 16)) {
       backend.run(stream, new MaxPool(dx, 1, 1, 4, 4, 2, 2, y, arg));
       assertArrayEquals(new float[] {5, 8, 7, 9}, download(y));
-      backend.run(stream, new MaxPoolBackward(dy, arg, 1, 1, 4, 4, 2, 2, g));
+      backend.run(stream, new MaxPoolBackward(dy, arg, 1, 1, 4, 4, 2, 2, 0, g));
       float[] expected = new float[16];
       expected[1] = 10;
       expected[6] = 20;

@@ -123,7 +123,11 @@ final class CpuOperations {
                 (op, s) -> {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer y = cpu(op.y());
-                  s.enqueue(() -> kernels.relu(x.floats(), y.floats()));
+                  if (oneDnn != null) {
+                    s.enqueue(() -> oneDnn.relu(x.count(), x.pointer(), y.pointer()));
+                  } else {
+                    s.enqueue(() -> kernels.relu(x.floats(), y.floats()));
+                  }
                 })
             .add(
                 ReluBackward.class,
@@ -131,7 +135,14 @@ final class CpuOperations {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer dy = cpu(op.dy());
                   CpuBuffer dx = cpu(op.dx());
-                  s.enqueue(() -> kernels.reluBackward(x.floats(), dy.floats(), dx.floats()));
+                  if (oneDnn != null) {
+                    s.enqueue(
+                        () ->
+                            oneDnn.reluBackward(
+                                x.count(), x.pointer(), dy.pointer(), dx.pointer()));
+                  } else {
+                    s.enqueue(() -> kernels.reluBackward(x.floats(), dy.floats(), dx.floats()));
+                  }
                 })
             .add(
                 Gelu.class,
@@ -165,7 +176,12 @@ final class CpuOperations {
                   CpuBuffer a = cpu(op.a());
                   CpuBuffer b = cpu(op.b());
                   CpuBuffer out = cpu(op.out());
-                  s.enqueue(() -> kernels.add(a.floats(), b.floats(), out.floats()));
+                  if (oneDnn != null) {
+                    s.enqueue(
+                        () -> oneDnn.add(out.count(), a.pointer(), b.pointer(), out.pointer()));
+                  } else {
+                    s.enqueue(() -> kernels.add(a.floats(), b.floats(), out.floats()));
+                  }
                 })
             .add(
                 Lerp.class,
@@ -294,6 +310,21 @@ final class CpuOperations {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer argmax = cpu(op.argmax());
+                  if (op.channelBlock() != 1 && oneDnn != null) {
+                    OneDnnMaxPool.Window window =
+                        new OneDnnMaxPool.Window(
+                            op.n(),
+                            op.c(),
+                            op.h(),
+                            op.w(),
+                            op.k(),
+                            op.stride(),
+                            op.pad(),
+                            op.channelBlock());
+                    s.enqueue(
+                        () -> oneDnn.maxPool(window, x.pointer(), y.pointer(), argmax.pointer()));
+                    return;
+                  }
                   s.enqueue(
                       () ->
                           kernels.maxPool(
@@ -315,6 +346,23 @@ final class CpuOperations {
                   CpuBuffer dy = cpu(op.dy());
                   CpuBuffer argmax = cpu(op.argmax());
                   CpuBuffer dx = cpu(op.dx());
+                  if (op.channelBlock() != 1 && oneDnn != null) {
+                    OneDnnMaxPool.Window window =
+                        new OneDnnMaxPool.Window(
+                            op.n(),
+                            op.c(),
+                            op.h(),
+                            op.w(),
+                            op.k(),
+                            op.stride(),
+                            op.pad(),
+                            op.channelBlock());
+                    s.enqueue(
+                        () ->
+                            oneDnn.maxPoolBackward(
+                                window, dy.pointer(), argmax.pointer(), dx.pointer()));
+                    return;
+                  }
                   s.enqueue(
                       () ->
                           kernels.maxPoolBackward(

@@ -42,6 +42,7 @@ final class OneDnn implements AutoCloseable {
   private final Map<Pointwise, BoundPrimitive> pointwise = new HashMap<>();
   private final Map<Pointwise, OneDnnLayerNorm> layerNorms = new HashMap<>();
   private final Map<Normalized, OneDnnBatchNorm> batchNorms = new HashMap<>();
+  private final Map<OneDnnMaxPool.Window, OneDnnMaxPool> maxPools = new HashMap<>();
   private final boolean bf16Dot;
   private final int channelBlock;
   private final LayoutScratch scratch = new LayoutScratch();
@@ -116,6 +117,25 @@ final class OneDnn implements AutoCloseable {
             new Pointwise("gelu-backward", count, 1),
             () -> OneDnnPointwise.geluBackward(eng, count))
         .run(st, x, dy, dx);
+  }
+
+  /** {@code y = relu(x)} over {@code count} elements. */
+  synchronized void relu(long count, Pointer x, Pointer y) {
+    pointwise(new Pointwise("relu", count, 1), () -> OneDnnPointwise.relu(eng, count))
+        .run(st, x, y);
+  }
+
+  synchronized void reluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
+    pointwise(
+            new Pointwise("relu-backward", count, 1),
+            () -> OneDnnPointwise.reluBackward(eng, count))
+        .run(st, x, dy, dx);
+  }
+
+  /** {@code out = a + b} over {@code count} elements. */
+  synchronized void add(long count, Pointer a, Pointer b, Pointer out) {
+    pointwise(new Pointwise("add", count, 1), () -> OneDnnPointwise.add(eng, count))
+        .run(st, a, b, out);
   }
 
   synchronized void softmax(int rows, int cols, Pointer x, Pointer y) {
@@ -271,6 +291,20 @@ final class OneDnn implements AutoCloseable {
         new Normalized(n, c, hw, block), k -> new OneDnnBatchNorm(eng, n, c, hw, block));
   }
 
+  /** Max pooling of channel-blocked activations, the winners in {@code argmax} (OneDnnMaxPool). */
+  synchronized void maxPool(OneDnnMaxPool.Window window, Pointer x, Pointer y, Pointer argmax) {
+    maxPool(window).forward(st, x, y, argmax);
+  }
+
+  synchronized void maxPoolBackward(
+      OneDnnMaxPool.Window window, Pointer dy, Pointer argmax, Pointer dx) {
+    maxPool(window).backward(st, dy, argmax, dx);
+  }
+
+  private OneDnnMaxPool maxPool(OneDnnMaxPool.Window window) {
+    return maxPools.computeIfAbsent(window, w -> new OneDnnMaxPool(eng, w));
+  }
+
   synchronized void convolution(
       ConvWindow window,
       int out,
@@ -317,6 +351,8 @@ final class OneDnn implements AutoCloseable {
     layerNorms.clear();
     batchNorms.values().forEach(OneDnnBatchNorm::close);
     batchNorms.clear();
+    maxPools.values().forEach(OneDnnMaxPool::close);
+    maxPools.clear();
     scratch.close();
     st.close();
     eng.close();

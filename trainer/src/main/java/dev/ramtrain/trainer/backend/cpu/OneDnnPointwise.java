@@ -4,7 +4,10 @@ import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DIFF_DST;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DIFF_SRC;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DST;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_SRC;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_SRC_0;
+import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_SRC_1;
 
+import org.bytedeco.dnnl.binary;
 import org.bytedeco.dnnl.eltwise_backward;
 import org.bytedeco.dnnl.eltwise_forward;
 import org.bytedeco.dnnl.engine;
@@ -14,30 +17,63 @@ import org.bytedeco.dnnl.softmax_backward;
 import org.bytedeco.dnnl.softmax_forward;
 
 /**
- * oneDNN's exact (erf) GELU and its softmax over rows, forward and backward, as {@link
- * BoundPrimitive}s on plain fp32 buffers: what a transformer block spends its time on besides its
- * GEMMs (the Java kernels compute them in double, for a reference's accuracy).
+ * oneDNN's elementwise work as {@link BoundPrimitive}s on plain fp32 buffers: the exact (erf) GELU
+ * and softmax over rows, forward and backward (what a transformer block spends its time on besides
+ * its GEMMs; the Java kernels compute them in double, for a reference's accuracy), and ReLU and
+ * sums (a ResNet's: memory-bound, where oneDNN's vector loops run about twice the Java kernels'
+ * speed on large activations).
  */
 final class OneDnnPointwise {
   private OneDnnPointwise() {}
 
   /** {@code y = gelu(x)} over {@code count} elements; arguments x, y. */
   static BoundPrimitive gelu(engine eng, long count) {
-    NativeObjects n = new NativeObjects();
-    memory.desc d = n.own(vector(count));
-    eltwise_forward.primitive_desc pd = n.own(geluForward(eng, n, d));
-    return new BoundPrimitive(
-        n, eng, new eltwise_forward(pd), new int[] {DNNL_ARG_SRC, DNNL_ARG_DST}, descs(d, d));
+    return eltwise(eng, dnnl.dnnl_eltwise_gelu_erf, count);
   }
 
   /** {@code dx = dy · gelu'(x)}; arguments x, dy, dx. */
   static BoundPrimitive geluBackward(engine eng, long count) {
+    return eltwiseBackward(eng, dnnl.dnnl_eltwise_gelu_erf, count);
+  }
+
+  /** {@code y = max(x, 0)} (a negative zero may stay negative); arguments x, y. */
+  static BoundPrimitive relu(engine eng, long count) {
+    return eltwise(eng, dnnl.dnnl_eltwise_relu, count);
+  }
+
+  /** {@code dx = x > 0 ? dy : 0}; arguments x, dy, dx. */
+  static BoundPrimitive reluBackward(engine eng, long count) {
+    return eltwiseBackward(eng, dnnl.dnnl_eltwise_relu, count);
+  }
+
+  /** {@code out = a + b} over {@code count} elements (out may be a or b); arguments a, b, out. */
+  static BoundPrimitive add(engine eng, long count) {
+    NativeObjects n = new NativeObjects();
+    memory.desc d = n.own(vector(count));
+    binary.primitive_desc pd = n.own(new binary.primitive_desc(eng, dnnl.dnnl_binary_add, d, d, d));
+    return new BoundPrimitive(
+        n,
+        eng,
+        new binary(pd),
+        new int[] {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST},
+        descs(d, d, d));
+  }
+
+  private static BoundPrimitive eltwise(engine eng, int algorithm, long count) {
+    NativeObjects n = new NativeObjects();
+    memory.desc d = n.own(vector(count));
+    eltwise_forward.primitive_desc pd = n.own(eltwiseForward(eng, n, algorithm, d));
+    return new BoundPrimitive(
+        n, eng, new eltwise_forward(pd), new int[] {DNNL_ARG_SRC, DNNL_ARG_DST}, descs(d, d));
+  }
+
+  private static BoundPrimitive eltwiseBackward(engine eng, int algorithm, long count) {
     NativeObjects n = new NativeObjects();
     memory.desc d = n.own(vector(count));
     eltwise_backward.primitive_desc pd =
         n.own(
             new eltwise_backward.primitive_desc(
-                eng, dnnl.dnnl_eltwise_gelu_erf, d, d, d, geluForward(eng, n, d)));
+                eng, algorithm, d, d, d, eltwiseForward(eng, n, algorithm, d)));
     return new BoundPrimitive(
         n,
         eng,
@@ -71,11 +107,10 @@ final class OneDnnPointwise {
         descs(d, d, d));
   }
 
-  private static eltwise_forward.primitive_desc geluForward(
-      engine eng, NativeObjects n, memory.desc d) {
+  private static eltwise_forward.primitive_desc eltwiseForward(
+      engine eng, NativeObjects n, int algorithm, memory.desc d) {
     return n.own(
-        new eltwise_forward.primitive_desc(
-            eng, dnnl.dnnl_forward_training, dnnl.dnnl_eltwise_gelu_erf, d, d));
+        new eltwise_forward.primitive_desc(eng, dnnl.dnnl_forward_training, algorithm, d, d));
   }
 
   private static softmax_forward.primitive_desc softmaxForward(

@@ -321,8 +321,9 @@ class CudaMatchesCpuTest {
                     c,
                     h,
                     w,
-                    5,
-                    4,
+                    2,
+                    2,
+                    0,
                     x[3].view(0, n * c * h * w)));
             s.synchronize();
           }
