@@ -311,16 +311,7 @@ final class CpuOperations {
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer argmax = cpu(op.argmax());
                   if (op.channelBlock() != 1 && oneDnn != null) {
-                    OneDnnMaxPool.Window window =
-                        new OneDnnMaxPool.Window(
-                            op.n(),
-                            op.c(),
-                            op.h(),
-                            op.w(),
-                            op.k(),
-                            op.stride(),
-                            op.pad(),
-                            op.channelBlock());
+                    OneDnnMaxPool.Window window = OneDnnMaxPool.Window.of(op);
                     s.enqueue(
                         () -> oneDnn.maxPool(window, x.pointer(), y.pointer(), argmax.pointer()));
                     return;
@@ -347,16 +338,7 @@ final class CpuOperations {
                   CpuBuffer argmax = cpu(op.argmax());
                   CpuBuffer dx = cpu(op.dx());
                   if (op.channelBlock() != 1 && oneDnn != null) {
-                    OneDnnMaxPool.Window window =
-                        new OneDnnMaxPool.Window(
-                            op.n(),
-                            op.c(),
-                            op.h(),
-                            op.w(),
-                            op.k(),
-                            op.stride(),
-                            op.pad(),
-                            op.channelBlock());
+                    OneDnnMaxPool.Window window = OneDnnMaxPool.Window.of(op);
                     s.enqueue(
                         () ->
                             oneDnn.maxPoolBackward(

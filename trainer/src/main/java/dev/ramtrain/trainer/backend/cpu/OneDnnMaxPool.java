@@ -6,6 +6,8 @@ import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_DST;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_SRC;
 import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_WORKSPACE;
 
+import dev.ramtrain.trainer.backend.ops.MaxPool;
+import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import org.bytedeco.dnnl.engine;
 import org.bytedeco.dnnl.global.dnnl;
 import org.bytedeco.dnnl.memory;
@@ -29,6 +31,16 @@ final class OneDnnMaxPool implements AutoCloseable {
 
   /** A pooling's shape and layout: what one instance serves. */
   record Window(int n, int c, int h, int w, int k, int stride, int pad, int block) {
+    static Window of(MaxPool op) {
+      return new Window(
+          op.n(), op.c(), op.h(), op.w(), op.k(), op.stride(), op.pad(), op.channelBlock());
+    }
+
+    static Window of(MaxPoolBackward op) {
+      return new Window(
+          op.n(), op.c(), op.h(), op.w(), op.k(), op.stride(), op.pad(), op.channelBlock());
+    }
+
     int oh() {
       return (h + 2 * pad - k) / stride + 1;
     }
