@@ -95,7 +95,12 @@ final class CpuOperations {
                 (op, s) -> {
                   CpuBuffer src = cpu(op.src());
                   CpuBuffer dst = cpu(op.dst());
-                  if (op.narrowing()) {
+                  if (oneDnn != null) {
+                    s.enqueue(
+                        () ->
+                            oneDnn.convert(
+                                src.count(), op.narrowing(), src.pointer(), dst.pointer()));
+                  } else if (op.narrowing()) {
                     s.enqueue(() -> kernels.toBf16(src.floats(), dst.shorts()));
                   } else {
                     s.enqueue(() -> kernels.fromBf16(src.shorts(), dst.floats()));

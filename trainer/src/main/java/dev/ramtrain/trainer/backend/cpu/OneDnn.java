@@ -119,6 +119,14 @@ final class OneDnn implements AutoCloseable {
         .run(st, x, dy, dx);
   }
 
+  /** fp32 to bf16 or back over {@code count} elements, as OneDnnPointwise.convert. */
+  synchronized void convert(long count, boolean narrowing, Pointer src, Pointer dst) {
+    pointwise(
+            new Pointwise(narrowing ? "to-bf16" : "from-bf16", count, 1),
+            () -> OneDnnPointwise.convert(eng, count, narrowing))
+        .run(st, src, dst);
+  }
+
   /** {@code y = relu(x)} over {@code count} elements. */
   synchronized void relu(long count, Pointer x, Pointer y) {
     pointwise(new Pointwise("relu", count, 1), () -> OneDnnPointwise.relu(eng, count))

@@ -13,6 +13,7 @@ import org.bytedeco.dnnl.eltwise_forward;
 import org.bytedeco.dnnl.engine;
 import org.bytedeco.dnnl.global.dnnl;
 import org.bytedeco.dnnl.memory;
+import org.bytedeco.dnnl.reorder;
 import org.bytedeco.dnnl.softmax_backward;
 import org.bytedeco.dnnl.softmax_forward;
 
@@ -57,6 +58,22 @@ final class OneDnnPointwise {
         new binary(pd),
         new int[] {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST},
         descs(d, d, d));
+  }
+
+  /**
+   * {@code count} values from fp32 to bf16 ({@code narrowing}: round to nearest even, AVX512-BF16's
+   * VCVTNEPS2BF16 where the CPU has it) or back (exact); arguments src, dst.
+   */
+  static BoundPrimitive convert(engine eng, long count, boolean narrowing) {
+    NativeObjects n = new NativeObjects();
+    memory.desc f32 = n.own(vector(count));
+    memory.desc bf16 =
+        n.own(new memory.desc(new long[] {count}, memory.data_type.bf16, memory.format_tag.a));
+    memory.desc from = narrowing ? f32 : bf16;
+    memory.desc to = narrowing ? bf16 : f32;
+    reorder.primitive_desc pd = n.own(new reorder.primitive_desc(eng, from, eng, to));
+    return new BoundPrimitive(
+        n, eng, new reorder(pd), new int[] {DNNL_ARG_SRC, DNNL_ARG_DST}, descs(from, to));
   }
 
   private static BoundPrimitive eltwise(engine eng, int algorithm, long count) {
