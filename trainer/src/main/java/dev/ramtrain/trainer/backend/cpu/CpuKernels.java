@@ -32,8 +32,11 @@ final class CpuKernels {
         x.capacity(),
         GRAIN,
         (from, to) -> {
-          for (int i = from; i < to; i++) {
-            x.put(i, value);
+          // bulk copies of a filled block: element puts into a direct buffer do not vectorize
+          float[] block = new float[Math.min(BLOCK, to - from)];
+          Arrays.fill(block, value);
+          for (int start = from; start < to; start += block.length) {
+            x.put(start, block, 0, Math.min(block.length, to - start));
           }
         });
   }
@@ -43,11 +46,16 @@ final class CpuKernels {
         rows,
         Math.max(1, GRAIN / cols),
         (from, to) -> {
+          // a row at a time through arrays, a loop the JIT vectorizes
+          float[] b = new float[cols];
+          float[] row = new float[cols];
+          bias.get(0, b);
           for (int r = from; r < to; r++) {
-            int base = r * cols;
+            y.get(r * cols, row);
             for (int c = 0; c < cols; c++) {
-              y.put(base + c, y.get(base + c) + bias.get(c));
+              row[c] += b[c];
             }
+            y.put(r * cols, row);
           }
         });
   }
@@ -190,18 +198,21 @@ final class CpuKernels {
       ByteBuffer u8, int n, int h, int w, int c, float[] mean, float[] std, FloatBuffer out) {
     int plane = h * w;
     parallel.forRange(
-        n * c,
+        n,
         1,
         (from, to) -> {
-          for (int nc = from; nc < to; nc++) {
-            int image = nc / c;
-            int ch = nc % c;
-            float scale = 1f / (255f * std[ch]);
-            float shift = mean[ch] / std[ch];
-            int src = image * plane * c + ch;
-            int dst = nc * plane;
-            for (int p = 0; p < plane; p++) {
-              out.put(dst + p, (u8.get(src + p * c) & 0xFF) * scale - shift);
+          // An image's interleaved bytes in one bulk read, each channel's plane in one bulk write.
+          byte[] pixels = new byte[plane * c];
+          float[] values = new float[plane];
+          for (int image = from; image < to; image++) {
+            u8.get(image * plane * c, pixels);
+            for (int ch = 0; ch < c; ch++) {
+              float scale = 1f / (255f * std[ch]);
+              float shift = mean[ch] / std[ch];
+              for (int p = 0; p < plane; p++) {
+                values[p] = (pixels[p * c + ch] & 0xFF) * scale - shift;
+              }
+              out.put((image * c + ch) * plane, values);
             }
           }
         });
