@@ -153,6 +153,27 @@ public final class ArgumentChecks {
     }
   }
 
+  /**
+   * A convolution's multiplied operands (its input and weight, and in backward its output
+   * gradient): {@code expected} elements, all F32 or all BF16 like {@code first}'s (bf16 storage,
+   * fp32 accumulation).
+   */
+  public static void checkConvOperand(DeviceBuffer x, long expected, DeviceBuffer first) {
+    checkCount(x, expected);
+    requireGemmOperand(x);
+    if (x.dtype() != first.dtype()) {
+      throw new IllegalArgumentException(
+          x.label()
+              + " is "
+              + x.dtype()
+              + " where "
+              + first.label()
+              + " is "
+              + first.dtype()
+              + ": a convolution's operands are all F32 or all BF16");
+    }
+  }
+
   public static void checkRange(String label, long offset, long bytes, long size) {
     if (offset < 0 || bytes < 0 || offset + bytes > size) {
       throw new IndexOutOfBoundsException(

@@ -28,4 +28,14 @@ public interface Backend extends Device {
   default int channelBlock() {
     return 1;
   }
+
+  /**
+   * Whether {@code Convolution} and {@code ConvolutionBackward} take bf16 operands (fp32
+   * accumulation) on this engine: oneDNN's, in bf16 where the CPU multiplies bf16 and widened
+   * exactly to fp32 elsewhere. Engines that lower convolutions to im2col and GEMM take fp32 only (a
+   * bf16 layer converts the columns instead).
+   */
+  default boolean convolvesInBf16() {
+    return false;
+  }
 }

@@ -21,8 +21,21 @@ import java.util.List;
 public final class ConvolutionLowering {
   private ConvolutionLowering() {}
 
+  /** Lowered, a convolution multiplies fp32 columns: a bf16 layer converts the columns itself. */
+  private static void requireFp32(DeviceBuffer x) {
+    if (x.dtype() != DType.F32) {
+      throw new IllegalArgumentException(
+          x.label()
+              + " is "
+              + x.dtype()
+              + ": bf16 convolution operands need an engine that"
+              + " convolves in bf16 (oneDNN)");
+    }
+  }
+
   public static List<Operation> forward(Convolution op) {
     ArgumentChecks.requirePlainChannels(Math.max(op.inBlock(), op.outBlock()), "convolution");
+    requireFp32(op.x());
     ConvWindow win = op.window();
     int out = op.outChannels();
     List<Operation> ops = new ArrayList<>(3);
@@ -37,6 +50,7 @@ public final class ConvolutionLowering {
   public static List<Operation> backward(ConvolutionBackward op) {
     ArgumentChecks.requirePlainChannels(
         Math.max(op.inBlock(), op.outBlock()), "convolution backward");
+    requireFp32(op.x());
     ConvWindow win = op.window();
     int out = op.outChannels();
     List<Operation> ops = new ArrayList<>(5);

@@ -94,10 +94,7 @@ public final class Conv2d extends BaseLayer {
         ChannelLayout.NCHW);
   }
 
-  /**
-   * With the layouts of its input and output ({@link ChannelLayout}; blocked ones only in fp32: the
-   * bf16 path multiplies im2col columns, which are NCHW's).
-   */
+  /** With the layouts of its input and output ({@link ChannelLayout}). */
   public Conv2d(
       String name,
       int in,
@@ -112,10 +109,6 @@ public final class Conv2d extends BaseLayer {
       ChannelLayout inputLayout,
       ChannelLayout outputLayout) {
     super(name);
-    if (precision != Precision.FP32
-        && (inputLayout != ChannelLayout.NCHW || outputLayout != ChannelLayout.NCHW)) {
-      throw new IllegalArgumentException(name + ": blocked channel layouts are fp32 only");
-    }
     if (in < 1 || out < 1 || k < 1 || stride < 1 || pad < 0 || h + 2 * pad < k || w + 2 * pad < k) {
       throw new IllegalArgumentException(
           name
@@ -210,6 +203,11 @@ public final class Conv2d extends BaseLayer {
     }
     inBlock = inputLayout.block(backend, in);
     outBlock = outputLayout.block(backend, out);
+    if (precision == Precision.BF16 && !backend.convolvesInBf16() && inBlock * outBlock > 1) {
+      // the lowered bf16 path multiplies im2col columns, which are NCHW's
+      throw new IllegalStateException(
+          name + ": bf16 over blocked channels needs an engine that convolves in bf16");
+    }
     long positions = (long) maxBatch * oh * ow;
     y = own("out", positions * out);
     dx = inputGradient((long) maxBatch * inputSize());
@@ -244,7 +242,25 @@ public final class Conv2d extends BaseLayer {
               x, weight, bias, yb, window(batch), out, columns(batch), inBlock, outBlock));
       return yb;
     }
-    // bf16: lowered here, with autocast's roundings
+    if (backend.convolvesInBf16()) { // autocast's roundings around the engine's bf16 kernels
+      weightUsed = Precision.inBf16(backend, s, weight, weightHalf);
+      DeviceBuffer yb = y.view(0, (long) batch * out * hw);
+      backend.run(
+          s,
+          new Convolution(
+              Precision.inBf16(backend, s, x, colsHalf),
+              weightUsed,
+              bias,
+              yb,
+              window(batch),
+              out,
+              columns(batch),
+              inBlock,
+              outBlock));
+      Precision.round(backend, s, yb, dyHalf);
+      return yb;
+    }
+    // bf16 on an engine that lowers: lowered here, with autocast's roundings
     DeviceBuffer colsUsed = columns(s, x, batch);
     weightUsed = Precision.inBf16(backend, s, weight, weightHalf);
     backend.run(s, ConvolutionLowering.outputs(window(batch), out, weightUsed, colsUsed, y));
@@ -275,6 +291,28 @@ public final class Conv2d extends BaseLayer {
               columns(batch),
               inBlock,
               outBlock));
+      return dxb;
+    }
+    if (backend.convolvesInBf16()) {
+      // the bias gradient sums the rounded dy here, as autocast's bf16 output gradient is
+      DeviceBuffer dxb = needInputGrad ? dx.view(0, (long) batch * inputSize()) : null;
+      backend.run(
+          s,
+          new ConvolutionBackward(
+              Precision.inBf16(backend, s, input, colsHalf),
+              Precision.inBf16(backend, s, dy, dyHalf),
+              weightUsed,
+              weightGrad,
+              biasGrad,
+              dxb,
+              window(batch),
+              out,
+              columns(batch),
+              inBlock,
+              outBlock));
+      if (dxb != null) {
+        Precision.round(backend, s, dxb, colsHalf); // the bf16 input has served
+      }
       return dxb;
     }
     if (hasBias) {

@@ -189,7 +189,7 @@ public final class ModelSpec {
     }
     int blocks = (depth - 2) / 6;
     List<Layer> layers = new ArrayList<>();
-    ChannelLayout inner = ResNet.innerLayout(precision);
+    ChannelLayout inner = ResNet.INNER;
     Conv2d stem =
         new Conv2d(
             "conv1",
@@ -221,16 +221,16 @@ public final class ModelSpec {
         List<Layer> main =
             List.of(
                 conv1,
-                ResNet.norm(name + ".bn1", out, oh, ow, precision),
+                ResNet.norm(name + ".bn1", out, oh, ow),
                 Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
                 ResNet.conv(name + ".conv2", out, oh, ow, out, 3, 1, 1, precision),
-                ResNet.norm(name + ".bn2", out, oh, ow, precision));
+                ResNet.norm(name + ".bn2", out, oh, ow));
         List<Layer> shortcut = List.of();
         if (stride != 1 || out != c) {
           shortcut =
               List.of(
                   ResNet.conv(name + ".downsample.0", c, h, w, out, 1, stride, 0, precision),
-                  ResNet.norm(name + ".downsample.1", out, oh, ow, precision));
+                  ResNet.norm(name + ".downsample.1", out, oh, ow));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
         c = out;

@@ -39,7 +39,7 @@ public final class ResNet {
       Config config, ImageShape input, int classes, Precision precision) {
     List<Layer> layers = new ArrayList<>();
     int width = config.width();
-    ChannelLayout inner = innerLayout(precision);
+    ChannelLayout inner = INNER;
     Conv2d stem =
         new Conv2d(
             "conv1",
@@ -82,7 +82,7 @@ public final class ResNet {
               List.of(
                   conv(
                       name + ".downsample.0", c, h, w, planes * expansion, 1, stride, 0, precision),
-                  norm(name + ".downsample.1", planes * expansion, oh, ow, precision));
+                  norm(name + ".downsample.1", planes * expansion, oh, ow));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
         c = planes * expansion;
@@ -97,12 +97,9 @@ public final class ResNet {
 
   /**
    * The layout of the activations between the stem's input and the pooled features: the engine's
-   * blocked one in fp32 (only convolutions, batch norms, poolings, ReLUs and sums read them), NCHW
-   * where bf16 convolutions multiply im2col columns.
+   * blocked one (only convolutions, batch norms, poolings, ReLUs and sums read them).
    */
-  static ChannelLayout innerLayout(Precision precision) {
-    return precision == Precision.FP32 ? ChannelLayout.ENGINE : ChannelLayout.NCHW;
-  }
+  static final ChannelLayout INNER = ChannelLayout.ENGINE;
 
   private static List<Layer> basic(
       String name, int c, int h, int w, int planes, int stride, Precision precision) {
@@ -111,10 +108,10 @@ public final class ResNet {
     int ow = conv1.outputWidth();
     return List.of(
         conv1,
-        norm(name + ".bn1", planes, oh, ow, precision),
+        norm(name + ".bn1", planes, oh, ow),
         Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
         conv(name + ".conv2", planes, oh, ow, planes, 3, 1, 1, precision),
-        norm(name + ".bn2", planes, oh, ow, precision));
+        norm(name + ".bn2", planes, oh, ow));
   }
 
   private static List<Layer> bottleneck(
@@ -125,24 +122,23 @@ public final class ResNet {
     int ow = conv2.outputWidth();
     return List.of(
         conv1,
-        norm(name + ".bn1", planes, h, w, precision),
+        norm(name + ".bn1", planes, h, w),
         Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
         conv2,
-        norm(name + ".bn2", planes, oh, ow, precision),
+        norm(name + ".bn2", planes, oh, ow),
         Activation.reluInPlace(name + ".relu2", conv2.outputSize()),
         conv(name + ".conv3", planes, oh, ow, 4 * planes, 1, 1, 0, precision),
-        norm(name + ".bn3", 4 * planes, oh, ow, precision));
+        norm(name + ".bn3", 4 * planes, oh, ow));
   }
 
   /** A block's convolution: no bias (batch norm follows), the inner layout on both sides. */
   static Conv2d conv(
       String name, int c, int h, int w, int out, int k, int stride, int pad, Precision precision) {
-    ChannelLayout inner = innerLayout(precision);
-    return new Conv2d(name, c, h, w, out, k, stride, pad, false, precision, inner, inner);
+    return new Conv2d(name, c, h, w, out, k, stride, pad, false, precision, INNER, INNER);
   }
 
   /** A block's batch norm, in the inner layout. */
-  static BatchNorm2d norm(String name, int c, int h, int w, Precision precision) {
-    return new BatchNorm2d(name, c, h, w, innerLayout(precision));
+  static BatchNorm2d norm(String name, int c, int h, int w) {
+    return new BatchNorm2d(name, c, h, w, INNER);
   }
 }

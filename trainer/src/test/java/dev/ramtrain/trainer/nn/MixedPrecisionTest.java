@@ -1,6 +1,7 @@
 package dev.ramtrain.trainer.nn;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -134,6 +135,9 @@ class MixedPrecisionTest {
       }
       double error = Math.abs(got[i] - exact[i]);
       assertTrue(error <= bound, what + "[" + i + "]: " + got[i] + " vs " + exact[i]);
+      if (rounded) { // autocast's output and input gradient are bf16 values
+        assertEquals(Bf16.toFloat(Bf16.fromFloat(got[i])), got[i], what + "[" + i + "] is bf16");
+      }
     }
   }
 
@@ -190,6 +194,20 @@ class MixedPrecisionTest {
               inputs,
               5 * 7 * 6,
               5 * 3 * 3 + 1); // an output: 2·3·3 products and the bias; an input: 5·3·3
+          // channels blocked between layers on engines that block them (oneDNN: nChw16c), as
+          // ResNets run: both twins read and write that layout, compared element for element
+          ChannelLayout blocked = ChannelLayout.ENGINE;
+          matchesRoundedFp32(
+              backend,
+              () ->
+                  new Conv2d(
+                      "block", 16, 5, 4, 16, 3, 1, 1, false, Precision.BF16, blocked, blocked),
+              () ->
+                  new Conv2d(
+                      "block", 16, 5, 4, 16, 3, 1, 1, false, Precision.FP32, blocked, blocked),
+              16 * 5 * 4,
+              16 * 5 * 4,
+              16 * 3 * 3);
           matchesRoundedFp32( // fewer columns than input values: dx rounds through its own room
               backend,
               () -> new Conv2d("down", 2, 7, 6, 4, 1, 2, 0, false, Precision.BF16),

@@ -118,6 +118,12 @@ public final class CpuBackend implements Backend {
     return oneDnn == null ? 1 : oneDnn.channelBlock();
   }
 
+  /** On oneDNN: bf16 kernels where the CPU has AVX512-BF16 or AMX, operands widened elsewhere. */
+  @Override
+  public boolean convolvesInBf16() {
+    return oneDnn != null;
+  }
+
   @Override
   public boolean sharesHostCores() {
     return true;

@@ -635,49 +635,67 @@ final class CpuOperations {
           .addLowered(ConvolutionBackward.class, ConvolutionLowering::backward);
     }
     return table
-        .add(Convolution.class, (op, s) -> convolution(oneDnn, op, s))
-        .add(ConvolutionBackward.class, (op, s) -> convolutionBackward(oneDnn, op, s));
+        .add(Convolution.class, (op, s) -> convolution(kernels, oneDnn, op, s))
+        .add(ConvolutionBackward.class, (op, s) -> convolutionBackward(kernels, oneDnn, op, s));
   }
 
-  private static void convolution(OneDnn oneDnn, Convolution op, CpuStream s) {
+  /**
+   * A convolution by oneDNN: with bf16 operands in bf16 where the CPU multiplies bf16 natively,
+   * else in fp32 on the operands widened exactly first (as the GEMMs do).
+   */
+  private static void convolution(CpuKernels kernels, OneDnn oneDnn, Convolution op, CpuStream s) {
     CpuBuffer x = cpu(op.x());
     CpuBuffer w = cpu(op.weight());
     CpuBuffer b = op.bias() == null ? null : cpu(op.bias());
     CpuBuffer y = cpu(op.y());
+    boolean bf16 = oneDnn.bf16Dot() && x.dtype() == DType.BF16;
     s.enqueue(
-        () ->
+        () -> {
+          try (FloatPointer wideX = bf16 ? null : widened(kernels, x);
+              FloatPointer wideW = bf16 ? null : widened(kernels, w)) {
             oneDnn.convolution(
                 op.window(),
                 op.outChannels(),
                 op.inBlock(),
                 op.outBlock(),
-                x.pointer(),
-                w.pointer(),
+                bf16,
+                wideX != null ? wideX : x.pointer(),
+                wideW != null ? wideW : w.pointer(),
                 b == null ? null : b.pointer(),
-                y.pointer()));
+                y.pointer());
+          }
+        });
   }
 
-  private static void convolutionBackward(OneDnn oneDnn, ConvolutionBackward op, CpuStream s) {
+  private static void convolutionBackward(
+      CpuKernels kernels, OneDnn oneDnn, ConvolutionBackward op, CpuStream s) {
     CpuBuffer x = cpu(op.x());
     CpuBuffer dy = cpu(op.dy());
     CpuBuffer w = cpu(op.weight());
     CpuBuffer dw = cpu(op.weightGrad());
     CpuBuffer db = op.biasGrad() == null ? null : cpu(op.biasGrad());
     CpuBuffer dx = op.dx() == null ? null : cpu(op.dx());
+    boolean bf16 = oneDnn.bf16Dot() && x.dtype() == DType.BF16;
     s.enqueue(
-        () ->
+        () -> {
+          try (FloatPointer wideX = bf16 ? null : widened(kernels, x);
+              FloatPointer wideDy = bf16 ? null : widened(kernels, dy);
+              FloatPointer wideW = bf16 ? null : widened(kernels, w)) {
             oneDnn.convolutionBackward(
                 op.window(),
                 op.outChannels(),
                 op.inBlock(),
                 op.outBlock(),
+                bf16,
                 db != null,
-                x.pointer(),
-                dy.pointer(),
-                w.pointer(),
+                wideX != null ? wideX : x.pointer(),
+                wideDy != null ? wideDy : dy.pointer(),
+                wideW != null ? wideW : w.pointer(),
                 dw.pointer(),
                 db == null ? null : db.pointer(),
-                dx == null ? null : dx.pointer()));
+                dx == null ? null : dx.pointer());
+          }
+        });
   }
 
   /**

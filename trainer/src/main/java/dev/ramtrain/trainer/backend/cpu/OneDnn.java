@@ -27,7 +27,7 @@ import org.bytedeco.javacpp.Pointer;
 final class OneDnn implements AutoCloseable {
   /** A convolution's shape and layouts: the key its primitives are kept under. */
   private record Shape(
-      ConvWindow window, int outChannels, boolean bias, int inBlock, int outBlock) {}
+      ConvWindow window, int outChannels, boolean bias, int inBlock, int outBlock, boolean bf16) {}
 
   /** A batch norm's shape and layout. */
   private record Normalized(int n, int c, int hw, int block) {}
@@ -313,16 +313,18 @@ final class OneDnn implements AutoCloseable {
     return maxPools.computeIfAbsent(window, w -> new OneDnnMaxPool(eng, w));
   }
 
+  /** A convolution; {@code bf16}: x and w are bf16 (the CPU must multiply bf16: bf16Dot). */
   synchronized void convolution(
       ConvWindow window,
       int out,
       int inBlock,
       int outBlock,
+      boolean bf16,
       Pointer x,
       Pointer w,
       Pointer b,
       Pointer y) {
-    primitives(window, out, b != null, inBlock, outBlock).forward(st, scratch, x, w, b, y);
+    primitives(window, out, b != null, inBlock, outBlock, bf16).forward(st, scratch, x, w, b, y);
   }
 
   synchronized void convolutionBackward(
@@ -330,6 +332,7 @@ final class OneDnn implements AutoCloseable {
       int out,
       int inBlock,
       int outBlock,
+      boolean bf16,
       boolean hasBias,
       Pointer x,
       Pointer dy,
@@ -337,14 +340,15 @@ final class OneDnn implements AutoCloseable {
       Pointer dw,
       Pointer db,
       Pointer dx) {
-    primitives(window, out, hasBias, inBlock, outBlock).backward(st, scratch, x, dy, w, dw, db, dx);
+    primitives(window, out, hasBias, inBlock, outBlock, bf16)
+        .backward(st, scratch, x, dy, w, dw, db, dx);
   }
 
   private OneDnnConvolution primitives(
-      ConvWindow window, int out, boolean bias, int inBlock, int outBlock) {
+      ConvWindow window, int out, boolean bias, int inBlock, int outBlock, boolean bf16) {
     return convolutions.computeIfAbsent(
-        new Shape(window, out, bias, inBlock, outBlock),
-        s -> new OneDnnConvolution(eng, window, out, bias, inBlock, outBlock));
+        new Shape(window, out, bias, inBlock, outBlock, bf16),
+        s -> new OneDnnConvolution(eng, window, out, bias, inBlock, outBlock, bf16));
   }
 
   @Override

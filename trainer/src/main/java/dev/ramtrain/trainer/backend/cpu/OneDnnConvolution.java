@@ -63,18 +63,34 @@ final class OneDnnConvolution implements AutoCloseable {
   private final Tensor weightsForData;
   private final Tensor diffSrc;
 
+  /**
+   * The primitives for {@code win} with {@code out} output channels; {@code bf16}: the input,
+   * weight and output gradient are bf16 (fp32 accumulation, fp32 output and gradients).
+   */
   OneDnnConvolution(
-      engine eng, ConvWindow win, int out, boolean hasBias, int inBlock, int outBlock) {
+      engine eng,
+      ConvWindow win,
+      int out,
+      boolean hasBias,
+      int inBlock,
+      int outBlock,
+      boolean bf16) {
+    memory.data_type operand = bf16 ? memory.data_type.bf16 : memory.data_type.f32;
+    memory.data_type f32 = memory.data_type.f32;
     long[] srcDims = {win.n(), win.c(), win.h(), win.w()};
     long[] weightDims = {out, win.c(), win.kh(), win.kw()};
     long[] dstDims = {win.n(), out, win.oh(), win.ow()};
     long[] biasDims = {out};
     long[] strides = {win.stride(), win.stride()};
     long[] padding = {win.pad(), win.pad()};
-    memory.desc srcAny = own(desc(srcDims, memory.format_tag.any));
-    memory.desc weightAny = own(desc(weightDims, memory.format_tag.any));
-    memory.desc dstAny = own(desc(dstDims, memory.format_tag.any));
-    memory.desc biasPlain = own(desc(biasDims, memory.format_tag.x));
+    memory.format_tag any = memory.format_tag.any;
+    memory.desc srcAny = own(desc(srcDims, any, operand));
+    memory.desc weightAny = own(desc(weightDims, any, operand));
+    memory.desc dstAny = own(desc(dstDims, any, f32));
+    memory.desc diffDstAny = own(desc(dstDims, any, operand));
+    memory.desc diffWeightAny = own(desc(weightDims, any, f32));
+    memory.desc diffSrcAny = own(desc(srcDims, any, f32));
+    memory.desc biasPlain = own(desc(biasDims, memory.format_tag.x, f32));
     convolution_forward.primitive_desc fwd =
         own(
             new convolution_forward.primitive_desc(
@@ -94,9 +110,9 @@ final class OneDnnConvolution implements AutoCloseable {
                 eng,
                 algorithm.convolution_direct,
                 srcAny,
-                weightAny,
+                diffWeightAny,
                 hasBias ? biasPlain : own(new memory.desc()),
-                dstAny,
+                diffDstAny,
                 strides,
                 padding,
                 padding,
@@ -106,9 +122,9 @@ final class OneDnnConvolution implements AutoCloseable {
             new convolution_backward_data.primitive_desc(
                 eng,
                 algorithm.convolution_direct,
-                srcAny,
+                diffSrcAny,
                 weightAny,
-                dstAny,
+                diffDstAny,
                 strides,
                 padding,
                 padding,
@@ -118,24 +134,26 @@ final class OneDnnConvolution implements AutoCloseable {
     backwardData = own(new convolution_backward_data(bwdData));
     memory.format_tag srcTag = OneDnn.channelLayout(inBlock);
     memory.format_tag dstTag = OneDnn.channelLayout(outBlock);
-    src = new Tensor(eng, own(desc(srcDims, srcTag)), own(fwd.src_desc()), SRC, false);
+    src = new Tensor(eng, own(desc(srcDims, srcTag, operand)), own(fwd.src_desc()), SRC, false);
     weights =
         new Tensor(
             eng,
-            own(desc(weightDims, memory.format_tag.oihw)),
+            own(desc(weightDims, memory.format_tag.oihw, operand)),
             own(fwd.weights_desc()),
             WEIGHTS,
             false);
     bias = hasBias ? new Tensor(eng, biasPlain, own(fwd.bias_desc()), BIAS, false) : null;
-    dst = new Tensor(eng, own(desc(dstDims, dstTag)), own(fwd.dst_desc()), DST, false);
+    dst = new Tensor(eng, own(desc(dstDims, dstTag, f32)), own(fwd.dst_desc()), DST, false);
     srcForWeights =
-        new Tensor(eng, own(desc(srcDims, srcTag)), own(bwdWeights.src_desc()), SRC, false);
+        new Tensor(
+            eng, own(desc(srcDims, srcTag, operand)), own(bwdWeights.src_desc()), SRC, false);
     diffDst =
-        new Tensor(eng, own(desc(dstDims, dstTag)), own(bwdWeights.diff_dst_desc()), DST, false);
+        new Tensor(
+            eng, own(desc(dstDims, dstTag, operand)), own(bwdWeights.diff_dst_desc()), DST, false);
     diffWeights =
         new Tensor(
             eng,
-            own(desc(weightDims, memory.format_tag.oihw)),
+            own(desc(weightDims, memory.format_tag.oihw, f32)),
             own(bwdWeights.diff_weights_desc()),
             DIFF_WEIGHTS,
             true);
@@ -147,15 +165,17 @@ final class OneDnnConvolution implements AutoCloseable {
     diffDstForData =
         dataDiffDst.equals(own(bwdWeights.diff_dst_desc()))
             ? null // backward-weights' reordered dy serves backward-data too
-            : new Tensor(eng, own(desc(dstDims, dstTag)), dataDiffDst, DIFF_DST_FOR_DATA, false);
+            : new Tensor(
+                eng, own(desc(dstDims, dstTag, operand)), dataDiffDst, DIFF_DST_FOR_DATA, false);
     weightsForData =
         new Tensor(
             eng,
-            own(desc(weightDims, memory.format_tag.oihw)),
+            own(desc(weightDims, memory.format_tag.oihw, operand)),
             own(bwdData.weights_desc()),
             WEIGHTS,
             false);
-    diffSrc = new Tensor(eng, own(desc(srcDims, srcTag)), own(bwdData.diff_src_desc()), SRC, false);
+    diffSrc =
+        new Tensor(eng, own(desc(srcDims, srcTag, f32)), own(bwdData.diff_src_desc()), SRC, false);
   }
 
   /** {@code y = conv(x, w) + b}; {@code b} null without bias. */
@@ -220,8 +240,8 @@ final class OneDnnConvolution implements AutoCloseable {
     return natives.own(p);
   }
 
-  private static memory.desc desc(long[] dims, memory.format_tag tag) {
-    return new memory.desc(dims, memory.data_type.f32, tag);
+  private static memory.desc desc(long[] dims, memory.format_tag tag, memory.data_type type) {
+    return new memory.desc(dims, type, tag);
   }
 
   /**

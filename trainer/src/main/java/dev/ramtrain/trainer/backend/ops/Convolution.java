@@ -1,6 +1,7 @@
 package dev.ramtrain.trainer.backend.ops;
 
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkChannelBlock;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkConvOperand;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -13,7 +14,8 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
  * the convolution to im2col and GEMM ({@link dev.ramtrain.trainer.backend.ConvolutionLowering}); an
  * engine with its own convolution leaves it alone. {@code inBlock} and {@code outBlock} are the
  * layouts of x and y ({@link BatchNormTrain}'s channel blocks; the weight is always [out, c, kh,
- * kw]).
+ * kw]). x and weight are both F32 or both BF16 (fp32 accumulation into y, which is F32): bf16
+ * operands only on an engine that {@link dev.ramtrain.trainer.backend.Backend#convolvesInBf16}.
  */
 public record Convolution(
     DeviceBuffer x,
@@ -44,8 +46,8 @@ public record Convolution(
     if (outChannels < 1) {
       throw new IllegalArgumentException("convolution: " + outChannels + " output channels");
     }
-    checkF32(x, window.inputCount());
-    checkF32(weight, (long) outChannels * window.c() * window.kh() * window.kw());
+    checkConvOperand(x, window.inputCount(), x);
+    checkConvOperand(weight, (long) outChannels * window.c() * window.kh() * window.kw(), x);
     if (bias != null) {
       checkF32(bias, outChannels);
     }

@@ -1,6 +1,7 @@
 package dev.ramtrain.trainer.backend.ops;
 
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkChannelBlock;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkConvOperand;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -13,7 +14,8 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
  * into its own layout does it once.
  *
  * <p>{@code columns} is scratch as in {@link Convolution}; x and dx are in the layout {@code
- * inBlock} says, dy in {@code outBlock}'s, as the forward's x and y.
+ * inBlock} says, dy in {@code outBlock}'s, as the forward's x and y. x, dy and weight are all F32
+ * or all BF16, as in {@link Convolution}; the gradients are F32.
  */
 public record ConvolutionBackward(
     DeviceBuffer x,
@@ -49,9 +51,9 @@ public record ConvolutionBackward(
       throw new IllegalArgumentException("convolution: " + outChannels + " output channels");
     }
     long weights = (long) outChannels * window.c() * window.kh() * window.kw();
-    checkF32(x, window.inputCount());
-    checkF32(dy, window.outputCount(outChannels));
-    checkF32(weight, weights);
+    checkConvOperand(x, window.inputCount(), x);
+    checkConvOperand(dy, window.outputCount(outChannels), x);
+    checkConvOperand(weight, weights, x);
     checkF32(weightGrad, weights);
     if (biasGrad != null) {
       checkF32(biasGrad, outChannels);
