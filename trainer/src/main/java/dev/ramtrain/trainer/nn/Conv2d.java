@@ -235,28 +235,11 @@ public final class Conv2d extends BaseLayer {
     int hw = oh * ow;
     input = x;
     if (precision == Precision.FP32) {
-      DeviceBuffer yb = y.view(0, (long) batch * out * hw);
-      backend.run(
-          s,
-          new Convolution(
-              x, weight, bias, yb, window(batch), out, columns(batch), inBlock, outBlock));
-      return yb;
+      return convolve(s, x, weight, batch);
     }
     if (backend.convolvesInBf16()) { // autocast's roundings around the engine's bf16 kernels
       weightUsed = Precision.inBf16(backend, s, weight, weightHalf);
-      DeviceBuffer yb = y.view(0, (long) batch * out * hw);
-      backend.run(
-          s,
-          new Convolution(
-              Precision.inBf16(backend, s, x, colsHalf),
-              weightUsed,
-              bias,
-              yb,
-              window(batch),
-              out,
-              columns(batch),
-              inBlock,
-              outBlock));
+      DeviceBuffer yb = convolve(s, Precision.inBf16(backend, s, x, colsHalf), weightUsed, batch);
       Precision.round(backend, s, yb, dyHalf);
       return yb;
     }
@@ -276,40 +259,18 @@ public final class Conv2d extends BaseLayer {
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
     int hw = oh * ow;
     if (precision == Precision.FP32) {
-      DeviceBuffer dxb = needInputGrad ? dx.view(0, (long) batch * inputSize()) : null;
-      backend.run(
-          s,
-          new ConvolutionBackward(
-              input,
-              dy,
-              weight,
-              weightGrad,
-              biasGrad,
-              dxb,
-              window(batch),
-              out,
-              columns(batch),
-              inBlock,
-              outBlock));
-      return dxb;
+      return convolveBackward(s, input, dy, weight, batch, needInputGrad);
     }
     if (backend.convolvesInBf16()) {
       // the bias gradient sums the rounded dy here, as autocast's bf16 output gradient is
-      DeviceBuffer dxb = needInputGrad ? dx.view(0, (long) batch * inputSize()) : null;
-      backend.run(
-          s,
-          new ConvolutionBackward(
+      DeviceBuffer dxb =
+          convolveBackward(
+              s,
               Precision.inBf16(backend, s, input, colsHalf),
               Precision.inBf16(backend, s, dy, dyHalf),
               weightUsed,
-              weightGrad,
-              biasGrad,
-              dxb,
-              window(batch),
-              out,
-              columns(batch),
-              inBlock,
-              outBlock));
+              batch,
+              needInputGrad);
       if (dxb != null) {
         Precision.round(backend, s, dxb, colsHalf); // the bf16 input has served
       }
@@ -330,6 +291,35 @@ public final class Conv2d extends BaseLayer {
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
     backend.run(s, new Col2im(cols.view(0, (long) batch * patch * hw), window(batch), dxb));
     Precision.round(backend, s, dxb, colsHalf); // the bf16 columns have served dW
+    return dxb;
+  }
+
+  /** The engine's convolution of {@code x} by {@code w} (both fp32 or both bf16) into y. */
+  private DeviceBuffer convolve(Stream s, DeviceBuffer x, DeviceBuffer w, int batch) {
+    DeviceBuffer yb = y.view(0, (long) batch * outputSize());
+    backend.run(
+        s, new Convolution(x, w, bias, yb, window(batch), out, columns(batch), inBlock, outBlock));
+    return yb;
+  }
+
+  /** The engine's gradients from {@code x}, {@code dy} and {@code w}; dx, or null if not asked. */
+  private DeviceBuffer convolveBackward(
+      Stream s, DeviceBuffer x, DeviceBuffer dy, DeviceBuffer w, int batch, boolean inputGrad) {
+    DeviceBuffer dxb = inputGrad ? dx.view(0, (long) batch * inputSize()) : null;
+    backend.run(
+        s,
+        new ConvolutionBackward(
+            x,
+            dy,
+            w,
+            weightGrad,
+            biasGrad,
+            dxb,
+            window(batch),
+            out,
+            columns(batch),
+            inBlock,
+            outBlock));
     return dxb;
   }
 
