@@ -6,6 +6,9 @@ import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import java.nio.FloatBuffer;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.function.Supplier;
 import org.bytedeco.dnnl.dnnl_version_t;
 import org.bytedeco.dnnl.engine;
@@ -20,9 +23,10 @@ import org.bytedeco.javacpp.Pointer;
  * oneDNN on this backend: its CPU engine and stream, the primitives made for each shape of each
  * operation (convolutions, GEMMs, GELU, softmax, layer norm; made on first use, kept until the
  * backend closes), and the scratch convolutions reorder into. Calls run one at a time (the scratch
- * is shared), on the CPU stream's thread that enqueued them; oneDNN splits each over its OpenMP
- * threads. Buffers come as byte-positioned pointers ({@code CpuBuffer.pointer()}): JavaCPP adds a
- * pointer's position to a {@code void*} argument in bytes, whatever its element type.
+ * is shared), on this engine's one thread, whichever CPU stream enqueued them (the stream's thread
+ * waits); oneDNN splits each over its OpenMP threads. Buffers come as byte-positioned pointers
+ * ({@code CpuBuffer.pointer()}): JavaCPP adds a pointer's position to a {@code void*} argument in
+ * bytes, whatever its element type.
  */
 final class OneDnn implements AutoCloseable {
   /** A convolution's shape and layouts: the key its primitives are kept under. */
@@ -46,6 +50,20 @@ final class OneDnn implements AutoCloseable {
   private final boolean bf16Dot;
   private final int channelBlock;
   private final LayoutScratch scratch = new LayoutScratch();
+
+  /**
+   * The one thread every primitive runs on. OpenMP gives each thread that opens a parallel region a
+   * team of its own, and oneDNN's GEMM-based convolutions (the AVX path) crashed executing, on a
+   * second CPU stream's thread, primitives made and run on a first's: one caller thread keeps one
+   * team, whichever stream asks.
+   */
+  private final ExecutorService thread =
+      Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "onednn");
+            t.setDaemon(true);
+            return t;
+          });
 
   private OneDnn() {
     eng = new engine(engine.kind.cpu, 0);
@@ -87,79 +105,108 @@ final class OneDnn implements AutoCloseable {
    * operands at {@code a}, {@code b} and {@code c} (byte-positioned, strides in elements); each
    * product is summed into the one C when its stride is 0, as GemmStridedBatched says.
    */
-  synchronized void gemm(
-      OneDnnMatmul.Shape shape, GemmStridedBatched op, Pointer a, Pointer b, Pointer c) {
-    BoundPrimitive first = matmul(shape);
-    if (shape.count() > 1) { // the whole batch in one primitive
-      first.run(st, a, b, c);
-      return;
-    }
-    BoundPrimitive rest = op.sumsIntoOneC() && op.count() > 1 ? matmul(shape.withBeta(1f)) : first;
-    int operandBytes = shape.bf16() ? 2 : 4;
-    for (int i = 0; i < op.count(); i++) {
-      (i == 0 ? first : rest)
-          .run(
-              st,
-              at(a, operandBytes * i * op.strideA()),
-              at(b, operandBytes * i * op.strideB()),
-              at(c, 4 * i * op.strideC()));
-    }
+  void gemm(OneDnnMatmul.Shape shape, GemmStridedBatched op, Pointer a, Pointer b, Pointer c) {
+    onEngineThread(
+        () -> {
+          BoundPrimitive first = matmul(shape);
+          if (shape.count() > 1) { // the whole batch in one primitive
+            first.run(st, a, b, c);
+            return;
+          }
+          BoundPrimitive rest =
+              op.sumsIntoOneC() && op.count() > 1 ? matmul(shape.withBeta(1f)) : first;
+          int operandBytes = shape.bf16() ? 2 : 4;
+          for (int i = 0; i < op.count(); i++) {
+            (i == 0 ? first : rest)
+                .run(
+                    st,
+                    at(a, operandBytes * i * op.strideA()),
+                    at(b, operandBytes * i * op.strideB()),
+                    at(c, 4 * i * op.strideC()));
+          }
+        });
   }
 
   /** {@code y = gelu(x)}, the exact (erf) GELU, over {@code count} elements. */
-  synchronized void gelu(long count, Pointer x, Pointer y) {
-    pointwise(new Pointwise("gelu", count, 1), () -> OneDnnPointwise.gelu(eng, count))
-        .run(st, x, y);
+  void gelu(long count, Pointer x, Pointer y) {
+    onEngineThread(
+        () -> {
+          pointwise(new Pointwise("gelu", count, 1), () -> OneDnnPointwise.gelu(eng, count))
+              .run(st, x, y);
+        });
   }
 
-  synchronized void geluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
-    pointwise(
-            new Pointwise("gelu-backward", count, 1),
-            () -> OneDnnPointwise.geluBackward(eng, count))
-        .run(st, x, dy, dx);
+  void geluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
+    onEngineThread(
+        () -> {
+          pointwise(
+                  new Pointwise("gelu-backward", count, 1),
+                  () -> OneDnnPointwise.geluBackward(eng, count))
+              .run(st, x, dy, dx);
+        });
   }
 
   /** fp32 to bf16 or back over {@code count} elements, as OneDnnPointwise.convert. */
-  synchronized void convert(long count, boolean narrowing, Pointer src, Pointer dst) {
-    pointwise(
-            new Pointwise(narrowing ? "to-bf16" : "from-bf16", count, 1),
-            () -> OneDnnPointwise.convert(eng, count, narrowing))
-        .run(st, src, dst);
+  void convert(long count, boolean narrowing, Pointer src, Pointer dst) {
+    onEngineThread(
+        () -> {
+          pointwise(
+                  new Pointwise(narrowing ? "to-bf16" : "from-bf16", count, 1),
+                  () -> OneDnnPointwise.convert(eng, count, narrowing))
+              .run(st, src, dst);
+        });
   }
 
   /** {@code y = relu(x)} over {@code count} elements. */
-  synchronized void relu(long count, Pointer x, Pointer y) {
-    pointwise(new Pointwise("relu", count, 1), () -> OneDnnPointwise.relu(eng, count))
-        .run(st, x, y);
+  void relu(long count, Pointer x, Pointer y) {
+    onEngineThread(
+        () -> {
+          pointwise(new Pointwise("relu", count, 1), () -> OneDnnPointwise.relu(eng, count))
+              .run(st, x, y);
+        });
   }
 
-  synchronized void reluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
-    pointwise(
-            new Pointwise("relu-backward", count, 1),
-            () -> OneDnnPointwise.reluBackward(eng, count))
-        .run(st, x, dy, dx);
+  void reluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
+    onEngineThread(
+        () -> {
+          pointwise(
+                  new Pointwise("relu-backward", count, 1),
+                  () -> OneDnnPointwise.reluBackward(eng, count))
+              .run(st, x, dy, dx);
+        });
   }
 
   /** {@code out = a + b} over {@code count} elements. */
-  synchronized void add(long count, Pointer a, Pointer b, Pointer out) {
-    pointwise(new Pointwise("add", count, 1), () -> OneDnnPointwise.add(eng, count))
-        .run(st, a, b, out);
+  void add(long count, Pointer a, Pointer b, Pointer out) {
+    onEngineThread(
+        () -> {
+          pointwise(new Pointwise("add", count, 1), () -> OneDnnPointwise.add(eng, count))
+              .run(st, a, b, out);
+        });
   }
 
-  synchronized void softmax(int rows, int cols, Pointer x, Pointer y) {
-    pointwise(new Pointwise("softmax", rows, cols), () -> OneDnnPointwise.softmax(eng, rows, cols))
-        .run(st, x, y);
+  void softmax(int rows, int cols, Pointer x, Pointer y) {
+    onEngineThread(
+        () -> {
+          pointwise(
+                  new Pointwise("softmax", rows, cols),
+                  () -> OneDnnPointwise.softmax(eng, rows, cols))
+              .run(st, x, y);
+        });
   }
 
-  synchronized void softmaxBackward(int rows, int cols, Pointer y, Pointer dy, Pointer dx) {
-    pointwise(
-            new Pointwise("softmax-backward", rows, cols),
-            () -> OneDnnPointwise.softmaxBackward(eng, rows, cols))
-        .run(st, y, dy, dx);
+  void softmaxBackward(int rows, int cols, Pointer y, Pointer dy, Pointer dx) {
+    onEngineThread(
+        () -> {
+          pointwise(
+                  new Pointwise("softmax-backward", rows, cols),
+                  () -> OneDnnPointwise.softmaxBackward(eng, rows, cols))
+              .run(st, y, dy, dx);
+        });
   }
 
   /** Layer normalization over the last dimension of [rows, size], as {@link OneDnnLayerNorm}. */
-  synchronized void layerNorm(
+  void layerNorm(
       int rows,
       int size,
       float eps,
@@ -169,11 +216,14 @@ final class OneDnn implements AutoCloseable {
       Pointer y,
       Pointer mean,
       FloatBuffer invStd) {
-    layerNorm(rows, size, eps).forward(st, x, gamma, beta, y, mean, invStd);
+    onEngineThread(
+        () -> {
+          layerNorm(rows, size, eps).forward(st, x, gamma, beta, y, mean, invStd);
+        });
   }
 
   /** Its backward from the saved mean and inverse deviation (no epsilon: see OneDnnLayerNorm). */
-  synchronized void layerNormBackward(
+  void layerNormBackward(
       int rows,
       int size,
       Pointer x,
@@ -184,7 +234,10 @@ final class OneDnn implements AutoCloseable {
       Pointer dx,
       FloatBuffer dgamma,
       FloatBuffer dbeta) {
-    layerNorm(rows, size, 0f).backward(st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta);
+    onEngineThread(
+        () -> {
+          layerNorm(rows, size, 0f).backward(st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta);
+        });
   }
 
   private OneDnnLayerNorm layerNorm(int rows, int size, float eps) {
@@ -203,6 +256,24 @@ final class OneDnn implements AutoCloseable {
 
   private static Pointer at(Pointer base, long bytes) {
     return new BytePointer(base).position(base.position() + bytes);
+  }
+
+  /** Runs {@code work} on the engine's thread and waits for it, its failures rethrown here. */
+  private void onEngineThread(Runnable work) {
+    try {
+      thread.submit(work).get();
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      if (e.getCause() instanceof Error err) {
+        throw err;
+      }
+      throw new IllegalStateException(e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted waiting for oneDNN", e);
+    }
   }
 
   /** oneDNN, or an exception saying why its natives do not load here. */
@@ -231,7 +302,7 @@ final class OneDnn implements AutoCloseable {
   }
 
   /** Batch normalization in training over channels blocked by {@code block}, as OneDnnBatchNorm. */
-  synchronized void batchNormTrain(
+  void batchNormTrain(
       int n,
       int c,
       int hw,
@@ -246,23 +317,26 @@ final class OneDnn implements AutoCloseable {
       FloatBuffer savedInvStd,
       FloatBuffer runningMean,
       FloatBuffer runningVar) {
-    batchNorm(n, c, hw, block)
-        .train(
-            st,
-            eps,
-            x,
-            gamma,
-            beta,
-            y,
-            savedMean.pointer(),
-            savedMean.floats(),
-            savedInvStd,
-            momentum,
-            runningMean,
-            runningVar);
+    onEngineThread(
+        () -> {
+          batchNorm(n, c, hw, block)
+              .train(
+                  st,
+                  eps,
+                  x,
+                  gamma,
+                  beta,
+                  y,
+                  savedMean.pointer(),
+                  savedMean.floats(),
+                  savedInvStd,
+                  momentum,
+                  runningMean,
+                  runningVar);
+        });
   }
 
-  synchronized void batchNormInference(
+  void batchNormInference(
       int n,
       int c,
       int hw,
@@ -274,11 +348,14 @@ final class OneDnn implements AutoCloseable {
       Pointer runningMean,
       Pointer runningVar,
       Pointer y) {
-    batchNorm(n, c, hw, block).inference(st, eps, x, gamma, beta, runningMean, runningVar, y);
+    onEngineThread(
+        () -> {
+          batchNorm(n, c, hw, block).inference(st, eps, x, gamma, beta, runningMean, runningVar, y);
+        });
   }
 
   /** Its backward from the saved mean and inverse deviation (epsilon 0: see OneDnnBatchNorm). */
-  synchronized void batchNormBackward(
+  void batchNormBackward(
       int n,
       int c,
       int hw,
@@ -291,7 +368,10 @@ final class OneDnn implements AutoCloseable {
       Pointer dx,
       FloatBuffer dgamma,
       FloatBuffer dbeta) {
-    batchNorm(n, c, hw, block).backward(st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta);
+    onEngineThread(
+        () -> {
+          batchNorm(n, c, hw, block).backward(st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta);
+        });
   }
 
   private OneDnnBatchNorm batchNorm(int n, int c, int hw, int block) {
@@ -300,13 +380,18 @@ final class OneDnn implements AutoCloseable {
   }
 
   /** Max pooling of channel-blocked activations, the winners in {@code argmax} (OneDnnMaxPool). */
-  synchronized void maxPool(OneDnnMaxPool.Window window, Pointer x, Pointer y, Pointer argmax) {
-    maxPool(window).forward(st, x, y, argmax);
+  void maxPool(OneDnnMaxPool.Window window, Pointer x, Pointer y, Pointer argmax) {
+    onEngineThread(
+        () -> {
+          maxPool(window).forward(st, x, y, argmax);
+        });
   }
 
-  synchronized void maxPoolBackward(
-      OneDnnMaxPool.Window window, Pointer dy, Pointer argmax, Pointer dx) {
-    maxPool(window).backward(st, dy, argmax, dx);
+  void maxPoolBackward(OneDnnMaxPool.Window window, Pointer dy, Pointer argmax, Pointer dx) {
+    onEngineThread(
+        () -> {
+          maxPool(window).backward(st, dy, argmax, dx);
+        });
   }
 
   private OneDnnMaxPool maxPool(OneDnnMaxPool.Window window) {
@@ -314,7 +399,7 @@ final class OneDnn implements AutoCloseable {
   }
 
   /** A convolution; {@code bf16}: x and w are bf16 (the CPU must multiply bf16: bf16Dot). */
-  synchronized void convolution(
+  void convolution(
       ConvWindow window,
       int out,
       int inBlock,
@@ -324,10 +409,14 @@ final class OneDnn implements AutoCloseable {
       Pointer w,
       Pointer b,
       Pointer y) {
-    primitives(window, out, b != null, inBlock, outBlock, bf16).forward(st, scratch, x, w, b, y);
+    onEngineThread(
+        () -> {
+          primitives(window, out, b != null, inBlock, outBlock, bf16)
+              .forward(st, scratch, x, w, b, y);
+        });
   }
 
-  synchronized void convolutionBackward(
+  void convolutionBackward(
       ConvWindow window,
       int out,
       int inBlock,
@@ -340,8 +429,11 @@ final class OneDnn implements AutoCloseable {
       Pointer dw,
       Pointer db,
       Pointer dx) {
-    primitives(window, out, hasBias, inBlock, outBlock, bf16)
-        .backward(st, scratch, x, dy, w, dw, db, dx);
+    onEngineThread(
+        () -> {
+          primitives(window, out, hasBias, inBlock, outBlock, bf16)
+              .backward(st, scratch, x, dy, w, dw, db, dx);
+        });
   }
 
   private OneDnnConvolution primitives(
@@ -352,21 +444,28 @@ final class OneDnn implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    convolutions.values().forEach(OneDnnConvolution::close);
-    convolutions.clear();
-    matmuls.values().forEach(BoundPrimitive::close);
-    matmuls.clear();
-    pointwise.values().forEach(BoundPrimitive::close);
-    pointwise.clear();
-    layerNorms.values().forEach(OneDnnLayerNorm::close);
-    layerNorms.clear();
-    batchNorms.values().forEach(OneDnnBatchNorm::close);
-    batchNorms.clear();
-    maxPools.values().forEach(OneDnnMaxPool::close);
-    maxPools.clear();
-    scratch.close();
-    st.close();
-    eng.close();
+  public void close() {
+    if (thread.isShutdown()) {
+      return; // closed already: closing twice is a no-op, as for the backend
+    }
+    onEngineThread(
+        () -> {
+          convolutions.values().forEach(OneDnnConvolution::close);
+          convolutions.clear();
+          matmuls.values().forEach(BoundPrimitive::close);
+          matmuls.clear();
+          pointwise.values().forEach(BoundPrimitive::close);
+          pointwise.clear();
+          layerNorms.values().forEach(OneDnnLayerNorm::close);
+          layerNorms.clear();
+          batchNorms.values().forEach(OneDnnBatchNorm::close);
+          batchNorms.clear();
+          maxPools.values().forEach(OneDnnMaxPool::close);
+          maxPools.clear();
+          scratch.close();
+          st.close();
+          eng.close();
+        });
+    thread.shutdown();
   }
 }
