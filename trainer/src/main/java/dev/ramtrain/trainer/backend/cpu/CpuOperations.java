@@ -111,13 +111,21 @@ final class CpuOperations {
                 (op, s) -> {
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer bias = cpu(op.bias());
-                  s.enqueue(() -> kernels.addBias(y.floats(), bias.floats(), op.rows(), op.cols()));
+                  if (oneDnn != null) {
+                    s.enqueue(
+                        () -> oneDnn.addBias(op.rows(), op.cols(), y.pointer(), bias.pointer()));
+                  } else {
+                    s.enqueue(
+                        () -> kernels.addBias(y.floats(), bias.floats(), op.rows(), op.cols()));
+                  }
                 })
             .add(
                 SumRows.class,
                 (op, s) -> {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer out = cpu(op.out());
+                  // Java on both engines: oneDNN's reduction over rows is its reference kernel
+                  // (1.5 ms for [256, 1024] against the Java kernel's ~0.1)
                   s.enqueue(
                       () ->
                           kernels.sumRows(

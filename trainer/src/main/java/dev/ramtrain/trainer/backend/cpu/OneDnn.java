@@ -157,6 +157,16 @@ final class OneDnn implements AutoCloseable {
         });
   }
 
+  /** {@code y[r, c] += bias[c]} over [rows, cols]. */
+  void addBias(int rows, int cols, Pointer y, Pointer bias) {
+    onEngineThread(
+        () ->
+            pointwise(
+                    new Pointwise("add-bias", rows, cols),
+                    () -> OneDnnPointwise.addBias(eng, rows, cols))
+                .run(st, y, bias, y));
+  }
+
   /** {@code y = relu(x)} over {@code count} elements. */
   void relu(long count, Pointer x, Pointer y) {
     onEngineThread(

@@ -76,6 +76,21 @@ final class OneDnnPointwise {
         n, eng, new reorder(pd), new int[] {DNNL_ARG_SRC, DNNL_ARG_DST}, descs(from, to));
   }
 
+  /** {@code y[r, c] += bias[c]} over [rows, cols], in place; arguments y, bias, y. */
+  static BoundPrimitive addBias(engine eng, int rows, int cols) {
+    NativeObjects n = new NativeObjects();
+    memory.desc y = n.own(matrix(rows, cols));
+    memory.desc bias = n.own(matrix(1, cols)); // broadcast over the rows
+    binary.primitive_desc pd =
+        n.own(new binary.primitive_desc(eng, dnnl.dnnl_binary_add, y, bias, y));
+    return new BoundPrimitive(
+        n,
+        eng,
+        new binary(pd),
+        new int[] {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST},
+        descs(y, bias, y));
+  }
+
   private static BoundPrimitive eltwise(engine eng, int algorithm, long count) {
     NativeObjects n = new NativeObjects();
     memory.desc d = n.own(vector(count));
