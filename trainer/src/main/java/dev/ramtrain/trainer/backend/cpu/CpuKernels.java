@@ -418,7 +418,6 @@ final class CpuKernels {
       int k,
       int stride,
       int pad,
-      int block,
       FloatBuffer y,
       IntBuffer argmax) {
     int oh = (h + 2 * pad - k) / stride + 1;
@@ -431,12 +430,11 @@ final class CpuKernels {
           float[] best = new float[oh * ow];
           int[] where = new int[oh * ow];
           for (int nc = from; nc < to; nc++) {
-            gather(x, planeStart(nc, c, h * w, block), block, plane);
-            int out = planeStart(nc, c, oh * ow, block);
+            x.get(nc * h * w, plane);
             if (k == 2 && stride == 2 && pad == 0) {
               pool2x2(plane, w, oh, ow, best, where);
-              scatter(best, y, out, block);
-              scatter(where, argmax, out, block);
+              y.put(nc * oh * ow, best);
+              argmax.put(nc * oh * ow, where);
               continue;
             }
             for (int oy = 0; oy < oh; oy++) {
@@ -462,60 +460,10 @@ final class CpuKernels {
                 where[oy * ow + ox] = at;
               }
             }
-            scatter(best, y, out, block);
-            scatter(where, argmax, out, block);
+            y.put(nc * oh * ow, best);
+            argmax.put(nc * oh * ow, where);
           }
         });
-  }
-
-  /**
-   * Where plane {@code nc} (image nc / c, channel nc % c) of {@code size} positions starts when
-   * channels are blocked by {@code block} (1: NCHW); its positions are {@code block} apart.
-   */
-  private static int planeStart(int nc, int c, int size, int block) {
-    int image = nc / c;
-    int channel = nc % c;
-    return ((image * (c / block) + channel / block) * size) * block + channel % block;
-  }
-
-  private static void gather(FloatBuffer from, int start, int step, float[] plane) {
-    if (step == 1) {
-      from.get(start, plane);
-      return;
-    }
-    for (int i = 0; i < plane.length; i++) {
-      plane[i] = from.get(start + i * step);
-    }
-  }
-
-  private static void gather(IntBuffer from, int start, int step, int[] plane) {
-    if (step == 1) {
-      from.get(start, plane);
-      return;
-    }
-    for (int i = 0; i < plane.length; i++) {
-      plane[i] = from.get(start + i * step);
-    }
-  }
-
-  private static void scatter(float[] plane, FloatBuffer to, int start, int step) {
-    if (step == 1) {
-      to.put(start, plane);
-      return;
-    }
-    for (int i = 0; i < plane.length; i++) {
-      to.put(start + i * step, plane[i]);
-    }
-  }
-
-  private static void scatter(int[] plane, IntBuffer to, int start, int step) {
-    if (step == 1) {
-      to.put(start, plane);
-      return;
-    }
-    for (int i = 0; i < plane.length; i++) {
-      to.put(start + i * step, plane[i]);
-    }
   }
 
   /**
@@ -556,7 +504,6 @@ final class CpuKernels {
       int w,
       int oh,
       int ow,
-      int block,
       FloatBuffer dx) {
     parallel.forRange(
         n * c,
@@ -567,13 +514,12 @@ final class CpuKernels {
           int[] where = new int[oh * ow];
           for (int nc = from; nc < to; nc++) {
             Arrays.fill(plane, 0f);
-            int out = planeStart(nc, c, oh * ow, block);
-            gather(dy, out, block, grad);
-            gather(argmax, out, block, where);
+            dy.get(nc * oh * ow, grad);
+            argmax.get(nc * oh * ow, where);
             for (int i = 0; i < grad.length; i++) {
               plane[where[i]] += grad[i];
             }
-            scatter(plane, dx, planeStart(nc, c, h * w, block), block);
+            dx.put(nc * h * w, plane);
           }
         });
   }

@@ -323,7 +323,8 @@ final class CpuOperations {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer argmax = cpu(op.argmax());
-                  if (op.channelBlock() != 1 && oneDnn != null) {
+                  if (op.channelBlock() != 1) {
+                    requireOneDnn(oneDnn, op.channelBlock(), "max pooling");
                     OneDnnMaxPool.Window window = OneDnnMaxPool.Window.of(op);
                     s.enqueue(
                         () -> oneDnn.maxPool(window, x.pointer(), y.pointer(), argmax.pointer()));
@@ -340,7 +341,6 @@ final class CpuOperations {
                               op.k(),
                               op.stride(),
                               op.pad(),
-                              op.channelBlock(),
                               y.floats(),
                               argmax.ints()));
                 })
@@ -350,7 +350,8 @@ final class CpuOperations {
                   CpuBuffer dy = cpu(op.dy());
                   CpuBuffer argmax = cpu(op.argmax());
                   CpuBuffer dx = cpu(op.dx());
-                  if (op.channelBlock() != 1 && oneDnn != null) {
+                  if (op.channelBlock() != 1) {
+                    requireOneDnn(oneDnn, op.channelBlock(), "max pooling");
                     OneDnnMaxPool.Window window = OneDnnMaxPool.Window.of(op);
                     s.enqueue(
                         () ->
@@ -369,7 +370,6 @@ final class CpuOperations {
                               op.w(),
                               op.oh(),
                               op.ow(),
-                              op.channelBlock(),
                               dx.floats()));
                 })
             .add(

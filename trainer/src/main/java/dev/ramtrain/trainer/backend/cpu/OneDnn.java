@@ -129,90 +129,68 @@ final class OneDnn implements AutoCloseable {
 
   /** {@code y = gelu(x)}, the exact (erf) GELU, over {@code count} elements. */
   void gelu(long count, Pointer x, Pointer y) {
-    onEngineThread(
-        () -> {
-          pointwise(new Pointwise("gelu", count, 1), () -> OneDnnPointwise.gelu(eng, count))
-              .run(st, x, y);
-        });
+    runPointwise(new Pointwise("gelu", count, 1), () -> OneDnnPointwise.gelu(eng, count), x, y);
   }
 
   void geluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
-    onEngineThread(
-        () -> {
-          pointwise(
-                  new Pointwise("gelu-backward", count, 1),
-                  () -> OneDnnPointwise.geluBackward(eng, count))
-              .run(st, x, dy, dx);
-        });
+    runPointwise(
+        new Pointwise("gelu-backward", count, 1),
+        () -> OneDnnPointwise.geluBackward(eng, count),
+        x,
+        dy,
+        dx);
   }
 
   /** fp32 to bf16 or back over {@code count} elements, as OneDnnPointwise.convert. */
   void convert(long count, boolean narrowing, Pointer src, Pointer dst) {
-    onEngineThread(
-        () -> {
-          pointwise(
-                  new Pointwise(narrowing ? "to-bf16" : "from-bf16", count, 1),
-                  () -> OneDnnPointwise.convert(eng, count, narrowing))
-              .run(st, src, dst);
-        });
+    runPointwise(
+        new Pointwise(narrowing ? "to-bf16" : "from-bf16", count, 1),
+        () -> OneDnnPointwise.convert(eng, count, narrowing),
+        src,
+        dst);
   }
 
   /** {@code y[r, c] += bias[c]} over [rows, cols]. */
   void addBias(int rows, int cols, Pointer y, Pointer bias) {
-    onEngineThread(
-        () ->
-            pointwise(
-                    new Pointwise("add-bias", rows, cols),
-                    () -> OneDnnPointwise.addBias(eng, rows, cols))
-                .run(st, y, bias, y));
+    runPointwise(
+        new Pointwise("add-bias", rows, cols),
+        () -> OneDnnPointwise.addBias(eng, rows, cols),
+        y,
+        bias,
+        y);
   }
 
   /** {@code y = relu(x)} over {@code count} elements. */
   void relu(long count, Pointer x, Pointer y) {
-    onEngineThread(
-        () -> {
-          pointwise(new Pointwise("relu", count, 1), () -> OneDnnPointwise.relu(eng, count))
-              .run(st, x, y);
-        });
+    runPointwise(new Pointwise("relu", count, 1), () -> OneDnnPointwise.relu(eng, count), x, y);
   }
 
   void reluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
-    onEngineThread(
-        () -> {
-          pointwise(
-                  new Pointwise("relu-backward", count, 1),
-                  () -> OneDnnPointwise.reluBackward(eng, count))
-              .run(st, x, dy, dx);
-        });
+    runPointwise(
+        new Pointwise("relu-backward", count, 1),
+        () -> OneDnnPointwise.reluBackward(eng, count),
+        x,
+        dy,
+        dx);
   }
 
   /** {@code out = a + b} over {@code count} elements. */
   void add(long count, Pointer a, Pointer b, Pointer out) {
-    onEngineThread(
-        () -> {
-          pointwise(new Pointwise("add", count, 1), () -> OneDnnPointwise.add(eng, count))
-              .run(st, a, b, out);
-        });
+    runPointwise(new Pointwise("add", count, 1), () -> OneDnnPointwise.add(eng, count), a, b, out);
   }
 
   void softmax(int rows, int cols, Pointer x, Pointer y) {
-    onEngineThread(
-        () -> {
-          pointwise(
-                  new Pointwise("softmax", rows, cols),
-                  () -> OneDnnPointwise.softmax(eng, rows, cols))
-              .run(st, x, y);
-        });
+    runPointwise(
+        new Pointwise("softmax", rows, cols), () -> OneDnnPointwise.softmax(eng, rows, cols), x, y);
   }
 
   void softmaxBackward(int rows, int cols, Pointer y, Pointer dy, Pointer dx) {
-    onEngineThread(
-        () -> {
-          pointwise(
-                  new Pointwise("softmax-backward", rows, cols),
-                  () -> OneDnnPointwise.softmaxBackward(eng, rows, cols))
-              .run(st, y, dy, dx);
-        });
+    runPointwise(
+        new Pointwise("softmax-backward", rows, cols),
+        () -> OneDnnPointwise.softmaxBackward(eng, rows, cols),
+        y,
+        dy,
+        dx);
   }
 
   /** Layer normalization over the last dimension of [rows, size], as {@link OneDnnLayerNorm}. */
@@ -256,8 +234,9 @@ final class OneDnn implements AutoCloseable {
         k -> new OneDnnLayerNorm(eng, rows, size, eps));
   }
 
-  private BoundPrimitive pointwise(Pointwise key, Supplier<BoundPrimitive> make) {
-    return pointwise.computeIfAbsent(key, k -> make.get());
+  /** The pointwise primitive for {@code key} (made by {@code make} on first use), run on args. */
+  private void runPointwise(Pointwise key, Supplier<BoundPrimitive> make, Pointer... args) {
+    onEngineThread(() -> pointwise.computeIfAbsent(key, k -> make.get()).run(st, args));
   }
 
   private BoundPrimitive matmul(OneDnnMatmul.Shape g) {
