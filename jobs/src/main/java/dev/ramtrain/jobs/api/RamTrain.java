@@ -254,7 +254,7 @@ public final class RamTrain {
     // Checked here, before the run starts: a model that does not fit the data is a usage error.
     List<String> classes = manifest.classes();
     RunSpec spec = settings.forClasses(classes);
-    spec.model().requireFits(manifest.image().shape(), classes);
+    spec.model().requireFits(spec.data().train().inputShape(manifest.image().shape()), classes);
     return Training.start(spark, spec, classes, () -> DistributedTraining.run(spark, spec, ranks));
   }
 
@@ -263,7 +263,10 @@ public final class RamTrain {
     RamtrainConfig c = set("ramtrain.train.output", output).config();
     RunSpec spec = TrainSettings.read(c).forClasses(shards.manifest().classes());
     TrainSettings.Dist dist = TrainSettings.dist(c);
-    spec.model().requireFits(shards.manifest().image().shape(), shards.manifest().classes());
+    spec.model()
+        .requireFits(
+            spec.data().train().inputShape(shards.manifest().image().shape()),
+            shards.manifest().classes());
     return Training.start(
         spark,
         spec,

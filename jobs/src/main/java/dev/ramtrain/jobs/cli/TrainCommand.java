@@ -47,6 +47,21 @@ public final class TrainCommand implements Callable<Integer> {
 
   @Mixin TrainFlags training;
 
+  // train's own: in pipeline, --height and --width are the stored size (EtlFlags).
+  @Option(
+      names = "--height",
+      description =
+          "The model's input height: the crop's output with --augment rrc; 0: the stored height"
+              + " (ramtrain.train.augment.height).")
+  Integer height;
+
+  @Option(
+      names = "--width",
+      description =
+          "The model's input width: the crop's output with --augment rrc; 0: the stored width"
+              + " (ramtrain.train.augment.width).")
+  Integer width;
+
   @Option(names = "--seed", description = "Seed (ramtrain.seed).")
   Long seed;
 
@@ -80,7 +95,9 @@ public final class TrainCommand implements Callable<Integer> {
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     spec = spec.forClasses(ds.manifest().classes());
-    spec.model().requireFits(ds.manifest().image().shape(), ds.manifest().classes());
+    spec.model()
+        .requireFits(
+            spec.data().train().inputShape(ds.manifest().image().shape()), ds.manifest().classes());
     // A run directory on HDFS or S3A is written by a trainer task, which publishes checkpoints.
     boolean onSpark = cluster || dist.ranks() > 1 || master != null;
     if (onSpark || spec.output().remote()) {
@@ -139,6 +156,8 @@ public final class TrainCommand implements Callable<Integer> {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.train.dataset", dataset);
     training.addTo(f);
+    f.put("ramtrain.train.augment.height", CommonOptions.text(height));
+    f.put("ramtrain.train.augment.width", CommonOptions.text(width));
     f.put("ramtrain.seed", CommonOptions.text(seed));
     return f;
   }

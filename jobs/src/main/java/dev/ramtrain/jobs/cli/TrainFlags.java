@@ -54,6 +54,13 @@ public final class TrainFlags {
               + " (ramtrain.train.early-stop-patience).")
   Integer earlyStopPatience;
 
+  @Option(
+      names = "--augment",
+      description =
+          "none or rrc: a random resized crop of each stored image, drawn anew every epoch"
+              + " (ramtrain.train.augment.mode).")
+  String augment;
+
   @Option(names = "--optimizer", description = "adamw or sgd (ramtrain.train.optimizer).")
   String optimizer;
 
@@ -170,6 +177,7 @@ public final class TrainFlags {
     f.put("ramtrain.train.accumulate", CommonOptions.text(accumulate));
     f.put("ramtrain.train.best-metric", bestMetric);
     f.put("ramtrain.train.early-stop-patience", CommonOptions.text(earlyStopPatience));
+    f.put("ramtrain.train.augment.mode", augment);
     f.put("ramtrain.train.optimizer", optimizer);
     f.put("ramtrain.train.lr", CommonOptions.text(lr));
     f.put("ramtrain.train.weight-decay", CommonOptions.text(weightDecay));

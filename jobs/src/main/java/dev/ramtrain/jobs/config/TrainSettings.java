@@ -9,7 +9,10 @@ import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
+import dev.ramtrain.trainer.data.CenterCrop;
+import dev.ramtrain.trainer.data.InputResize;
 import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.RandomResizedCrop;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.optim.AdamWSpec;
@@ -29,6 +32,7 @@ import java.util.TreeMap;
 public final class TrainSettings {
   private static final String P = "ramtrain.train.";
   private static final String O = "ramtrain.offload.";
+  private static final String A = "ramtrain.train.augment.";
 
   public enum OptimizerKind {
     ADAMW,
@@ -183,11 +187,23 @@ public final class TrainSettings {
   private static RunSpec.Data data(RamtrainConfig c, long seed) {
     int batch = c.integer(P + "batch-size");
     int workers = c.integer(P + "workers");
+    boolean resizedCrop = c.choice(A + "mode", AugmentMode.class) == AugmentMode.RRC;
+    require(
+        resizedCrop || c.integer(A + "height") == 0,
+        A + "height",
+        "sets the crop's output: it needs ramtrain.train.augment.mode = rrc");
+    require(
+        resizedCrop || c.integer(A + "width") == 0,
+        A + "width",
+        "sets the crop's output: it needs ramtrain.train.augment.mode = rrc");
     LoaderOptions.Augmentation augmentation =
         checked(
             P + "crop-padding",
             () ->
-                new LoaderOptions.Augmentation(c.integer(P + "crop-padding"), c.bool(P + "flip")));
+                new LoaderOptions.Augmentation(
+                    c.integer(P + "crop-padding"),
+                    c.bool(P + "flip"),
+                    resizedCrop ? randomResizedCrop(c) : null));
     LoaderOptions train =
         LoaderOptions.training(
                 batch,
@@ -197,8 +213,49 @@ public final class TrainSettings {
                 c.choice(P + "remainder", LoaderOptions.Remainder.class),
                 augmentation)
             .withBatchesPerStep(c.integer(P + "accumulate"));
+    InputResize evalResize =
+        resizedCrop
+            ? checked(
+                A + "crop-pct",
+                () ->
+                    new CenterCrop(
+                        c.integer(A + "height"), c.integer(A + "width"), c.number(A + "crop-pct")))
+            : null;
     return new RunSpec.Data(
-        c.string(P + "dataset"), train, LoaderOptions.evaluation(batch, workers));
+        c.string(P + "dataset"), train, LoaderOptions.evaluation(batch, workers, evalResize));
+  }
+
+  /** Load-time augmentation beyond crop-padding and flip ({@code ramtrain.train.augment.mode}). */
+  enum AugmentMode {
+    NONE,
+    RRC
+  }
+
+  /** {@code ramtrain.train.augment.*}: torchvision's RandomResizedCrop to the model's input. */
+  private static RandomResizedCrop randomResizedCrop(RamtrainConfig c) {
+    double[] scale = pair(c, A + "scale");
+    double[] ratio = pair(c, A + "ratio");
+    return checked(
+        A + "scale",
+        () ->
+            new RandomResizedCrop(
+                c.integer(A + "height"),
+                c.integer(A + "width"),
+                scale[0],
+                scale[1],
+                ratio[0],
+                ratio[1]));
+  }
+
+  /** A two-number list, as torchvision's (min, max) tuples. */
+  private static double[] pair(RamtrainConfig c, String key) {
+    List<String> values = c.strings(key);
+    require(values.size() == 2, key, "must be [min, max], got " + values);
+    try {
+      return new double[] {Double.parseDouble(values.get(0)), Double.parseDouble(values.get(1))};
+    } catch (NumberFormatException e) {
+      throw new ConfigException(key + " = " + values + ": not numbers");
+    }
   }
 
   private static OptimizerSpec optimizer(RamtrainConfig c) {

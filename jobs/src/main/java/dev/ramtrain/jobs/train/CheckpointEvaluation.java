@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
@@ -23,7 +24,8 @@ import org.apache.hadoop.conf.Configuration;
 /**
  * A trained checkpoint evaluated on a split of a dataset, in this process: the model, image shape
  * and normalization come from the checkpoint, which must have been trained on the dataset's image
- * shape and classes. What {@code evaluate} and the notebook API run.
+ * shape and classes (a run trained on random resized crops: on its channels, any stored size). What
+ * {@code evaluate} and the notebook API run.
  */
 public final class CheckpointEvaluation {
   private CheckpointEvaluation() {}
@@ -45,7 +47,12 @@ public final class CheckpointEvaluation {
               + new java.util.TreeSet<>(m.splits().keySet()));
     }
     ImageShape shape = trained.shape();
-    if (!shape.equals(m.image().shape())) {
+    // A run trained on random resized crops evaluates as timm does: each stored image resized and
+    // centre-cropped to the model's input, whatever size it is stored at.
+    LoaderOptions eval =
+        s.data().eval().withResize(trained.evalCrop() == null ? null : trained.evalCrop().crop());
+    if (!shape.equals(eval.inputShape(m.image().shape()))
+        || shape.channels() != m.image().shape().channels()) {
       throw new IOException(
           c.dir()
               + " was trained on "
@@ -69,7 +76,7 @@ public final class CheckpointEvaluation {
     Normalization norm = trained.normalization();
     try (Backend backend = Backends.open(s.backend());
         ShardSet shards = DatasetShards.open(ds, split);
-        DataLoader loader = new DataLoader(backend, shards, s.data().eval())) {
+        DataLoader loader = new DataLoader(backend, shards, eval)) {
       Stream stream = backend.createStream("evaluate");
       try (Model model =
               Model.build(spec, ModelSpec.parse(spec, shape), backend, stream, s.batchSize(), 0);

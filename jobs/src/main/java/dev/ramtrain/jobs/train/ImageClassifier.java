@@ -6,12 +6,14 @@ import dev.ramtrain.etl.image.ImageTransform;
 import dev.ramtrain.etl.image.RejectedImageException;
 import dev.ramtrain.etl.source.RawSample;
 import dev.ramtrain.etl.source.SampleBytes;
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.Predictor;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.data.AntialiasedResize;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import java.io.IOException;
@@ -33,6 +35,7 @@ public final class ImageClassifier implements AutoCloseable {
 
   private final TrainedCheckpoint trained;
   private final ImageProcessor processor;
+  private final AntialiasedResize cropper = new AntialiasedResize(); // batches run one at a time
   private final int batchSize;
   private final long maxFileBytes;
   private final Backend backend;
@@ -66,9 +69,12 @@ public final class ImageClassifier implements AutoCloseable {
       long maxPixels,
       long maxFileBytes,
       int batchSize) {
+    // A run trained on random resized crops sees its images as evaluation does: preprocessed to
+    // the stored shape, then resized and centre-cropped (TrainedCheckpoint.EvalCrop).
+    ImageShape decoded = trained.evalCrop() == null ? trained.shape() : trained.evalCrop().stored();
     ImageProcessor processor =
         new ImageProcessor(
-                new ImageTransform(trained.shape(), trained.resize(), Augmentation.NONE),
+                new ImageTransform(decoded, trained.resize(), Augmentation.NONE),
                 trained.decoder(),
                 maxPixels,
                 0)
@@ -104,6 +110,27 @@ public final class ImageClassifier implements AutoCloseable {
     }
   }
 
+  /** A processed image (at {@code pixels}) into the staging slot at {@code at}, as evaluated. */
+  private void stage(long pixels, long at) {
+    TrainedCheckpoint.EvalCrop eval = trained.evalCrop();
+    if (eval == null) {
+      MemoryUtil.copyMemory(pixels, at, trained.shape().bytes());
+      return;
+    }
+    ImageShape stored = eval.stored();
+    ImageShape input = trained.shape();
+    cropper.resize(
+        MemoryUtil.directBuffer(pixels, stored.bytes()),
+        stored.width(),
+        stored.channels(),
+        eval.crop().plan(stored.height(), stored.width(), () -> 0),
+        input.height(),
+        input.width(),
+        false,
+        MemoryUtil.directBuffer(at, input.bytes()),
+        0);
+  }
+
   public List<String> classes() {
     return trained.classes();
   }
@@ -119,7 +146,7 @@ public final class ImageClassifier implements AutoCloseable {
 
   private List<Prediction> batch(List<Path> chunk) {
     HostBuffer staging = predictor.staging();
-    long imageBytes = processor.shape().bytes();
+    long imageBytes = trained.shape().bytes();
     String[] errors = new String[chunk.size()];
     int[] slot = new int[chunk.size()];
     int staged = 0;
@@ -131,7 +158,7 @@ public final class ImageClassifier implements AutoCloseable {
         processor.process(
             RawSample.encoded(file.toString(), bytes, -1, null),
             0,
-            (copy, pixels) -> MemoryUtil.copyMemory(pixels, at, imageBytes));
+            (copy, pixels) -> stage(pixels, at));
         slot[i] = staged++;
       } catch (RejectedImageException e) {
         errors[i] = e.reason().name().toLowerCase(Locale.ROOT) + ": " + e.getMessage();

@@ -9,6 +9,7 @@ import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
+import dev.ramtrain.trainer.data.CenterCrop;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelSpec;
@@ -34,7 +35,14 @@ public record TrainedCheckpoint(
     ResizeMode resize,
     ImageDecoder.Kind decoder,
     boolean exifOrientation,
-    Normalization normalization) {
+    Normalization normalization,
+    EvalCrop evalCrop) {
+
+  /**
+   * How a run trained on random resized crops evaluates: images at the {@code stored} shape it was
+   * trained from, resized and centre-cropped by {@code crop} to the model's input.
+   */
+  public record EvalCrop(CenterCrop crop, ImageShape stored) {}
 
   /** A checkpoint folder, or a run directory (its latest checkpoint). */
   public static TrainedCheckpoint open(Path checkpointOrRun) throws IOException {
@@ -103,7 +111,39 @@ public record TrainedCheckpoint(
                 EtlSettings.ExifOrientationSetting.IGNORE,
                 EtlSettings.ExifOrientationSetting.class)
             == EtlSettings.ExifOrientationSetting.APPLY,
-        Normalization.fromState(state));
+        Normalization.fromState(state),
+        evalCrop(c));
+  }
+
+  /**
+   * The evaluation resize of a run trained on random resized crops ({@code eval_crop}), or null:
+   * its data is evaluated as stored.
+   */
+  private static EvalCrop evalCrop(Checkpoints.Loaded c) throws IOException {
+    Object value = c.state().get("eval_crop");
+    if (value == null) {
+      return null;
+    }
+    try {
+      Map<?, ?> crop = (Map<?, ?>) value;
+      List<?> stored = (List<?>) crop.get("stored");
+      return new EvalCrop(
+          new CenterCrop(
+              ((Number) crop.get("height")).intValue(),
+              ((Number) crop.get("width")).intValue(),
+              ((Number) crop.get("crop_pct")).doubleValue()),
+          new ImageShape(
+              ((Number) stored.get(0)).intValue(),
+              ((Number) stored.get(1)).intValue(),
+              ((Number) stored.get(2)).intValue()));
+    } catch (RuntimeException e) { // edited or damaged: missing keys, other types, bad values
+      throw new IOException(
+          c.dir().resolve("state.json")
+              + ": eval_crop "
+              + value
+              + " is not {height, width, crop_pct, stored}",
+          e);
+    }
   }
 
   /**
@@ -155,7 +195,8 @@ public record TrainedCheckpoint(
         ResizeMode.SHORTER_SIDE_CROP,
         ImageDecoder.Kind.OPENCV,
         true,
-        Normalization.fromState(state));
+        Normalization.fromState(state),
+        null);
   }
 
   private static <E extends Enum<E>> E choice(

@@ -15,6 +15,7 @@ import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
+import dev.ramtrain.trainer.data.CenterCrop;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.data.Normalization;
@@ -88,7 +89,7 @@ public final class TrainingRun {
                 data.source(), split));
       }
     }
-    ImageShape shape = train.shape();
+    ImageShape shape = spec.data().train().inputShape(train.shape()); // the model's input
     List<String> classes = train.classes();
     spec = spec.forClasses(classes);
     spec.model().requireFits(shape, classes);
@@ -163,6 +164,20 @@ public final class TrainingRun {
         Map<String, Object> info = new TreeMap<>(RunFingerprint.record(settings, fingerprint));
         info.put("classes", classes);
         info.put("image", List.of(shape.height(), shape.width(), shape.channels()));
+        if (spec.data().eval().augmentation().resize() instanceof CenterCrop crop) {
+          ImageShape stored = train.shape(); // what serving resizes raw images to first
+          info.put(
+              "eval_crop",
+              Map.of(
+                  "height",
+                  shape.height(),
+                  "width",
+                  shape.width(),
+                  "crop_pct",
+                  crop.cropPct(),
+                  "stored",
+                  List.of(stored.height(), stored.width(), stored.channels())));
+        }
         info.put("mean", options.mean());
         info.put("std", options.std());
         info.put("dataset", data.source());

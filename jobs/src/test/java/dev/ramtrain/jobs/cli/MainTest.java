@@ -14,6 +14,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import javax.imageio.ImageIO;
 import org.junit.jupiter.api.Test;
@@ -268,6 +269,34 @@ class MainTest {
   void predictOnTheRawFilesAgreesWithEvaluateOnTheirShards() throws Exception {
     // No train/serve skew: predict decodes and resizes the raw images itself, evaluate reads the
     // shards preprocessing made of the same images; both must classify them identically.
+    predictAgreesWithEvaluate();
+  }
+
+  @Test
+  void aRunOnRandomResizedCropsEvaluatesAndPredictsOnCentreCrops() throws Exception {
+    // Trained on 16x16 random resized crops of 20x20 stored images, evaluated and served as timm
+    // does: resized (shorter side 18 at crop-pct 0.875) and centre-cropped to 16x16.
+    Path runDir = predictAgreesWithEvaluate("--augment", "rrc", "--height", "16", "--width", "16");
+    java.util.Map<String, Object> state = Checkpoints.latestState(runDir);
+    assertEquals(List.of(16, 16, 3), state.get("image"), "the model's input: the crop's size");
+    assertEquals(
+        java.util.Map.of(
+            "height", 16, "width", 16, "crop_pct", 0.875, "stored", List.of(20, 20, 3)),
+        state.get("eval_crop"));
+    Run noCrop =
+        run(
+            "train",
+            "-d",
+            tmp.resolve("dataset").toString(),
+            "-o",
+            tmp.resolve("run2").toString(),
+            "--height",
+            "16");
+    assertEquals(Main.EXIT_USAGE, noCrop.status(), noCrop.err());
+    assertTrue(noCrop.err().contains("ramtrain.train.augment.height"), noCrop.err());
+  }
+
+  private Path predictAgreesWithEvaluate(String... trainFlags) throws Exception {
     Path images = tmp.resolve("images");
     assertEquals(
         0,
@@ -302,21 +331,24 @@ class MainTest {
             "ramtrain.etl.val-fraction=0.3");
     assertEquals(0, p.status(), p.err());
     Path runDir = tmp.resolve("run");
-    Run t =
-        run(
-            "train",
-            "-d",
-            dataset.toString(),
-            "-o",
-            runDir.toString(),
-            "--model",
-            "cnn:cb4-p-d0.2-f16-3",
-            "--epochs",
-            "3",
-            "--batch-size",
-            "6",
-            "--set",
-            "ramtrain.train.threads=1");
+    List<String> train =
+        new ArrayList<>(
+            List.of(
+                "train",
+                "-d",
+                dataset.toString(),
+                "-o",
+                runDir.toString(),
+                "--model",
+                "cnn:cb4-p-d0.2-f16-3",
+                "--epochs",
+                "3",
+                "--batch-size",
+                "6",
+                "--set",
+                "ramtrain.train.threads=1"));
+    train.addAll(List.of(trainFlags));
+    Run t = run(train.toArray(String[]::new));
     assertEquals(0, t.status(), t.err());
     long expected = 0;
     for (String split : new String[] {"train", "val"}) {
@@ -375,6 +407,7 @@ class MainTest {
     assertEquals(1 + 13, lines.size());
     assertTrue(lines.get(1).startsWith(broken + ",,,"), lines.get(1));
     assertTrue(lines.get(1).split(",", -1)[6].length() > 3, "the error is named: " + lines.get(1));
+    return runDir;
   }
 
   @Test

@@ -27,7 +27,8 @@ import org.apache.arrow.memory.util.MemoryUtil;
 public final class DataLoader implements AutoCloseable {
   private final ShardSet shards;
   private final LoaderOptions options;
-  private final ImageShape shape;
+  private final ImageShape stored; // the shards' images
+  private final ImageShape shape; // the batches' images: stored, or resized
   private final ShardBatch[][] batches; // [shard][record batch], views into the mapped shards
   private final long[] index; // sample -> shard << 40 | record batch << 20 | row
   private final ExecutorService workers;
@@ -38,7 +39,8 @@ public final class DataLoader implements AutoCloseable {
   public DataLoader(Backend backend, ShardSet shards, LoaderOptions options) {
     this.shards = shards;
     this.options = options;
-    this.shape = shards.shape();
+    this.stored = shards.shape();
+    this.shape = options.inputShape(stored);
     List<ShardReader> readers = shards.readers();
     this.batches = new ShardBatch[readers.size()][];
     List<Long> samples = new ArrayList<>();
@@ -92,6 +94,7 @@ public final class DataLoader implements AutoCloseable {
     }
   }
 
+  /** The shape of the images in this loader's batches: the stored one, or the resize's. */
   public ImageShape shape() {
     return shape;
   }
@@ -226,19 +229,37 @@ public final class DataLoader implements AutoCloseable {
       HostBuffer labels = labelSlots.get(slot);
       IntBuffer labelInts = labels.asByteBuffer().asIntBuffer();
       long base = pixels.address();
+      LoaderOptions.Augmentation augmentation = options.augmentation();
+      AntialiasedResize resizer = augmentation.resize() == null ? null : new AntialiasedResize();
       for (int j = 0; j < size; j++) {
         long sample = order[batchIndex * options.batchSize() + j];
         ShardBatch source = batches[(int) (sample >>> 40)][(int) (sample >>> 20 & 0xFFFFF)];
         int row = (int) (sample & 0xFFFFF);
         SplittableRandom rng =
             new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, source.id(row)));
-        Augment.copy(
-            source.imageAddress(row),
-            base + (long) j * shape.bytes(),
-            shape,
-            options.augmentation().cropPadding(),
-            options.augmentation().flip(),
-            rng);
+        long target = base + (long) j * shape.bytes();
+        if (resizer == null) {
+          Augment.copy(
+              source.imageAddress(row),
+              target,
+              shape,
+              augmentation.cropPadding(),
+              augmentation.flip(),
+              rng);
+        } else { // torchvision's order: the crop, then the flip
+          CropPlan plan =
+              augmentation.resize().plan(stored.height(), stored.width(), rng::nextDouble);
+          resizer.resize(
+              MemoryUtil.directBuffer(source.imageAddress(row), stored.bytes()),
+              stored.width(),
+              stored.channels(),
+              plan,
+              shape.height(),
+              shape.width(),
+              augmentation.flip() && rng.nextBoolean(),
+              MemoryUtil.directBuffer(target, shape.bytes()),
+              0);
+        }
         labelInts.put(j, source.label(row));
       }
       return new Batch(batchIndex, size, pixels, labels, () -> release(batchIndex, slot));

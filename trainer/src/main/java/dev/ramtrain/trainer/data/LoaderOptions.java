@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.data;
 
+import dev.ramtrain.format.ImageShape;
 import java.io.Serializable;
 
 /**
@@ -40,14 +41,28 @@ public record LoaderOptions(
     }
   }
 
-  /** Random crop after zero padding by {@code cropPadding} pixels, and horizontal flips. */
-  public record Augmentation(int cropPadding, boolean flip) implements Serializable {
+  /**
+   * Load-time augmentation, drawn anew every epoch from (seed, epoch, sample id): a random crop
+   * after zero padding by {@code cropPadding} pixels (CIFAR's), or a {@link InputResize} (a random
+   * resized crop for training, a resize and centre crop for evaluation; null keeps the stored
+   * size), then horizontal flips.
+   */
+  public record Augmentation(int cropPadding, boolean flip, InputResize resize)
+      implements Serializable {
     public static final Augmentation NONE = new Augmentation(0, false);
 
     public Augmentation {
       if (cropPadding < 0) {
         throw new IllegalArgumentException("crop padding must be >= 0");
       }
+      if (cropPadding > 0 && resize != null) {
+        throw new IllegalArgumentException(
+            "crop padding " + cropPadding + " and a resized crop exclude each other");
+      }
+    }
+
+    public Augmentation(int cropPadding, boolean flip) {
+      this(cropPadding, flip, null);
     }
   }
 
@@ -108,6 +123,17 @@ public record LoaderOptions(
     return new LoaderOptions(batchSize, workers, prefetch, sampling, augmentation, rank, batches);
   }
 
+  /** These options with the images resized by {@code resize} (null: as stored). */
+  public LoaderOptions withResize(InputResize resize) {
+    Augmentation a = new Augmentation(augmentation.cropPadding(), augmentation.flip(), resize);
+    return new LoaderOptions(batchSize, workers, prefetch, sampling, a, rank, batchesPerStep);
+  }
+
+  /** The shape of the images the loader's batches hold for images stored as {@code stored}. */
+  public ImageShape inputShape(ImageShape stored) {
+    return augmentation.resize() == null ? stored : augmentation.resize().outputShape(stored);
+  }
+
   /** These options for {@code other}, with batches of {@code batch}. */
   public LoaderOptions forRank(int batch, Rank other) {
     return new LoaderOptions(
@@ -133,7 +159,12 @@ public record LoaderOptions(
 
   /** In order, no augmentation: for evaluation. */
   public static LoaderOptions evaluation(int batchSize, int workers) {
+    return evaluation(batchSize, workers, null);
+  }
+
+  /** In order, each image resized by {@code resize} (null: as stored), for evaluation. */
+  public static LoaderOptions evaluation(int batchSize, int workers, InputResize resize) {
     return new LoaderOptions(
-        batchSize, workers, 2, Sampling.IN_ORDER, Augmentation.NONE, Rank.SINGLE);
+        batchSize, workers, 2, Sampling.IN_ORDER, new Augmentation(0, false, resize), Rank.SINGLE);
   }
 }

@@ -5,7 +5,9 @@ import static dev.ramtrain.trainer.data.LoaderOptions.Remainder.KEEP;
 import static dev.ramtrain.trainer.data.LoaderOptions.Remainder.PAD;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,18 +15,21 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.format.ShardSchema;
 import dev.ramtrain.format.ShardWriter;
+import dev.ramtrain.format.ids.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.function.LongFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -41,6 +46,11 @@ class DataLoaderTest {
 
   /** Those of the three shards numbered {@code which}. */
   private ShardSet shards(int... which) throws Exception {
+    return shards(DataLoaderTest::pixels, which);
+  }
+
+  /** Those of the three shards numbered {@code which}, sample id's pixels {@code image(id)}. */
+  private ShardSet shards(LongFunction<byte[]> image, int... which) throws Exception {
     ShardSchema schema = new ShardSchema(SHAPE, List.of("a", "b", "c"));
     List<ShardReader> readers = new ArrayList<>();
     int[] sizes = SIZES;
@@ -50,7 +60,7 @@ class DataLoaderTest {
           ShardWriter w = new ShardWriter(schema, out, SHAPE.bytes() * 4L)) {
         for (int r = 0; r < sizes[s]; r++) {
           long id = s * 1000L + r;
-          w.append(id, (int) (id % 3), pixels(id));
+          w.append(id, (int) (id % 3), image.apply(id));
         }
         w.finish();
       }
@@ -73,9 +83,10 @@ class DataLoaderTest {
     try (DataLoader.Epoch e = loader.epoch(epoch)) {
       Batch b;
       while ((b = e.next()) != null) {
-        byte[] bytes = new byte[b.size() * SHAPE.bytes() + 4 * b.size()];
-        b.pixels().asByteBuffer().get(bytes, 0, b.size() * SHAPE.bytes());
-        b.labels().asByteBuffer().get(bytes, b.size() * SHAPE.bytes(), 4 * b.size());
+        int image = loader.shape().bytes();
+        byte[] bytes = new byte[b.size() * image + 4 * b.size()];
+        b.pixels().asByteBuffer().get(bytes, 0, b.size() * image);
+        b.labels().asByteBuffer().get(bytes, b.size() * image, 4 * b.size());
         out.add(bytes);
         b.release();
       }
@@ -368,6 +379,131 @@ class DataLoaderTest {
       byte[] got = new byte[src.length];
       out.get(got);
       assertArrayEquals(expected, got, "seed " + seed);
+    }
+  }
+
+  /** Pixels no two samples share, so that crops name their sample. */
+  static byte[] noise(long id) {
+    byte[] p = new byte[SHAPE.bytes()];
+    new SplittableRandom(id).nextBytes(p);
+    return p;
+  }
+
+  private static final RandomResizedCrop CROP =
+      new RandomResizedCrop(3, 3, 0.3, 1.0, 0.75, 4 / 3.0);
+
+  /** Sample {@code id} as epoch {@code epoch} of seed 42 crops and flips it. */
+  private static byte[] resizedCrop(long id, int epoch) {
+    SplittableRandom rng = new SplittableRandom(SampleIds.mix(42, epoch, id));
+    CropPlan plan = CROP.plan(SHAPE.height(), SHAPE.width(), rng::nextDouble);
+    java.nio.ByteBuffer out = java.nio.ByteBuffer.allocate(3 * 3 * 3);
+    new AntialiasedResize()
+        .resize(
+            java.nio.ByteBuffer.wrap(noise(id)),
+            SHAPE.width(),
+            3,
+            plan,
+            3,
+            3,
+            rng.nextBoolean(),
+            out,
+            0);
+    return out.array();
+  }
+
+  private static LoaderOptions cropping(
+      int workers, LoaderOptions.Sampling sampling, int rank, int world) {
+    return new LoaderOptions(
+        8,
+        workers,
+        3,
+        sampling,
+        new LoaderOptions.Augmentation(0, true, CROP),
+        new LoaderOptions.Rank(rank, world));
+  }
+
+  /** The samples of batches of 3x3x3 crops, by id: each the crop of exactly one id this epoch. */
+  private static List<Long> cropIds(List<byte[]> batches, int epoch) {
+    Map<String, Long> byPixels = new HashMap<>();
+    for (int s = 0; s < SIZES.length; s++) {
+      for (int r = 0; r < SIZES[s]; r++) {
+        long id = s * 1000L + r;
+        assertNull(byPixels.put(Arrays.toString(resizedCrop(id, epoch)), id), "crops collide");
+      }
+    }
+    List<Long> ids = new ArrayList<>();
+    for (byte[] batch : batches) {
+      int n = batch.length / (27 + 4);
+      for (int j = 0; j < n; j++) {
+        Long id = byPixels.get(Arrays.toString(Arrays.copyOfRange(batch, j * 27, (j + 1) * 27)));
+        assertNotNull(id, "sample " + j + " is no sample's crop of epoch " + epoch);
+        ids.add(id);
+      }
+    }
+    return ids;
+  }
+
+  @Test
+  void resizedCropsAreEachSamplesOwnDrawsResampledAndFlipped() throws Exception {
+    try (Backend backend = new CpuBackend(1);
+        ShardSet set = shards(DataLoaderTest::noise, 0, 1, 2);
+        DataLoader loader =
+            new DataLoader(
+                backend,
+                set,
+                cropping(
+                    2,
+                    new LoaderOptions.Sampling(42, false, LoaderOptions.Remainder.KEEP),
+                    0,
+                    1))) {
+      assertEquals(new ImageShape(3, 3, 3), loader.shape());
+      for (int epoch : new int[] {0, 5}) {
+        List<Long> ids = cropIds(drain(loader, epoch), epoch);
+        List<Long> inOrder = new ArrayList<>();
+        for (int s = 0; s < SIZES.length; s++) {
+          for (int r = 0; r < SIZES[s]; r++) {
+            inOrder.add(s * 1000L + r);
+          }
+        }
+        assertEquals(inOrder, ids, "epoch " + epoch);
+      }
+      assertFalse(
+          Arrays.equals(resizedCrop(1003, 0), resizedCrop(1003, 5)), "a new crop every epoch");
+    }
+  }
+
+  @Test
+  void resizedCropsResumeMidEpochAndSplitOverRanks() throws Exception {
+    LoaderOptions.Sampling shuffled =
+        new LoaderOptions.Sampling(42, true, LoaderOptions.Remainder.DROP);
+    try (Backend backend = new CpuBackend(1);
+        ShardSet set = shards(DataLoaderTest::noise, 0, 1, 2)) {
+      List<byte[]> whole;
+      try (DataLoader one = new DataLoader(backend, set, cropping(1, shuffled, 0, 1))) {
+        whole = drain(one, 2);
+      }
+      try (DataLoader resumed = new DataLoader(backend, set, cropping(3, shuffled, 0, 1));
+          DataLoader.Epoch e = resumed.epoch(2, 2)) {
+        for (int i = 2; i < whole.size(); i++) {
+          Batch b = e.next();
+          byte[] pixels = new byte[b.size() * 27];
+          b.pixels().asByteBuffer().get(pixels);
+          assertArrayEquals(Arrays.copyOf(whole.get(i), pixels.length), pixels, "batch " + i);
+          b.release();
+        }
+        assertNull(e.next());
+      }
+      // Two ranks: disjoint samples that together are the one-rank epoch's, crops alike.
+      List<Long> all = cropIds(whole, 2);
+      Set<Long> seen = new HashSet<>();
+      for (int rank = 0; rank < 2; rank++) {
+        try (DataLoader r = new DataLoader(backend, set, cropping(2, shuffled, rank, 2))) {
+          for (Long id : cropIds(drain(r, 2), 2)) {
+            assertTrue(seen.add(id), "sample " + id + " on two ranks");
+          }
+        }
+      }
+      assertEquals(Set.copyOf(all.subList(0, seen.size())), seen);
     }
   }
 
