@@ -26,9 +26,18 @@ final class Resample {
 
   /** {@code src} resized to {@code width} x {@code height}, a new Mat the caller owns. */
   static Mat to(Mat src, int width, int height) {
+    Mat out = new Mat();
+    into(src, out, width, height);
+    return out;
+  }
+
+  /**
+   * {@code src} resized to {@code width} x {@code height} into {@code out}: in place when {@code
+   * out} already has that size and type (a view of memory the caller owns).
+   */
+  static void into(Mat src, Mat out, int width, int height) {
     double sx = (double) width / src.cols();
     double sy = (double) height / src.rows();
-    Mat out = new Mat();
     try (Size size = new Size(width, height)) {
       if (sx >= 1 && sy >= 1) {
         resize(src, out, size, 0, 0, INTER_LINEAR);
@@ -40,7 +49,6 @@ final class Resample {
         }
       }
     }
-    return out;
   }
 
   private static boolean integerRatio(int w, int tw, int h, int th) {

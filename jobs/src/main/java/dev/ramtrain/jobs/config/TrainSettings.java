@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.config;
 import static dev.ramtrain.jobs.config.RamtrainConfig.checked;
 import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
+import dev.ramtrain.jobs.train.ResizeFilter;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.trainer.BestEpoch;
@@ -222,7 +223,10 @@ public final class TrainSettings {
                         c.integer(A + "height"), c.integer(A + "width"), c.number(A + "crop-pct")))
             : null;
     return new RunSpec.Data(
-        c.string(P + "dataset"), train, LoaderOptions.evaluation(batch, workers, evalResize));
+        c.string(P + "dataset"),
+        train,
+        LoaderOptions.evaluation(batch, workers, evalResize),
+        c.choice(A + "filter", ResizeFilter.class));
   }
 
   /** Load-time augmentation beyond crop-padding and flip ({@code ramtrain.train.augment.mode}). */

@@ -76,7 +76,14 @@ public final class CheckpointEvaluation {
     Normalization norm = trained.normalization();
     try (Backend backend = Backends.open(s.backend());
         ShardSet shards = DatasetShards.open(ds, split);
-        DataLoader loader = new DataLoader(backend, shards, eval)) {
+        DataLoader loader =
+            new DataLoader(
+                backend,
+                shards,
+                eval,
+                trained.evalCrop() == null
+                    ? s.data().filter().resamplers()
+                    : trained.evalCrop().filter().resamplers())) {
       Stream stream = backend.createStream("evaluate");
       try (Model model =
               Model.build(spec, ModelSpec.parse(spec, shape), backend, stream, s.batchSize(), 0);

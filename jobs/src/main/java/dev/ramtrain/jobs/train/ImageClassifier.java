@@ -13,7 +13,6 @@ import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
-import dev.ramtrain.trainer.data.AntialiasedResize;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import java.io.IOException;
@@ -35,7 +34,6 @@ public final class ImageClassifier implements AutoCloseable {
 
   private final TrainedCheckpoint trained;
   private final ImageProcessor processor;
-  private final AntialiasedResize cropper = new AntialiasedResize(); // batches run one at a time
   private final int batchSize;
   private final long maxFileBytes;
   private final Backend backend;
@@ -119,16 +117,16 @@ public final class ImageClassifier implements AutoCloseable {
     }
     ImageShape stored = eval.stored();
     ImageShape input = trained.shape();
-    cropper.resize(
-        MemoryUtil.directBuffer(pixels, stored.bytes()),
-        stored.width(),
-        stored.channels(),
-        eval.crop().plan(stored.height(), stored.width(), () -> 0),
-        input.height(),
-        input.width(),
-        false,
-        MemoryUtil.directBuffer(at, input.bytes()),
-        0);
+    eval.filter()
+        .resamplers()
+        .get()
+        .resample(
+            pixels,
+            stored,
+            eval.crop().plan(stored.height(), stored.width(), () -> 0),
+            input,
+            false,
+            at);
   }
 
   public List<String> classes() {

@@ -53,8 +53,11 @@ public record RunSpec(
     resolvedConfig = Collections.unmodifiableSortedMap(new TreeMap<>(resolvedConfig));
   }
 
-  /** Where the samples come from and how they are loaded for training and for evaluation. */
-  public record Data(String location, LoaderOptions train, LoaderOptions eval)
+  /**
+   * Where the samples come from, how they are loaded for training and for evaluation, and the
+   * filter load-time crops are resized with.
+   */
+  public record Data(String location, LoaderOptions train, LoaderOptions eval, ResizeFilter filter)
       implements Serializable {
     /** The dataset directory; a usage error when none was given. */
     public String requireLocation() {
@@ -259,7 +262,8 @@ public record RunSpec(
             data.location(),
             data.train().forRank(global / world, train),
             // The model runs at most the per-rank batch: evaluation batches shrink alike.
-            data.eval().forRank(Math.max(1, data.eval().batchSize() / world), eval));
+            data.eval().forRank(Math.max(1, data.eval().batchSize() / world), eval),
+            data.filter());
     return new RunSpec(
         shared,
         model,

@@ -40,9 +40,10 @@ public record TrainedCheckpoint(
 
   /**
    * How a run trained on random resized crops evaluates: images at the {@code stored} shape it was
-   * trained from, resized and centre-cropped by {@code crop} to the model's input.
+   * trained from, resized with {@code filter} and centre-cropped by {@code crop} to the model's
+   * input.
    */
-  public record EvalCrop(CenterCrop crop, ImageShape stored) {}
+  public record EvalCrop(CenterCrop crop, ImageShape stored, ResizeFilter filter) {}
 
   /** A checkpoint folder, or a run directory (its latest checkpoint). */
   public static TrainedCheckpoint open(Path checkpointOrRun) throws IOException {
@@ -135,13 +136,14 @@ public record TrainedCheckpoint(
           new ImageShape(
               ((Number) stored.get(0)).intValue(),
               ((Number) stored.get(1)).intValue(),
-              ((Number) stored.get(2)).intValue()));
+              ((Number) stored.get(2)).intValue()),
+          filter(String.valueOf(crop.get("filter"))));
     } catch (RuntimeException e) { // edited or damaged: missing keys, other types, bad values
       throw new IOException(
           c.dir().resolve("state.json")
               + ": eval_crop "
               + value
-              + " is not {height, width, crop_pct, stored}",
+              + " is not {height, width, crop_pct, stored, filter}",
           e);
     }
   }
@@ -197,6 +199,15 @@ public record TrainedCheckpoint(
         true,
         Normalization.fromState(state),
         null);
+  }
+
+  private static ResizeFilter filter(String spelling) {
+    for (ResizeFilter f : ResizeFilter.values()) {
+      if (RamtrainConfig.spelling(f).equals(spelling)) {
+        return f;
+      }
+    }
+    throw new IllegalArgumentException("unknown filter " + spelling);
   }
 
   private static <E extends Enum<E>> E choice(

@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.EvalResult;
@@ -101,8 +102,10 @@ public final class TrainingRun {
           checkpoint, settings, fingerprint, spec.output().resumeAnyway());
     }
     try (Backend backend = Backends.open(spec.backend());
-        DataLoader trainLoader = new DataLoader(backend, train, spec.data().train());
-        DataLoader valLoader = new DataLoader(backend, val, spec.data().eval())) {
+        DataLoader trainLoader =
+            new DataLoader(backend, train, spec.data().train(), spec.data().filter().resamplers());
+        DataLoader valLoader =
+            new DataLoader(backend, val, spec.data().eval(), spec.data().filter().resamplers())) {
       if (trainLoader.batchesPerEpoch() == 0) {
         int accumulate = spec.loop().accumulate();
         throw new ConfigException(
@@ -176,7 +179,9 @@ public final class TrainingRun {
                   "crop_pct",
                   crop.cropPct(),
                   "stored",
-                  List.of(stored.height(), stored.width(), stored.channels())));
+                  List.of(stored.height(), stored.width(), stored.channels()),
+                  "filter",
+                  RamtrainConfig.spelling(spec.data().filter())));
         }
         info.put("mean", options.mean());
         info.put("std", options.std());

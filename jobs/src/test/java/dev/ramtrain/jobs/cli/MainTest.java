@@ -281,7 +281,16 @@ class MainTest {
     assertEquals(List.of(16, 16, 3), state.get("image"), "the model's input: the crop's size");
     assertEquals(
         java.util.Map.of(
-            "height", 16, "width", 16, "crop_pct", 0.875, "stored", List.of(20, 20, 3)),
+            "height",
+            16,
+            "width",
+            16,
+            "crop_pct",
+            0.875,
+            "stored",
+            List.of(20, 20, 3),
+            "filter",
+            "preprocessing"),
         state.get("eval_crop"));
     Run noCrop =
         run(

@@ -1,7 +1,9 @@
 package dev.ramtrain.trainer.data;
 
+import dev.ramtrain.format.ImageShape;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
  * PIL's antialiased bilinear resize of 8-bit interleaved pixels, to the pixel: what torchvision's
@@ -14,12 +16,15 @@ import java.util.Arrays;
  *
  * <p>Not thread-safe: it keeps its scratch between calls; one per loader worker.
  */
-public final class AntialiasedResize {
+public final class AntialiasedResize implements CropResampler {
   private static final int PRECISION_BITS = 32 - 8 - 2;
   private static final int HALF = 1 << (PRECISION_BITS - 1);
 
   private byte[] sourceRow = new byte[0];
-  private byte[] between = new byte[0]; // the horizontal pass's rows, 8-bit as Pillow keeps them
+  private int[] rowValues = new int[0]; // sourceRow unsigned
+  // The horizontal pass's rows, rounded to 8 bits as Pillow keeps them; held as ints so that the
+  // vertical pass is a plain multiply-add the JIT vectorizes.
+  private int[] between = new int[0];
   private int[] sums = new int[0];
   private byte[] outRow = new byte[0];
 
@@ -67,6 +72,21 @@ public final class AntialiasedResize {
     }
   }
 
+  @Override
+  public void resample(
+      long image, ImageShape stored, CropPlan plan, ImageShape out, boolean mirror, long target) {
+    resize(
+        MemoryUtil.directBuffer(image, stored.bytes()),
+        stored.width(),
+        stored.channels(),
+        plan,
+        out.height(),
+        out.width(),
+        mirror,
+        MemoryUtil.directBuffer(target, out.bytes()),
+        0);
+  }
+
   /**
    * Writes the {@code outHeight × outWidth} window of {@code plan} of {@code image} (rows of {@code
    * imageWidth × channels} bytes from index 0) to {@code dst} at {@code dstOffset}, each row
@@ -98,10 +118,20 @@ public final class AntialiasedResize {
     int colTo = xs.first()[lastX] + xs.count()[lastX];
     int lineBytes = outWidth * channels;
     sourceRow = grown(sourceRow, (colTo - colFrom) * channels);
-    between = grown(between, (rowTo - rowFrom) * lineBytes);
+    // Past the span, room for a whole filter's taps: the unrolled pass reads them, weighted 0.
+    if (rowValues.length < sourceRow.length + xs.taps() * channels) {
+      rowValues = new int[sourceRow.length + xs.taps() * channels];
+    }
+    if (between.length < (rowTo - rowFrom) * lineBytes) {
+      between = new int[(rowTo - rowFrom) * lineBytes];
+    }
     for (int y = rowFrom; y < rowTo; y++) {
       int at = ((plan.top() + y) * imageWidth + plan.left() + colFrom) * channels;
-      image.get(at, sourceRow, 0, (colTo - colFrom) * channels);
+      int span = (colTo - colFrom) * channels;
+      image.get(at, sourceRow, 0, span);
+      for (int i = 0; i < span; i++) {
+        rowValues[i] = sourceRow[i] & 0xFF;
+      }
       horizontal(xs, plan.windowLeft(), outWidth, channels, colFrom, (y - rowFrom) * lineBytes);
     }
     if (sums.length < lineBytes) {
@@ -116,20 +146,14 @@ public final class AntialiasedResize {
         int w = ys.weights()[base + t];
         int from = (ys.first()[oy] + t - rowFrom) * lineBytes;
         for (int i = 0; i < lineBytes; i++) {
-          sums[i] += (between[from + i] & 0xFF) * w;
+          sums[i] += between[from + i] * w;
         }
       }
+      for (int i = 0; i < lineBytes; i++) {
+        outRow[i] = (byte) clip8(sums[i]);
+      }
       if (mirror) {
-        for (int x = 0; x < outWidth; x++) {
-          int to = (outWidth - 1 - x) * channels;
-          for (int c = 0; c < channels; c++) {
-            outRow[to + c] = clip8(sums[x * channels + c]);
-          }
-        }
-      } else {
-        for (int i = 0; i < lineBytes; i++) {
-          outRow[i] = clip8(sums[i]);
-        }
+        mirror(outRow, outWidth, channels);
       }
       dst.put(dstOffset + yy * lineBytes, outRow, 0, lineBytes);
     }
@@ -139,27 +163,78 @@ public final class AntialiasedResize {
   private void horizontal(
       Axis xs, int windowLeft, int outWidth, int channels, int colFrom, int to) {
     int taps = xs.taps();
+    int[] first = xs.first();
+    int[] count = xs.count();
+    int[] weights = xs.weights();
+    int[] row = rowValues;
+    if (channels == 3 && taps == 3) { // RGB enlarged or shrunk < 2x: the common crop, unrolled
+      for (int xx = 0; xx < outWidth; xx++) {
+        int ox = windowLeft + xx;
+        int p = (first[ox] - colFrom) * 3;
+        int base = ox * 3;
+        int w0 = weights[base];
+        int w1 = weights[base + 1];
+        int w2 = weights[base + 2];
+        int o = to + xx * 3;
+        between[o] = clip8(HALF + row[p] * w0 + row[p + 3] * w1 + row[p + 6] * w2);
+        between[o + 1] = clip8(HALF + row[p + 1] * w0 + row[p + 4] * w1 + row[p + 7] * w2);
+        between[o + 2] = clip8(HALF + row[p + 2] * w0 + row[p + 5] * w1 + row[p + 8] * w2);
+      }
+      return;
+    }
+    if (channels == 3) { // RGB: the three sums of a pixel share its taps
+      for (int xx = 0; xx < outWidth; xx++) {
+        int ox = windowLeft + xx;
+        int p = (first[ox] - colFrom) * 3;
+        int base = ox * taps;
+        int r = HALF;
+        int g = HALF;
+        int b = HALF;
+        for (int t = 0; t < count[ox]; t++, p += 3) {
+          int w = weights[base + t];
+          r += row[p] * w;
+          g += row[p + 1] * w;
+          b += row[p + 2] * w;
+        }
+        int o = to + xx * 3;
+        between[o] = clip8(r);
+        between[o + 1] = clip8(g);
+        between[o + 2] = clip8(b);
+      }
+      return;
+    }
     for (int xx = 0; xx < outWidth; xx++) {
       int ox = windowLeft + xx;
-      int from = (xs.first()[ox] - colFrom) * channels;
-      int n = xs.count()[ox];
+      int from = (first[ox] - colFrom) * channels;
       int base = ox * taps;
       for (int c = 0; c < channels; c++) {
         int sum = HALF;
-        for (int t = 0; t < n; t++) {
-          sum += (sourceRow[from + t * channels + c] & 0xFF) * xs.weights()[base + t];
+        for (int t = 0; t < count[ox]; t++) {
+          sum += row[from + t * channels + c] * weights[base + t];
         }
         between[to + xx * channels + c] = clip8(sum);
       }
     }
   }
 
-  /** Pillow's clip8: the fixed-point sum back to 8 bits, saturating. */
-  private static byte clip8(int sum) {
-    if (sum >= 256 << PRECISION_BITS) {
-      return (byte) 255;
+  /**
+   * Pillow's clip8 for this filter: its weights are never negative and each output's add up to at
+   * most 2^22 + taps / 2 after rounding, so a sum of 8-bit values lies in [2^21, 255 (2^22 + taps /
+   * 2) + 2^21] and always shifts to 0..255; Pillow's saturation never acts.
+   */
+  private static int clip8(int sum) {
+    return sum >> PRECISION_BITS;
+  }
+
+  /** The row's pixels in reverse order, each pixel's channels kept in order. */
+  private static void mirror(byte[] row, int width, int channels) {
+    for (int left = 0, right = width - 1; left < right; left++, right--) {
+      for (int c = 0; c < channels; c++) {
+        byte t = row[left * channels + c];
+        row[left * channels + c] = row[right * channels + c];
+        row[right * channels + c] = t;
+      }
     }
-    return sum <= 0 ? 0 : (byte) (sum >> PRECISION_BITS);
   }
 
   private static byte[] grown(byte[] a, int size) {

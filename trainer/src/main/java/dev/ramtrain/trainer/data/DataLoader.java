@@ -14,6 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
@@ -35,8 +36,22 @@ public final class DataLoader implements AutoCloseable {
   private final List<HostBuffer> pixelSlots = new ArrayList<>();
   private final List<HostBuffer> labelSlots = new ArrayList<>();
   private final AtomicLong stallNanos = new AtomicLong();
+  private final Supplier<? extends CropResampler> resamplers;
 
   public DataLoader(Backend backend, ShardSet shards, LoaderOptions options) {
+    this(backend, shards, options, AntialiasedResize::new);
+  }
+
+  /**
+   * A loader resizing crops ({@link LoaderOptions.Augmentation#resize}) with the resamplers {@code
+   * resamplers} makes, one per batch being assembled.
+   */
+  public DataLoader(
+      Backend backend,
+      ShardSet shards,
+      LoaderOptions options,
+      Supplier<? extends CropResampler> resamplers) {
+    this.resamplers = resamplers;
     this.shards = shards;
     this.options = options;
     this.stored = shards.shape();
@@ -230,7 +245,7 @@ public final class DataLoader implements AutoCloseable {
       IntBuffer labelInts = labels.asByteBuffer().asIntBuffer();
       long base = pixels.address();
       LoaderOptions.Augmentation augmentation = options.augmentation();
-      AntialiasedResize resizer = augmentation.resize() == null ? null : new AntialiasedResize();
+      CropResampler resizer = augmentation.resize() == null ? null : resamplers.get();
       for (int j = 0; j < size; j++) {
         long sample = order[batchIndex * options.batchSize() + j];
         ShardBatch source = batches[(int) (sample >>> 40)][(int) (sample >>> 20 & 0xFFFFF)];
@@ -249,16 +264,13 @@ public final class DataLoader implements AutoCloseable {
         } else { // torchvision's order: the crop, then the flip
           CropPlan plan =
               augmentation.resize().plan(stored.height(), stored.width(), rng::nextDouble);
-          resizer.resize(
-              MemoryUtil.directBuffer(source.imageAddress(row), stored.bytes()),
-              stored.width(),
-              stored.channels(),
+          resizer.resample(
+              source.imageAddress(row),
+              stored,
               plan,
-              shape.height(),
-              shape.width(),
+              shape,
               augmentation.flip() && rng.nextBoolean(),
-              MemoryUtil.directBuffer(target, shape.bytes()),
-              0);
+              target);
         }
         labelInts.put(j, source.label(row));
       }

@@ -1,0 +1,138 @@
+package dev.ramtrain.bench;
+
+import dev.ramtrain.etl.image.CropResize;
+import dev.ramtrain.etl.image.Region;
+import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.ShardReader;
+import dev.ramtrain.format.ShardSchema;
+import dev.ramtrain.format.ShardWriter;
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.data.AntialiasedResize;
+import dev.ramtrain.trainer.data.Batch;
+import dev.ramtrain.trainer.data.CropPlan;
+import dev.ramtrain.trainer.data.CropResampler;
+import dev.ramtrain.trainer.data.DataLoader;
+import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.RandomResizedCrop;
+import dev.ramtrain.trainer.data.ShardSet;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.Supplier;
+
+/**
+ * The loader alone: N stored SIZE² RGB images in shards of 1,000 (pixels (x*3 + y*5 + c*7 + i*11)
+ * mod 256, as benchmarks/loader_torch.py holds them), read by the trainer's DataLoader with a
+ * random resized crop to OUT² and flips into pinned staging, batches released as soon as they come:
+ * images/s of each epoch after the first. Prints one JSON line.
+ *
+ * <p>Usage: LoaderBench DIR N SIZE OUT BATCH WORKERS EPOCHS
+ */
+public final class LoaderBench {
+  public static void main(String[] args) throws Exception {
+    Path dir = Path.of(args[0]);
+    int n = Integer.parseInt(args[1]);
+    int size = Integer.parseInt(args[2]);
+    int out = Integer.parseInt(args[3]);
+    int batch = Integer.parseInt(args[4]);
+    int workers = Integer.parseInt(args[5]);
+    int epochs = Integer.parseInt(args[6]);
+    boolean pillow = args[7].equals("pillow");
+    Supplier<CropResampler> resamplers =
+        pillow ? AntialiasedResize::new : () -> LoaderBench::preprocessingFilter;
+    ImageShape shape = new ImageShape(size, size, 3);
+    List<Path> files = write(dir, n, shape);
+    List<ShardReader> readers = new ArrayList<>();
+    for (Path f : files) {
+      readers.add(ShardReader.open(f, null));
+    }
+    LoaderOptions options =
+        LoaderOptions.training(
+            batch,
+            workers,
+            4,
+            1,
+            LoaderOptions.Remainder.DROP,
+            new LoaderOptions.Augmentation(
+                0, true, RandomResizedCrop.torchvisionDefaults(out, out)));
+    List<Double> rates = new ArrayList<>();
+    try (Backend backend = new CpuBackend(1);
+        ShardSet shards = new ShardSet(shape, List.of("c"), readers);
+        DataLoader loader = new DataLoader(backend, shards, options, resamplers)) {
+      for (int epoch = 0; epoch < epochs; epoch++) {
+        long start = System.nanoTime();
+        long seen = 0;
+        try (DataLoader.Epoch e = loader.epoch(epoch)) {
+          Batch b;
+          while ((b = e.next()) != null) {
+            seen += b.size();
+            b.release();
+          }
+        }
+        rates.add(seen / ((System.nanoTime() - start) / 1e9));
+      }
+    }
+    System.out.printf(
+        Locale.ROOT,
+        "{\"loader\": \"ramtrain\", \"filter\": \"%s\", \"images\": %d, \"stored\": %d, \"out\": %d, \"batch\": %d,"
+            + " \"workers\": %d, \"images_per_s\": %s}%n",
+        args[7],
+        n,
+        size,
+        out,
+        batch,
+        workers,
+        rates.subList(1, rates.size()).stream()
+            .map(r -> String.format(Locale.ROOT, "%.1f", r))
+            .toList());
+  }
+
+  /** jobs' ResizeFilter.PREPROCESSING (benchmarks do not depend on jobs and Spark). */
+  private static void preprocessingFilter(
+      long image, ImageShape stored, CropPlan plan, ImageShape out, boolean mirror, long target) {
+    Region crop = new Region(plan.left(), plan.top(), plan.width(), plan.height());
+    Region window = new Region(plan.windowLeft(), plan.windowTop(), out.width(), out.height());
+    CropResize.into(
+        image,
+        stored.height(),
+        stored.width(),
+        stored.channels(),
+        crop,
+        plan.resizedHeight(),
+        plan.resizedWidth(),
+        window,
+        mirror,
+        target);
+  }
+
+  private static List<Path> write(Path dir, int n, ImageShape shape) throws Exception {
+    Files.createDirectories(dir);
+    ShardSchema schema = new ShardSchema(shape, List.of("c"));
+    List<Path> files = new ArrayList<>();
+    byte[] pixels = new byte[shape.bytes()];
+    for (int first = 0; first < n; first += 1000) {
+      Path file = dir.resolve(String.format(Locale.ROOT, "shard-%05d.arrow", first / 1000));
+      try (OutputStream os = Files.newOutputStream(file);
+          ShardWriter w = new ShardWriter(schema, os, 64L << 20)) {
+        for (int i = first; i < Math.min(n, first + 1000); i++) {
+          for (int y = 0; y < shape.height(); y++) {
+            for (int x = 0; x < shape.width(); x++) {
+              for (int c = 0; c < 3; c++) {
+                pixels[(y * shape.width() + x) * 3 + c] =
+                    (byte) ((x * 3 + y * 5 + c * 7 + i * 11) % 256);
+              }
+            }
+          }
+          w.append(i, 0, pixels);
+        }
+        w.finish();
+      }
+      files.add(file);
+    }
+    return files;
+  }
+}
