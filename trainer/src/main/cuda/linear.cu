@@ -26,19 +26,25 @@ RT_KERNEL(sum_rows_f32)
 // Softmax cross-entropy with label smoothing, a thread per row (a row is at most a few thousand
 // classes). A label outside [0, classes) is reported through the stream's status word and the
 // row's loss becomes NaN, as no class can be trusted.
+// With mix < 1 (mixup, cutmix) row r's target is mix times its own and 1 - mix times that of row
+// rows - 1 - r, as the CPU backend computes it (in double).
 extern "C" __global__ void softmax_xent_f32(const float* logits, const int* labels, int rows,
-                                            int classes, float smoothing, float* loss,
+                                            int classes, float smoothing, float mix, float* loss,
                                             float* dlogits, RtStatus* status) {
   double off = (double)smoothing / classes;
   double on = 1.0 - smoothing + off;
+  double lambda = mix;
+  double other = 1.0 - lambda;
   RT_FOR_EACH(r, rows) {
     int label = labels[r];
+    int partner = mix == 1.0f ? label : labels[rows - 1 - r];
     const float* row = logits + (long long)r * classes;
     float* grad = dlogits + (long long)r * classes;
-    if (label < 0 || label >= classes) {
+    if (label < 0 || label >= classes || partner < 0 || partner >= classes) {
+      bool own = label < 0 || label >= classes;
       if (atomicCAS(&status->code, RT_STATUS_OK, RT_STATUS_BAD_LABEL) == RT_STATUS_OK) {
-        status->where = (int)r;
-        status->value = label;
+        status->where = own ? (int)r : (int)(rows - 1 - r);
+        status->value = own ? label : partner;
         status->limit = classes;
       }
       loss[r] = __int_as_float(0x7FC00000);
@@ -55,7 +61,8 @@ extern "C" __global__ void softmax_xent_f32(const float* logits, const int* labe
     double log_sum = max + log(sum);
     double row_loss = 0;
     for (int c = 0; c < classes; c++) {
-      double target = c == label ? on : off;
+      double target = mix == 1.0f ? (c == label ? on : off)
+                                  : lambda * (c == label ? on : off) + other * (c == partner ? on : off);
       double logp = row[c] - log_sum;
       row_loss -= target * logp;
       grad[c] = (float)((exp(logp) - target) / rows);
@@ -64,6 +71,54 @@ extern "C" __global__ void softmax_xent_f32(const float* logits, const int* labe
   }
 }
 RT_KERNEL(softmax_xent_f32)
+
+// timm's batch mixup in place, a thread per element of the first half of the batch: both samples
+// of a pair are read before either is written. Products rounded before the sum (no FMA): the CPU
+// backend's bits. The middle sample of an odd batch is its own mirror.
+extern "C" __global__ void blend_batch_f32(float* x, int batch, long long sample, float lambda,
+                                           float one_minus) {
+  long long total = (long long)((batch + 1) / 2) * sample;
+  RT_FOR_EACH(o, total) {
+    long long i = o / sample;
+    long long k = o % sample;
+    long long a = i * sample + k;
+    long long b = (batch - 1 - i) * sample + k;
+    float xa = x[a];
+    float xb = x[b];
+    float mixed_a = xa * lambda;
+    float mixed_b = xb * lambda;
+    x[a] = mixed_a + xb * one_minus;
+    if (b != a) {
+      x[b] = mixed_b + xa * one_minus;
+    }
+  }
+}
+RT_KERNEL(blend_batch_f32)
+
+// timm's batch cutmix in place: the pair (i, batch - 1 - i) swaps the box of every channel, a
+// thread per box element of the first half of the batch.
+extern "C" __global__ void cutmix_batch_f32(float* x, int batch, int channels, int height,
+                                            int width, int top, int bottom, int left, int right) {
+  long long box_w = right - left;
+  long long box = (long long)(bottom - top) * box_w;
+  long long plane = (long long)height * width;
+  long long total = (long long)(batch / 2) * channels * box;
+  RT_FOR_EACH(o, total) {
+    long long p = o % box;
+    long long ic = o / box;
+    long long c = ic % channels;
+    long long i = ic / channels;
+    long long y = top + p / box_w;
+    long long col = left + p % box_w;
+    long long at = c * plane + y * width + col;
+    long long a = i * channels * plane + at;
+    long long b = (batch - 1 - i) * channels * plane + at;
+    float t = x[a];
+    x[a] = x[b];
+    x[b] = t;
+  }
+}
+RT_KERNEL(cutmix_batch_f32)
 
 // Per-channel scale and shift of the input normalization, for up to four channels:
 // (x / 255 - mean) / std = x * scale - shift with scale = 1 / (255 std), shift = mean / std.

@@ -16,7 +16,8 @@ public record TrainOptions(
     float[] std,
     int logEvery,
     int accumulate,
-    BestEpoch.Rule best)
+    BestEpoch.Rule best,
+    Mixup mixup)
     implements Serializable {
 
   /** What a NaN or infinite loss does: stop with a message, or skip that step's update. */
@@ -60,7 +61,32 @@ public record TrainOptions(
         std,
         logEvery,
         1,
-        BestEpoch.Rule.DEFAULT);
+        BestEpoch.Rule.DEFAULT,
+        Mixup.OFF);
+  }
+
+  /** Without mixup or cutmix. */
+  public TrainOptions(
+      int epochs,
+      float labelSmoothing,
+      float clipNorm,
+      NanPolicy nanPolicy,
+      float[] mean,
+      float[] std,
+      int logEvery,
+      int accumulate,
+      BestEpoch.Rule best) {
+    this(
+        epochs,
+        labelSmoothing,
+        clipNorm,
+        nanPolicy,
+        mean,
+        std,
+        logEvery,
+        accumulate,
+        best,
+        Mixup.OFF);
   }
 
   /** Optimizer steps in an epoch of {@code batches} batches: a short last group is a step too. */
@@ -76,6 +102,12 @@ public record TrainOptions(
   /** These options with the normalization {@code mean}/{@code std}. */
   public TrainOptions withNormalization(float[] mean, float[] std) {
     return new TrainOptions(
-        epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, accumulate, best);
+        epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, accumulate, best, mixup);
+  }
+
+  /** These options mixing batches as {@code mixup} says. */
+  public TrainOptions withMixup(Mixup mixup) {
+    return new TrainOptions(
+        epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, accumulate, best, mixup);
   }
 }

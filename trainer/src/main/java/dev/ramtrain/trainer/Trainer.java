@@ -37,6 +37,7 @@ public final class Trainer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Trainer.class);
 
   private final Backend backend;
+  private final ImageShape shape; // the model's input images
   private final Learner learner;
   private final LrSchedule schedule;
   private final TrainOptions options;
@@ -91,6 +92,7 @@ public final class Trainer implements AutoCloseable {
               + shape.bytes());
     }
     this.backend = backend;
+    this.shape = shape;
     this.learner = learner;
     this.schedule = schedule;
     this.options = options;
@@ -420,8 +422,11 @@ public final class Trainer implements AutoCloseable {
     } else {
       learner.continueStep(compute, dropoutSeed);
     }
+    // Mixup/cutmix (timm's batch mode) on the device: the batch mixed in place, the loss's targets
+    // mixed alike; drawn from the same batch number as the dropout masks.
+    float mix = options.mixup().apply(backend, compute, x, n, shape, dropoutSeed);
     DeviceBuffer logits = learner.forward(compute, x, n, true);
-    DeviceBuffer dlogits = loss.compute(compute, logits, y, n, micro.stepSamples());
+    DeviceBuffer dlogits = loss.compute(compute, logits, y, n, micro.stepSamples(), mix);
     if (!micro.last()) {
       accumulate(n, slot, epoch, logits, y, dlogits, totals);
       return false;

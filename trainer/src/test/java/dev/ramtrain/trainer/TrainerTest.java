@@ -308,13 +308,16 @@ class TrainerTest {
                   learner,
                   LrSchedule.cosine(3e-3, 3, 27, 0),
                   new TrainOptions(
-                      epochs,
-                      0.1f,
-                      1f,
-                      TrainOptions.NanPolicy.STOP,
-                      new float[] {0.5f},
-                      new float[] {0.25f},
-                      5),
+                          epochs,
+                          0.1f,
+                          1f,
+                          TrainOptions.NanPolicy.STOP,
+                          new float[] {0.5f},
+                          new float[] {0.25f},
+                          5)
+                      // mixup and cutmix on the device, drawn by batch number: resumed and
+                      // offloaded runs must draw them alike
+                      .withMixup(new Mixup(0.8, 1.0, 0.9, 0.5, 7)),
                   SHAPE,
                   metrics)) {
         Map<String, Object> info = Map.of("classes", List.of("rows", "columns", "checker"));

@@ -121,6 +121,18 @@ public final class TrainFlags {
   Double clipNorm;
 
   @Option(
+      names = "--mixup",
+      paramLabel = "ALPHA",
+      description = "Mixup's Beta alpha, timm's --mixup; 0: off (ramtrain.train.mixup).")
+  Double mixup;
+
+  @Option(
+      names = "--cutmix",
+      paramLabel = "ALPHA",
+      description = "CutMix's Beta alpha, timm's --cutmix; 0: off (ramtrain.train.cutmix).")
+  Double cutmix;
+
+  @Option(
       names = "--label-smoothing",
       description = "Label smoothing of the cross-entropy loss (ramtrain.train.label-smoothing).")
   Double labelSmoothing;
@@ -189,6 +201,8 @@ public final class TrainFlags {
     f.put("ramtrain.train.ema", CommonOptions.text(ema));
     f.put("ramtrain.train.clip-norm", CommonOptions.text(clipNorm));
     f.put("ramtrain.train.label-smoothing", CommonOptions.text(labelSmoothing));
+    f.put("ramtrain.train.mixup", CommonOptions.text(mixup));
+    f.put("ramtrain.train.cutmix", CommonOptions.text(cutmix));
     f.put("ramtrain.train.precision", precision);
     f.put("ramtrain.train.workers", CommonOptions.text(workers));
     f.put("ramtrain.train.prefetch", CommonOptions.text(prefetch));

@@ -7,6 +7,7 @@ import dev.ramtrain.jobs.train.ResizeFilter;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.trainer.BestEpoch;
+import dev.ramtrain.trainer.Mixup;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
@@ -135,7 +136,7 @@ public final class TrainSettings {
             (float) ema),
         checked(P + "optimizer", () -> optimizer(c)),
         schedule,
-        loop(c),
+        loop(c).withMixup(mixup(c, seed)),
         offload(c),
         backend(c),
         new RunSpec.Output(
@@ -337,6 +338,19 @@ public final class TrainSettings {
                     c.choice(P + "best-metric", BestEpoch.Metric.class),
                     c.integer(P + "early-stop-patience"),
                     c.number(P + "early-stop-min-delta"))));
+  }
+
+  /** {@code ramtrain.train.mixup, cutmix, mixup-prob, mixup-switch-prob}: timm's Mixup. */
+  private static Mixup mixup(RamtrainConfig c, long seed) {
+    return checked(
+        P + "mixup",
+        () ->
+            new Mixup(
+                c.number(P + "mixup"),
+                c.number(P + "cutmix"),
+                c.number(P + "mixup-prob"),
+                c.number(P + "mixup-switch-prob"),
+                seed));
   }
 
   /**

@@ -274,9 +274,21 @@ class MainTest {
 
   @Test
   void aRunOnRandomResizedCropsEvaluatesAndPredictsOnCentreCrops() throws Exception {
-    // Trained on 16x16 random resized crops of 20x20 stored images, evaluated and served as timm
-    // does: resized (shorter side 18 at crop-pct 0.875) and centre-cropped to 16x16.
-    Path runDir = predictAgreesWithEvaluate("--augment", "rrc", "--height", "16", "--width", "16");
+    // Trained on 16x16 random resized crops of 20x20 stored images, mixed by mixup and cutmix,
+    // evaluated and served as timm does: resized (shorter side 18 at crop-pct 0.875) and
+    // centre-cropped to 16x16.
+    Path runDir =
+        predictAgreesWithEvaluate(
+            "--augment",
+            "rrc",
+            "--height",
+            "16",
+            "--width",
+            "16",
+            "--mixup",
+            "0.8",
+            "--cutmix",
+            "1.0");
     java.util.Map<String, Object> state = Checkpoints.latestState(runDir);
     assertEquals(List.of(16, 16, 3), state.get("image"), "the model's input: the crop's size");
     assertEquals(

@@ -41,11 +41,25 @@ public final class CrossEntropyLoss implements AutoCloseable {
    */
   public DeviceBuffer compute(
       Stream stream, DeviceBuffer logits, DeviceBuffer labels, int batch, long meanOver) {
+    return compute(stream, logits, labels, batch, meanOver, 1f);
+  }
+
+  /**
+   * The same on mixed targets: row i's is {@code mix} of its own and 1 - {@code mix} of row batch -
+   * 1 - i's, the sample mixup or cutmix mixed it with (1: each row's own).
+   */
+  public DeviceBuffer compute(
+      Stream stream,
+      DeviceBuffer logits,
+      DeviceBuffer labels,
+      int batch,
+      long meanOver,
+      float mix) {
     DeviceBuffer g = dlogits.view(0, (long) batch * classes);
     backend.run(
         stream,
         new SoftmaxCrossEntropy(
-            logits, labels, batch, classes, smoothing, losses.view(0, batch), g));
+            logits, labels, batch, classes, smoothing, mix, losses.view(0, batch), g));
     if (meanOver != batch) {
       DeviceBuffer share = scale.view(0, (long) batch * classes);
       backend.run(stream, new Fill(share, (float) ((double) batch / meanOver)));

@@ -12,12 +12,14 @@ import dev.ramtrain.trainer.backend.ops.AddChannelBias;
 import dev.ramtrain.trainer.backend.ops.BatchNormBackward;
 import dev.ramtrain.trainer.backend.ops.BatchNormInference;
 import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
+import dev.ramtrain.trainer.backend.ops.BlendBatch;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
+import dev.ramtrain.trainer.backend.ops.CutMixBatch;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -641,6 +643,129 @@ public abstract class BackendConformanceTest {
       }
     }
     return total / rows;
+  }
+
+  /**
+   * Mixed targets (mixup/cutmix, timm's mixup_target with label smoothing): row i's target is λ
+   * times its smoothed one-hot and 1 - λ times that of row rows - 1 - i; loss against the double
+   * reference, the gradient against central differences of it.
+   */
+  @Test
+  void softmaxCrossEntropyOnMixedTargetsAndItsGradient() {
+    Random rng = new Random(14);
+    int rows = 5, classes = 4;
+    float smoothing = 0.1f;
+    float lambda = 0.3f;
+    float[] logits = random(rng, rows * classes);
+    int[] labels = {0, 3, 2, 2, 1};
+    try (DeviceBuffer dl = upload("logits", logits);
+        DeviceBuffer dy = uploadInts("labels", labels);
+        DeviceBuffer loss = backend.allocate("loss", DType.F32, rows);
+        DeviceBuffer grad = backend.allocate("dlogits", DType.F32, rows * classes)) {
+      backend.run(
+          stream, new SoftmaxCrossEntropy(dl, dy, rows, classes, smoothing, lambda, loss, grad));
+      float[] got = download(loss);
+      for (int r = 0; r < rows; r++) {
+        assertEquals(
+            mixedLoss(logits, labels, rows, classes, smoothing, lambda, r),
+            got[r],
+            1e-5,
+            "loss of row " + r);
+      }
+      float[] analytic = download(grad);
+      double h = 1e-3;
+      for (int i = 0; i < rows * classes; i++) {
+        float[] p = logits.clone();
+        float[] q = logits.clone();
+        p[i] += (float) h;
+        q[i] -= (float) h;
+        double numeric = 0;
+        for (int r = 0; r < rows; r++) {
+          numeric +=
+              (mixedLoss(p, labels, rows, classes, smoothing, lambda, r)
+                      - mixedLoss(q, labels, rows, classes, smoothing, lambda, r))
+                  / (2 * h * rows);
+        }
+        assertEquals(numeric, analytic[i], 2e-4, "dlogits[" + i + "]");
+      }
+    }
+  }
+
+  /** Row r's loss on λ y_r + (1 - λ) y_{rows-1-r}, each y smoothed as timm's one_hot. */
+  private static double mixedLoss(
+      float[] logits, int[] labels, int rows, int classes, float smoothing, float lambda, int r) {
+    double max = Double.NEGATIVE_INFINITY;
+    for (int c = 0; c < classes; c++) {
+      max = Math.max(max, logits[r * classes + c]);
+    }
+    double sum = 0;
+    for (int c = 0; c < classes; c++) {
+      sum += Math.exp(logits[r * classes + c] - max);
+    }
+    double off = smoothing / (double) classes;
+    double on = 1 - smoothing + off;
+    double loss = 0;
+    for (int c = 0; c < classes; c++) {
+      double target =
+          lambda * (c == labels[r] ? on : off)
+              + (1 - (double) lambda) * (c == labels[rows - 1 - r] ? on : off);
+      loss -= target * (logits[r * classes + c] - max - Math.log(sum));
+    }
+    return loss;
+  }
+
+  /** timm's batch mixup: products rounded to fp32, then summed; an odd batch's middle kept. */
+  @Test
+  void blendBatchMixesEachSampleWithItsMirror() {
+    Random rng = new Random(15);
+    for (int batch : new int[] {4, 5, 1}) {
+      int size = 7;
+      float[] x = random(rng, batch * size);
+      double lambda = 0.37;
+      float lam = (float) lambda;
+      float other = (float) (1 - lambda);
+      float[] expected = new float[x.length];
+      for (int i = 0; i < batch; i++) {
+        for (int k = 0; k < size; k++) {
+          float own = x[i * size + k] * lam;
+          float mirror = x[(batch - 1 - i) * size + k] * other;
+          expected[i * size + k] = own + mirror;
+        }
+      }
+      try (DeviceBuffer dx = upload("x", x)) {
+        backend.run(stream, BlendBatch.of(dx, batch, size, lambda));
+        assertArrayEquals(expected, download(dx), "batch of " + batch);
+      }
+    }
+  }
+
+  @Test
+  void cutMixSwapsTheBoxBetweenMirroredSamples() {
+    int batch = 3, c = 2, h = 4, w = 5;
+    float[] x = new float[batch * c * h * w];
+    for (int i = 0; i < x.length; i++) {
+      x[i] = i;
+    }
+    float[] expected = x.clone();
+    int top = 1, bottom = 3, left = 2, right = 5;
+    for (int i = 0; i < batch; i++) {
+      int j = batch - 1 - i;
+      for (int ch = 0; ch < c; ch++) {
+        for (int y = top; y < bottom; y++) {
+          for (int col = left; col < right; col++) {
+            expected[((i * c + ch) * h + y) * w + col] = x[((j * c + ch) * h + y) * w + col];
+          }
+        }
+      }
+    }
+    try (DeviceBuffer dx = upload("x", x)) {
+      backend.run(stream, new CutMixBatch(dx, batch, c, h, w, top, bottom, left, right));
+      assertArrayEquals(expected, download(dx));
+    }
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new CutMixBatch(null, batch, c, h, w, 0, 5, 0, 1),
+        "a box outside the image");
   }
 
   @Test

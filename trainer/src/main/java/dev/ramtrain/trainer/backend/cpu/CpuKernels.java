@@ -158,20 +158,20 @@ final class CpuKernels {
       int rows,
       int classes,
       float smoothing,
+      float mix,
       FloatBuffer loss,
       FloatBuffer dlogits) {
     double off = smoothing / classes;
     double on = 1 - smoothing + off;
+    double lambda = mix;
+    double other = 1 - lambda;
     parallel.forRange(
         rows,
         Math.max(1, GRAIN / classes),
         (from, to) -> {
           for (int r = from; r < to; r++) {
-            int label = labels.get(r);
-            if (label < 0 || label >= classes) {
-              throw new IllegalArgumentException(
-                  "label " + label + " of row " + r + " outside [0, " + classes + ")");
-            }
+            int label = checkedLabel(labels, r, classes);
+            int partner = mix == 1f ? label : checkedLabel(labels, rows - 1 - r, classes);
             int base = r * classes;
             double max = Double.NEGATIVE_INFINITY;
             for (int c = 0; c < classes; c++) {
@@ -184,12 +184,87 @@ final class CpuKernels {
             double logSum = max + Math.log(sum);
             double rowLoss = 0;
             for (int c = 0; c < classes; c++) {
-              double target = c == label ? on : off;
+              double target =
+                  mix == 1f
+                      ? (c == label ? on : off)
+                      : lambda * (c == label ? on : off) + other * (c == partner ? on : off);
               double logp = logits.get(base + c) - logSum;
               rowLoss -= target * logp;
               dlogits.put(base + c, (float) ((Math.exp(logp) - target) / rows));
             }
             loss.put(r, (float) rowLoss);
+          }
+        });
+  }
+
+  private static int checkedLabel(IntBuffer labels, int row, int classes) {
+    int label = labels.get(row);
+    if (label < 0 || label >= classes) {
+      throw new IllegalArgumentException(
+          "label " + label + " of row " + row + " outside [0, " + classes + ")");
+    }
+    return label;
+  }
+
+  /** timm's batch mixup in place: x[i] = λ x[i] + (1 - λ) x[batch - 1 - i], pairs at once. */
+  void blendBatch(FloatBuffer x, int batch, long sampleSize, float lambda, float oneMinus) {
+    parallel.forRange(
+        batch / 2,
+        1,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            long a = i * sampleSize;
+            long b = (long) (batch - 1 - i) * sampleSize;
+            for (long k = 0; k < sampleSize; k++) {
+              float xa = x.get((int) (a + k));
+              float xb = x.get((int) (b + k));
+              float mixedA = xa * lambda;
+              float mixedB = xb * lambda;
+              x.put((int) (a + k), mixedA + xb * oneMinus);
+              x.put((int) (b + k), mixedB + xa * oneMinus);
+            }
+          }
+        });
+    if (batch % 2 == 1) { // the middle sample is its own mirror: λ x + (1 - λ) x, rounded alike
+      long m = (long) (batch / 2) * sampleSize;
+      for (long k = 0; k < sampleSize; k++) {
+        float v = x.get((int) (m + k));
+        x.put((int) (m + k), v * lambda + v * oneMinus);
+      }
+    }
+  }
+
+  /** timm's batch cutmix in place: each pair (i, batch - 1 - i) swaps the box of every channel. */
+  void cutMixBatch(
+      FloatBuffer x,
+      int batch,
+      int channels,
+      int height,
+      int width,
+      int top,
+      int bottom,
+      int left,
+      int right) {
+    long plane = (long) height * width;
+    long sample = channels * plane;
+    parallel.forRange(
+        batch / 2,
+        1,
+        (from, to) -> {
+          for (int i = from; i < to; i++) {
+            long a = i * sample;
+            long b = (long) (batch - 1 - i) * sample;
+            for (int c = 0; c < channels; c++) {
+              for (int y = top; y < bottom; y++) {
+                for (int col = left; col < right; col++) {
+                  int pa = (int) (a + c * plane + (long) y * width + col);
+                  int pb = (int) (b + c * plane + (long) y * width + col);
+                  float t = x.get(pa);
+                  x.put(pa, x.get(pb));
+                  x.put(pb, t);
+                }
+              }
+            }
           }
         });
   }

@@ -17,11 +17,13 @@ import dev.ramtrain.trainer.backend.ops.AddChannelBias;
 import dev.ramtrain.trainer.backend.ops.BatchNormBackward;
 import dev.ramtrain.trainer.backend.ops.BatchNormInference;
 import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
+import dev.ramtrain.trainer.backend.ops.BlendBatch;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
+import dev.ramtrain.trainer.backend.ops.CutMixBatch;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -226,8 +228,35 @@ final class CpuOperations {
                               op.rows(),
                               op.classes(),
                               op.smoothing(),
+                              op.mix(),
                               loss.floats(),
                               dlogits.floats()));
+                })
+            .add(
+                BlendBatch.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  s.enqueue(
+                      () ->
+                          kernels.blendBatch(
+                              x.floats(), op.batch(), op.sampleSize(), op.lambda(), op.oneMinus()));
+                })
+            .add(
+                CutMixBatch.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  s.enqueue(
+                      () ->
+                          kernels.cutMixBatch(
+                              x.floats(),
+                              op.batch(),
+                              op.channels(),
+                              op.height(),
+                              op.width(),
+                              op.top(),
+                              op.bottom(),
+                              op.left(),
+                              op.right()));
                 })
             .add(
                 NormalizeImages.class,

@@ -12,12 +12,14 @@ import dev.ramtrain.trainer.backend.ops.AddChannelBias;
 import dev.ramtrain.trainer.backend.ops.BatchNormBackward;
 import dev.ramtrain.trainer.backend.ops.BatchNormInference;
 import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
+import dev.ramtrain.trainer.backend.ops.BlendBatch;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
+import dev.ramtrain.trainer.backend.ops.CutMixBatch;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -123,9 +125,43 @@ final class CudaOperations {
                         .i32(op.rows())
                         .i32(op.classes())
                         .f32(op.smoothing())
+                        .f32(op.mix())
                         .buffer(cuda(op.loss()))
                         .buffer(cuda(op.dlogits()))
                         .pointer(s.statusWord())))
+        .add(
+            BlendBatch.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.BLEND_BATCH,
+                    s,
+                    (long) ((op.batch() + 1) / 2) * op.sampleSize(),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .i32(op.batch())
+                        .i64(op.sampleSize())
+                        .f32(op.lambda())
+                        .f32(op.oneMinus())))
+        .add(
+            CutMixBatch.class,
+            (op, s) ->
+                kernels.launchOver(
+                    Kernel.CUTMIX_BATCH,
+                    s,
+                    (long) (op.batch() / 2)
+                        * op.channels()
+                        * (op.bottom() - op.top())
+                        * (op.right() - op.left()),
+                    new KernelArgs()
+                        .buffer(cuda(op.x()))
+                        .i32(op.batch())
+                        .i32(op.channels())
+                        .i32(op.height())
+                        .i32(op.width())
+                        .i32(op.top())
+                        .i32(op.bottom())
+                        .i32(op.left())
+                        .i32(op.right())))
         .add(NormalizeImages.class, ops::normalizeImages)
         .add(
             SgdStep.class,

@@ -16,6 +16,8 @@ enum Kernel {
   ADD_BIAS("add_bias_f32"),
   SUM_ROWS("sum_rows_f32"),
   SOFTMAX_XENT("softmax_xent_f32"),
+  BLEND_BATCH("blend_batch_f32"),
+  CUTMIX_BATCH("cutmix_batch_f32"),
   NORMALIZE_IMAGES("normalize_images_u8"),
   IM2COL("im2col_f32"),
   COL2IM("col2im_f32"),
