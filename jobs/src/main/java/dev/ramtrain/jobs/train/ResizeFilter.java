@@ -18,9 +18,13 @@ public enum ResizeFilter {
   PREPROCESSING,
   PILLOW;
 
-  /** A resampler per loader batch. */
+  /** A resampler per loader batch (OpenCV's natives loaded here, before the first batch). */
   public Supplier<CropResampler> resamplers() {
-    return this == PILLOW ? AntialiasedResize::new : () -> ResizeFilter::preprocessing;
+    if (this == PILLOW) {
+      return AntialiasedResize::new;
+    }
+    CropResize.preload();
+    return () -> ResizeFilter::preprocessing;
   }
 
   private static void preprocessing(
