@@ -110,7 +110,13 @@ public final class Trainer implements AutoCloseable {
 
   /** Statistics of one pass over the training batches. */
   public record EpochStats(
-      double loss, double accuracy, long samples, double seconds, double stallSeconds) {}
+      double loss,
+      double accuracy,
+      long samples,
+      double seconds,
+      double stallSeconds,
+      double loaderSamplesPerSecond,
+      double resizeMillisPerSample) {}
 
   /**
    * Trains {@code epochs} epochs from {@code firstEpoch} (epochs done so far), evaluating on {@code
@@ -160,6 +166,10 @@ public final class Trainer implements AutoCloseable {
       record.put("samples_per_s", stats.samples() / stats.seconds());
       record.put("seconds", stats.seconds());
       record.put("data_stall_pct", 100 * stats.stallSeconds() / stats.seconds());
+      // The loader's own rate (its workers' samples over their busy time) and a crop's cost:
+      // whether it can keep up, whatever the model's speed.
+      record.put("loader_samples_per_s", stats.loaderSamplesPerSecond());
+      record.put("loader_resize_ms", stats.resizeMillisPerSample());
       record.put("best_epoch", best.bestEpoch());
       record.put("skipped_steps", skippedSteps);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
@@ -176,7 +186,7 @@ public final class Trainer implements AutoCloseable {
       metrics.write(record);
       progress.finish( // first: the checkpoint's log line goes below it, not after it
           String.format(
-              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f%s, %,.0f samples/s, data stall %.1f%%",
+              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f%s, %,.0f samples/s, data stall %.1f%% (loader %,.0f/s)",
               epoch + 1,
               options.epochs(),
               stats.loss(),
@@ -187,7 +197,8 @@ public final class Trainer implements AutoCloseable {
                   ? ""
                   : String.format(" (ema %.4f acc %.4f)", averaged.loss(), averaged.accuracy()),
               stats.samples() / stats.seconds(),
-              100 * stats.stallSeconds() / stats.seconds()));
+              100 * stats.stallSeconds() / stats.seconds(),
+              stats.loaderSamplesPerSecond()));
       String saved = save(snapshot, epoch + 1, true);
       if (improved && saved != null) {
         markBest(saved);
@@ -250,6 +261,7 @@ public final class Trainer implements AutoCloseable {
     long start = System.nanoTime();
     rate.restart(start);
     long stallBefore = train.stallNanos();
+    DataLoader.Work workBefore = train.work();
     EpochTotals totals = new EpochTotals();
     long[] firstStep = {0, 0}; // when the epoch's first step was enqueued, and its batch number
     try (DataLoader.Epoch batches = train.epoch(epoch, firstBatch)) {
@@ -313,12 +325,15 @@ public final class Trainer implements AutoCloseable {
     }
     double seconds = (System.nanoTime() - start) / 1e9;
     double[] all = ranks.sum(totals.lossSum, totals.correct, totals.samples);
+    DataLoader.Work work = train.work();
     return new EpochStats(
         all[0] / all[2],
         all[1] / all[2],
         (long) all[2],
         seconds,
-        (train.stallNanos() - stallBefore) / 1e9);
+        (train.stallNanos() - stallBefore) / 1e9,
+        work.samplesPerSecondSince(workBefore),
+        work.resizeMillisPerSampleSince(workBefore));
   }
 
   private String progressText(

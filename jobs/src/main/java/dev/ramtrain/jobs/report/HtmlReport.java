@@ -221,19 +221,28 @@ public final class HtmlReport {
     }
     h.append("<h2>Epochs and timing</h2>\n<p class=\"sub\">The best epoch by the run's")
         .append(" best-metric is highlighted.</p>\n<table><tr><th>epoch</th><th>seconds</th>")
-        .append("<th>samples/s</th><th>data stall</th><th>train loss</th><th>train acc</th>")
+        .append("<th>samples/s</th><th>data stall</th><th>loader samples/s</th>")
+        .append("<th>train loss</th><th>train acc</th>")
         .append("<th>val loss</th><th>val acc</th></tr>\n");
     int bestEpoch = bestEpoch(run);
     for (JsonNode r : run.epochs()) {
       h.append(r.path("epoch").asInt() == bestEpoch ? "<tr class=\"changed\">" : "<tr>");
       h.append(
           String.format(
-              "<td>%d</td><td>%s</td><td>%,.0f</td><td>%.1f%%</td><td>%.4f</td><td>%.4f</td>"
-                  + "<td>%.4f</td><td>%.4f</td></tr>%n",
+              "<td>%d</td><td>%s</td><td>%,.0f</td><td>%.1f%%</td><td>%s</td><td>%.4f</td>"
+                  + "<td>%.4f</td><td>%.4f</td><td>%.4f</td></tr>%n",
               r.path("epoch").asInt(),
               r.has("seconds") ? String.format("%.1f", r.path("seconds").asDouble()) : "–",
               r.path("samples_per_s").asDouble(),
               r.path("data_stall_pct").asDouble(),
+              r.has("loader_samples_per_s") // runs from before it was recorded have none
+                  ? String.format(
+                      "%,.0f%s",
+                      r.path("loader_samples_per_s").asDouble(),
+                      r.path("loader_resize_ms").asDouble() > 0
+                          ? String.format(" (crop %.3f ms)", r.path("loader_resize_ms").asDouble())
+                          : "")
+                  : "–",
               r.path("train_loss").asDouble(),
               r.path("train_acc").asDouble(),
               r.path("val_loss").asDouble(),

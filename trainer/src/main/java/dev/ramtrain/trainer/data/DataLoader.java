@@ -36,6 +36,9 @@ public final class DataLoader implements AutoCloseable {
   private final List<HostBuffer> pixelSlots = new ArrayList<>();
   private final List<HostBuffer> labelSlots = new ArrayList<>();
   private final AtomicLong stallNanos = new AtomicLong();
+  private final AtomicLong workNanos = new AtomicLong(); // the workers' time assembling batches
+  private final AtomicLong resizeNanos = new AtomicLong(); // of it, resizing crops
+  private final AtomicLong assembled = new AtomicLong(); // samples the workers have written
   private final Supplier<? extends CropResampler> resamplers;
 
   public DataLoader(Backend backend, ShardSet shards, LoaderOptions options) {
@@ -179,6 +182,30 @@ public final class DataLoader implements AutoCloseable {
     return stallNanos.get();
   }
 
+  /**
+   * What the workers have done so far: samples written, and the nanoseconds spent writing them and,
+   * of those, resizing crops. Their differences over an epoch give the loader's own rate ({@code
+   * workers} × samples / work time: what it could feed with the cores to itself) and the time a
+   * crop takes.
+   */
+  public record Work(long samples, long nanos, long resizeNanos, int workers) {
+    /** Samples a second the loader makes, from its own work between {@code before} and this. */
+    public double samplesPerSecondSince(Work before) {
+      long n = nanos - before.nanos;
+      return n <= 0 ? 0 : workers * (samples - before.samples) / (n / 1e9);
+    }
+
+    /** Milliseconds of resizing a sample took on average between {@code before} and this. */
+    public double resizeMillisPerSampleSince(Work before) {
+      long k = samples - before.samples;
+      return k == 0 ? 0 : (resizeNanos - before.resizeNanos) / 1e6 / k;
+    }
+  }
+
+  public Work work() {
+    return new Work(assembled.get(), workNanos.get(), resizeNanos.get(), options.workers());
+  }
+
   /** Starts epoch {@code epoch}; close it (or drain it) before starting the next one. */
   public Epoch epoch(int epoch) {
     return new Epoch(epoch, 0);
@@ -237,6 +264,14 @@ public final class DataLoader implements AutoCloseable {
     }
 
     private Batch assemble(int batchIndex, int slot) {
+      long start = System.nanoTime();
+      Batch b = assembleTimed(batchIndex, slot);
+      workNanos.addAndGet(System.nanoTime() - start);
+      assembled.addAndGet(b.size());
+      return b;
+    }
+
+    private Batch assembleTimed(int batchIndex, int slot) {
       int size =
           (int)
               Math.min(options.batchSize(), order.length - (long) batchIndex * options.batchSize());
@@ -262,6 +297,7 @@ public final class DataLoader implements AutoCloseable {
               augmentation.flip(),
               rng);
         } else { // torchvision's order: the crop, then the flip
+          long resizeStart = System.nanoTime();
           CropPlan plan =
               augmentation.resize().plan(stored.height(), stored.width(), rng::nextDouble);
           resizer.resample(
@@ -271,6 +307,7 @@ public final class DataLoader implements AutoCloseable {
               shape,
               augmentation.flip() && rng.nextBoolean(),
               target);
+          resizeNanos.addAndGet(System.nanoTime() - resizeStart);
         }
         labelInts.put(j, source.label(row));
       }

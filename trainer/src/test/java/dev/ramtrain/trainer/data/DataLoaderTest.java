@@ -457,6 +457,7 @@ class DataLoaderTest {
                     0,
                     1))) {
       assertEquals(new ImageShape(3, 3, 3), loader.shape());
+      DataLoader.Work before = loader.work();
       for (int epoch : new int[] {0, 5}) {
         List<Long> ids = cropIds(drain(loader, epoch), epoch);
         List<Long> inOrder = new ArrayList<>();
@@ -469,6 +470,11 @@ class DataLoaderTest {
       }
       assertFalse(
           Arrays.equals(resizedCrop(1003, 0), resizedCrop(1003, 5)), "a new crop every epoch");
+      DataLoader.Work after = loader.work();
+      assertEquals(2 * 40, after.samples() - before.samples(), "the workers' samples counted");
+      assertTrue(after.samplesPerSecondSince(before) > 0);
+      assertTrue(after.resizeMillisPerSampleSince(before) > 0, "crops timed");
+      assertTrue(after.resizeNanos() <= after.nanos(), "cropping is part of the work");
     }
   }
 
