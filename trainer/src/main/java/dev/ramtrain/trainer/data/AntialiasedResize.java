@@ -55,10 +55,9 @@ public final class AntialiasedResize implements CropResampler {
           k[x] = triangle((x + min - center + 0.5) * inverse);
           total += k[x];
         }
-        for (int x = 0; x < max; x++) {
+        for (int x = 0; x < max; x++) { // a triangle's weights are never negative
           double w = total != 0 ? k[x] / total : k[x];
-          weights[i * taps + x] =
-              (int) (w < 0 ? -0.5 + w * (1 << PRECISION_BITS) : 0.5 + w * (1 << PRECISION_BITS));
+          weights[i * taps + x] = (int) (0.5 + w * (1 << PRECISION_BITS));
         }
         first[i] = min;
         count[i] = max;

@@ -21,9 +21,10 @@ import org.apache.arrow.memory.util.MemoryUtil;
  * Streams batches from memory-mapped shards into pinned staging buffers. Each epoch shuffles all
  * samples with a generator seeded by (seed, epoch) and gives this rank its slice of every global
  * batch (or, where each rank has shards of its own, shuffles those by (seed, epoch, rank)); worker
- * threads assemble batches, copying each image once, from the shard into staging, with its random
- * crop and flip drawn from (seed, epoch, sample id). So what a batch holds never depends on thread
- * timing, and batches come out in order whatever order the workers finish in.
+ * threads assemble batches, writing each image once, from the shard into staging, with its random
+ * crop (padded, or resized: {@link InputResize}, by a {@link CropResampler}) and flip drawn from
+ * (seed, epoch, sample id). So what a batch holds never depends on thread timing, and batches come
+ * out in order whatever order the workers finish in.
  */
 public final class DataLoader implements AutoCloseable {
   private final ShardSet shards;
@@ -265,13 +266,14 @@ public final class DataLoader implements AutoCloseable {
 
     private Batch assemble(int batchIndex, int slot) {
       long start = System.nanoTime();
-      Batch b = assembleTimed(batchIndex, slot);
+      Batch b = write(batchIndex, slot);
       workNanos.addAndGet(System.nanoTime() - start);
       assembled.addAndGet(b.size());
       return b;
     }
 
-    private Batch assembleTimed(int batchIndex, int slot) {
+    /** Writes batch {@code batchIndex} into staging slot {@code slot}. */
+    private Batch write(int batchIndex, int slot) {
       int size =
           (int)
               Math.min(options.batchSize(), order.length - (long) batchIndex * options.batchSize());
