@@ -120,6 +120,7 @@ extern "C" __global__ void cutmix_batch_f32(float* x, int batch, int channels, i
 }
 RT_KERNEL(cutmix_batch_f32)
 
+
 // Per-channel scale and shift of the input normalization, for up to four channels:
 // (x / 255 - mean) / std = x * scale - shift with scale = 1 / (255 std), shift = mean / std.
 struct RtChannelAffine {
@@ -142,3 +143,72 @@ extern "C" __global__ void normalize_images_u8(const unsigned char* u8, int n, i
   }
 }
 RT_KERNEL(normalize_images_u8)
+
+// ColorJitter (brightness, contrast, saturation) of a normalized NCHW batch in place, a block per
+// image: the CPU backend's draws (the counter RNG at 8 i + k) and expressions; the contrast's mean
+// grey is summed in double by the block's fixed tree (the CPU sums pixel after pixel: the means
+// agree to double rounding, so the results within a float ulp or two).
+__device__ __forceinline__ float rt_unit(float v) { return fminf(fmaxf(v, 0.0f), 1.0f); }
+
+__device__ __forceinline__ float rt_grey(const float* v, int c, long long plane, long long p) {
+  return c == 1 ? v[p] : 0.2989f * v[p] + 0.587f * v[plane + p] + 0.114f * v[2 * plane + p];
+}
+
+extern "C" __global__ void color_jitter_f32(float* x, int batch, int c, int plane,
+                                            RtChannelAffine unit, float brightness, float contrast,
+                                            float saturation, unsigned long long seed) {
+  __shared__ double scratch[RT_BLOCK];
+  int i = blockIdx.x;
+  float* v = x + (long long)i * c * plane;
+  // unit.scale holds std and unit.shift mean: v = x * std + mean, back with (v - mean) / std
+  for (long long k = threadIdx.x; k < (long long)c * plane; k += RT_BLOCK) {
+    int ch = (int)(k / plane);
+    v[k] = v[k] * unit.scale[ch] + unit.shift[ch];
+  }
+  __syncthreads();
+  int order[3] = {0, 1, 2};
+  for (int k = 2; k >= 1; k--) {
+    int j = (int)((double)rt_uniform(seed, 8ull * i + (2 - k)) * (k + 1));
+    int t = order[k];
+    order[k] = order[j];
+    order[j] = t;
+  }
+  for (int step = 0; step < 3; step++) {
+    int which = order[step];
+    float s = which == 0 ? brightness : which == 1 ? contrast : saturation;
+    if (s == 0.0f || (which == 2 && c == 1)) {
+      continue;
+    }
+    float lo = fmaxf(0.0f, 1.0f - s);
+    float hi = 1.0f + s;
+    float f = lo + (hi - lo) * rt_uniform(seed, 8ull * i + 2 + which);
+    float g = 1.0f - f;
+    if (which == 0) {
+      for (long long k = threadIdx.x; k < (long long)c * plane; k += RT_BLOCK) {
+        v[k] = rt_unit(f * v[k]);
+      }
+    } else if (which == 1) {
+      double partial = 0;
+      for (long long p = threadIdx.x; p < plane; p += RT_BLOCK) {
+        partial += rt_grey(v, c, plane, p);
+      }
+      float m = (float)(rt_block_sum(partial, scratch) / plane);
+      for (long long k = threadIdx.x; k < (long long)c * plane; k += RT_BLOCK) {
+        v[k] = rt_unit(f * v[k] + g * m);
+      }
+    } else {
+      for (long long p = threadIdx.x; p < plane; p += RT_BLOCK) {
+        float grey = rt_grey(v, c, plane, p);
+        for (int ch = 0; ch < c; ch++) {
+          v[ch * plane + p] = rt_unit(f * v[ch * plane + p] + g * grey);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  for (long long k = threadIdx.x; k < (long long)c * plane; k += RT_BLOCK) {
+    int ch = (int)(k / plane);
+    v[k] = (v[k] - unit.shift[ch]) / unit.scale[ch];
+  }
+}
+RT_KERNEL_WITH_BARRIERS(color_jitter_f32)

@@ -1,7 +1,6 @@
 package dev.ramtrain.trainer;
 
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.format.ids.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -16,14 +15,12 @@ import java.util.SplittableRandom;
  * set, with λ ~ Beta(α, α); mixup blends each sample with the batch's mirror image, cutmix pastes
  * the mirror's box of side √(1 - λ) (centre uniform, clipped) and corrects λ to the box's true
  * area. The loss then takes λ of each sample's smoothed target and 1 - λ of its mirror's
- * (SoftmaxCrossEntropy's mix: timm's mixup_target). The draws of a batch come from (seed, the
- * batch's number across ranks and micro-batches), so a resumed run and any rank layout draw alike.
+ * (SoftmaxCrossEntropy's mix: timm's mixup_target). A batch's draws come from the generator {@link
+ * BatchAugmentation} seeds for it.
  */
-public record Mixup(
-    double mixupAlpha, double cutmixAlpha, double prob, double switchProb, long seed)
+public record Mixup(double mixupAlpha, double cutmixAlpha, double prob, double switchProb)
     implements Serializable {
-  public static final Mixup OFF = new Mixup(0, 0, 1, 0.5, 0);
-  private static final long STREAM = 0x313C;
+  public static final Mixup OFF = new Mixup(0, 0, 1, 0.5);
 
   public Mixup {
     if (!(mixupAlpha >= 0) || !(cutmixAlpha >= 0)) {
@@ -68,24 +65,23 @@ public record Mixup(
   }
 
   /**
-   * Mixes the batch {@code x} (NCHW, normalized) of batch number {@code batchNumber} in place and
-   * returns λ for the loss (1: left as it was).
+   * Mixes the batch {@code x} (NCHW, normalized) in place with the draws of {@code rng} and returns
+   * λ for the loss (1: left as it was).
    */
   float apply(
-      Backend backend, Stream s, DeviceBuffer x, int batch, ImageShape shape, long batchNumber) {
-    if (!enabled()) {
-      return 1f;
-    }
-    SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, batchNumber, STREAM));
+      Backend backend,
+      Stream s,
+      DeviceBuffer x,
+      int batch,
+      ImageShape shape,
+      SplittableRandom rng) {
     Draw d = draw(rng, shape.height(), shape.width());
     if (d.lambda() == 1) {
       return 1f;
     }
     if (d.box() == null) {
-      backend.run(
-          s,
-          BlendBatch.of(
-              x, batch, (long) shape.channels() * shape.height() * shape.width(), d.lambda()));
+      long sample = (long) shape.channels() * shape.height() * shape.width();
+      backend.run(s, BlendBatch.of(x, batch, sample, d.lambda()));
     } else {
       int[] b = d.box();
       backend.run(

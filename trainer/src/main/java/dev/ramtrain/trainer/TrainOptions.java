@@ -17,7 +17,7 @@ public record TrainOptions(
     int logEvery,
     int accumulate,
     BestEpoch.Rule best,
-    Mixup mixup)
+    BatchAugmentation batchAugmentation)
     implements Serializable {
 
   /** What a NaN or infinite loss does: stop with a message, or skip that step's update. */
@@ -62,10 +62,10 @@ public record TrainOptions(
         logEvery,
         1,
         BestEpoch.Rule.DEFAULT,
-        Mixup.OFF);
+        BatchAugmentation.NONE);
   }
 
-  /** Without mixup or cutmix. */
+  /** Without augmentation on the device. */
   public TrainOptions(
       int epochs,
       float labelSmoothing,
@@ -86,7 +86,7 @@ public record TrainOptions(
         logEvery,
         accumulate,
         best,
-        Mixup.OFF);
+        BatchAugmentation.NONE);
   }
 
   /** Optimizer steps in an epoch of {@code batches} batches: a short last group is a step too. */
@@ -102,12 +102,30 @@ public record TrainOptions(
   /** These options with the normalization {@code mean}/{@code std}. */
   public TrainOptions withNormalization(float[] mean, float[] std) {
     return new TrainOptions(
-        epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, accumulate, best, mixup);
+        epochs,
+        labelSmoothing,
+        clipNorm,
+        nanPolicy,
+        mean,
+        std,
+        logEvery,
+        accumulate,
+        best,
+        batchAugmentation);
   }
 
-  /** These options mixing batches as {@code mixup} says. */
-  public TrainOptions withMixup(Mixup mixup) {
+  /** These options augmenting batches on the device as {@code augmentation} says. */
+  public TrainOptions withBatchAugmentation(BatchAugmentation augmentation) {
     return new TrainOptions(
-        epochs, labelSmoothing, clipNorm, nanPolicy, mean, std, logEvery, accumulate, best, mixup);
+        epochs,
+        labelSmoothing,
+        clipNorm,
+        nanPolicy,
+        mean,
+        std,
+        logEvery,
+        accumulate,
+        best,
+        augmentation);
   }
 }

@@ -437,9 +437,12 @@ public final class Trainer implements AutoCloseable {
     } else {
       learner.continueStep(compute, dropoutSeed);
     }
-    // Mixup/cutmix (timm's batch mode) on the device: the batch mixed in place, the loss's targets
-    // mixed alike; drawn from the same batch number as the dropout masks.
-    float mix = options.mixup().apply(backend, compute, x, n, shape, dropoutSeed);
+    // Colour jitter and mixup/cutmix on the device, in place (timm's order); the loss's targets
+    // mixed alike. Drawn from the batch number the dropout masks use.
+    float mix =
+        options
+            .batchAugmentation()
+            .apply(backend, compute, x, n, shape, options.mean(), options.std(), dropoutSeed);
     DeviceBuffer logits = learner.forward(compute, x, n, true);
     DeviceBuffer dlogits = loss.compute(compute, logits, y, n, micro.stepSamples(), mix);
     if (!micro.last()) {

@@ -64,7 +64,7 @@ class MixupTest {
 
   @Test
   void cutmixBoxesAndTheirCorrectedLambdaAreTimms() {
-    Mixup cutmixOnly = new Mixup(0, 1.0, 1, 0.5, 7);
+    Mixup cutmixOnly = new Mixup(0, 1.0, 1, 0.5);
     for (long n = 0; n < 200; n++) {
       SplittableRandom rng = new SplittableRandom(n);
       Mixup.Draw d = cutmixOnly.draw(rng, 20, 30);
@@ -75,18 +75,18 @@ class MixupTest {
       double area = (double) (b[1] - b[0]) * (b[3] - b[2]);
       assertEquals(1 - area / 600, d.lambda(), 1e-12, "correct_lam: 1 - box area / image area");
     }
-    Mixup mixupOnly = new Mixup(0.8, 0, 1, 0.5, 7);
+    Mixup mixupOnly = new Mixup(0.8, 0, 1, 0.5);
     for (long n = 0; n < 200; n++) {
       Mixup.Draw d = mixupOnly.draw(new SplittableRandom(n), 20, 30);
       assertNull(d.box());
       assertTrue(d.lambda() >= 0 && d.lambda() <= 1, "λ " + d.lambda());
     }
-    Mixup never = new Mixup(0.8, 1.0, 0, 0.5, 7);
+    Mixup never = new Mixup(0.8, 1.0, 0, 0.5);
     assertEquals(1, never.draw(new SplittableRandom(3), 20, 30).lambda());
-    Mixup always = new Mixup(0.8, 1.0, 1, 1, 7);
+    Mixup always = new Mixup(0.8, 1.0, 1, 1);
     assertNotNull(always.draw(new SplittableRandom(3), 20, 30).box(), "switch prob 1: cutmix");
-    assertThrows(IllegalArgumentException.class, () -> new Mixup(-1, 0, 1, 0.5, 0));
-    assertThrows(IllegalArgumentException.class, () -> new Mixup(0.2, 0, 1.5, 0.5, 0));
+    assertThrows(IllegalArgumentException.class, () -> new Mixup(-1, 0, 1, 0.5));
+    assertThrows(IllegalArgumentException.class, () -> new Mixup(0.2, 0, 1.5, 0.5));
   }
 
   /**
@@ -116,8 +116,10 @@ class MixupTest {
   }
 
   @Test
-  void aBatchNumberAlwaysDrawsTheSameMix() {
-    Mixup m = new Mixup(0.8, 1.0, 0.9, 0.5, 42);
+  void aBatchNumberAlwaysDrawsTheSameJitterAndMix() {
+    BatchAugmentation augment = new BatchAugmentation(0.4f, new Mixup(0.8, 1.0, 0.9, 0.5), 42);
+    float[] mean = {0.5f, 0.4f, 0.3f};
+    float[] std = {0.2f, 0.25f, 0.3f};
     ImageShape shape = new ImageShape(4, 5, 3);
     try (Backend backend = new CpuBackend(1);
         DeviceBuffer a = backend.allocate("a", DType.F32, 4 * 60);
@@ -131,8 +133,8 @@ class MixupTest {
       for (long batch = 0; batch < 20; batch++) {
         upload(backend, s, a, x);
         upload(backend, s, b, x);
-        float la = m.apply(backend, s, a, 4, shape, batch);
-        float lb = m.apply(backend, s, b, 4, shape, batch);
+        float la = augment.apply(backend, s, a, 4, shape, mean, std, batch);
+        float lb = augment.apply(backend, s, b, 4, shape, mean, std, batch);
         assertEquals(la, lb);
         assertArrayEquals(download(backend, s, a, x.length), download(backend, s, b, x.length));
         mixed += la < 1 ? 1 : 0;

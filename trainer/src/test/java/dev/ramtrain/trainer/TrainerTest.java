@@ -315,9 +315,10 @@ class TrainerTest {
                           new float[] {0.5f},
                           new float[] {0.25f},
                           5)
-                      // mixup and cutmix on the device, drawn by batch number: resumed and
-                      // offloaded runs must draw them alike
-                      .withMixup(new Mixup(0.8, 1.0, 0.9, 0.5, 7)),
+                      // colour jitter, mixup and cutmix on the device, drawn by batch number:
+                      // resumed and offloaded runs must draw them alike
+                      .withBatchAugmentation(
+                          new BatchAugmentation(0.4f, new Mixup(0.8, 1.0, 0.9, 0.5), 7)),
                   SHAPE,
                   metrics)) {
         Map<String, Object> info = Map.of("classes", List.of("rows", "columns", "checker"));

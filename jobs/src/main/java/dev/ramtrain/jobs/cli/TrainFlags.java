@@ -121,6 +121,14 @@ public final class TrainFlags {
   Double clipNorm;
 
   @Option(
+      names = "--color-jitter",
+      paramLabel = "STRENGTH",
+      description =
+          "Colour jitter on the device, timm's --color-jitter; 0: off"
+              + " (ramtrain.train.color-jitter).")
+  Double colorJitter;
+
+  @Option(
       names = "--mixup",
       paramLabel = "ALPHA",
       description = "Mixup's Beta alpha, timm's --mixup; 0: off (ramtrain.train.mixup).")
@@ -201,6 +209,7 @@ public final class TrainFlags {
     f.put("ramtrain.train.ema", CommonOptions.text(ema));
     f.put("ramtrain.train.clip-norm", CommonOptions.text(clipNorm));
     f.put("ramtrain.train.label-smoothing", CommonOptions.text(labelSmoothing));
+    f.put("ramtrain.train.color-jitter", CommonOptions.text(colorJitter));
     f.put("ramtrain.train.mixup", CommonOptions.text(mixup));
     f.put("ramtrain.train.cutmix", CommonOptions.text(cutmix));
     f.put("ramtrain.train.precision", precision);

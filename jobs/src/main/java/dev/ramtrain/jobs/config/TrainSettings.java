@@ -6,6 +6,7 @@ import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 import dev.ramtrain.jobs.train.ResizeFilter;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.trainer.BatchAugmentation;
 import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.Mixup;
 import dev.ramtrain.trainer.TrainOptions;
@@ -136,7 +137,7 @@ public final class TrainSettings {
             (float) ema),
         checked(P + "optimizer", () -> optimizer(c)),
         schedule,
-        loop(c).withMixup(mixup(c, seed)),
+        loop(c).withBatchAugmentation(batchAugmentation(c, seed)),
         offload(c),
         backend(c),
         new RunSpec.Output(
@@ -340,17 +341,23 @@ public final class TrainSettings {
                     c.number(P + "early-stop-min-delta"))));
   }
 
-  /** {@code ramtrain.train.mixup, cutmix, mixup-prob, mixup-switch-prob}: timm's Mixup. */
-  private static Mixup mixup(RamtrainConfig c, long seed) {
+  /**
+   * {@code ramtrain.train.color-jitter} and {@code mixup, cutmix, mixup-prob, mixup-switch-prob}:
+   * timm's colour jitter and Mixup, on the device.
+   */
+  private static BatchAugmentation batchAugmentation(RamtrainConfig c, long seed) {
+    Mixup mixup =
+        checked(
+            P + "mixup",
+            () ->
+                new Mixup(
+                    c.number(P + "mixup"),
+                    c.number(P + "cutmix"),
+                    c.number(P + "mixup-prob"),
+                    c.number(P + "mixup-switch-prob")));
     return checked(
-        P + "mixup",
-        () ->
-            new Mixup(
-                c.number(P + "mixup"),
-                c.number(P + "cutmix"),
-                c.number(P + "mixup-prob"),
-                c.number(P + "mixup-switch-prob"),
-                seed));
+        P + "color-jitter",
+        () -> new BatchAugmentation((float) c.number(P + "color-jitter"), mixup, seed));
   }
 
   /**

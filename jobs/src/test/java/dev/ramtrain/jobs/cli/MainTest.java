@@ -274,7 +274,7 @@ class MainTest {
 
   @Test
   void aRunOnRandomResizedCropsEvaluatesAndPredictsOnCentreCrops() throws Exception {
-    // Trained on 16x16 random resized crops of 20x20 stored images, mixed by mixup and cutmix,
+    // Trained on 16x16 random resized crops of 20x20 stored images, colour-jittered and mixed,
     // evaluated and served as timm does: resized (shorter side 18 at crop-pct 0.875) and
     // centre-cropped to 16x16.
     Path runDir =
@@ -285,6 +285,8 @@ class MainTest {
             "16",
             "--width",
             "16",
+            "--color-jitter",
+            "0.4",
             "--mixup",
             "0.8",
             "--cutmix",

@@ -15,6 +15,7 @@ import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
 import dev.ramtrain.trainer.backend.ops.BlendBatch;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.ColorJitter;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
@@ -735,6 +736,60 @@ public abstract class BackendConformanceTest {
       try (DeviceBuffer dx = upload("x", x)) {
         backend.run(stream, BlendBatch.of(dx, batch, size, lambda));
         assertArrayEquals(expected, download(dx), "batch of " + batch);
+      }
+    }
+  }
+
+  /**
+   * torchvision's ColorJitter on normalized images, against a double-precision reference on the
+   * op's own draws (order and factors from the counter RNG): within 2e-5, the float rounding of
+   * values in [0, 1] (a few 6e-8) divided by a std of 0.22, and of the contrast's mean grey.
+   */
+  @Test
+  void colorJitterAdjustsEachImageInItsDrawnOrder() {
+    Random rng = new Random(16);
+    for (int c : new int[] {3, 1}) {
+      int batch = 5, h = 6, w = 7, plane = h * w;
+      float[] mean = c == 3 ? new float[] {0.485f, 0.456f, 0.406f} : new float[] {0.5f};
+      float[] std = c == 3 ? new float[] {0.229f, 0.224f, 0.225f} : new float[] {0.25f};
+      float[] x = new float[batch * c * plane];
+      for (int k = 0; k < x.length; k++) {
+        int ch = (k / plane) % c;
+        x[k] = (rng.nextInt(256) / 255f - mean[ch]) / std[ch];
+      }
+      double[] expected = new double[x.length];
+      for (int i = 0; i < batch; i++) {
+        double[] v = new double[c * plane];
+        for (int k = 0; k < v.length; k++) {
+          v[k] = (double) x[i * c * plane + k] * std[k / plane] + mean[k / plane];
+        }
+        for (int which : ColorJitter.order(99, i)) {
+          if (which == 2 && c == 1) {
+            continue;
+          }
+          double f = ColorJitter.factor(0.4f, 99, i, which);
+          double[] grey = new double[plane];
+          double greyMean = 0;
+          for (int p = 0; p < plane; p++) {
+            grey[p] =
+                c == 1 ? v[p] : 0.2989 * v[p] + 0.587 * v[plane + p] + 0.114 * v[2 * plane + p];
+            greyMean += grey[p] / plane;
+          }
+          for (int k = 0; k < v.length; k++) {
+            double other = which == 0 ? 0 : which == 1 ? greyMean : grey[k % plane];
+            v[k] = Math.min(1, Math.max(0, f * v[k] + (1 - f) * other));
+          }
+        }
+        for (int k = 0; k < v.length; k++) {
+          expected[i * c * plane + k] = (v[k] - mean[k / plane]) / std[k / plane];
+        }
+      }
+      try (DeviceBuffer dx = upload("x", x)) {
+        backend.run(stream, new ColorJitter(dx, batch, c, h, w, mean, std, 0.4f, 0.4f, 0.4f, 99));
+        float[] got = download(dx);
+        for (int k = 0; k < got.length; k++) {
+          assertEquals(expected[k], got[k], 2e-5, c + " channels, element " + k);
+        }
       }
     }
   }

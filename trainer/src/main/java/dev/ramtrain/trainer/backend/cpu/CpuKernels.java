@@ -5,6 +5,7 @@ import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.CounterRng;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.SgdMath;
+import dev.ramtrain.trainer.backend.ops.ColorJitter;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
@@ -267,6 +268,82 @@ final class CpuKernels {
             }
           }
         });
+  }
+
+  /** {@link ColorJitter} on each image of the batch, images in parallel. */
+  void colorJitter(FloatBuffer x, ColorJitter op) {
+    int plane = op.height() * op.width();
+    int c = op.channels();
+    parallel.forRange(
+        op.batch(),
+        1,
+        (from, to) -> {
+          float[] v = new float[c * plane];
+          for (int i = from; i < to; i++) {
+            int base = i * c * plane;
+            x.get(base, v, 0, v.length);
+            for (int ch = 0; ch < c; ch++) { // back to [0, 1]
+              for (int p = 0; p < plane; p++) {
+                v[ch * plane + p] = v[ch * plane + p] * op.std()[ch] + op.mean()[ch];
+              }
+            }
+            for (int which : ColorJitter.order(op.seed(), i)) {
+              float s = op.strength(which);
+              if (s == 0 || (which == 2 && c == 1)) {
+                continue;
+              }
+              adjust(v, c, plane, which, ColorJitter.factor(s, op.seed(), i, which));
+            }
+            for (int ch = 0; ch < c; ch++) { // normalized again
+              for (int p = 0; p < plane; p++) {
+                v[ch * plane + p] = (v[ch * plane + p] - op.mean()[ch]) / op.std()[ch];
+              }
+            }
+            x.put(base, v, 0, v.length);
+          }
+        });
+  }
+
+  /** One jitter adjustment of an image in [0, 1], CHW in {@code v}; clamped as torchvision's. */
+  private static void adjust(float[] v, int c, int plane, int which, float f) {
+    float g = 1 - f;
+    switch (which) {
+      case 0 -> {
+        for (int k = 0; k < v.length; k++) {
+          v[k] = unit(f * v[k]);
+        }
+      }
+      case 1 -> {
+        double sum = 0; // the image's mean grey, in double, pixel after pixel
+        for (int p = 0; p < plane; p++) {
+          sum += grey(v, c, plane, p);
+        }
+        float m = (float) (sum / plane);
+        for (int k = 0; k < v.length; k++) {
+          v[k] = unit(f * v[k] + g * m);
+        }
+      }
+      default -> {
+        for (int p = 0; p < plane; p++) {
+          float grey = grey(v, c, plane, p);
+          for (int ch = 0; ch < c; ch++) {
+            v[ch * plane + p] = unit(f * v[ch * plane + p] + g * grey);
+          }
+        }
+      }
+    }
+  }
+
+  private static float grey(float[] v, int c, int plane, int p) {
+    return c == 1
+        ? v[p]
+        : ColorJitter.RED * v[p]
+            + ColorJitter.GREEN * v[plane + p]
+            + ColorJitter.BLUE * v[2 * plane + p];
+  }
+
+  private static float unit(float v) {
+    return Math.min(Math.max(v, 0f), 1f);
   }
 
   void normalizeImages(

@@ -20,6 +20,7 @@ import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
 import dev.ramtrain.trainer.backend.ops.BlendBatch;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.ColorJitter;
 import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
@@ -240,6 +241,12 @@ final class CpuOperations {
                       () ->
                           kernels.blendBatch(
                               x.floats(), op.batch(), op.sampleSize(), op.lambda(), op.oneMinus()));
+                })
+            .add(
+                ColorJitter.class,
+                (op, s) -> {
+                  CpuBuffer x = cpu(op.x());
+                  s.enqueue(() -> kernels.colorJitter(x.floats(), op));
                 })
             .add(
                 CutMixBatch.class,

@@ -15,6 +15,7 @@ import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
 import dev.ramtrain.trainer.backend.ops.BlendBatch;
 import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
+import dev.ramtrain.trainer.backend.ops.ColorJitter;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
@@ -142,6 +143,7 @@ final class CudaOperations {
                         .i64(op.sampleSize())
                         .f32(op.lambda())
                         .f32(op.oneMinus())))
+        .add(ColorJitter.class, ops::colorJitter)
         .add(
             CutMixBatch.class,
             (op, s) ->
@@ -472,6 +474,31 @@ final class CudaOperations {
     if (channels > 0) {
       kernels.launch(kernel, s, channels, 1, 1, CudaKernels.BLOCK, 1, args);
     }
+  }
+
+  /**
+   * A block per image: the jitter's contrast sums each image's grey (RtChannelAffine: std, mean).
+   */
+  private void colorJitter(ColorJitter op, CudaStream s) {
+    float[] unit = new float[8];
+    for (int ch = 0; ch < op.channels(); ch++) {
+      unit[ch] = op.std()[ch];
+      unit[4 + ch] = op.mean()[ch];
+    }
+    perChannel(
+        Kernel.COLOR_JITTER,
+        s,
+        op.batch(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .i32(op.batch())
+            .i32(op.channels())
+            .i32(op.height() * op.width())
+            .floats(unit)
+            .f32(op.brightness())
+            .f32(op.contrast())
+            .f32(op.saturation())
+            .i64(op.seed()));
   }
 
   private void normalizeImages(NormalizeImages op, CudaStream s) {

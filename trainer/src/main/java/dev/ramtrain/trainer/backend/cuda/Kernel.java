@@ -18,6 +18,7 @@ enum Kernel {
   SOFTMAX_XENT("softmax_xent_f32"),
   BLEND_BATCH("blend_batch_f32"),
   CUTMIX_BATCH("cutmix_batch_f32"),
+  COLOR_JITTER("color_jitter_f32"),
   NORMALIZE_IMAGES("normalize_images_u8"),
   IM2COL("im2col_f32"),
   COL2IM("col2im_f32"),
