@@ -317,13 +317,42 @@ class ReliabilityIT {
     return out;
   }
 
+  /**
+   * The ImageNet-style pipeline (issue 28): random resized crops of the 12x12 stored images to
+   * 10x10 with flips drawn by the loader, colour jitter, mixup and cutmix on the device, and
+   * checkpoints within epochs, so that kills resume mid-epoch too.
+   */
+  private String[] trainOnCrops(Path dataset, Path run, String... more) {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "--set",
+                "ramtrain.train.crop-padding=0",
+                "--augment",
+                "rrc",
+                "--height",
+                "10",
+                "--width",
+                "10",
+                "--color-jitter",
+                "0.4",
+                "--mixup",
+                "0.8",
+                "--cutmix",
+                "1.0",
+                "--set",
+                "ramtrain.train.checkpoint-every=5"));
+    args.addAll(List.of(more));
+    return train(dataset, run, args.toArray(String[]::new));
+  }
+
   @Test
   void aRunKilledAnywhereAndResumedEndsBitIdenticalToAnUninterruptedOne() throws Exception {
     Path ds = tmp.resolve("ds");
     assertEquals(0, Launched.start(tmp, Map.of(), preprocess(ds, 12, false)).waitFor());
     Path straight = tmp.resolve("straight");
     long t0 = System.nanoTime();
-    Launched s = Launched.start(tmp, Map.of(), train(ds, straight));
+    Launched s = Launched.start(tmp, Map.of(), trainOnCrops(ds, straight));
     assertEquals(0, s.waitFor(), s.output());
     long millis = (System.nanoTime() - t0) / 1_000_000;
     List<String> files = List.of("model.safetensors", "optimizer.safetensors", "state.json");
@@ -331,7 +360,7 @@ class ReliabilityIT {
     for (int trial = 0; trial < points.size(); trial++) {
       Path run = tmp.resolve("run-" + trial);
       String point = points.get(trial);
-      Launched first = Launched.pausing(tmp, point.isEmpty() ? null : point, train(ds, run));
+      Launched first = Launched.pausing(tmp, point.isEmpty() ? null : point, trainOnCrops(ds, run));
       if (point.isEmpty()) {
         Thread.sleep(300 + RANDOM.nextInt((int) Math.max(1000, millis)));
       } else {
@@ -343,7 +372,7 @@ class ReliabilityIT {
       while (true) {
         boolean hasCheckpoint = Files.exists(run.resolve("checkpoints/latest"));
         String mode = hasCheckpoint ? "--resume" : "--overwrite";
-        Launched next = Launched.start(tmp, Map.of(), train(ds, run, mode));
+        Launched next = Launched.start(tmp, Map.of(), trainOnCrops(ds, run, mode));
         if (killAgain) {
           killAgain = false;
           Thread.sleep(300 + RANDOM.nextInt((int) Math.max(1000, millis)));
