@@ -66,6 +66,18 @@ public interface Layer extends AutoCloseable {
    */
   default void recomputing(boolean on) {}
 
+  /**
+   * Whether this layer's next backward may write its parameters' gradients instead of adding to
+   * them ({@link #gradientsAreZero}): then the model need not zero them first. A layer that says
+   * yes writes every gradient element in that backward and adds again in any later one.
+   */
+  default boolean writesFreshGradients() {
+    return false;
+  }
+
+  /** Its gradients count as zero: the next backward writes them ({@link #writesFreshGradients}). */
+  default void gradientsAreZero() {}
+
   /** Computes the output for {@code batch} samples of {@code x}; the layer may keep {@code x}. */
   DeviceBuffer forward(Stream stream, DeviceBuffer x, int batch, boolean training);
 

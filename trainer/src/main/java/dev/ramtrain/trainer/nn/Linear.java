@@ -31,6 +31,7 @@ public final class Linear extends BaseLayer {
   private DeviceBuffer weightHalf;
   private DeviceBuffer dyHalf; // the output gradient; in forward, scratch for rounding y
   private DeviceBuffer wh; // the weights the last forward multiplied with
+  private boolean freshGradients; // the next backward writes dW and db instead of adding
 
   public Linear(String name, int in, int out) {
     this(name, in, out, Precision.FP32);
@@ -55,6 +56,17 @@ public final class Linear extends BaseLayer {
     this.tokens = tokens;
     this.precision = precision;
     this.weightInit = timmInit ? ParamSpec.Init.TRUNC_NORMAL : ParamSpec.Init.KAIMING_UNIFORM;
+  }
+
+  /** Its two gradients are each one operation's output: the first backward writes them. */
+  @Override
+  public boolean writesFreshGradients() {
+    return true;
+  }
+
+  @Override
+  public void gradientsAreZero() {
+    freshGradients = true;
   }
 
   /** Backward reads the kept input and the weights, never the output. */
@@ -125,11 +137,14 @@ public final class Linear extends BaseLayer {
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
     int rows = Math.multiplyExact(batch, tokens);
-    backend.run(s, new SumRows(dy, biasGrad, rows, out, 1f)); // db += Σ dy
+    float add = freshGradients ? 0f : 1f; // a GEMM that overwrites need not read dW back
+    freshGradients = false;
+    backend.run(s, new SumRows(dy, biasGrad, rows, out, add)); // db (+)= Σ dy
     DeviceBuffer g = precision == Precision.BF16 ? Precision.inBf16(backend, s, dy, dyHalf) : dy;
     backend.run(
         s,
-        new Gemm(true, false, out, in, rows, 1f, g, out, x, in, 1f, weightGrad, in)); // dW += dyᵀ x
+        new Gemm(
+            true, false, out, in, rows, 1f, g, out, x, in, add, weightGrad, in)); // dW (+)= dyᵀ x
     if (!needInputGrad) {
       return null;
     }

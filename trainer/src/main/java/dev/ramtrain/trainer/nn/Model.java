@@ -170,8 +170,39 @@ public final class Model implements Network, AutoCloseable {
     }
   }
 
+  /**
+   * Zeroes the gradients for the next backward: those of layers that write fresh gradients are left
+   * to them (a GEMM that overwrites its output saves reading it back, and the fill), the rest
+   * filled with zeros, in as few runs of the slab as they make.
+   */
   public void zeroGrad(Stream stream) {
-    backend.run(stream, new Fill(parameters.grads(), 0f));
+    long runStart = -1;
+    long runEnd = -1;
+    for (Layer layer : layers) {
+      boolean fresh = layer.writesFreshGradients();
+      if (fresh) {
+        layer.gradientsAreZero();
+      }
+      for (ParamSpec p : layer.parameters()) {
+        Parameters.Entry e = parameters.entry(p.name());
+        long end = e.offset() + p.count();
+        if (fresh) {
+          continue;
+        }
+        if (e.offset() == runEnd) { // contiguous with the run being built
+          runEnd = end;
+          continue;
+        }
+        if (runStart >= 0) {
+          backend.run(stream, new Fill(parameters.grads().view(runStart, runEnd - runStart), 0f));
+        }
+        runStart = e.offset();
+        runEnd = end;
+      }
+    }
+    if (runStart >= 0) {
+      backend.run(stream, new Fill(parameters.grads().view(runStart, runEnd - runStart), 0f));
+    }
   }
 
   @Override

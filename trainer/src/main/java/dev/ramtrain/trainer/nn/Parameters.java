@@ -210,7 +210,7 @@ public final class Parameters implements ParameterSource, AutoCloseable {
     return (float) v;
   }
 
-  private Entry entry(String name) {
+  Entry entry(String name) {
     Entry e = entries.get(name);
     if (e == null) {
       throw new IllegalArgumentException(
