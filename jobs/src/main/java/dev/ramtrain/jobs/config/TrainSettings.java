@@ -191,6 +191,8 @@ public final class TrainSettings {
     int batch = c.integer(P + "batch-size");
     int workers = c.integer(P + "workers");
     boolean resizedCrop = c.choice(A + "mode", AugmentMode.class) == AugmentMode.RRC;
+    require(c.integer(A + "height") >= 0, A + "height", "must be >= 0 (0: the stored height)");
+    require(c.integer(A + "width") >= 0, A + "width", "must be >= 0 (0: the stored width)");
     require(
         resizedCrop || c.integer(A + "height") == 0,
         A + "height",
@@ -241,8 +243,15 @@ public final class TrainSettings {
   private static RandomResizedCrop randomResizedCrop(RamtrainConfig c) {
     double[] scale = pair(c, A + "scale");
     double[] ratio = pair(c, A + "ratio");
-    return checked(
-        A + "scale",
+    for (String key : List.of("scale", "ratio")) {
+      double[] range = key.equals("scale") ? scale : ratio;
+      require(
+          range[0] > 0 && range[0] <= range[1] && Double.isFinite(range[1]),
+          A + key,
+          "needs 0 < min <= max, got [" + range[0] + ", " + range[1] + "]");
+    }
+    return checked( // the limits were checked above, naming their keys
+        A + "mode",
         () ->
             new RandomResizedCrop(
                 c.integer(A + "height"),

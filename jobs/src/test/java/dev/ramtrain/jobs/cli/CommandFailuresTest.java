@@ -201,6 +201,39 @@ class CommandFailuresTest {
         train(tmp.resolve("cuda"), "--set", "ramtrain.train.backend=cuda"),
         Main.EXIT_USAGE,
         "backend cuda: no CUDA driver could be loaded");
+    // Load-time and device augmentation (issue 28): each bad value names its key.
+    assertOneLine(
+        train(tmp.resolve("rrc"), "--augment", "crop"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.augment.mode");
+    assertOneLine(
+        train(
+            tmp.resolve("scale"), "--augment", "rrc", "--set", "ramtrain.train.augment.scale=0.5"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.augment.scale",
+        "[min, max]");
+    assertOneLine(
+        train(
+            tmp.resolve("ratio"), "--augment", "rrc", "--set", "ramtrain.train.augment.ratio=2,1"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.augment.ratio",
+        "needs 0 < min <= max");
+    assertOneLine(
+        train(tmp.resolve("height"), "--augment", "rrc", "--height", "-3"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.augment.height",
+        ">= 0");
+    assertOneLine(
+        train(tmp.resolve("pad"), "--augment", "rrc", "--set", "ramtrain.train.crop-padding=2"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.crop-padding",
+        "exclude each other");
+    assertOneLine(
+        train(tmp.resolve("mixup"), "--mixup", "-1"), Main.EXIT_USAGE, "ramtrain.train.mixup");
+    assertOneLine(
+        train(tmp.resolve("jitter"), "--color-jitter", "-0.5"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.color-jitter");
   }
 
   @Test
