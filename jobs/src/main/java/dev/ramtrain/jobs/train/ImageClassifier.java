@@ -13,6 +13,8 @@ import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.Backends;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.data.CropPlan;
+import dev.ramtrain.trainer.data.CropResampler;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import java.io.IOException;
@@ -34,6 +36,7 @@ public final class ImageClassifier implements AutoCloseable {
 
   private final TrainedCheckpoint trained;
   private final ImageProcessor processor;
+  private final CropResampler cropper; // the run's evaluation crop, or null: stored as served
   private final int batchSize;
   private final long maxFileBytes;
   private final Backend backend;
@@ -55,6 +58,9 @@ public final class ImageClassifier implements AutoCloseable {
     this.backend = backend;
     this.model = model;
     this.predictor = predictor;
+    // one at a time: batches are classified in turn
+    this.cropper =
+        trained.evalCrop() == null ? null : trained.evalCrop().filter().resamplers().get();
   }
 
   /**
@@ -117,16 +123,8 @@ public final class ImageClassifier implements AutoCloseable {
     }
     ImageShape stored = eval.stored();
     ImageShape input = trained.shape();
-    eval.filter()
-        .resamplers()
-        .get()
-        .resample(
-            pixels,
-            stored,
-            eval.crop().plan(stored.height(), stored.width(), () -> 0),
-            input,
-            false,
-            at);
+    CropPlan plan = eval.crop().plan(stored.height(), stored.width(), () -> 0);
+    cropper.resample(pixels, stored, plan, input, false, at);
   }
 
   public List<String> classes() {
