@@ -42,6 +42,9 @@ public final class LoaderBench {
     int workers = Integer.parseInt(args[5]);
     int epochs = Integer.parseInt(args[6]);
     boolean pillow = args[7].equals("pillow");
+    if (!pillow) {
+      CropResize.preload();
+    }
     Supplier<CropResampler> resamplers =
         pillow ? AntialiasedResize::new : () -> LoaderBench::preprocessingFilter;
     ImageShape shape = new ImageShape(size, size, 3);

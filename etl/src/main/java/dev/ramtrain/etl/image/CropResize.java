@@ -16,18 +16,20 @@ import org.bytedeco.opencv.opencv_core.Rect;
  * image resized, a window of the result kept, mirrored or not, written to memory. What the
  * trainer's loader runs for a random resized crop from a mapped shard into its staging slot, so
  * that crops drawn at load time are filtered as preprocessing filters stored images. Reads and
- * writes the caller's memory in place (no copy in); one thread per call (the loader's workers are
- * the parallelism).
+ * writes the caller's memory in place (no copy in); one thread per call once {@link #preload} has
+ * run (the loader's workers are the parallelism).
  */
 public final class CropResize {
   private CropResize() {}
 
   /**
    * Loads OpenCV's natives now (about 0.4 s), so that a loader's first batches do not wait for them
-   * (they showed as a data stall of the first epoch).
+   * (they showed as a data stall of the first epoch), and keeps OpenCV to the calling thread: the
+   * loader's workers already use every core. Call it before {@link #into}.
    */
   public static void preload() {
     Loader.load(opencv_imgproc.class);
+    opencv_core.setNumThreads(1);
   }
 
   /**
@@ -68,7 +70,6 @@ public final class CropResize {
               + "x"
               + resizedWidth);
     }
-    opencv_core.setNumThreads(1); // the loader's workers already use every core
     int bytes = imageHeight * imageWidth * channels;
     int outBytes = window.height() * window.width() * channels;
     try (BytePointer src = new BytePointer(MemoryUtil.directBuffer(image, bytes));

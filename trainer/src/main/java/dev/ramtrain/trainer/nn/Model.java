@@ -23,6 +23,10 @@ public final class Model implements Network, AutoCloseable {
   private final Backend backend;
   private final int maxBatch;
   private final long seed;
+  // What zeroGrad does, worked out once: the runs of the gradient slab it fills with zeros, and the
+  // layers it tells that their gradients count as zero (they write them fresh).
+  private final List<DeviceBuffer> gradientRunsToFill;
+  private final List<Layer> freshGradientWriters;
 
   private Model(
       String spec,
@@ -41,6 +45,34 @@ public final class Model implements Network, AutoCloseable {
     this.backend = backend;
     this.maxBatch = maxBatch;
     this.seed = seed;
+    this.freshGradientWriters = layers.stream().filter(Layer::writesFreshGradients).toList();
+    this.gradientRunsToFill = gradientRunsToFill(layers, parameters);
+  }
+
+  /** The gradients of layers that add into theirs, as maximal contiguous runs of the slab. */
+  private static List<DeviceBuffer> gradientRunsToFill(List<Layer> layers, Parameters parameters) {
+    List<DeviceBuffer> runs = new ArrayList<>();
+    long runStart = -1;
+    long runEnd = -1;
+    for (Layer layer : layers) {
+      if (layer.writesFreshGradients()) {
+        continue;
+      }
+      for (ParamSpec p : layer.parameters()) {
+        long offset = parameters.entry(p.name()).offset();
+        if (offset != runEnd) { // not contiguous with the run being built: a new run
+          if (runStart >= 0) {
+            runs.add(parameters.grads().view(runStart, runEnd - runStart));
+          }
+          runStart = offset;
+        }
+        runEnd = offset + p.count();
+      }
+    }
+    if (runStart >= 0) {
+      runs.add(parameters.grads().view(runStart, runEnd - runStart));
+    }
+    return List.copyOf(runs);
   }
 
   /**
@@ -176,32 +208,9 @@ public final class Model implements Network, AutoCloseable {
    * filled with zeros, in as few runs of the slab as they make.
    */
   public void zeroGrad(Stream stream) {
-    long runStart = -1;
-    long runEnd = -1;
-    for (Layer layer : layers) {
-      boolean fresh = layer.writesFreshGradients();
-      if (fresh) {
-        layer.gradientsAreZero();
-      }
-      for (ParamSpec p : layer.parameters()) {
-        Parameters.Entry e = parameters.entry(p.name());
-        long end = e.offset() + p.count();
-        if (fresh) {
-          continue;
-        }
-        if (e.offset() == runEnd) { // contiguous with the run being built
-          runEnd = end;
-          continue;
-        }
-        if (runStart >= 0) {
-          backend.run(stream, new Fill(parameters.grads().view(runStart, runEnd - runStart), 0f));
-        }
-        runStart = e.offset();
-        runEnd = end;
-      }
-    }
-    if (runStart >= 0) {
-      backend.run(stream, new Fill(parameters.grads().view(runStart, runEnd - runStart), 0f));
+    freshGradientWriters.forEach(Layer::gradientsAreZero);
+    for (DeviceBuffer run : gradientRunsToFill) {
+      backend.run(stream, new Fill(run, 0f));
     }
   }
 
