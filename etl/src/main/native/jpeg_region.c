@@ -24,6 +24,7 @@
 struct error_exit {
   struct jpeg_error_mgr mgr;
   jmp_buf jump;
+  int strict; /* warnings (corrupt data libjpeg would paper over with grey) are errors */
   char message[JMSG_LENGTH_MAX];
 };
 
@@ -33,10 +34,17 @@ static void on_error(j_common_ptr info) {
   longjmp(err->jump, 1);
 }
 
-/* Warnings (such as extraneous bytes) are ignored, as OpenCV's decoder ignores them. */
+/*
+ * Warnings (such as extraneous bytes, or data that ends early) are ignored, as OpenCV's decoder
+ * ignores them, when decoding sources; a shard's JPEGs were written whole, so there a warning means
+ * damage, and a strict decode fails on it rather than return grey pixels.
+ */
 static void on_message(j_common_ptr info, int level) {
-  (void) info;
-  (void) level;
+  struct error_exit *err = (struct error_exit *) info->err;
+  if (level < 0 && err->strict) {
+    (*info->err->format_message)(info, err->message);
+    longjmp(err->jump, 1);
+  }
 }
 
 /*
@@ -45,7 +53,8 @@ static void on_message(j_common_ptr info, int level) {
  * OpenCV, which reports errors its own way.
  */
 static const char *decode(const unsigned char *data, unsigned long size, int reduce, int x, int y,
-                          int w, int h, int channels, unsigned char *out, char *message) {
+                          int w, int h, int channels, unsigned char *out, char *message,
+                          int strict, int full_width, int full_height) {
   struct jpeg_decompress_struct info;
   struct error_exit err;
   unsigned char *volatile row = NULL; /* volatile: read after longjmp */
@@ -53,6 +62,7 @@ static const char *decode(const unsigned char *data, unsigned long size, int red
   info.err = jpeg_std_error(&err.mgr);
   err.mgr.error_exit = on_error;
   err.mgr.emit_message = on_message;
+  err.strict = strict;
   jpeg_create_decompress(&info);
   if (setjmp(err.jump)) {
     strncpy(message, err.message, JMSG_LENGTH_MAX);
@@ -74,6 +84,13 @@ static const char *decode(const unsigned char *data, unsigned long size, int red
   if (result) {
     jpeg_destroy_decompress(&info);
     return result;
+  }
+  if (full_width > 0
+      && ((int) info.image_width != full_width || (int) info.image_height != full_height)) {
+    snprintf(message, JMSG_LENGTH_MAX, "the JPEG is %ux%u, not the expected %dx%d",
+             info.image_width, info.image_height, full_width, full_height);
+    jpeg_destroy_decompress(&info);
+    return message;
   }
   info.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   info.scale_num = 1;
@@ -123,7 +140,22 @@ JNIEXPORT jstring JNICALL Java_dev_ramtrain_etl_image_JpegRegionDecoder_decode(
     return (*env)->NewStringUTF(env, "out of memory copying the JPEG");
   }
   const char *error = decode((const unsigned char *) bytes, (unsigned long) length, reduce, x, y, w,
-                             h, channels, (unsigned char *) (intptr_t) out, message);
+                             h, channels, (unsigned char *) (intptr_t) out, message, 0, 0, 0);
   (*env)->ReleaseByteArrayElements(env, data, bytes, JNI_ABORT);
+  return error == NULL ? NULL : (*env)->NewStringUTF(env, error);
+}
+
+/*
+ * The same from JPEG bytes at a native address (a row of a mapped shard), strictly: a warning is an
+ * error, and the JPEG must be full_width x full_height.
+ */
+JNIEXPORT jstring JNICALL Java_dev_ramtrain_etl_image_JpegRegionDecoder_decodeStrict(
+    JNIEnv *env, jclass cls, jlong data, jint length, jint full_width, jint full_height,
+    jint reduce, jint x, jint y, jint w, jint h, jint channels, jlong out) {
+  (void) cls;
+  char message[JMSG_LENGTH_MAX];
+  const char *error = decode((const unsigned char *) (intptr_t) data, (unsigned long) length,
+                             reduce, x, y, w, h, channels, (unsigned char *) (intptr_t) out,
+                             message, 1, full_width, full_height);
   return error == NULL ? NULL : (*env)->NewStringUTF(env, error);
 }

@@ -36,7 +36,7 @@ public record Manifest(
   }
 
   public ShardSchema shardSchema() {
-    return new ShardSchema(image.shape(), classes);
+    return new ShardSchema(image.shape(), classes, image.shardStorage());
   }
 
   /**
@@ -95,16 +95,48 @@ public record Manifest(
     return split;
   }
 
-  /** Image shape and encoding of every row. */
-  public record Image(int height, int width, int channels, String layout, String dtype)
+  /**
+   * Image shape and encoding of every row, and how the shards store them: {@code storage} null (as
+   * every manifest before it was written) for pixels, else the {@code preprocess --store} mode that
+   * wrote encoded shards ({@link #STORE_JPEG}, {@link #STORE_AUTO}).
+   */
+  public record Image(
+      int height, int width, int channels, String layout, String dtype, String storage)
       implements Serializable {
+    public static final String STORE_RAW = "raw";
+    public static final String STORE_JPEG = "jpeg";
+    public static final String STORE_AUTO = "auto";
+
+    public Image {
+      if (STORE_RAW.equals(storage)) {
+        storage = null; // one spelling of pixels, so that manifests stay as they were
+      }
+      if (storage != null && !STORE_JPEG.equals(storage) && !STORE_AUTO.equals(storage)) {
+        throw new IllegalArgumentException(
+            "image storage '" + storage + "' is none of raw, jpeg, auto");
+      }
+    }
+
     public static Image of(ImageShape shape) {
+      return of(shape, STORE_RAW);
+    }
+
+    public static Image of(ImageShape shape, String storage) {
       return new Image(
-          shape.height(), shape.width(), shape.channels(), ShardSchema.LAYOUT, "uint8");
+          shape.height(), shape.width(), shape.channels(), ShardSchema.LAYOUT, "uint8", storage);
     }
 
     public ImageShape shape() {
       return new ImageShape(height, width, channels);
+    }
+
+    /** The store mode that wrote the shards: raw, jpeg or auto. */
+    public String store() {
+      return storage == null ? STORE_RAW : storage;
+    }
+
+    ShardSchema.Storage shardStorage() {
+      return storage == null ? ShardSchema.Storage.PIXELS : ShardSchema.Storage.ENCODED;
     }
   }
 

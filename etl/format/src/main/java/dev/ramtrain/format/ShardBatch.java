@@ -1,25 +1,42 @@
 package dev.ramtrain.format;
 
 import java.nio.ByteBuffer;
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FixedSizeBinaryVector;
 import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.TinyIntVector;
+import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 
-/** One record batch of a shard; the pixels stay in the shard's memory until copied out. */
+/**
+ * One record batch of a shard; the pixels (or a row's JPEG bytes) stay in the shard's memory until
+ * copied out or decoded.
+ */
 public final class ShardBatch implements AutoCloseable {
 
   private final VectorSchemaRoot root;
   private final ImageShape shape;
-  private final FixedSizeBinaryVector images;
+  private final ArrowBuf imageBytes; // the image column's values
+  private final ArrowBuf offsets; // an encoded column's row offsets; null for pixels
+  private final ArrowBuf encodings; // an encoded column's row encodings; null for pixels
   private final IntVector labels;
   private final BigIntVector ids;
 
-  ShardBatch(VectorSchemaRoot root, ImageShape shape) {
+  ShardBatch(VectorSchemaRoot root, ShardSchema schema) {
     this.root = root;
-    this.shape = shape;
-    this.images = (FixedSizeBinaryVector) root.getVector(ShardSchema.IMAGE);
+    this.shape = schema.shape();
+    if (schema.encoded()) {
+      VarBinaryVector images = (VarBinaryVector) root.getVector(ShardSchema.IMAGE);
+      this.imageBytes = images.getDataBuffer();
+      this.offsets = images.getOffsetBuffer();
+      this.encodings = ((TinyIntVector) root.getVector(ShardSchema.ENCODING)).getDataBuffer();
+    } else {
+      this.imageBytes = ((FixedSizeBinaryVector) root.getVector(ShardSchema.IMAGE)).getDataBuffer();
+      this.offsets = null;
+      this.encodings = null;
+    }
     this.labels = (IntVector) root.getVector(ShardSchema.LABEL);
     this.ids = (BigIntVector) root.getVector(ShardSchema.ID);
   }
@@ -50,16 +67,58 @@ public final class ShardBatch implements AutoCloseable {
     }
   }
 
+  /** Whether row {@code row} holds JPEG bytes to decode rather than pixels. */
+  public boolean isJpeg(int row) {
+    checkRow(row);
+    return encodings != null && encodings.getByte(row) == ShardSchema.JPEG_ROW;
+  }
+
   /**
-   * Native address of row {@code row}'s pixels (H*W*C uint8, HWC), valid while the batch is open.
+   * Native address of row {@code row}'s image bytes, valid while the batch is open: its pixels
+   * (H*W*C uint8, HWC), or its JPEG where {@link #isJpeg}.
    */
   public long imageAddress(int row) {
     checkRow(row);
-    return images.getDataBuffer().memoryAddress() + (long) row * shape.bytes();
+    return imageBytes.memoryAddress() + imageStart(row);
+  }
+
+  /** The bytes of row {@code row}'s image: the shape's, or its JPEG's length. */
+  public int imageLength(int row) {
+    checkRow(row);
+    return offsets == null
+        ? shape.bytes()
+        : offsets.getInt((long) (row + 1) * Integer.BYTES)
+            - offsets.getInt((long) row * Integer.BYTES);
+  }
+
+  private long imageStart(int row) {
+    return offsets == null
+        ? (long) row * shape.bytes()
+        : offsets.getInt((long) row * Integer.BYTES);
+  }
+
+  /**
+   * Why row {@code row}'s image cannot be read as its encoding says (an unknown encoding, pixels of
+   * the wrong size), or null: the reader's check before handing out the batch.
+   */
+  String checkImage(int row) {
+    if (encodings == null) {
+      return null;
+    }
+    byte encoding = encodings.getByte(row);
+    int length = imageLength(row);
+    if (encoding == ShardSchema.RAW_ROW && length != shape.bytes()) {
+      return "holds " + length + " bytes of pixels, its shape " + shape + " needs " + shape.bytes();
+    }
+    if (encoding != ShardSchema.RAW_ROW && encoding != ShardSchema.JPEG_ROW) {
+      return "has unknown image encoding " + encoding;
+    }
+    return null;
   }
 
   /** Copies row {@code row}'s pixels to {@code dst} at its position, which it advances. */
   public void copyImage(int row, ByteBuffer dst) {
+    requirePixels(row);
     int n = shape.bytes();
     if (dst.remaining() < n) {
       throw new IllegalArgumentException(
@@ -70,17 +129,25 @@ public final class ShardBatch implements AutoCloseable {
           imageAddress(row), MemoryUtil.getByteBufferAddress(dst) + dst.position(), n);
       dst.position(dst.position() + n);
     } else {
-      images.getDataBuffer().getBytes((long) row * n, dst);
+      imageBytes.getBytes(imageStart(row), dst);
     }
   }
 
-  /** Copies row {@code row}'s pixels into a new array (for tests and tools, not the hot path). */
+  /**
+   * Copies row {@code row}'s image bytes into a new array (for tests and tools, not the hot path):
+   * its pixels, or its JPEG where {@link #isJpeg}.
+   */
   public byte[] image(int row) {
-    byte[] out = new byte[shape.bytes()];
-    images
-        .getDataBuffer()
-        .getBytes(imageAddress(row) - images.getDataBuffer().memoryAddress(), out);
+    byte[] out = new byte[imageLength(row)];
+    imageBytes.getBytes(imageStart(row), out);
     return out;
+  }
+
+  private void requirePixels(int row) {
+    if (isJpeg(row)) {
+      throw new IllegalStateException(
+          "row " + row + " (sample " + id(row) + ") holds a JPEG: decode it for its pixels");
+    }
   }
 
   @Override

@@ -166,9 +166,17 @@ public final class ShardReader implements AutoCloseable {
       root.close();
       throw new IllegalStateException(name + ": record batch " + index + " changed its rows");
     }
-    ShardBatch loaded = new ShardBatch(root, schema.shape());
+    ShardBatch loaded = new ShardBatch(root, schema);
     int classes = schema.classes().size();
     for (int row = 0; row < loaded.rowCount(); row++) {
+      String badImage = loaded.checkImage(row);
+      if (badImage != null) {
+        long id = loaded.id(row);
+        loaded.close();
+        throw new IllegalStateException(
+            String.format(
+                "%s: record batch %d row %d (sample %d) %s", name, index, row, id, badImage));
+      }
       int label = loaded.label(row);
       if (label < 0 || label >= classes) {
         long id = loaded.id(row);
@@ -215,10 +223,11 @@ public final class ShardReader implements AutoCloseable {
   }
 
   /**
-   * Checks one record batch before anything reads it: inside the file, a record batch of the three
-   * shard columns with no nulls, and every buffer inside the batch's body and large enough for its
-   * rows, so that no later read (pixels are copied by address) can leave the file. Returns its
-   * rows.
+   * Checks one record batch before anything reads it: inside the file, a record batch of the
+   * shard's columns with no nulls, and every buffer inside the batch's body and large enough for
+   * its rows, so that no later read (pixels are copied by address) can leave the file. An encoded
+   * shard's offsets are checked too: starting at 0, never decreasing, ending inside the bytes they
+   * index. Returns its rows.
    */
   private int checkBlock(ArrowBlock block, int index) throws ShardFormatException {
     long end = block.getOffset() + block.getMetadataLength() + block.getBodyLength();
@@ -248,20 +257,26 @@ public final class ShardReader implements AutoCloseable {
     if (header.compression() != null) {
       throw new ShardFormatException(name, where + " is compressed; shards never are");
     }
-    if (header.nodesLength() != 3 || header.buffersLength() != 6) {
+    // Per buffer, the bytes each row needs at least: validity bitmaps may be empty, an encoded
+    // image column has offsets (one more than its rows) and then bytes of any length.
+    long[] perRow =
+        schema.encoded()
+            ? new long[] {0, Integer.BYTES, 0, 0, Integer.BYTES, 0, Long.BYTES, 0, Byte.BYTES}
+            : new long[] {0, schema.shape().bytes(), 0, Integer.BYTES, 0, Long.BYTES};
+    int columns = schema.encoded() ? 4 : 3;
+    if (header.nodesLength() != columns || header.buffersLength() != perRow.length) {
       throw new ShardFormatException(
-          name, where + " has " + header.nodesLength() + " columns, a shard has 3");
+          name, where + " has " + header.nodesLength() + " columns, a shard has " + columns);
     }
-    for (int n = 0; n < 3; n++) {
+    for (int n = 0; n < columns; n++) {
       if (header.nodes(n).length() != length || header.nodes(n).nullCount() != 0) {
         throw new ShardFormatException(
             name, where + ": column " + n + " disagrees on its rows or holds nulls");
       }
     }
-    long[] valueBytes = {(long) schema.shape().bytes(), Integer.BYTES, Long.BYTES};
-    for (int b = 0; b < 6; b++) {
+    for (int b = 0; b < perRow.length; b++) {
       org.apache.arrow.flatbuf.Buffer buffer = header.buffers(b);
-      long needed = b % 2 == 0 ? 0 : length * valueBytes[b / 2]; // validity bitmaps may be empty
+      long needed = length * perRow[b] + (schema.encoded() && b == 1 ? Integer.BYTES : 0);
       if (buffer.offset() < 0
           || buffer.length() < needed
           || buffer.offset() + buffer.length() > block.getBodyLength()) {
@@ -281,7 +296,40 @@ public final class ShardReader implements AutoCloseable {
                 + " rows");
       }
     }
+    if (schema.encoded()) {
+      checkOffsets(block, header, (int) length, where);
+    }
     return (int) length;
+  }
+
+  /** An encoded image column's offsets: from 0, never decreasing, within its bytes. */
+  private void checkOffsets(ArrowBlock block, RecordBatch header, int rows, String where)
+      throws ShardFormatException {
+    long body = block.getOffset() + block.getMetadataLength();
+    int at = Math.toIntExact(body + header.buffers(1).offset());
+    long bytes = header.buffers(2).length();
+    int previous = data.getInt(at);
+    if (previous != 0) {
+      throw new ShardFormatException(name, where + ": image offsets start at " + previous);
+    }
+    for (int r = 1; r <= rows; r++) {
+      int offset = data.getInt(at + r * Integer.BYTES);
+      if (offset < previous || offset > bytes) {
+        throw new ShardFormatException(
+            name,
+            where
+                + ": image offset "
+                + r
+                + " is "
+                + offset
+                + " after "
+                + previous
+                + ", outside the column's "
+                + bytes
+                + " bytes");
+      }
+      previous = offset;
+    }
   }
 
   private Message messageAt(ArrowBlock block) {

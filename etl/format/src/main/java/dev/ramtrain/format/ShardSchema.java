@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.Serializable;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -13,17 +14,43 @@ import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
- * The Arrow schema of a shard: {@code image} (FixedSizeBinary of H*W*C uint8, HWC), {@code label}
- * (int32), {@code id} (int64, a stable sample id). Schema metadata carries the image shape, layout
- * and class names so a shard is self-describing without its manifest.
+ * The Arrow schema of a shard: {@code image}, {@code label} (int32), {@code id} (int64, a stable
+ * sample id). Schema metadata carries the image shape, layout and class names so a shard is
+ * self-describing without its manifest.
+ *
+ * <p>The image column holds either {@link Storage#PIXELS} (FixedSizeBinary of H*W*C uint8, HWC:
+ * mapped and read in place) or {@link Storage#ENCODED} (variable-length Binary, with a fourth
+ * column {@code encoding} (int8) saying per row whether the bytes are {@link #RAW_ROW} pixels of
+ * the shape or a {@link #JPEG_ROW} that decodes to it): a fifth of the bytes for photos, decoded by
+ * the loader. Encoded shards are format version 2, so a ramtrain that cannot decode them says so
+ * instead of misreading them.
  */
-public record ShardSchema(ImageShape shape, List<String> classes) implements Serializable {
+public record ShardSchema(ImageShape shape, List<String> classes, Storage storage)
+    implements Serializable {
 
   public static final String IMAGE = "image";
   public static final String LABEL = "label";
   public static final String ID = "id";
+  public static final String ENCODING = "encoding";
   public static final String LAYOUT = "HWC";
-  public static final int FORMAT_VERSION = 1;
+  public static final int FORMAT_VERSION = 2;
+
+  /** An encoded shard's row of H*W*C pixels, as in a pixel shard. */
+  public static final byte RAW_ROW = 0;
+
+  /** An encoded shard's row of JPEG bytes decoding to the shard's shape. */
+  public static final byte JPEG_ROW = 1;
+
+  /** How the image column holds a row's image. */
+  public enum Storage {
+    PIXELS,
+    ENCODED;
+
+    /** The shard format version that introduced this storage: what its shards are written as. */
+    int version() {
+      return this == PIXELS ? 1 : 2;
+    }
+  }
 
   static final String KEY_FORMAT = "ramtrain.format";
   static final String KEY_VERSION = "ramtrain.format.version";
@@ -33,18 +60,35 @@ public record ShardSchema(ImageShape shape, List<String> classes) implements Ser
   static final String KEY_LAYOUT = "ramtrain.layout";
   static final String KEY_DTYPE = "ramtrain.dtype";
   static final String KEY_CLASSES = "ramtrain.classes";
+  static final String KEY_STORAGE = "ramtrain.storage";
   private static final String FORMAT_NAME = "ramtrain-shard";
   private static final ObjectMapper JSON = new ObjectMapper();
 
   public ShardSchema {
     classes = List.copyOf(classes);
+    if (storage == null) {
+      throw new IllegalArgumentException("storage is required");
+    }
+  }
+
+  /** A shard of pixels, as every shard was before encoded ones. */
+  public ShardSchema(ImageShape shape, List<String> classes) {
+    this(shape, classes, Storage.PIXELS);
+  }
+
+  public boolean encoded() {
+    return storage == Storage.ENCODED;
   }
 
   /** The Arrow schema; metadata is sorted so that equal shards are byte-identical. */
   public Schema toArrow() {
     Map<String, String> meta = new TreeMap<>();
     meta.put(KEY_FORMAT, FORMAT_NAME);
-    meta.put(KEY_VERSION, Integer.toString(FORMAT_VERSION));
+    // Pixel shards stay version 1, byte for byte what earlier releases wrote and read.
+    meta.put(KEY_VERSION, Integer.toString(storage.version()));
+    if (encoded()) {
+      meta.put(KEY_STORAGE, "encoded");
+    }
     meta.put(KEY_HEIGHT, Integer.toString(shape.height()));
     meta.put(KEY_WIDTH, Integer.toString(shape.width()));
     meta.put(KEY_CHANNELS, Integer.toString(shape.channels()));
@@ -55,13 +99,18 @@ public record ShardSchema(ImageShape shape, List<String> classes) implements Ser
     } catch (JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
-    return new Schema(
-        List.of(
-            new Field(
-                IMAGE, FieldType.notNullable(new ArrowType.FixedSizeBinary(shape.bytes())), null),
-            new Field(LABEL, FieldType.notNullable(new ArrowType.Int(32, true)), null),
-            new Field(ID, FieldType.notNullable(new ArrowType.Int(64, true)), null)),
-        meta);
+    ArrowType image =
+        encoded() ? new ArrowType.Binary() : new ArrowType.FixedSizeBinary(shape.bytes());
+    List<Field> fields =
+        new ArrayList<>(
+            List.of(
+                new Field(IMAGE, FieldType.notNullable(image), null),
+                new Field(LABEL, FieldType.notNullable(new ArrowType.Int(32, true)), null),
+                new Field(ID, FieldType.notNullable(new ArrowType.Int(64, true)), null)));
+    if (encoded()) {
+      fields.add(new Field(ENCODING, FieldType.notNullable(new ArrowType.Int(8, true)), null));
+    }
+    return new Schema(fields, meta);
   }
 
   /** Reads and checks a shard's schema; {@code file} names the shard in errors. */
@@ -102,7 +151,16 @@ public record ShardSchema(ImageShape shape, List<String> classes) implements Ser
     } catch (JsonProcessingException e) {
       throw new ShardFormatException(file, "bad class list in schema metadata", e);
     }
-    ShardSchema expected = new ShardSchema(shape, classes);
+    String storageName = meta.getOrDefault(KEY_STORAGE, "pixels");
+    Storage storage =
+        switch (storageName) {
+          case "pixels" -> Storage.PIXELS;
+          case "encoded" -> Storage.ENCODED;
+          default ->
+              throw new ShardFormatException(
+                  file, "unknown image storage " + storageName + " in schema metadata");
+        };
+    ShardSchema expected = new ShardSchema(shape, classes, storage);
     if (!expected.toArrow().getFields().equals(schema.getFields())) {
       throw new ShardFormatException(
           file,

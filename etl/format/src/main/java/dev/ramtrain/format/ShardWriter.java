@@ -14,6 +14,8 @@ import org.apache.arrow.vector.BaseFixedWidthVector;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FixedSizeBinaryVector;
 import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.TinyIntVector;
+import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowFileWriter;
 
@@ -21,7 +23,9 @@ import org.apache.arrow.vector.ipc.ArrowFileWriter;
  * Writes one shard as an Arrow IPC file to a channel or stream, in record batches of about {@code
  * batchTargetBytes}. Pixels are copied once, from the caller's memory into the batch's vector, and
  * the batch's buffers are refilled, not reallocated. The target is not closed by this writer: its
- * owner (a file, a Hadoop stream, a byte buffer) is.
+ * owner (a file, a Hadoop stream, a byte buffer) is. An {@linkplain ShardSchema#encoded() encoded}
+ * shard takes JPEG rows ({@link #appendJpeg}) beside pixel rows, its batches cut by the bytes
+ * written.
  */
 public final class ShardWriter implements AutoCloseable {
 
@@ -32,14 +36,18 @@ public final class ShardWriter implements AutoCloseable {
   private final CountingCrcChannel sink;
   private final BufferAllocator allocator;
   private final VectorSchemaRoot root;
-  private final FixedSizeBinaryVector images;
+  private final FixedSizeBinaryVector images; // null for an encoded shard
+  private final VarBinaryVector encodedImages; // null for a pixel shard
+  private final TinyIntVector encodings; // null for a pixel shard
   private final IntVector labels;
   private final BigIntVector ids;
   private final ArrowFileWriter writer;
   private final int rowsPerBatch;
+  private final long batchBytes;
   private final int imageBytes;
   private final long[] classCounts;
   private int rowsInBatch;
+  private long bytesInBatch; // an encoded batch's image bytes so far
   private long rows;
   private boolean finished;
 
@@ -54,13 +62,18 @@ public final class ShardWriter implements AutoCloseable {
       throws IOException {
     this.schema = schema;
     this.imageBytes = schema.shape().bytes();
-    long batchBytes = Math.min(Math.max(batchTargetBytes, imageBytes), MAX_BATCH_BYTES);
+    this.batchBytes = Math.min(Math.max(batchTargetBytes, imageBytes), MAX_BATCH_BYTES);
+    // An encoded row's size is known only when it comes: its batches end at batchBytes instead,
+    // and at as many rows as the pixels would take, which bounds the label and id columns too.
     this.rowsPerBatch = (int) Math.max(1, batchBytes / imageBytes);
     this.classCounts = new long[schema.classes().size()];
     this.sink = new CountingCrcChannel(out);
     this.allocator = new RootAllocator();
     this.root = VectorSchemaRoot.create(schema.toArrow(), allocator);
-    this.images = (FixedSizeBinaryVector) root.getVector(ShardSchema.IMAGE);
+    boolean encoded = schema.encoded();
+    this.images = encoded ? null : (FixedSizeBinaryVector) root.getVector(ShardSchema.IMAGE);
+    this.encodedImages = encoded ? (VarBinaryVector) root.getVector(ShardSchema.IMAGE) : null;
+    this.encodings = encoded ? (TinyIntVector) root.getVector(ShardSchema.ENCODING) : null;
     this.labels = (IntVector) root.getVector(ShardSchema.LABEL);
     this.ids = (BigIntVector) root.getVector(ShardSchema.ID);
     allocateBatch();
@@ -75,6 +88,12 @@ public final class ShardWriter implements AutoCloseable {
   /** Appends one sample whose pixels (H*W*C uint8, HWC) start at a native address. */
   public void append(long id, int label, long pixelAddress) throws IOException {
     checkLabel(label);
+    if (encodedImages != null) {
+      byte[] pixels = new byte[imageBytes];
+      MemoryUtil.copyFromMemory(pixelAddress, pixels, 0, imageBytes);
+      appendEncoded(id, label, pixels, ShardSchema.RAW_ROW);
+      return;
+    }
     long dst = images.getDataBuffer().memoryAddress() + (long) rowsInBatch * imageBytes;
     MemoryUtil.copyMemory(pixelAddress, dst, imageBytes);
     finishRow(id, label);
@@ -92,7 +111,36 @@ public final class ShardWriter implements AutoCloseable {
               + imageBytes);
     }
     checkLabel(label);
+    if (encodedImages != null) {
+      appendEncoded(id, label, pixels, ShardSchema.RAW_ROW);
+      return;
+    }
     images.getDataBuffer().setBytes((long) rowsInBatch * imageBytes, pixels, 0, imageBytes);
+    finishRow(id, label);
+  }
+
+  /**
+   * Appends one sample as the bytes of a JPEG that decodes to the shard's shape (an encoded shard
+   * only; the caller encoded or checked it).
+   */
+  public void appendJpeg(long id, int label, byte[] jpeg) throws IOException {
+    if (encodedImages == null) {
+      throw new IllegalStateException("a shard of pixels holds no JPEG rows");
+    }
+    if (jpeg.length == 0) {
+      throw new IllegalArgumentException("empty JPEG for sample " + id);
+    }
+    checkLabel(label);
+    appendEncoded(id, label, jpeg, ShardSchema.JPEG_ROW);
+  }
+
+  private void appendEncoded(long id, int label, byte[] bytes, byte encoding) throws IOException {
+    if (rowsInBatch > 0 && bytesInBatch + bytes.length > batchBytes) {
+      flushBatch(); // the row starts the next batch rather than overfill this one
+    }
+    encodedImages.setSafe(rowsInBatch, bytes);
+    encodings.set(rowsInBatch, encoding);
+    bytesInBatch += bytes.length;
     finishRow(id, label);
   }
 
@@ -128,7 +176,9 @@ public final class ShardWriter implements AutoCloseable {
   }
 
   private void finishRow(long id, int label) throws IOException {
-    images.setIndexDefined(rowsInBatch);
+    if (images != null) {
+      images.setIndexDefined(rowsInBatch);
+    }
     labels.set(rowsInBatch, label);
     ids.set(rowsInBatch, id);
     classCounts[label]++;
@@ -145,7 +195,13 @@ public final class ShardWriter implements AutoCloseable {
     root.setRowCount(rowsInBatch);
     writer.writeBatch(); // written out before it returns: the buffers are free to refill
     rowsInBatch = 0;
-    clearValidity(images);
+    bytesInBatch = 0;
+    if (images != null) {
+      clearValidity(images);
+    } else {
+      encodedImages.reset(); // keeps its buffers: offsets restart, the bytes are overwritten
+      clearValidity(encodings);
+    }
     clearValidity(labels);
     clearValidity(ids);
   }
@@ -160,7 +216,12 @@ public final class ShardWriter implements AutoCloseable {
   }
 
   private void allocateBatch() {
-    images.allocateNew(rowsPerBatch);
+    if (images != null) {
+      images.allocateNew(rowsPerBatch);
+    } else {
+      encodedImages.allocateNew(batchBytes, rowsPerBatch);
+      encodings.allocateNew(rowsPerBatch);
+    }
     labels.allocateNew(rowsPerBatch);
     ids.allocateNew(rowsPerBatch);
   }

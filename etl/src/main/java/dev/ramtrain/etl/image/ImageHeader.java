@@ -5,18 +5,32 @@ package dev.ramtrain.etl.image;
  * decompression bombs cheaply, to pick a reduced-size JPEG decode, and to notice truncated files
  * that decoders would silently pad with grey.
  */
-public record ImageHeader(Format format, int width, int height, int orientation) {
+public record ImageHeader(
+    Format format, int width, int height, int orientation, boolean progressive) {
 
   /** A header whose image is stored upright. */
   public ImageHeader(Format format, int width, int height) {
     this(format, width, height, ExifOrientation.UPRIGHT);
   }
 
+  /** A header of a sequential (baseline) image. */
+  public ImageHeader(Format format, int width, int height, int orientation) {
+    this(format, width, height, orientation, false);
+  }
+
   /** The image's size once turned upright ({@link ExifOrientation}). */
   public ImageHeader upright() {
     return ExifOrientation.swapsSides(orientation)
-        ? new ImageHeader(format, height, width, ExifOrientation.UPRIGHT)
-        : new ImageHeader(format, width, height, ExifOrientation.UPRIGHT);
+        ? new ImageHeader(format, height, width, ExifOrientation.UPRIGHT, progressive)
+        : new ImageHeader(format, width, height, ExifOrientation.UPRIGHT, progressive);
+  }
+
+  /**
+   * A sequential 8-bit JPEG (baseline or extended Huffman, not progressive, arithmetic or
+   * lossless): one a shard may hold as it came, its regions decoding without the whole image.
+   */
+  public boolean sequentialJpeg() {
+    return format == Format.JPEG && !progressive;
   }
 
   public enum Format {
@@ -90,7 +104,9 @@ public record ImageHeader(Format format, int width, int height, int orientation)
       boolean startOfFrame =
           marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
       if (startOfFrame) {
-        return new ImageHeader(Format.JPEG, u16be(b, i + 7), u16be(b, i + 5), orientation);
+        boolean sequential = marker == 0xC0 || marker == 0xC1;
+        return new ImageHeader(
+            Format.JPEG, u16be(b, i + 7), u16be(b, i + 5), orientation, !sequential);
       }
       if (marker == 0xE1 && orientation == ExifOrientation.UPRIGHT) {
         orientation = ExifOrientation.fromApp1(b, i + 4, Math.min(b.length, i + 2 + length));

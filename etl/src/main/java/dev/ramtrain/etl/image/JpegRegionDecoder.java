@@ -59,8 +59,49 @@ final class JpegRegionDecoder {
     return out;
   }
 
+  /**
+   * {@code region} of the JPEG at native address {@code data}, decoded strictly (a warning, as for
+   * data that ends early, is an error) into {@code out}: null when done, else why not; a reason
+   * starting "unsupported" names a JPEG to decode whole instead, any other one damage.
+   */
+  static String decodeStrict(
+      long data,
+      int length,
+      int fullWidth,
+      int fullHeight,
+      int reduce,
+      Region region,
+      int channels,
+      long out) {
+    return decodeStrict(
+        data,
+        length,
+        fullWidth,
+        fullHeight,
+        reduce,
+        region.x(),
+        region.y(),
+        region.width(),
+        region.height(),
+        channels,
+        out);
+  }
+
   private static native String decode(
       byte[] data, int length, int reduce, int x, int y, int w, int h, int channels, long out);
+
+  private static native String decodeStrict(
+      long data,
+      int length,
+      int fullWidth,
+      int fullHeight,
+      int reduce,
+      int x,
+      int y,
+      int w,
+      int h,
+      int channels,
+      long out);
 
   private static String load() {
     try (InputStream in = JpegRegionDecoder.class.getResourceAsStream(LIBRARY)) {

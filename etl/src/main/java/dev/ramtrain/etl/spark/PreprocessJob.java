@@ -101,7 +101,11 @@ public final class PreprocessJob {
     if (inputs == 0) {
       throw new PreprocessException("no input images in " + source.path());
     }
-    ShardSchema schema = new ShardSchema(options.transform().shape(), classes);
+    ShardSchema schema =
+        new ShardSchema(
+            options.transform().shape(),
+            classes,
+            options.storage().encoded() ? ShardSchema.Storage.ENCODED : ShardSchema.Storage.PIXELS);
     Augmentation augmentation = options.transform().augmentation();
     ShardPlan plan =
         ShardPlan.of(
@@ -270,7 +274,7 @@ public final class PreprocessJob {
         Manifest.FORMAT,
         Manifest.VERSION,
         CREATED_BY,
-        Manifest.Image.of(schema.shape()),
+        Manifest.Image.of(schema.shape(), options.storage().modeName()),
         schema.classes(),
         splits,
         new Manifest.Source(source.type(), source.path(), source.options()),
@@ -292,6 +296,9 @@ public final class PreprocessJob {
     t.put("color", transform.shape().channels() == 1 ? "grayscale" : "rgb");
     t.put("decoder", options.decoder().name().toLowerCase());
     t.put("exif-orientation", options.exifOrientation() ? "apply" : "ignore");
+    if (options.storage().encoded()) {
+      t.put("jpeg-quality", options.storage().quality());
+    }
     // What was done, not what was set: a source's own val split, or the fraction taken; no
     // augmentation settings when no augmented copy was made.
     if (source.ownSplits()) {

@@ -1,6 +1,7 @@
 package dev.ramtrain.etl.spark;
 
 import dev.ramtrain.etl.image.ImageDecoder;
+import dev.ramtrain.etl.image.ImageStorage;
 import dev.ramtrain.etl.image.ImageTransform;
 import java.io.Serializable;
 
@@ -8,6 +9,7 @@ import java.io.Serializable;
  * Everything the preprocessing job needs besides its source, checked when built. {@code directIo}:
  * write local shards past the page cache ({@link dev.ramtrain.etl.dataset.DirectFileChannel}).
  * {@code exifOrientation}: turn photos upright by their EXIF orientation before anything else.
+ * {@code storage}: pixels or JPEG rows in the shards.
  */
 public record PreprocessOptions(
     ImageTransform transform,
@@ -25,7 +27,8 @@ public record PreprocessOptions(
     String outputPath,
     boolean overwrite,
     boolean directIo,
-    boolean exifOrientation)
+    boolean exifOrientation,
+    ImageStorage storage)
     implements Serializable {
 
   /** Shards are memory-mapped whole by readers, so they stay well under 2 GiB. */
@@ -37,7 +40,68 @@ public record PreprocessOptions(
     MEMORY
   }
 
+  /** Options storing pixels. */
+  public PreprocessOptions(
+      ImageTransform transform,
+      ImageDecoder.Kind decoder,
+      long maxPixels,
+      long maxFileBytes,
+      double valFraction,
+      long seed,
+      long shardTargetBytes,
+      long batchTargetBytes,
+      int shardsPerSplit,
+      int minShardsPerSplit,
+      double maxRejectFraction,
+      Output output,
+      String outputPath,
+      boolean overwrite,
+      boolean directIo,
+      boolean exifOrientation) {
+    this(
+        transform,
+        decoder,
+        maxPixels,
+        maxFileBytes,
+        valFraction,
+        seed,
+        shardTargetBytes,
+        batchTargetBytes,
+        shardsPerSplit,
+        minShardsPerSplit,
+        maxRejectFraction,
+        output,
+        outputPath,
+        overwrite,
+        directIo,
+        exifOrientation,
+        ImageStorage.RAW);
+  }
+
+  /** These options storing images as {@code images}. */
+  public PreprocessOptions withStorage(ImageStorage images) {
+    return new PreprocessOptions(
+        transform,
+        decoder,
+        maxPixels,
+        maxFileBytes,
+        valFraction,
+        seed,
+        shardTargetBytes,
+        batchTargetBytes,
+        shardsPerSplit,
+        minShardsPerSplit,
+        maxRejectFraction,
+        output,
+        outputPath,
+        overwrite,
+        directIo,
+        exifOrientation,
+        images);
+  }
+
   public PreprocessOptions {
+    require(storage != null, "ramtrain.etl.store is required");
     require(valFraction >= 0 && valFraction < 1, "ramtrain.etl.val-fraction must be in [0, 1)");
     require(
         maxRejectFraction >= 0 && maxRejectFraction <= 1,

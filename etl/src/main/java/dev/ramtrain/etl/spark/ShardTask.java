@@ -4,6 +4,8 @@ import dev.ramtrain.etl.dataset.DatasetFiles;
 import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.etl.dataset.StagedShards;
 import dev.ramtrain.etl.image.ImageProcessor;
+import dev.ramtrain.etl.image.ImageStorage;
+import dev.ramtrain.etl.image.JpegRows;
 import dev.ramtrain.etl.image.RejectReason;
 import dev.ramtrain.etl.image.RejectedImageException;
 import dev.ramtrain.etl.source.ImageSource;
@@ -40,6 +42,7 @@ final class ShardTask implements Serializable {
   private final long maxFileBytes;
   private final HadoopConf hadoop;
   private final ShardCounters counters;
+  private final ImageStorage storage;
 
   ShardTask(
       ShardPlan plan,
@@ -59,6 +62,7 @@ final class ShardTask implements Serializable {
     this.maxFileBytes = options.maxFileBytes();
     this.hadoop = hadoop;
     this.counters = counters;
+    this.storage = options.storage();
   }
 
   Iterator<ShardResult> run(int partition, Iterator<Tuple2<ShardSlot, RawSample>> samples)
@@ -71,14 +75,15 @@ final class ShardTask implements Serializable {
     ShardStats stats;
     try (WritableByteChannel out =
             memory != null ? new OutputStreamChannel(memory) : staging.create(split, shard);
-        ShardWriter writer = new ShardWriter(schema, out, batchTargetBytes)) {
+        ShardWriter writer = new ShardWriter(schema, out, batchTargetBytes);
+        JpegRows jpegRows = storage.encoded() ? new JpegRows(storage, schema.shape()) : null) {
       while (samples.hasNext()) {
         Tuple2<ShardSlot, RawSample> next = samples.next();
         RawSample sample = next._2();
         inputs++;
         try {
           sample = read(sample);
-          append(writer, next._1().id(), sample);
+          append(writer, jpegRows, next._1().id(), sample);
         } catch (RejectedImageException e) {
           rejects.add(new Reject(source.locate(sample.key()), e.reason(), e.getMessage()));
         }
@@ -107,6 +112,14 @@ final class ShardTask implements Serializable {
         .iterator();
   }
 
+  private static byte[] encode(JpegRows rows, long pixels, byte[] source) throws IOException {
+    try {
+      return rows.encode(pixels, source);
+    } catch (RejectedImageException e) {
+      throw new IllegalStateException("a decoded image's source no longer parses", e);
+    }
+  }
+
   private RawSample read(RawSample sample) throws RejectedImageException, IOException {
     if (sample.isRead()) {
       return sample;
@@ -119,7 +132,8 @@ final class ShardTask implements Serializable {
     }
   }
 
-  private void append(ShardWriter writer, long id, RawSample sample)
+  /** Appends the images of one sample, as JPEG rows where {@code jpegRows} is given and says so. */
+  private void append(ShardWriter writer, JpegRows jpegRows, long id, RawSample sample)
       throws RejectedImageException, IOException {
     if (sample.label() < 0) {
       throw new RejectedImageException(
@@ -139,7 +153,18 @@ final class ShardTask implements Serializable {
           id,
           (copy, pixels) -> {
             long appendStart = System.nanoTime();
-            writer.append(SampleIds.copyId(id, copy), sample.label(), pixels);
+            long copyId = SampleIds.copyId(id, copy);
+            byte[] jpeg = null;
+            if (jpegRows != null) {
+              // Only the plain copy can be the source image itself, decoded and nothing more.
+              byte[] source = copy == 0 && !sample.isRaw() ? sample.content() : null;
+              jpeg = encode(jpegRows, pixels, source);
+            }
+            if (jpeg != null) {
+              writer.appendJpeg(copyId, sample.label(), jpeg);
+            } else {
+              writer.append(copyId, sample.label(), pixels);
+            }
             writing[0] += System.nanoTime() - appendStart;
           });
     } finally {

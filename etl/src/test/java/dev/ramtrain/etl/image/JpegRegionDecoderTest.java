@@ -40,7 +40,7 @@ class JpegRegionDecoderTest {
   private static final long PIXELS = 1L << 26;
 
   /** Where the build had what it needs (build.sh), the library must have been built and loaded. */
-  private static void assumeBuilt() {
+  static void assumeBuilt() {
     boolean buildable =
         Files.exists(Path.of("/usr/include/jpeglib.h"))
             && "Linux".equals(System.getProperty("os.name"))
@@ -50,7 +50,7 @@ class JpegRegionDecoderTest {
   }
 
   /** A textured test image (gradients, edges and noise), odd-sized so MCUs overhang both edges. */
-  private static byte[] jpeg(int width, int height, int channels, int... params) {
+  static byte[] jpeg(int width, int height, int channels, int... params) {
     SplittableRandom rng = new SplittableRandom(width * 31L + height);
     try (Mat image = new Mat(height, width, channels == 1 ? CV_8UC1 : CV_8UC3);
         BytePointer out = new BytePointer();
@@ -92,7 +92,7 @@ class JpegRegionDecoderTest {
     return jpegs;
   }
 
-  private static byte[] bytes(Mat m) {
+  static byte[] bytes(Mat m) {
     byte[] out = new byte[(int) m.total() * m.channels()];
     if (m.isContinuous()) {
       m.data().get(out);

@@ -6,16 +6,22 @@ import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.format.ids.SampleIds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
+import java.nio.ByteBuffer;
 import java.nio.IntBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.apache.arrow.memory.util.MemoryUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Streams batches from memory-mapped shards into pinned staging buffers. Each epoch shuffles all
@@ -24,9 +30,13 @@ import org.apache.arrow.memory.util.MemoryUtil;
  * threads assemble batches, writing each image once, from the shard into staging, with its random
  * crop (padded, or resized: {@link InputResize}, by a {@link CropResampler}) and flip drawn from
  * (seed, epoch, sample id). So what a batch holds never depends on thread timing, and batches come
- * out in order whatever order the workers finish in.
+ * out in order whatever order the workers finish in. A JPEG row of an encoded shard is decoded by a
+ * {@link JpegDecoder} into the slot's scratch first, only the region its crop needs, at the
+ * smallest DCT scale that still covers the output, and then resampled like a stored image; one that
+ * does not decode fails the epoch or is replaced ({@link BadSamples}).
  */
 public final class DataLoader implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(DataLoader.class);
   private final ShardSet shards;
   private final LoaderOptions options;
   private final ImageShape stored; // the shards' images
@@ -39,8 +49,14 @@ public final class DataLoader implements AutoCloseable {
   private final AtomicLong stallNanos = new AtomicLong();
   private final AtomicLong workNanos = new AtomicLong(); // the workers' time assembling batches
   private final AtomicLong resizeNanos = new AtomicLong(); // of it, resizing crops
+  private final AtomicLong decodeNanos = new AtomicLong(); // of it, decoding JPEG rows
   private final AtomicLong assembled = new AtomicLong(); // samples the workers have written
+  private final AtomicLong replaced = new AtomicLong(); // samples that did not decode, skipped
+  private final Set<Long> warned = ConcurrentHashMap.newKeySet(); // bad samples already logged
   private final Supplier<? extends CropResampler> resamplers;
+  private final JpegDecoder jpeg; // null: the shards hold no JPEG rows
+  private final BadSamples badSamples;
+  private final List<ByteBuffer> decodeSlots = new ArrayList<>(); // per staging slot
 
   public DataLoader(Backend backend, ShardSet shards, LoaderOptions options) {
     this(backend, shards, options, AntialiasedResize::new);
@@ -55,7 +71,29 @@ public final class DataLoader implements AutoCloseable {
       ShardSet shards,
       LoaderOptions options,
       Supplier<? extends CropResampler> resamplers) {
+    this(backend, shards, options, resamplers, null, BadSamples.FAIL);
+  }
+
+  /**
+   * A loader that also decodes the JPEG rows of encoded shards with {@code jpeg} (null where no
+   * shard is encoded), dealing with those that do not decode as {@code badSamples} says.
+   */
+  public DataLoader(
+      Backend backend,
+      ShardSet shards,
+      LoaderOptions options,
+      Supplier<? extends CropResampler> resamplers,
+      JpegDecoder jpeg,
+      BadSamples badSamples) {
     this.resamplers = resamplers;
+    this.jpeg = jpeg;
+    this.badSamples = badSamples;
+    for (ShardReader reader : shards.readers()) {
+      if (reader.schema().encoded() && jpeg == null) {
+        throw new IllegalArgumentException(
+            reader.name() + " holds JPEG rows and this loader was given no JPEG decoder");
+      }
+    }
     this.shards = shards;
     this.options = options;
     this.stored = shards.shape();
@@ -80,6 +118,9 @@ public final class DataLoader implements AutoCloseable {
         pixelSlots.add(
             backend.allocateHost("loader.pixels." + i, (long) options.batchSize() * shape.bytes()));
         labelSlots.add(backend.allocateHost("loader.labels." + i, 4L * options.batchSize()));
+        if (jpeg != null) { // a decoded image waits here for its crop: never sent to the device
+          decodeSlots.add(ByteBuffer.allocateDirect(stored.bytes()));
+        }
       }
     } catch (RuntimeException | Error e) {
       releaseMemory(); // nobody else can: the constructor does not return
@@ -189,7 +230,8 @@ public final class DataLoader implements AutoCloseable {
    * workers} × samples / work time: what it could feed with the cores to itself) and the time a
    * crop takes.
    */
-  public record Work(long samples, long nanos, long resizeNanos, int workers) {
+  public record Work(
+      long samples, long nanos, long resizeNanos, long decodeNanos, long replaced, int workers) {
     /** Samples a second the loader makes, from its own work between {@code before} and this. */
     public double samplesPerSecondSince(Work before) {
       long n = nanos - before.nanos;
@@ -201,10 +243,22 @@ public final class DataLoader implements AutoCloseable {
       long k = samples - before.samples;
       return k == 0 ? 0 : (resizeNanos - before.resizeNanos) / 1e6 / k;
     }
+
+    /** Milliseconds of JPEG decoding a sample took on average between {@code before} and this. */
+    public double decodeMillisPerSampleSince(Work before) {
+      long k = samples - before.samples;
+      return k == 0 ? 0 : (decodeNanos - before.decodeNanos) / 1e6 / k;
+    }
   }
 
   public Work work() {
-    return new Work(assembled.get(), workNanos.get(), resizeNanos.get(), options.workers());
+    return new Work(
+        assembled.get(),
+        workNanos.get(),
+        resizeNanos.get(),
+        decodeNanos.get(),
+        replaced.get(),
+        options.workers());
   }
 
   /** Starts epoch {@code epoch}; close it (or drain it) before starting the next one. */
@@ -254,7 +308,16 @@ public final class DataLoader implements AutoCloseable {
       }
       CompletableFuture<Batch> f = pending.get(next % options.prefetch());
       long start = System.nanoTime();
-      Batch b = f.join();
+      Batch b;
+      try {
+        b = f.join();
+      } catch (CompletionException e) {
+        // A worker's failure (a sample that does not decode) is the caller's, in its own words.
+        if (e.getCause() instanceof RuntimeException cause) {
+          throw cause;
+        }
+        throw e;
+      }
       stallNanos.addAndGet(System.nanoTime() - start);
       next++;
       return b;
@@ -281,39 +344,133 @@ public final class DataLoader implements AutoCloseable {
       HostBuffer labels = labelSlots.get(slot);
       IntBuffer labelInts = labels.asByteBuffer().asIntBuffer();
       long base = pixels.address();
-      LoaderOptions.Augmentation augmentation = options.augmentation();
-      CropResampler resizer = augmentation.resize() == null ? null : resamplers.get();
+      CropResampler resizer = options.augmentation().resize() == null ? null : resamplers.get();
+      long scratch = jpeg == null ? 0 : MemoryUtil.getByteBufferAddress(decodeSlots.get(slot));
       for (int j = 0; j < size; j++) {
         long sample = order[batchIndex * options.batchSize() + j];
-        ShardBatch source = batches[(int) (sample >>> 40)][(int) (sample >>> 20 & 0xFFFFF)];
-        int row = (int) (sample & 0xFFFFF);
-        SplittableRandom rng =
-            new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, source.id(row)));
         long target = base + (long) j * shape.bytes();
-        if (resizer == null) {
-          Augment.copy(
-              source.imageAddress(row),
-              target,
-              shape,
-              augmentation.cropPadding(),
-              augmentation.flip(),
-              rng);
-        } else { // torchvision's order: the crop, then the flip
-          long resizeStart = System.nanoTime();
-          CropPlan plan =
-              augmentation.resize().plan(stored.height(), stored.width(), rng::nextDouble);
-          resizer.resample(
-              source.imageAddress(row),
-              stored,
-              plan,
-              shape,
-              augmentation.flip() && rng.nextBoolean(),
-              target);
-          resizeNanos.addAndGet(System.nanoTime() - resizeStart);
-        }
-        labelInts.put(j, source.label(row));
+        labelInts.put(j, writeSample(sample, target, resizer, scratch));
       }
       return new Batch(batchIndex, size, pixels, labels, () -> release(batchIndex, slot));
+    }
+
+    /**
+     * Writes sample {@code sample}'s input at {@code target}, or, where its image does not decode
+     * and bad samples are skipped, the next sample of its record batch that does; returns the label
+     * of the sample written.
+     */
+    private int writeSample(long sample, long target, CropResampler resizer, long scratch) {
+      int shard = (int) (sample >>> 40);
+      int recordBatch = (int) (sample >>> 20 & 0xFFFFF);
+      ShardBatch source = batches[shard][recordBatch];
+      int row = (int) (sample & 0xFFFFF);
+      for (int tried = 0; tried < source.rowCount(); tried++) {
+        int r = (row + tried) % source.rowCount();
+        String why = writeImage(source, r, target, resizer, scratch);
+        if (why == null) {
+          if (tried > 0) {
+            replaced.incrementAndGet();
+          }
+          return source.label(r);
+        }
+        String message =
+            String.format(
+                "%s: sample %d (record batch %d, row %d) does not decode: %s",
+                shards.readers().get(shard).name(), source.id(r), recordBatch, r, why);
+        if (badSamples == BadSamples.FAIL) {
+          throw new BadSampleException(
+              message + " (ramtrain.train.bad-sample=skip trains on without it)");
+        }
+        if (warned.add(source.id(r))) {
+          LOG.warn("{}; skipped, the next sample of its record batch stands in", message);
+        }
+      }
+      throw new BadSampleException(
+          shards.readers().get(shard).name()
+              + ": no sample of record batch "
+              + recordBatch
+              + " decodes");
+    }
+
+    /**
+     * Writes row {@code row}'s input at {@code target}: its crop (padded, or resized) and flip
+     * drawn from (seed, epoch, sample id), its JPEG decoded first into {@code scratch}. Returns
+     * null, or why its JPEG does not decode.
+     */
+    private String writeImage(
+        ShardBatch source, int row, long target, CropResampler resizer, long scratch) {
+      LoaderOptions.Augmentation augmentation = options.augmentation();
+      SplittableRandom rng =
+          new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, source.id(row)));
+      boolean isJpeg = source.isJpeg(row);
+      long image = isJpeg ? scratch : source.imageAddress(row);
+      if (resizer == null) {
+        if (isJpeg) {
+          String why = decode(source, row, 1, 0, 0, stored.width(), stored.height(), scratch);
+          if (why != null) {
+            return why;
+          }
+        }
+        Augment.copy(image, target, shape, augmentation.cropPadding(), augmentation.flip(), rng);
+        return null;
+      }
+      // torchvision's order: the crop, then the flip
+      CropPlan plan = augmentation.resize().plan(stored.height(), stored.width(), rng::nextDouble);
+      boolean mirror = augmentation.flip() && rng.nextBoolean();
+      ImageShape from = stored;
+      if (isJpeg) {
+        int reduce = reduction(plan);
+        // The crop in the scaled image's pixels, rounded to whole ones (by at most half a pixel).
+        int scaledWidth = (stored.width() + reduce - 1) / reduce;
+        int scaledHeight = (stored.height() + reduce - 1) / reduce;
+        int x0 = Math.min(scaledWidth - 1, Math.round((float) plan.left() / reduce));
+        int y0 = Math.min(scaledHeight - 1, Math.round((float) plan.top() / reduce));
+        int x1 =
+            Math.max(
+                x0 + 1,
+                Math.min(scaledWidth, Math.round((float) (plan.left() + plan.width()) / reduce)));
+        int y1 =
+            Math.max(
+                y0 + 1,
+                Math.min(scaledHeight, Math.round((float) (plan.top() + plan.height()) / reduce)));
+        String why = decode(source, row, reduce, x0, y0, x1 - x0, y1 - y0, scratch);
+        if (why != null) {
+          return why;
+        }
+        from = new ImageShape(y1 - y0, x1 - x0, stored.channels());
+        plan =
+            new CropPlan(
+                0,
+                0,
+                from.height(),
+                from.width(),
+                plan.resizedHeight(),
+                plan.resizedWidth(),
+                plan.windowTop(),
+                plan.windowLeft());
+      }
+      long resizeStart = System.nanoTime();
+      resizer.resample(image, from, plan, shape, mirror, target);
+      resizeNanos.addAndGet(System.nanoTime() - resizeStart);
+      return null;
+    }
+
+    private String decode(
+        ShardBatch source, int row, int reduce, int x, int y, int width, int height, long scratch) {
+      long start = System.nanoTime();
+      String why =
+          jpeg.decode(
+              source.imageAddress(row),
+              source.imageLength(row),
+              stored,
+              reduce,
+              x,
+              y,
+              width,
+              height,
+              scratch);
+      decodeNanos.addAndGet(System.nanoTime() - start);
+      return why;
     }
 
     private void release(int batchIndex, int slot) {
@@ -325,8 +482,30 @@ public final class DataLoader implements AutoCloseable {
 
     @Override
     public void close() {
-      pending.forEach(CompletableFuture::join); // no worker writes a slot after the epoch ends
+      // No worker writes a slot after the epoch ends; a batch that failed told next() so.
+      for (CompletableFuture<Batch> f : pending) {
+        try {
+          f.join();
+        } catch (CompletionException e) {
+          LOG.debug("a batch of the closed epoch failed", e);
+        }
+      }
     }
+  }
+
+  /**
+   * The largest DCT scale-down (1/2, 1/4, 1/8, as far as the decoder goes) that leaves the crop at
+   * least as many pixels on each axis as its resized output: decoding fewer would upsample what the
+   * filter should downsample.
+   */
+  private int reduction(CropPlan plan) {
+    for (int reduce = jpeg.largestReduce(); reduce > 1; reduce /= 2) {
+      if (plan.width() >= (long) reduce * plan.resizedWidth()
+          && plan.height() >= (long) reduce * plan.resizedHeight()) {
+        return reduce;
+      }
+    }
+    return 1;
   }
 
   /**
@@ -391,6 +570,7 @@ public final class DataLoader implements AutoCloseable {
     }
     pixelSlots.forEach(HostBuffer::close);
     labelSlots.forEach(HostBuffer::close);
+    decodeSlots.clear(); // plain direct buffers: freed once unreachable
   }
 
   /** Random crop with zero padding and horizontal flip, fused into the one copy of the pixels. */

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.data;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.ShardBatch;
 import dev.ramtrain.format.ShardReader;
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.util.MemoryUtil;
@@ -26,20 +27,31 @@ public record Normalization(float[] mean, float[] std) {
 
   /** Measures over the first {@code maxSamples} samples (in shard order: deterministic). */
   public static Normalization measure(ShardSet shards, int maxSamples) {
-    return fromMoments(moments(shards, maxSamples));
+    return measure(shards, maxSamples, null);
+  }
+
+  /** The same, JPEG rows decoded by {@code jpeg} (null where the shards hold none). */
+  public static Normalization measure(ShardSet shards, int maxSamples, JpegDecoder jpeg) {
+    return fromMoments(moments(shards, maxSamples, jpeg));
+  }
+
+  public static double[] moments(ShardSet shards, int maxSamples) {
+    return moments(shards, maxSamples, null);
   }
 
   /**
    * Per channel, the sum of pixel values and of their squares over the first {@code maxSamples}
    * samples, then the pixel count per channel: {@code [sum_0..sum_c-1, squares_0..squares_c-1,
    * pixels]}. Moments of disjoint samples add up, so ranks that hold different shards can agree on
-   * one normalization.
+   * one normalization. JPEG rows are decoded whole by {@code jpeg}; one that does not decode is
+   * left out (the loader reports it, as {@code bad-sample} says).
    */
-  public static double[] moments(ShardSet shards, int maxSamples) {
+  public static double[] moments(ShardSet shards, int maxSamples, JpegDecoder jpeg) {
     ImageShape shape = shards.shape();
     int c = shape.channels();
     double[] moments = new double[2 * c + 1];
     int samples = 0;
+    ByteBuffer decoded = jpeg == null ? null : ByteBuffer.allocateDirect(shape.bytes());
     outer:
     for (ShardReader reader : shards.readers()) {
       for (int b = 0; b < reader.batchCount(); b++) {
@@ -49,6 +61,27 @@ public record Normalization(float[] mean, float[] std) {
               break outer;
             }
             long address = batch.imageAddress(r);
+            if (batch.isJpeg(r)) {
+              if (jpeg == null) {
+                throw new IllegalArgumentException(
+                    reader.name() + " holds JPEG rows: measuring it needs a JPEG decoder");
+              }
+              address = MemoryUtil.getByteBufferAddress(decoded);
+              String why =
+                  jpeg.decode(
+                      batch.imageAddress(r),
+                      batch.imageLength(r),
+                      shape,
+                      1,
+                      0,
+                      0,
+                      shape.width(),
+                      shape.height(),
+                      address);
+              if (why != null) {
+                continue;
+              }
+            }
             for (int i = 0; i < shape.bytes(); i++) {
               double v = (MemoryUtil.getByte(address + i) & 0xFF) / 255.0;
               moments[i % c] += v;
