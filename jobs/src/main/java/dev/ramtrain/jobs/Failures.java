@@ -5,6 +5,7 @@ import dev.ramtrain.etl.spark.PreprocessException;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.train.RankFailedException;
 import dev.ramtrain.trainer.backend.BackendUnavailableException;
+import dev.ramtrain.trainer.data.BadSampleException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -56,6 +57,8 @@ final class Failures {
                     || t instanceof PreprocessException
                     || t instanceof RankFailedException
                     || t instanceof BackendUnavailableException
+                    || t instanceof BadSampleException
+                    || t instanceof BadSampleException
                     || t instanceof IllegalArgumentException);
   }
 

@@ -116,7 +116,9 @@ public final class Trainer implements AutoCloseable {
       double seconds,
       double stallSeconds,
       double loaderSamplesPerSecond,
-      double resizeMillisPerSample) {}
+      double resizeMillisPerSample,
+      double decodeMillisPerSample,
+      long replacedSamples) {}
 
   /**
    * Trains {@code epochs} epochs from {@code firstEpoch} (epochs done so far), evaluating on {@code
@@ -170,6 +172,8 @@ public final class Trainer implements AutoCloseable {
       // whether it can keep up, whatever the model's speed.
       record.put("loader_samples_per_s", stats.loaderSamplesPerSecond());
       record.put("loader_resize_ms", stats.resizeMillisPerSample());
+      record.put("loader_decode_ms", stats.decodeMillisPerSample()); // JPEG rows, 0 without
+      record.put("bad_samples_skipped", stats.replacedSamples());
       record.put("best_epoch", best.bestEpoch());
       record.put("skipped_steps", skippedSteps);
       record.put("peak_device_bytes", backend.peakAllocatedBytes());
@@ -186,7 +190,7 @@ public final class Trainer implements AutoCloseable {
       metrics.write(record);
       progress.finish( // first: the checkpoint's log line goes below it, not after it
           String.format(
-              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f%s, %,.0f samples/s, data stall %.1f%% (loader %,.0f/s)",
+              "epoch %d/%d: train loss %.4f acc %.4f, val loss %.4f acc %.4f%s, %,.0f samples/s, data stall %.1f%% (loader %,.0f/s%s)%s",
               epoch + 1,
               options.epochs(),
               stats.loss(),
@@ -198,7 +202,15 @@ public final class Trainer implements AutoCloseable {
                   : String.format(" (ema %.4f acc %.4f)", averaged.loss(), averaged.accuracy()),
               stats.samples() / stats.seconds(),
               100 * stats.stallSeconds() / stats.seconds(),
-              stats.loaderSamplesPerSecond()));
+              stats.loaderSamplesPerSecond(),
+              stats.decodeMillisPerSample() > 0
+                  ? String.format(
+                      ", decode %.2f ms + crop %.2f ms a sample",
+                      stats.decodeMillisPerSample(), stats.resizeMillisPerSample())
+                  : "",
+              stats.replacedSamples() > 0
+                  ? String.format(", %,d bad samples skipped", stats.replacedSamples())
+                  : ""));
       String saved = save(snapshot, epoch + 1, true);
       if (improved && saved != null) {
         markBest(saved);
@@ -333,7 +345,9 @@ public final class Trainer implements AutoCloseable {
         seconds,
         (train.stallNanos() - stallBefore) / 1e9,
         work.samplesPerSecondSince(workBefore),
-        work.resizeMillisPerSampleSince(workBefore));
+        work.resizeMillisPerSampleSince(workBefore),
+        work.decodeMillisPerSampleSince(workBefore),
+        work.replaced() - workBefore.replaced());
   }
 
   private String progressText(

@@ -100,6 +100,7 @@ public record Manifest(
    * every manifest before it was written) for pixels, else the {@code preprocess --store} mode that
    * wrote encoded shards ({@link #STORE_JPEG}, {@link #STORE_AUTO}).
    */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
   public record Image(
       int height, int width, int channels, String layout, String dtype, String storage)
       implements Serializable {

@@ -72,7 +72,8 @@ public final class JpegRows implements AutoCloseable {
    * turns into exactly these pixels: then storing it loses nothing and costs no re-encoding.
    */
   private boolean decodesTo(byte[] source, long pixels) throws RejectedImageException {
-    ImageHeader header = ImageHeader.probe(source, (long) shape.width() * shape.height());
+    // Already probed against the size limit when it was decoded; here only its size matters.
+    ImageHeader header = ImageHeader.probe(source, Long.MAX_VALUE);
     if (!header.sequentialJpeg()
         || header.orientation() != ExifOrientation.UPRIGHT
         || header.width() != shape.width()

@@ -43,6 +43,16 @@ public final class EtlFlags {
   @Option(names = "--decoder", description = "opencv or imageio (ramtrain.etl.decoder).")
   String decoder;
 
+  @Option(
+      names = "--store",
+      description = "How shards hold images: raw, jpeg or auto (ramtrain.etl.store).")
+  String store;
+
+  @Option(
+      names = "--jpeg-quality",
+      description = "Quality of the JPEGs --store writes (ramtrain.etl.jpeg-quality).")
+  Integer jpegQuality;
+
   /** Adds the flags given to {@code f} (full key to text). */
   void addTo(Map<String, String> f) {
     f.put("ramtrain.source.path", input);
@@ -54,5 +64,7 @@ public final class EtlFlags {
     f.put("ramtrain.etl.augment.copies", CommonOptions.text(copies));
     f.put("ramtrain.etl.val-fraction", CommonOptions.text(valFraction));
     f.put("ramtrain.etl.decoder", decoder);
+    f.put("ramtrain.etl.store", store);
+    f.put("ramtrain.etl.jpeg-quality", CommonOptions.text(jpegQuality));
   }
 }

@@ -53,7 +53,9 @@ public final class InspectCommand implements Callable<Integer> {
 
   @Option(
       names = "--verify-all",
-      description = "Check every shard's CRC32C (ramtrain.inspect.verify-all).")
+      description =
+          "Check every shard's CRC32C and decode every stored JPEG"
+              + " (ramtrain.inspect.verify-all).")
   Boolean verifyAll;
 
   @Override
@@ -87,8 +89,9 @@ public final class InspectCommand implements Callable<Integer> {
     if (config.bool("ramtrain.inspect.verify-all")) {
       out.append(
           String.format(
-              "verified     %,d rows, every shard's CRC32C matches%n",
-              DatasetReport.verifyAll(ds)));
+              "verified     %,d rows, every shard's CRC32C matches%s%n",
+              DatasetReport.verifyAll(ds),
+              ds.manifest().shardSchema().encoded() ? ", every JPEG decodes" : ""));
     }
     int n = config.integer("ramtrain.inspect.samples");
     RamtrainConfig.require(n >= 0 && n <= 4096, "ramtrain.inspect.samples", "must be in [0, 4096]");

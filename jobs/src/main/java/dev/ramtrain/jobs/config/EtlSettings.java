@@ -4,6 +4,7 @@ import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
 import dev.ramtrain.etl.image.Augmentation;
 import dev.ramtrain.etl.image.ImageDecoder;
+import dev.ramtrain.etl.image.ImageStorage;
 import dev.ramtrain.etl.image.ImageTransform;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.etl.source.CifarSource;
@@ -72,7 +73,10 @@ public final class EtlSettings {
           c.bool("ramtrain.etl.overwrite"),
           c.bool("ramtrain.etl.direct-io"),
           c.choice("ramtrain.etl.exif-orientation", ExifOrientationSetting.class)
-              == ExifOrientationSetting.APPLY);
+              == ExifOrientationSetting.APPLY,
+          new ImageStorage(
+              c.choice("ramtrain.etl.store", ImageStorage.Mode.class),
+              c.integer("ramtrain.etl.jpeg-quality")));
     } catch (IllegalArgumentException e) {
       throw new ConfigException(e.getMessage());
     }

@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.Mixup;
 import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
+import dev.ramtrain.trainer.data.BadSamples;
 import dev.ramtrain.trainer.data.CenterCrop;
 import dev.ramtrain.trainer.data.InputResize;
 import dev.ramtrain.trainer.data.LoaderOptions;
@@ -230,7 +231,8 @@ public final class TrainSettings {
         c.string(P + "dataset"),
         train,
         LoaderOptions.evaluation(batch, workers, evalResize),
-        c.choice(A + "filter", ResizeFilter.class));
+        c.choice(A + "filter", ResizeFilter.class),
+        c.choice(P + "bad-sample", BadSamples.class));
   }
 
   /** Load-time augmentation beyond crop-padding and flip ({@code ramtrain.train.augment.mode}). */

@@ -1,15 +1,21 @@
 package dev.ramtrain.jobs.report;
 
 import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.etl.image.JpegRowDecoder;
+import dev.ramtrain.etl.image.Region;
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.ShardBatch;
+import dev.ramtrain.format.ShardFormatException;
 import dev.ramtrain.format.ShardReader;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import org.apache.arrow.memory.util.MemoryUtil;
 
 /** A dataset's manifest summary and class histogram as text, and samples drawn from its shards. */
 public final class DatasetReport {
@@ -81,18 +87,39 @@ public final class DatasetReport {
         String.format("format       %s v%d (%s)%n", m.format(), m.formatVersion(), m.createdBy()));
     s.append(
         String.format(
-            "images       %dx%dx%d uint8 %s%n",
-            m.image().height(), m.image().width(), m.image().channels(), m.image().layout()));
+            "images       %dx%dx%d uint8 %s, stored %s%n",
+            m.image().height(),
+            m.image().width(),
+            m.image().channels(),
+            m.image().layout(),
+            m.image().store()
+                + (m.transforms().get("jpeg-quality") == null
+                    ? ""
+                    : " (quality " + m.transforms().get("jpeg-quality") + ")")));
     s.append(String.format("source       %s %s%n", m.source().type(), m.source().path()));
     s.append(transforms(m));
     s.append(String.format("seed         %d%n", m.seed()));
+    long bytes = 0;
+    long rawBytes = 0;
     for (var e : new TreeMap<>(m.splits()).entrySet()) {
       Manifest.Split split = e.getValue();
       s.append(
           String.format(
               "split %-6s %,d rows in %d shards, %.1f MB%n",
               e.getKey(), split.rows(), split.shards().size(), split.bytes() / 1e6));
+      bytes += split.bytes();
+      rawBytes += split.rows() * m.image().shape().bytes();
     }
+    // What the loader maps (and the page cache must hold for epochs not to read the disk again).
+    s.append(
+        Manifest.Image.STORE_RAW.equals(m.image().store())
+            ? String.format(
+                "memory       %.1f MB of shards to map (preprocess --store jpeg or auto keeps"
+                    + " photos in a fraction of it)%n",
+                bytes / 1e6)
+            : String.format(
+                "memory       %.1f MB of shards to map; as raw pixels %.1f MB (%.1fx)%n",
+                bytes / 1e6, rawBytes / 1e6, rawBytes / (double) Math.max(1, bytes)));
     s.append(
         String.format(
             "rejects      %,d of %,d inputs%s%n",
@@ -154,7 +181,7 @@ public final class DatasetReport {
           try (ShardBatch batch = reader.batch(b)) {
             while (next < batchBase + batch.rowCount() && out.size() < n) {
               int row = (int) (next - batchBase);
-              out.add(new Sample(batch.image(row), batch.label(row), batch.id(row)));
+              out.add(new Sample(pixels(reader, batch, row), batch.label(row), batch.id(row)));
               next += step;
             }
             batchBase += batch.rowCount();
@@ -166,9 +193,35 @@ public final class DatasetReport {
     return out;
   }
 
+  /** Row {@code row}'s pixels, its JPEG decoded as the loader decodes it. */
+  private static byte[] pixels(ShardReader reader, ShardBatch batch, int row)
+      throws ShardFormatException {
+    if (!batch.isJpeg(row)) {
+      return batch.image(row);
+    }
+    ImageShape shape = batch.shape();
+    ByteBuffer decoded = ByteBuffer.allocateDirect(shape.bytes());
+    String why =
+        JpegRowDecoder.decode(
+            batch.imageAddress(row),
+            batch.imageLength(row),
+            shape,
+            1,
+            new Region(0, 0, shape.width(), shape.height()),
+            MemoryUtil.getByteBufferAddress(decoded));
+    if (why != null) {
+      throw new ShardFormatException(
+          reader.name(), "sample " + batch.id(row) + " does not decode: " + why);
+    }
+    byte[] out = new byte[shape.bytes()];
+    decoded.get(out);
+    return out;
+  }
+
   /**
    * Opens every shard with its checksum checked (opening also checks its rows against the
-   * manifest's); returns the rows seen.
+   * manifest's) and decodes every JPEG row; returns the rows seen. The first sample that does not
+   * decode fails it, named with its shard.
    */
   public static long verifyAll(Dataset dataset) throws IOException {
     long rows = 0;
@@ -176,9 +229,22 @@ public final class DatasetReport {
       for (Manifest.Shard shard : split.shards()) {
         try (ShardReader reader = dataset.openShard(shard, true)) {
           rows += reader.rowCount();
+          if (reader.schema().encoded()) {
+            decodeAll(reader);
+          }
         }
       }
     }
     return rows;
+  }
+
+  private static void decodeAll(ShardReader reader) throws ShardFormatException {
+    for (int b = 0; b < reader.batchCount(); b++) {
+      try (ShardBatch batch = reader.batch(b)) {
+        for (int row = 0; row < batch.rowCount(); row++) {
+          pixels(reader, batch, row);
+        }
+      }
+    }
   }
 }

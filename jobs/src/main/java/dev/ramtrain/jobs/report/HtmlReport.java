@@ -27,6 +27,16 @@ import java.util.TreeSet;
  * between them.
  */
 public final class HtmlReport {
+  /** A sample's decode and crop time in the loader, where it decodes or crops at all. */
+  private static String loaderTimes(JsonNode r) {
+    double decode = r.path("loader_decode_ms").asDouble();
+    double crop = r.path("loader_resize_ms").asDouble();
+    if (decode > 0) {
+      return String.format(" (decode %.3f ms, crop %.3f ms)", decode, crop);
+    }
+    return crop > 0 ? String.format(" (crop %.3f ms)", crop) : "";
+  }
+
   /** Marks a page as ramtrain's: only such a page is replaced by a later report. */
   static final String GENERATOR = "<meta name=\"generator\" content=\"ramtrain report\">";
 
@@ -237,11 +247,7 @@ public final class HtmlReport {
               r.path("data_stall_pct").asDouble(),
               r.has("loader_samples_per_s") // runs from before it was recorded have none
                   ? String.format(
-                      "%,.0f%s",
-                      r.path("loader_samples_per_s").asDouble(),
-                      r.path("loader_resize_ms").asDouble() > 0
-                          ? String.format(" (crop %.3f ms)", r.path("loader_resize_ms").asDouble())
-                          : "")
+                      "%,.0f%s", r.path("loader_samples_per_s").asDouble(), loaderTimes(r))
                   : "–",
               r.path("train_loss").asDouble(),
               r.path("train_acc").asDouble(),

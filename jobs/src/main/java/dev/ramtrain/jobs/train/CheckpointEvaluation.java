@@ -77,13 +77,12 @@ public final class CheckpointEvaluation {
     try (Backend backend = Backends.open(s.backend());
         ShardSet shards = DatasetShards.open(ds, split);
         DataLoader loader =
-            new DataLoader(
-                backend,
-                shards,
-                eval,
-                trained.evalCrop() == null
-                    ? s.data().filter().resamplers()
-                    : trained.evalCrop().filter().resamplers())) {
+            s.data()
+                .loader(
+                    backend,
+                    shards,
+                    eval,
+                    trained.evalCrop() == null ? s.data().filter() : trained.evalCrop().filter())) {
       Stream stream = backend.createStream("evaluate");
       try (Model model =
               Model.build(spec, ModelSpec.parse(spec, shape), backend, stream, s.batchSize(), 0);

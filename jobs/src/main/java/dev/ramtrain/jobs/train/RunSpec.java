@@ -3,9 +3,13 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.trainer.TrainOptions;
+import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
+import dev.ramtrain.trainer.data.BadSamples;
+import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelConfig;
 import dev.ramtrain.trainer.nn.ModelSpec;
@@ -57,9 +61,28 @@ public record RunSpec(
    * Where the samples come from, how they are loaded for training and for evaluation, and the
    * filter load-time crops are resized with.
    */
-  public record Data(String location, LoaderOptions train, LoaderOptions eval, ResizeFilter filter)
+  /**
+   * Where the data is and how the loaders read it: {@code filter} resizes crops, {@code badSamples}
+   * says what a stored JPEG that does not decode does.
+   */
+  public record Data(
+      String location,
+      LoaderOptions train,
+      LoaderOptions eval,
+      ResizeFilter filter,
+      BadSamples badSamples)
       implements Serializable {
     /** The dataset directory; a usage error when none was given. */
+    /**
+     * A loader over {@code shards} as {@code options} say, crops resized with {@code filter}, JPEG
+     * rows decoded by libjpeg-turbo.
+     */
+    public DataLoader loader(
+        Backend backend, ShardSet shards, LoaderOptions options, ResizeFilter filter) {
+      return new DataLoader(
+          backend, shards, options, filter.resamplers(), new LibjpegRows(), badSamples);
+    }
+
     public String requireLocation() {
       if (location.isBlank()) {
         throw new ConfigException(
@@ -263,7 +286,8 @@ public record RunSpec(
             data.train().forRank(global / world, train),
             // The model runs at most the per-rank batch: evaluation batches shrink alike.
             data.eval().forRank(Math.max(1, data.eval().batchSize() / world), eval),
-            data.filter());
+            data.filter(),
+            data.badSamples());
     return new RunSpec(
         shared,
         model,

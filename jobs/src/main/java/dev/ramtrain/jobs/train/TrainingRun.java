@@ -103,9 +103,9 @@ public final class TrainingRun {
     }
     try (Backend backend = Backends.open(spec.backend());
         DataLoader trainLoader =
-            new DataLoader(backend, train, spec.data().train(), spec.data().filter().resamplers());
+            spec.data().loader(backend, train, spec.data().train(), spec.data().filter());
         DataLoader valLoader =
-            new DataLoader(backend, val, spec.data().eval(), spec.data().filter().resamplers())) {
+            spec.data().loader(backend, val, spec.data().eval(), spec.data().filter())) {
       if (trainLoader.batchesPerEpoch() == 0) {
         int accumulate = spec.loop().accumulate();
         throw new ConfigException(
@@ -246,10 +246,11 @@ public final class TrainingRun {
   private static Normalization measure(
       ShardSet train, LoaderOptions.Rank rank, DataParallel ranks) {
     if (!rank.ownShards()) {
-      return Normalization.measure(train, NORMALIZATION_SAMPLES);
+      return Normalization.measure(train, NORMALIZATION_SAMPLES, new LibjpegRows());
     }
     int share = Math.max(1, NORMALIZATION_SAMPLES / rank.worldSize());
-    return Normalization.fromMoments(ranks.sum(Normalization.moments(train, share)));
+    return Normalization.fromMoments(
+        ranks.sum(Normalization.moments(train, share, new LibjpegRows())));
   }
 
   /**

@@ -261,6 +261,64 @@ class JpegRowLoaderTest {
   }
 
   @Test
+  void jpegRowsResumeMidEpochBitForBitAndSplitOverRanks() throws Exception {
+    LoaderOptions.Sampling shuffled =
+        new LoaderOptions.Sampling(42, true, LoaderOptions.Remainder.DROP);
+    LoaderOptions.Augmentation rrc = new LoaderOptions.Augmentation(0, true, CROP);
+    try (Backend backend = new CpuBackend(1);
+        ShardSet encoded = shard(true, false)) {
+      List<byte[]> whole;
+      try (DataLoader one =
+          new DataLoader(
+              backend,
+              encoded,
+              new LoaderOptions(4, 1, 2, shuffled, rrc, LoaderOptions.Rank.SINGLE),
+              AntialiasedResize::new,
+              new FakeCodec(8),
+              BadSamples.FAIL)) {
+        whole = DataLoaderTest.drain(one, 2);
+      }
+      assertEquals(4, whole.size());
+      try (DataLoader resumed =
+              new DataLoader(
+                  backend,
+                  encoded,
+                  new LoaderOptions(4, 3, 3, shuffled, rrc, LoaderOptions.Rank.SINGLE),
+                  AntialiasedResize::new,
+                  new FakeCodec(8),
+                  BadSamples.FAIL);
+          DataLoader.Epoch e = resumed.epoch(2, 1)) {
+        for (int i = 1; i < whole.size(); i++) {
+          Batch b = e.next();
+          byte[] pixels = new byte[b.size() * 90];
+          b.pixels().asByteBuffer().get(pixels);
+          assertArrayEquals(
+              java.util.Arrays.copyOf(whole.get(i), pixels.length), pixels, "batch " + i);
+          b.release();
+        }
+      }
+      // Two ranks of batches of 2: together the one-rank epoch's batches of 4, halves alike.
+      for (int rank = 0; rank < 2; rank++) {
+        try (DataLoader r =
+            new DataLoader(
+                backend,
+                encoded,
+                new LoaderOptions(2, 2, 2, shuffled, rrc, new LoaderOptions.Rank(rank, 2)),
+                AntialiasedResize::new,
+                new FakeCodec(8),
+                BadSamples.FAIL)) {
+          List<byte[]> mine = DataLoaderTest.drain(r, 2);
+          assertEquals(whole.size(), mine.size());
+          for (int i = 0; i < mine.size(); i++) {
+            byte[] half = java.util.Arrays.copyOfRange(whole.get(i), rank * 180, rank * 180 + 180);
+            assertArrayEquals(half, java.util.Arrays.copyOf(mine.get(i), 180), "rank " + rank);
+          }
+        }
+      }
+    }
+  }
+
+  @Test
   void aSampleThatDoesNotDecodeFailsNamingItselfAndItsShard() throws Exception {
     try (Backend backend = new CpuBackend(1);
         ShardSet damaged = shard(true, true);
