@@ -6,9 +6,11 @@ photographs Debian packages ship: the nature photos of mate-backgrounds and the 
 wallpapers of plasma-workspace-wallpapers (apt-get install mate-backgrounds
 plasma-workspace-wallpapers). Each image is a random window of one photo (1x to 3x the output size,
 so detail varies as in real datasets), resized with Lanczos; 10 class folders by source photo.
-Seeded, so the set is the same on every run with the same packages and Pillow.
+Seeded, so the set is the same on every run with the same packages and Pillow. --size S makes S x S
+windows instead (the JPEG loader benchmark's stored images: a dataset stored at that size keeps
+these bytes as they are).
 
-Usage: /usr/bin/python3 make_photos.py [--out DIR] [--n 2000]
+Usage: /usr/bin/python3 make_photos.py [--out DIR] [--n 2000] [--size S]
 """
 import argparse
 import hashlib
@@ -17,7 +19,7 @@ import random
 
 from PIL import Image
 
-W, H = 500, 375
+DEFAULT_SIZE = (500, 375)
 SOURCES = [
     *(f"/usr/share/backgrounds/mate/nature/{n}.jpg" for n in (
         "Aqua", "Blinds", "Dune", "FreshFlower", "Garden", "GreenMeadow", "LadyBird",
@@ -32,7 +34,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="/tmp/ramtrain-photo-jpegs")
     parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--size", type=int, default=0)
     args = parser.parse_args()
+    W, H = (args.size, args.size) if args.size else DEFAULT_SIZE
     missing = [s for s in SOURCES if not os.path.exists(s)]
     if missing:
         raise SystemExit("missing photos (apt-get install mate-backgrounds "

@@ -24,14 +24,28 @@ import org.apache.arrow.memory.util.MemoryUtil;
  * outside the file.
  */
 class ShardFuzzTest {
-  private static final byte[] SHARD = shard();
+  private static final byte[] SHARD = shard(ShardFixtures.SCHEMA);
 
-  private static byte[] shard() {
+  /** An encoded shard of pixel rows and stand-in JPEG rows of varying lengths. */
+  private static final byte[] ENCODED =
+      shard(
+          new ShardSchema(
+              ShardFixtures.SCHEMA.shape(),
+              ShardFixtures.SCHEMA.classes(),
+              ShardSchema.Storage.ENCODED));
+
+  private static byte[] shard(ShardSchema schema) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    int bytes = ShardFixtures.SCHEMA.shape().bytes();
-    try (ShardWriter writer = new ShardWriter(ShardFixtures.SCHEMA, out, bytes * 3L)) {
+    int bytes = schema.shape().bytes();
+    try (ShardWriter writer = new ShardWriter(schema, out, bytes * 3L)) {
       for (int r = 0; r < 8; r++) {
-        writer.append(ShardFixtures.id(r), ShardFixtures.label(r), ShardFixtures.pixels(r, bytes));
+        if (schema.encoded() && r % 2 == 1) {
+          writer.appendJpeg(
+              ShardFixtures.id(r), ShardFixtures.label(r), ShardFixtures.pixels(r, 10 + 17 * r));
+        } else {
+          writer.append(
+              ShardFixtures.id(r), ShardFixtures.label(r), ShardFixtures.pixels(r, bytes));
+        }
       }
       writer.finish();
     } catch (IOException e) {
@@ -83,7 +97,18 @@ class ShardFuzzTest {
 
   @Property(tries = 1500)
   void aDamagedShardIsRefusedOrReadInsideItsBytes(@ForAll("mutations") List<Mutation> changes) {
-    byte[] bytes = SHARD;
+    refusedOrReadInside(SHARD, changes);
+  }
+
+  /** The same for a shard of variable-length rows, whose offsets a mutation may also hit. */
+  @Property(tries = 1500)
+  void aDamagedEncodedShardIsRefusedOrReadInsideItsBytes(
+      @ForAll("mutations") List<Mutation> changes) {
+    refusedOrReadInside(ENCODED, changes);
+  }
+
+  private static void refusedOrReadInside(byte[] shard, List<Mutation> changes) {
+    byte[] bytes = shard;
     for (Mutation m : changes) {
       bytes = m.apply(bytes);
     }
@@ -98,21 +123,21 @@ class ShardFuzzTest {
       return;
     }
     try (reader) {
-      int imageBytes = reader.schema().shape().bytes();
       long rows = 0;
       for (int b = 0; b < reader.batchCount(); b++) {
         ShardBatch loaded;
         try {
           loaded = reader.batch(b);
-        } catch (IllegalStateException e) { // refused when loaded (a label outside the classes)
+        } catch (IllegalStateException e) { // refused when loaded (a bad label or encoding)
           assertTrue(e.getMessage().startsWith("fuzz.arrow: "), e.getMessage());
           return;
         }
         try (ShardBatch batch = loaded) {
           for (int r = 0; r < batch.rowCount(); r++) {
             long address = batch.imageAddress(r);
+            int length = batch.imageLength(r);
             assertTrue(
-                address >= base && address + imageBytes <= base + bytes.length,
+                length >= 0 && address >= base && address + length <= base + bytes.length,
                 "row " + r + " of batch " + b + " lies outside the file");
             batch.label(r);
             batch.id(r);
