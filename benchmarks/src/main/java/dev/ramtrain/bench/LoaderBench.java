@@ -1,14 +1,18 @@
 package dev.ramtrain.bench;
 
 import dev.ramtrain.etl.image.CropResize;
+import dev.ramtrain.etl.image.JpegRowDecoder;
 import dev.ramtrain.etl.image.Region;
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.format.Manifest;
+import dev.ramtrain.format.ManifestCodec;
 import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.format.ShardSchema;
 import dev.ramtrain.format.ShardWriter;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.data.AntialiasedResize;
+import dev.ramtrain.trainer.data.BadSamples;
 import dev.ramtrain.trainer.data.Batch;
 import dev.ramtrain.trainer.data.CropPlan;
 import dev.ramtrain.trainer.data.CropResampler;
@@ -28,9 +32,12 @@ import java.util.function.Supplier;
  * The loader alone: N stored SIZE² RGB images in shards of 1,000 (pixels (x*3 + y*5 + c*7 + i*11)
  * mod 256, as benchmarks/loader_torch.py holds them), read by the trainer's DataLoader with a
  * random resized crop to OUT² and flips into pinned staging, batches released as soon as they come:
- * images/s of each epoch after the first. Prints one JSON line.
+ * images/s of each epoch after the first. Prints one JSON line. Where DIR is a dataset (it has a
+ * manifest.json), its train split is read instead, N and SIZE taken from it: a JPEG-column
+ * dataset's rows are decoded as the jobs decode them (etl's JpegRowDecoder, libjpeg-turbo), only
+ * each crop's region, at a DCT scale where the crop allows.
  *
- * <p>Usage: LoaderBench DIR N SIZE OUT BATCH WORKERS EPOCHS
+ * <p>Usage: LoaderBench DIR N SIZE OUT BATCH WORKERS EPOCHS preprocessing|pillow
  */
 public final class LoaderBench {
   public static void main(String[] args) throws Exception {
@@ -47,12 +54,27 @@ public final class LoaderBench {
     }
     Supplier<CropResampler> resamplers =
         pillow ? AntialiasedResize::new : () -> LoaderBench::preprocessingFilter;
-    ImageShape shape = new ImageShape(size, size, 3);
-    List<Path> files = write(dir, n, shape);
+    Path manifestFile = dir.resolve("manifest.json");
+    Manifest manifest =
+        Files.exists(manifestFile)
+            ? ManifestCodec.fromJson(Files.readAllBytes(manifestFile), manifestFile.toString())
+            : null;
+    ImageShape shape = manifest != null ? manifest.image().shape() : new ImageShape(size, size, 3);
+    List<Path> files = new ArrayList<>();
+    if (manifest == null) {
+      files = write(dir, n, shape);
+    } else {
+      for (Manifest.Shard shard : manifest.split(Manifest.TRAIN).shards()) {
+        files.add(dir.resolve(shard.file()));
+      }
+      n = (int) manifest.split(Manifest.TRAIN).rows();
+      size = shape.height();
+    }
     List<ShardReader> readers = new ArrayList<>();
     for (Path f : files) {
       readers.add(ShardReader.open(f, null));
     }
+    String store = manifest == null ? "raw" : manifest.image().store();
     LoaderOptions options =
         LoaderOptions.training(
             batch,
@@ -63,10 +85,17 @@ public final class LoaderBench {
             new LoaderOptions.Augmentation(
                 0, true, RandomResizedCrop.torchvisionDefaults(out, out)));
     List<Double> rates = new ArrayList<>();
+    DataLoader.Work[] work = new DataLoader.Work[2];
     try (Backend backend = new CpuBackend(1);
-        ShardSet shards = new ShardSet(shape, List.of("c"), readers);
-        DataLoader loader = new DataLoader(backend, shards, options, resamplers)) {
+        ShardSet shards =
+            new ShardSet(shape, manifest == null ? List.of("c") : manifest.classes(), readers);
+        DataLoader loader =
+            new DataLoader(
+                backend, shards, options, resamplers, LoaderBench::decodeJpeg, BadSamples.FAIL)) {
       for (int epoch = 0; epoch < epochs; epoch++) {
+        if (epoch == 1) {
+          work[0] = loader.work();
+        }
         long start = System.nanoTime();
         long seen = 0;
         try (DataLoader.Epoch e = loader.epoch(epoch)) {
@@ -78,20 +107,40 @@ public final class LoaderBench {
         }
         rates.add(seen / ((System.nanoTime() - start) / 1e9));
       }
+      work[1] = loader.work();
     }
     System.out.printf(
         Locale.ROOT,
-        "{\"loader\": \"ramtrain\", \"filter\": \"%s\", \"images\": %d, \"stored\": %d, \"out\": %d, \"batch\": %d,"
-            + " \"workers\": %d, \"images_per_s\": %s}%n",
+        "{\"loader\": \"ramtrain\", \"store\": \"%s\", \"filter\": \"%s\", \"images\": %d,"
+            + " \"stored\": %d, \"out\": %d, \"batch\": %d, \"workers\": %d,"
+            + " \"decode_ms\": %.3f, \"crop_ms\": %.3f, \"images_per_s\": %s}%n",
+        store,
         args[7],
         n,
         size,
         out,
         batch,
         workers,
+        work[1].decodeMillisPerSampleSince(work[0]),
+        work[1].resizeMillisPerSampleSince(work[0]),
         rates.subList(1, rates.size()).stream()
             .map(r -> String.format(Locale.ROOT, "%.1f", r))
             .toList());
+  }
+
+  /** jobs' LibjpegRows (benchmarks do not depend on jobs and Spark). */
+  private static String decodeJpeg(
+      long jpeg,
+      int length,
+      ImageShape stored,
+      int reduce,
+      int x,
+      int y,
+      int width,
+      int height,
+      long target) {
+    return JpegRowDecoder.decode(
+        jpeg, length, stored, reduce, new Region(x, y, width, height), target);
   }
 
   /** jobs' ResizeFilter.PREPROCESSING (benchmarks do not depend on jobs and Spark). */

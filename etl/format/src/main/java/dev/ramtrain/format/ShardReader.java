@@ -133,6 +133,11 @@ public final class ShardReader implements AutoCloseable {
     return schema;
   }
 
+  /** The shard's size in bytes: the memory it is read from. */
+  public long bytes() {
+    return data.capacity();
+  }
+
   public int batchCount() {
     return blocks.size();
   }

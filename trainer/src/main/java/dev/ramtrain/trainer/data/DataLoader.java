@@ -37,12 +37,14 @@ import org.slf4j.LoggerFactory;
  */
 public final class DataLoader implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DataLoader.class);
-  private final ShardSet shards;
   private final LoaderOptions options;
   private final ImageShape stored; // the shards' images
   private final ImageShape shape; // the batches' images: stored, or resized
-  private final ShardBatch[][] batches; // [shard][record batch], views into the mapped shards
-  private final long[] index; // sample -> shard << 40 | record batch << 20 | row
+  private final long[] shardRows;
+  private final long samples;
+  private final LoadedShard[] opened; // every shard, opened once; null when read by windows
+  private final ShardWindows windows; // null when every shard is opened
+  private final int windowShards;
   private final ExecutorService workers;
   private final List<HostBuffer> pixelSlots = new ArrayList<>();
   private final List<HostBuffer> labelSlots = new ArrayList<>();
@@ -76,7 +78,10 @@ public final class DataLoader implements AutoCloseable {
 
   /**
    * A loader that also decodes the JPEG rows of encoded shards with {@code jpeg} (null where no
-   * shard is encoded), dealing with those that do not decode as {@code badSamples} says.
+   * shard is encoded), dealing with those that do not decode as {@code badSamples} says. Opened
+   * shards are read where they lie; a {@linkplain ShardSet#windowed windowed} set's a window at a
+   * time ({@link WindowedOrder}, {@link ShardWindows}), in two windows of memory at most ({@link
+   * #shardMemoryBytes}) however many shards there are.
    */
   public DataLoader(
       Backend backend,
@@ -85,34 +90,59 @@ public final class DataLoader implements AutoCloseable {
       Supplier<? extends CropResampler> resamplers,
       JpegDecoder jpeg,
       BadSamples badSamples) {
+    this(
+        backend,
+        shards.shape(),
+        shards.windowed()
+            ? shards.source().schema().encoded()
+            : shards.readers().stream().anyMatch(r -> r.schema().encoded()),
+        shards.windowed() ? rowsOf(shards.source()) : rowsOf(shards),
+        shards.windowed() ? null : shards,
+        shards.source(),
+        shards.windowShards(),
+        options,
+        resamplers,
+        jpeg,
+        badSamples);
+  }
+
+  private DataLoader(
+      Backend backend,
+      ImageShape stored,
+      boolean encoded,
+      long[] shardRows,
+      ShardSet openShards,
+      ShardSource source,
+      int windowShards,
+      LoaderOptions options,
+      Supplier<? extends CropResampler> resamplers,
+      JpegDecoder jpeg,
+      BadSamples badSamples) {
+    if (encoded && jpeg == null) {
+      throw new IllegalArgumentException(
+          firstEncoded(openShards, source)
+              + " holds JPEG rows and this loader was given no JPEG"
+              + " decoder");
+    }
     this.resamplers = resamplers;
     this.jpeg = jpeg;
     this.badSamples = badSamples;
-    for (ShardReader reader : shards.readers()) {
-      if (reader.schema().encoded() && jpeg == null) {
-        throw new IllegalArgumentException(
-            reader.name() + " holds JPEG rows and this loader was given no JPEG decoder");
-      }
-    }
-    this.shards = shards;
     this.options = options;
-    this.stored = shards.shape();
+    this.stored = stored;
     this.shape = options.inputShape(stored);
-    List<ShardReader> readers = shards.readers();
-    this.batches = new ShardBatch[readers.size()][];
-    List<Long> samples = new ArrayList<>();
+    this.shardRows = shardRows;
+    this.samples = java.util.Arrays.stream(shardRows).sum();
+    this.windowShards = windowShards;
+    this.opened = openShards == null ? null : new LoadedShard[shardRows.length];
+    ShardWindows reading = null;
     try {
-      for (int s = 0; s < readers.size(); s++) {
-        ShardReader reader = readers.get(s);
-        batches[s] = new ShardBatch[reader.batchCount()];
-        for (int b = 0; b < reader.batchCount(); b++) {
-          batches[s][b] = reader.batch(b);
-          for (int r = 0; r < batches[s][b].rowCount(); r++) {
-            samples.add((long) s << 40 | (long) b << 20 | r);
-          }
+      if (openShards != null) {
+        for (int s = 0; s < opened.length; s++) {
+          opened[s] = new LoadedShard(openShards.readers().get(s), false); // the set's readers
         }
+      } else {
+        reading = new ShardWindows(source, windowShards);
       }
-      this.index = samples.stream().mapToLong(Long::longValue).toArray();
       requireSamples();
       for (int i = 0; i < options.prefetch(); i++) {
         pixelSlots.add(
@@ -123,9 +153,13 @@ public final class DataLoader implements AutoCloseable {
         }
       }
     } catch (RuntimeException | Error e) {
+      if (reading != null) {
+        reading.close();
+      }
       releaseMemory(); // nobody else can: the constructor does not return
       throw e;
     }
+    this.windows = reading;
     this.workers =
         Executors.newFixedThreadPool(
             options.workers(),
@@ -136,21 +170,63 @@ public final class DataLoader implements AutoCloseable {
             });
   }
 
+  private static long[] rowsOf(ShardSet shards) {
+    return shards.readers().stream().mapToLong(ShardReader::rowCount).toArray();
+  }
+
+  private static long[] rowsOf(ShardSource source) {
+    long[] rows = new long[source.count()];
+    java.util.Arrays.setAll(rows, source::rows);
+    return rows;
+  }
+
+  private static String firstEncoded(ShardSet shards, ShardSource source) {
+    if (source != null) {
+      return source.count() == 0 ? "the source" : source.name(0);
+    }
+    return shards.readers().stream()
+        .filter(r -> r.schema().encoded())
+        .map(ShardReader::name)
+        .findFirst()
+        .orElse("a shard");
+  }
+
+  /**
+   * The memory the shards take while this loader reads them: every shard's bytes when all are open
+   * (mapped: the page cache must hold them for epochs not to read the disk again), two windows'
+   * when read by windows (memory the loader owns).
+   */
+  public long shardMemoryBytes() {
+    if (windows != null) {
+      return windows.budgetBytes();
+    }
+    long bytes = 0;
+    for (LoadedShard s : opened) {
+      bytes += s.bytes();
+    }
+    return bytes;
+  }
+
+  /** The most memory windows of shards have taken at once (0 when every shard is open). */
+  public long peakWindowBytes() {
+    return windows == null ? 0 : windows.peakResidentBytes();
+  }
+
   private void requireSamples() {
     boolean evaluatesOwnShards =
         options.rank().ownShards()
             && options.sampling().remainder() == LoaderOptions.Remainder.KEEP;
-    if (!evaluatesOwnShards && index.length == 0) {
+    if (!evaluatesOwnShards && samples == 0) {
       throw new IllegalArgumentException(
           "no samples for rank " + options.rank().rank() + " of " + options.rank().worldSize());
     }
     if (options.rank().ownShards()
         && options.sampling().remainder() == LoaderOptions.Remainder.DROP
-        && options.rank().ownShare() > index.length) {
+        && options.rank().ownShare() > samples) {
       throw new IllegalArgumentException(
           String.format(
               "rank %d holds %d samples and was asked for %d per epoch without padding",
-              options.rank().rank(), index.length, options.rank().ownShare()));
+              options.rank().rank(), samples, options.rank().ownShare()));
     }
   }
 
@@ -160,7 +236,7 @@ public final class DataLoader implements AutoCloseable {
   }
 
   public long samples() {
-    return index.length;
+    return samples;
   }
 
   /**
@@ -175,13 +251,13 @@ public final class DataLoader implements AutoCloseable {
     long stepOfRank = (long) options.batchSize() * options.batchesPerStep();
     if (rank.ownShards()) {
       return remainder == LoaderOptions.Remainder.KEEP
-          ? index.length
+          ? samples
           : wholeSteps(rank.ownShare(), stepOfRank, remainder) * stepOfRank;
     }
     return switch (remainder) {
-      case PAD, DROP -> wholeSteps(index.length, stepOfRank * world, remainder) * stepOfRank;
+      case PAD, DROP -> wholeSteps(samples, stepOfRank * world, remainder) * stepOfRank;
       // Positions rank, rank + world, ... below the sample count: every sample on one rank.
-      case KEEP -> (index.length - rank.rank() + world - 1) / world;
+      case KEEP -> (samples - rank.rank() + world - 1) / world;
     };
   }
 
@@ -282,14 +358,33 @@ public final class DataLoader implements AutoCloseable {
   /** The batches of one epoch, in order. */
   public final class Epoch implements AutoCloseable {
     private final int epoch;
-    private final long[] order; // this rank's samples, in order
+    private final long[] order; // this rank's samples, in order: shard << 32 | row
+    private final int[] windowOf; // the window each sample is read in; null: every shard open
+    private final ShardWindows.Pass pass; // null: every shard open
+    private int[] batchesUsing; // per window read, the batches still to write that draw on it
     private final List<CompletableFuture<Batch>> pending = new ArrayList<>();
     private int next;
 
     private Epoch(int epoch, int firstBatch) {
       this.epoch = epoch;
-      this.order = rankOrder(epoch);
       this.next = firstBatch;
+      if (windows == null) {
+        this.order = rankSamples(shuffledIndex(epoch));
+        this.windowOf = null;
+        this.pass = null;
+      } else {
+        WindowedOrder drawn =
+            WindowedOrder.draw(
+                shardRows,
+                windowShards,
+                options.sampling().shuffle(),
+                options.sampling().seed(),
+                epoch,
+                orderStream());
+        this.order = rankSamples(drawn.samples());
+        this.windowOf = new int[order.length];
+        this.pass = windows.start(windowsRead(drawn, firstBatch), batchesUsing);
+      }
       // Batch b is assembled in slot b mod prefetch, as release() refills it.
       for (int slot = 0; slot < options.prefetch(); slot++) {
         pending.add(CompletableFuture.completedFuture(null));
@@ -299,6 +394,45 @@ public final class DataLoader implements AutoCloseable {
           b++) {
         pending.set(b % options.prefetch(), submit(b, b % options.prefetch()));
       }
+    }
+
+    /**
+     * The windows this rank reads its samples in, in order: a window of the order each time the
+     * rank's samples enter it (an epoch padded by wrapping around enters the first ones again).
+     * Fills {@link #windowOf} and, for batches from {@code firstBatch} on, {@link #batchesUsing}; a
+     * batch may draw on two windows (the end of one and the start of the next), not more, as two
+     * are all that are kept.
+     */
+    private int[][] windowsRead(WindowedOrder drawn, int firstBatch) {
+      List<int[]> shards = new ArrayList<>();
+      long n = drawn.samples().length;
+      long entered = -1;
+      for (int i = 0; i < order.length; i++) {
+        long p = position(i);
+        long window = (p / n) * drawn.windows() + drawn.windowAt(p % n);
+        if (window != entered) {
+          shards.add(drawn.windowShards()[(int) (window % drawn.windows())]);
+          entered = window;
+        }
+        windowOf[i] = shards.size() - 1;
+      }
+      batchesUsing = new int[shards.size()];
+      int size = options.batchSize();
+      for (int b = firstBatch; b < batchesPerEpoch(); b++) {
+        int first = windowOf[b * size];
+        int last = windowOf[Math.min(order.length, (b + 1) * size) - 1];
+        if (last - first >= ShardWindows.RESIDENT_WINDOWS) {
+          throw new IllegalArgumentException(
+              String.format(
+                  "a batch of %d samples spans %d windows of %d shards: windows this small hold"
+                      + " fewer samples than a batch; use larger windows",
+                  size, last - first + 1, windowShards));
+        }
+        for (int w = first; w <= last; w++) {
+          batchesUsing[w]++;
+        }
+      }
+      return shards.toArray(int[][]::new);
     }
 
     /** The next batch, or null at the end of the epoch. */
@@ -346,10 +480,16 @@ public final class DataLoader implements AutoCloseable {
       long base = pixels.address();
       CropResampler resizer = options.augmentation().resize() == null ? null : resamplers.get();
       long scratch = jpeg == null ? 0 : MemoryUtil.getByteBufferAddress(decodeSlots.get(slot));
-      for (int j = 0; j < size; j++) {
-        long sample = order[batchIndex * options.batchSize() + j];
-        long target = base + (long) j * shape.bytes();
-        labelInts.put(j, writeSample(sample, target, resizer, scratch));
+      int first = batchIndex * options.batchSize();
+      try {
+        for (int j = 0; j < size; j++) {
+          long target = base + (long) j * shape.bytes();
+          labelInts.put(j, writeSample(first + j, target, resizer, scratch));
+        }
+      } finally {
+        if (pass != null) { // its windows may go once every batch drawing on them is written
+          pass.written(windowOf[first], windowOf[first + size - 1]);
+        }
       }
       return new Batch(batchIndex, size, pixels, labels, () -> release(batchIndex, slot));
     }
@@ -359,11 +499,14 @@ public final class DataLoader implements AutoCloseable {
      * and bad samples are skipped, the next sample of its record batch that does; returns the label
      * of the sample written.
      */
-    private int writeSample(long sample, long target, CropResampler resizer, long scratch) {
-      int shard = (int) (sample >>> 40);
-      int recordBatch = (int) (sample >>> 20 & 0xFFFFF);
-      ShardBatch source = batches[shard][recordBatch];
-      int row = (int) (sample & 0xFFFFF);
+    private int writeSample(int position, long target, CropResampler resizer, long scratch) {
+      long sample = order[position];
+      int shard = (int) (sample >>> 32);
+      long shardRow = sample & 0xFFFFFFFFL;
+      LoadedShard loaded = pass == null ? opened[shard] : pass.shard(windowOf[position], shard);
+      int recordBatch = loaded.batchOf(shardRow);
+      ShardBatch source = loaded.batch(recordBatch);
+      int row = loaded.rowIn(recordBatch, shardRow);
       for (int tried = 0; tried < source.rowCount(); tried++) {
         int r = (row + tried) % source.rowCount();
         String why = writeImage(source, r, target, resizer, scratch);
@@ -376,7 +519,7 @@ public final class DataLoader implements AutoCloseable {
         String message =
             String.format(
                 "%s: sample %d (record batch %d, row %d) does not decode: %s",
-                shards.readers().get(shard).name(), source.id(r), recordBatch, r, why);
+                loaded.name(), source.id(r), recordBatch, r, why);
         if (badSamples == BadSamples.FAIL) {
           throw new BadSampleException(
               message + " (ramtrain.train.bad-sample=skip trains on without it)");
@@ -386,10 +529,7 @@ public final class DataLoader implements AutoCloseable {
         }
       }
       throw new BadSampleException(
-          shards.readers().get(shard).name()
-              + ": no sample of record batch "
-              + recordBatch
-              + " decodes");
+          loaded.name() + ": no sample of record batch " + recordBatch + " decodes");
     }
 
     /**
@@ -482,6 +622,9 @@ public final class DataLoader implements AutoCloseable {
 
     @Override
     public void close() {
+      if (pass != null) {
+        pass.stop(); // a worker waiting for a window that will not come gives up
+      }
       // No worker writes a slot after the epoch ends; a batch that failed told next() so.
       for (CompletableFuture<Batch> f : pending) {
         try {
@@ -489,6 +632,9 @@ public final class DataLoader implements AutoCloseable {
         } catch (CompletionException e) {
           LOG.debug("a batch of the closed epoch failed", e);
         }
+      }
+      if (pass != null) {
+        pass.close();
       }
     }
   }
@@ -509,18 +655,20 @@ public final class DataLoader implements AutoCloseable {
   }
 
   /**
-   * This rank's samples for an epoch: a seeded shuffle, then its slice of every global batch of the
-   * shared order (every worldSize-th sample when keeping the remainder) or the first of its own,
-   * remainder applied.
+   * Every sample, shard by shard, shuffled with a generator seeded by (seed, epoch) when the
+   * sampling shuffles: the order of a loader whose shards are all open.
    */
-  private long[] rankOrder(int epoch) {
-    LoaderOptions.Rank rank = options.rank();
-    long[] all = index.clone();
+  private long[] shuffledIndex(int epoch) {
+    long[] all = new long[Math.toIntExact(samples)];
+    int at = 0;
+    for (int shard = 0; shard < shardRows.length; shard++) {
+      for (long row = 0; row < shardRows[shard]; row++) {
+        all[at++] = (long) shard << 32 | row;
+      }
+    }
     if (options.sampling().shuffle()) {
-      // Ranks with shards of their own each draw an order of their own; shared shards, one order.
-      long stream = rank.ownShards() ? 0x5E1F + ((long) rank.rank() << 16) : 0x5E1F;
       SplittableRandom rng =
-          new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, stream));
+          new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, orderStream()));
       for (int i = all.length - 1; i > 0; i--) {
         int j = rng.nextInt(i + 1);
         long t = all[i];
@@ -528,7 +676,25 @@ public final class DataLoader implements AutoCloseable {
         all[j] = t;
       }
     }
-    // Full batches for DROP and PAD (PAD wraps around the order); KEEP ends with a short batch.
+    return all;
+  }
+
+  /**
+   * The stream the order is drawn from: ranks with shards of their own each draw an order of their
+   * own; shared shards, one order.
+   */
+  private long orderStream() {
+    LoaderOptions.Rank rank = options.rank();
+    return rank.ownShards() ? 0x5E1F + ((long) rank.rank() << 16) : 0x5E1F;
+  }
+
+  /**
+   * This rank's samples of an epoch whose order is {@code all}: its slice of every global batch of
+   * the shared order (every worldSize-th sample when keeping the remainder) or the first of its
+   * own, remainder applied: full batches for DROP and PAD (PAD wraps around the order), KEEP ends
+   * with a short batch.
+   */
+  private long[] rankSamples(long[] all) {
     long count =
         options.sampling().remainder() == LoaderOptions.Remainder.KEEP
             ? perRank()
@@ -557,14 +723,17 @@ public final class DataLoader implements AutoCloseable {
   @Override
   public void close() {
     workers.shutdownNow();
+    if (windows != null) {
+      windows.close();
+    }
     releaseMemory();
   }
 
   private void releaseMemory() {
-    for (ShardBatch[] perShard : batches) {
-      for (ShardBatch b : perShard == null ? new ShardBatch[0] : perShard) {
-        if (b != null) {
-          b.close();
+    if (opened != null) {
+      for (LoadedShard shard : opened) {
+        if (shard != null) {
+          shard.close();
         }
       }
     }

@@ -3,9 +3,14 @@ package dev.ramtrain.trainer.data;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.ShardBatch;
 import dev.ramtrain.format.ShardReader;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.util.MemoryUtil;
 
 /** Per-channel mean and standard deviation of pixels in [0, 1], measured on a split's shards. */
@@ -47,52 +52,98 @@ public record Normalization(float[] mean, float[] std) {
    * left out (the loader reports it, as {@code bad-sample} says).
    */
   public static double[] moments(ShardSet shards, int maxSamples, JpegDecoder jpeg) {
-    ImageShape shape = shards.shape();
-    int c = shape.channels();
-    double[] moments = new double[2 * c + 1];
-    int samples = 0;
-    ByteBuffer decoded = jpeg == null ? null : ByteBuffer.allocateDirect(shape.bytes());
-    outer:
-    for (ShardReader reader : shards.readers()) {
+    Moments moments = new Moments(shards.shape(), maxSamples, jpeg);
+    if (!shards.windowed()) {
+      for (ShardReader reader : shards.readers()) {
+        if (!moments.add(reader)) {
+          break;
+        }
+      }
+      return moments.values;
+    }
+    // Shards read one at a time into one buffer: measuring takes a shard's memory, not the set's.
+    ShardSource source = shards.source();
+    long largest = 0;
+    for (int s = 0; s < source.count(); s++) {
+      largest = Math.max(largest, source.bytes(s));
+    }
+    try (BufferAllocator allocator = new RootAllocator();
+        ArrowBuf buffer = allocator.buffer(largest)) {
+      for (int s = 0; s < source.count(); s++) {
+        try (ShardReader reader = source.read(s, buffer.nioBuffer(0, (int) source.bytes(s)))) {
+          if (!moments.add(reader)) {
+            break;
+          }
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e.getMessage(), e);
+    }
+    return moments.values;
+  }
+
+  /** Sums of the first samples' pixels and squares, shard after shard. */
+  private static final class Moments {
+    private final ImageShape shape;
+    private final int maxSamples;
+    private final JpegDecoder jpeg;
+    private final double[] values;
+    private final ByteBuffer decoded;
+    private int samples;
+
+    Moments(ImageShape shape, int maxSamples, JpegDecoder jpeg) {
+      this.shape = shape;
+      this.maxSamples = maxSamples;
+      this.jpeg = jpeg;
+      this.values = new double[2 * shape.channels() + 1];
+      this.decoded = jpeg == null ? null : ByteBuffer.allocateDirect(shape.bytes());
+    }
+
+    /** Adds the reader's samples; false once {@code maxSamples} have been seen. */
+    boolean add(ShardReader reader) {
+      int c = shape.channels();
       for (int b = 0; b < reader.batchCount(); b++) {
         try (ShardBatch batch = reader.batch(b)) {
           for (int r = 0; r < batch.rowCount(); r++) {
             if (samples++ >= maxSamples) {
-              break outer;
+              return false;
             }
-            long address = batch.imageAddress(r);
-            if (batch.isJpeg(r)) {
-              if (jpeg == null) {
-                throw new IllegalArgumentException(
-                    reader.name() + " holds JPEG rows: measuring it needs a JPEG decoder");
-              }
-              address = MemoryUtil.getByteBufferAddress(decoded);
-              String why =
-                  jpeg.decode(
-                      batch.imageAddress(r),
-                      batch.imageLength(r),
-                      shape,
-                      1,
-                      0,
-                      0,
-                      shape.width(),
-                      shape.height(),
-                      address);
-              if (why != null) {
-                continue;
-              }
+            long address = batch.isJpeg(r) ? decode(reader, batch, r) : batch.imageAddress(r);
+            if (address == 0) {
+              continue;
             }
             for (int i = 0; i < shape.bytes(); i++) {
               double v = (MemoryUtil.getByte(address + i) & 0xFF) / 255.0;
-              moments[i % c] += v;
-              moments[c + i % c] += v * v;
+              values[i % c] += v;
+              values[c + i % c] += v * v;
             }
-            moments[2 * c] += shape.height() * shape.width();
+            values[2 * c] += shape.height() * shape.width();
           }
         }
       }
+      return true;
     }
-    return moments;
+
+    /** Row {@code r}'s JPEG decoded whole: its pixels' address, or 0 when it does not decode. */
+    private long decode(ShardReader reader, ShardBatch batch, int r) {
+      if (jpeg == null) {
+        throw new IllegalArgumentException(
+            reader.name() + " holds JPEG rows: measuring it needs a JPEG decoder");
+      }
+      long address = MemoryUtil.getByteBufferAddress(decoded);
+      String why =
+          jpeg.decode(
+              batch.imageAddress(r),
+              batch.imageLength(r),
+              shape,
+              1,
+              0,
+              0,
+              shape.width(),
+              shape.height(),
+              address);
+      return why == null ? address : 0;
+    }
   }
 
   /** The normalization of {@link #moments} (summed over ranks or not). */
