@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntPredicate;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
@@ -92,6 +93,37 @@ public final class Dataset {
    * into direct memory.
    */
   public ShardReader openShard(Manifest.Shard shard, boolean verify) throws IOException {
+    Path path = checkedPath(shard);
+    Long crc = verify ? shard.crc32cValue() : null;
+    ShardReader reader;
+    if ("file".equals(fs.getUri().getScheme())) {
+      reader = ShardReader.open(Paths.get(fs.makeQualified(path).toUri()), crc);
+    } else {
+      ByteBuffer buffer = ByteBuffer.allocateDirect((int) shard.bytes());
+      readInto(path, buffer);
+      reader = ShardReader.open(path.toString(), buffer, crc);
+    }
+    return checked(reader, path, shard);
+  }
+
+  /**
+   * Reads one shard into {@code into} (direct memory the caller owns, at least the shard's bytes),
+   * checks it as {@link #openShard} does, its CRC32C always, and returns a reader over that memory:
+   * a loader keeping a window of shards streams them this way from any filesystem.
+   */
+  public ShardReader readShard(Manifest.Shard shard, ByteBuffer into) throws IOException {
+    Path path = checkedPath(shard);
+    if (into.capacity() < shard.bytes()) {
+      throw new IllegalArgumentException(
+          "a " + into.capacity() + "-byte buffer for the " + shard.bytes() + " bytes of " + path);
+    }
+    ByteBuffer target = into.duplicate().clear().limit((int) shard.bytes());
+    readInto(path, target);
+    return checked(ShardReader.open(path.toString(), target, shard.crc32cValue()), path, shard);
+  }
+
+  /** The shard's path, inside the dataset and of the size the manifest says. */
+  private Path checkedPath(Manifest.Shard shard) throws IOException {
     Path path = new Path(new Path(location), shard.file());
     requireInsideDataset(path);
     long size;
@@ -109,13 +141,15 @@ public final class Dataset {
               + " bytes, the manifest says "
               + shard.bytes());
     }
-    Long crc = verify ? shard.crc32cValue() : null;
-    ShardReader reader;
-    if ("file".equals(fs.getUri().getScheme())) {
-      reader = ShardReader.open(Paths.get(fs.makeQualified(path).toUri()), crc);
-    } else {
-      reader = ShardReader.open(path.toString(), readFully(path), crc);
+    if (size > Integer.MAX_VALUE) {
+      throw new ShardFormatException(path.toString(), "shard is larger than 2 GiB");
     }
+    return path;
+  }
+
+  /** {@code reader}, if its schema and rows are the manifest's; closed and refused otherwise. */
+  private ShardReader checked(ShardReader reader, Path path, Manifest.Shard shard)
+      throws ShardFormatException {
     if (!reader.schema().equals(manifest.shardSchema())) {
       String found = reader.schema().toString();
       reader.close();
@@ -153,19 +187,26 @@ public final class Dataset {
     }
   }
 
-  private ByteBuffer readFully(Path path) throws IOException {
-    long size = fs.getFileStatus(path).getLen();
-    if (size > Integer.MAX_VALUE) {
-      throw new ShardFormatException(path.toString(), "shard is larger than 2 GiB");
-    }
-    ByteBuffer buffer = ByteBuffer.allocateDirect((int) size);
-    try (var in = fs.open(path)) {
+  /** Fills {@code target} (its remaining bytes: the file's size) from the file at {@code path}. */
+  private void readInto(Path path, ByteBuffer target) throws IOException {
+    int expected = target.remaining();
+    try (FSDataInputStream in = fs.open(path)) {
       byte[] chunk = new byte[1 << 20];
       int n;
-      while ((n = in.read(chunk)) > 0) {
-        buffer.put(chunk, 0, Math.min(n, buffer.remaining()));
+      while (target.hasRemaining()
+          && (n = in.read(chunk, 0, Math.min(chunk.length, target.remaining()))) > 0) {
+        target.put(chunk, 0, n);
       }
     }
-    return buffer.flip();
+    if (target.hasRemaining()) {
+      throw new ShardFormatException(
+          path.toString(),
+          "truncated shard: read "
+              + (expected - target.remaining())
+              + " of "
+              + expected
+              + " bytes");
+    }
+    target.flip();
   }
 }

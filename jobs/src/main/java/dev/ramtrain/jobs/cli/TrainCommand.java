@@ -105,8 +105,10 @@ public final class TrainCommand implements Callable<Integer> {
     }
     // The run directory first: refusing it is quick, checksumming every shard is not.
     try (RunDirectory run = RunDirectory.open(spec.output().path(), spec.output().mode());
-        ShardSet train = DatasetShards.open(ds, Manifest.TRAIN);
-        ShardSet val = DatasetShards.open(ds, Manifest.VAL)) {
+        ShardSet train =
+            DatasetShards.open(ds, Manifest.TRAIN, shard -> true, spec.data().shardWindow());
+        ShardSet val =
+            DatasetShards.open(ds, Manifest.VAL, shard -> true, spec.data().shardWindow())) {
       EvalResult eval =
           TrainingRun.run(spec, new TrainingData(train, val, ds.manifest(), location), run);
       Path report = TrainingRun.report(spec.output().path(), eval, train.classes());

@@ -232,7 +232,15 @@ public final class TrainSettings {
         train,
         LoaderOptions.evaluation(batch, workers, evalResize),
         c.choice(A + "filter", ResizeFilter.class),
-        c.choice(P + "bad-sample", BadSamples.class));
+        c.choice(P + "bad-sample", BadSamples.class),
+        shardWindow(c));
+  }
+
+  /** {@code ramtrain.train.shard-window}: shards a loader reads at a time, 0 for all at once. */
+  private static int shardWindow(RamtrainConfig c) {
+    int window = c.integer(P + "shard-window");
+    RamtrainConfig.require(window >= 0, P + "shard-window", "must be >= 0 (0: every shard open)");
+    return window;
   }
 
   /** Load-time augmentation beyond crop-padding and flip ({@code ramtrain.train.augment.mode}). */

@@ -75,7 +75,7 @@ public final class CheckpointEvaluation {
     String spec = trained.model();
     Normalization norm = trained.normalization();
     try (Backend backend = Backends.open(s.backend());
-        ShardSet shards = DatasetShards.open(ds, split);
+        ShardSet shards = DatasetShards.open(ds, split, shard -> true, s.data().shardWindow());
         DataLoader loader =
             s.data()
                 .loader(

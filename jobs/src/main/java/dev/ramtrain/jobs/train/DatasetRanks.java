@@ -3,11 +3,9 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;
 import java.util.Iterator;
-import java.util.List;
 
 /**
  * Ranks training on a committed dataset. Without an assignment every rank opens every shard and
@@ -31,9 +29,9 @@ final class DatasetRanks implements RankInputs<Integer> {
   public Opened open(RunSpec spec, int rank, int world, Iterator<Integer> slot) throws IOException {
     String location = spec.data().requireLocation();
     Dataset ds = Dataset.open(location, hadoop.get());
-    ShardSet train = shards(ds, Manifest.TRAIN, rank);
+    ShardSet train = shards(spec, ds, Manifest.TRAIN, rank);
     try {
-      ShardSet val = shards(ds, Manifest.VAL, rank);
+      ShardSet val = shards(spec, ds, Manifest.VAL, rank);
       RunSpec mine =
           assignment == null
               ? spec.forRank(rank, world)
@@ -45,13 +43,12 @@ final class DatasetRanks implements RankInputs<Integer> {
     }
   }
 
-  /** The shards of {@code split} this rank opens: all, or those assigned to it. */
-  private ShardSet shards(Dataset ds, String split, int rank) throws IOException {
+  /** The shards of {@code split} this rank reads: all, or those assigned to it. */
+  private ShardSet shards(RunSpec spec, Dataset ds, String split, int rank) throws IOException {
+    int window = spec.data().shardWindow();
     if (assignment == null) {
-      return DatasetShards.open(ds, split);
+      return DatasetShards.open(ds, split, shard -> true, window);
     }
-    Manifest m = ds.manifest();
-    List<ShardReader> readers = ds.openShards(split, i -> assignment.rankOf(split, i) == rank);
-    return new ShardSet(m.image().shape(), m.classes(), readers);
+    return DatasetShards.open(ds, split, i -> assignment.rankOf(split, i) == rank, window);
   }
 }

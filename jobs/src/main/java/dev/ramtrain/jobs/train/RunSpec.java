@@ -58,21 +58,19 @@ public record RunSpec(
   }
 
   /**
-   * Where the samples come from, how they are loaded for training and for evaluation, and the
-   * filter load-time crops are resized with.
-   */
-  /**
-   * Where the data is and how the loaders read it: {@code filter} resizes crops, {@code badSamples}
-   * says what a stored JPEG that does not decode does.
+   * Where the samples come from and how they are loaded for training and for evaluation: {@code
+   * filter} resizes load-time crops, {@code badSamples} says what a stored JPEG that does not
+   * decode does, {@code shardWindow} how many shards a loader reads at a time (0: every shard
+   * opened at once).
    */
   public record Data(
       String location,
       LoaderOptions train,
       LoaderOptions eval,
       ResizeFilter filter,
-      BadSamples badSamples)
+      BadSamples badSamples,
+      int shardWindow)
       implements Serializable {
-    /** The dataset directory; a usage error when none was given. */
     /**
      * A loader over {@code shards} as {@code options} say, crops resized with {@code filter}, JPEG
      * rows decoded by libjpeg-turbo.
@@ -83,6 +81,7 @@ public record RunSpec(
           backend, shards, options, filter.resamplers(), new LibjpegRows(), badSamples);
     }
 
+    /** The dataset directory; a usage error when none was given. */
     public String requireLocation() {
       if (location.isBlank()) {
         throw new ConfigException(
@@ -287,7 +286,8 @@ public record RunSpec(
             // The model runs at most the per-rank batch: evaluation batches shrink alike.
             data.eval().forRank(Math.max(1, data.eval().batchSize() / world), eval),
             data.filter(),
-            data.badSamples());
+            data.badSamples(),
+            data.shardWindow());
     return new RunSpec(
         shared,
         model,

@@ -119,6 +119,7 @@ public final class TrainingRun {
                 accumulate > 1 ? "step" : "batch",
                 accumulate > 1 ? " or --accumulate" : ""));
       }
+      ShardMemory.report(trainLoader, valLoader, spec.data().shardWindow(), rank.hostLimit());
       TrainOptions options = spec.loop();
       if (!options.normalizationGiven()) { // a resumed run keeps what its first epoch measured
         Normalization n =

@@ -141,7 +141,7 @@ public final class DataLoader implements AutoCloseable {
           opened[s] = new LoadedShard(openShards.readers().get(s), false); // the set's readers
         }
       } else {
-        reading = new ShardWindows(source, windowShards);
+        reading = new ShardWindows(source, windowShards, residentWindows(shardRows));
       }
       requireSamples();
       for (int i = 0; i < options.prefetch(); i++) {
@@ -168,6 +168,27 @@ public final class DataLoader implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
+  }
+
+  /**
+   * How many windows must be held at once for no batch to wait on one that cannot be read: two (the
+   * one written from and the next, read ahead), or as many as a batch's samples can span where
+   * windows hold fewer samples than a batch (a batch covers {@code batch × ranks} positions of a
+   * shared order; a full window holds at least its {@code windowShards} smallest shards' rows, the
+   * last, partial one may hold less).
+   */
+  private int residentWindows(long[] rows) {
+    long[] sorted = rows.clone();
+    java.util.Arrays.sort(sorted);
+    long fullWindow = 0;
+    for (int i = 0; i < Math.min(windowShards, sorted.length); i++) {
+      fullWindow += sorted[i];
+    }
+    LoaderOptions.Rank rank = options.rank();
+    long positions = (long) options.batchSize() * (rank.ownShards() ? 1 : rank.worldSize());
+    long span = 1 + (positions - 1 + Math.max(1, fullWindow) - 1) / Math.max(1, fullWindow);
+    boolean partial = rows.length % windowShards != 0;
+    return (int) Math.max(2, span + (partial ? 1 : 0));
   }
 
   private static long[] rowsOf(ShardSet shards) {
@@ -421,12 +442,11 @@ public final class DataLoader implements AutoCloseable {
       for (int b = firstBatch; b < batchesPerEpoch(); b++) {
         int first = windowOf[b * size];
         int last = windowOf[Math.min(order.length, (b + 1) * size) - 1];
-        if (last - first >= ShardWindows.RESIDENT_WINDOWS) {
-          throw new IllegalArgumentException(
+        if (last - first >= windows.residentWindows()) { // residentWindows() bounds it
+          throw new IllegalStateException(
               String.format(
-                  "a batch of %d samples spans %d windows of %d shards: windows this small hold"
-                      + " fewer samples than a batch; use larger windows",
-                  size, last - first + 1, windowShards));
+                  "a batch of %d samples spans %d windows of %d shards, more than the %d kept",
+                  size, last - first + 1, windowShards, windows.residentWindows()));
         }
         for (int w = first; w <= last; w++) {
           batchesUsing[w]++;

@@ -12,17 +12,18 @@ import org.apache.arrow.memory.RootAllocator;
 
 /**
  * Keeps a loader's shards in memory a window at a time: an epoch's windows ({@link WindowedOrder})
- * are read in order by one reader thread into slots of memory owned here, at most two windows at
- * once (the one being assembled from and the next, read ahead), and each is dropped as soon as the
- * last batch drawing on it has been written. So the memory the shards take is fixed, {@link
- * #budgetBytes}, however large the dataset, and the page cache is left alone. (A mapping with
- * {@code madvise} would do the same for local files; reading into owned memory bounds the resident
- * set exactly, needs no native call, and streams shards from a Hadoop filesystem the same way.)
+ * are read in order by one reader thread into slots of memory owned here, at most {@code
+ * residentWindows} at once (two: the one being assembled from and the next, read ahead; more only
+ * where a batch spans more windows than that, as tiny windows of small shards do), and each is
+ * dropped as soon as the last batch drawing on it has been written. So the memory the shards take
+ * is fixed, {@link #budgetBytes}, however large the dataset, and the page cache is left alone. (A
+ * mapping with {@code madvise} would do the same for local files; reading into owned memory bounds
+ * the resident set exactly, needs no native call, and streams shards from a Hadoop filesystem the
+ * same way.)
  */
 final class ShardWindows implements AutoCloseable {
-  static final int RESIDENT_WINDOWS = 2;
-
   private final ShardSource source;
+  private final int residentWindows;
   private final BufferAllocator allocator = new RootAllocator();
   private final ArrayDeque<ArrowBuf> freeSlots = new ArrayDeque<>();
   private final long slotBytes;
@@ -31,14 +32,15 @@ final class ShardWindows implements AutoCloseable {
   private long residentBytes; // guarded by this: slots holding a shard
   private long peakResidentBytes;
 
-  ShardWindows(ShardSource source, int windowShards) {
+  ShardWindows(ShardSource source, int windowShards, int residentWindows) {
     this.source = source;
+    this.residentWindows = residentWindows;
     long largest = 0;
     for (int s = 0; s < source.count(); s++) {
       largest = Math.max(largest, source.bytes(s));
     }
     this.slotBytes = largest;
-    int slots = RESIDENT_WINDOWS * Math.min(windowShards, source.count());
+    int slots = Math.min(residentWindows * windowShards, RESIDENT_COPIES * source.count());
     this.budgetBytes = slots * largest;
     try {
       for (int i = 0; i < slots; i++) {
@@ -58,7 +60,17 @@ final class ShardWindows implements AutoCloseable {
             });
   }
 
-  /** The memory the shards may take at most: two windows of the largest shards. */
+  /**
+   * Every shard is in memory at most twice at once (a padded epoch wrapping around reads its first
+   * window again while the last is still held).
+   */
+  private static final int RESIDENT_COPIES = 2;
+
+  int residentWindows() {
+    return residentWindows;
+  }
+
+  /** The memory the shards may take at most: the resident windows of the largest shards. */
   long budgetBytes() {
     return budgetBytes;
   }
@@ -148,7 +160,7 @@ final class ShardWindows implements AutoCloseable {
     private void readAll() {
       for (int w = 0; w < windowShards.length; w++) {
         synchronized (ShardWindows.this) {
-          while (!closed && (resident >= RESIDENT_WINDOWS || batchesUsing[w] == 0)) {
+          while (!closed && (resident >= residentWindows || batchesUsing[w] == 0)) {
             if (batchesUsing[w] == 0) {
               break; // no batch left draws on it (a resumed epoch's earlier windows)
             }

@@ -312,17 +312,20 @@ class WindowedLoaderTest {
   }
 
   @Test
-  void windowsSmallerThanABatchAreRefused() throws Exception {
-    FileShards source = write(6, 2, SMALL);
+  void windowsSmallerThanABatchAreHeldAsManyAsABatchSpans() throws Exception {
+    FileShards source = write(7, 2, SMALL); // windows of 2 samples, batches of 8: 5 windows a batch
     try (Backend backend = new CpuBackend(1);
         DataLoader loader =
             windowed(
                 backend,
                 source,
                 1,
-                options(8, LoaderOptions.Remainder.DROP, LoaderOptions.Rank.SINGLE))) {
-      var e = assertThrows(IllegalArgumentException.class, () -> loader.epoch(0));
-      assertTrue(e.getMessage().contains("use larger windows"), e.getMessage());
+                options(8, LoaderOptions.Remainder.KEEP, LoaderOptions.Rank.SINGLE))) {
+      // Eight consecutive samples of windows of two span five windows at most.
+      assertEquals(5 * source.bytes(0), loader.shardMemoryBytes());
+      List<Long> ids = ids(DataLoaderTest.drain(loader, 0), SHAPE.bytes());
+      assertEquals(14, new HashSet<>(ids).size());
+      assertTrue(loader.peakWindowBytes() <= loader.shardMemoryBytes());
     }
   }
 
