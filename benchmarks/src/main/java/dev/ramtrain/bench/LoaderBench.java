@@ -20,7 +20,11 @@ import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import dev.ramtrain.trainer.data.RandomResizedCrop;
 import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.data.ShardSource;
+import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -35,9 +39,10 @@ import java.util.function.Supplier;
  * images/s of each epoch after the first. Prints one JSON line. Where DIR is a dataset (it has a
  * manifest.json), its train split is read instead, N and SIZE taken from it: a JPEG-column
  * dataset's rows are decoded as the jobs decode them (etl's JpegRowDecoder, libjpeg-turbo), only
- * each crop's region, at a DCT scale where the crop allows.
+ * each crop's region, at a DCT scale where the crop allows. WINDOW &gt; 0 reads a dataset's shards
+ * that many at a time (ramtrain.train.shard-window) instead of mapping them all.
  *
- * <p>Usage: LoaderBench DIR N SIZE OUT BATCH WORKERS EPOCHS preprocessing|pillow
+ * <p>Usage: LoaderBench DIR N SIZE OUT BATCH WORKERS EPOCHS preprocessing|pillow [WINDOW]
  */
 public final class LoaderBench {
   public static void main(String[] args) throws Exception {
@@ -49,6 +54,7 @@ public final class LoaderBench {
     int workers = Integer.parseInt(args[5]);
     int epochs = Integer.parseInt(args[6]);
     boolean pillow = args[7].equals("pillow");
+    int window = args.length > 8 ? Integer.parseInt(args[8]) : 0;
     if (!pillow) {
       CropResize.preload();
     }
@@ -88,7 +94,10 @@ public final class LoaderBench {
     DataLoader.Work[] work = new DataLoader.Work[2];
     try (Backend backend = new CpuBackend(1);
         ShardSet shards =
-            new ShardSet(shape, manifest == null ? List.of("c") : manifest.classes(), readers);
+            window > 0
+                ? ShardSet.windowed(new ShardFiles(manifest, files), window)
+                : new ShardSet(
+                    shape, manifest == null ? List.of("c") : manifest.classes(), readers);
         DataLoader loader =
             new DataLoader(
                 backend, shards, options, resamplers, LoaderBench::decodeJpeg, BadSamples.FAIL)) {
@@ -111,10 +120,12 @@ public final class LoaderBench {
     }
     System.out.printf(
         Locale.ROOT,
-        "{\"loader\": \"ramtrain\", \"store\": \"%s\", \"filter\": \"%s\", \"images\": %d,"
+        "{\"loader\": \"ramtrain\", \"store\": \"%s\", \"window\": %d, \"filter\": \"%s\","
+            + " \"images\": %d,"
             + " \"stored\": %d, \"out\": %d, \"batch\": %d, \"workers\": %d,"
             + " \"decode_ms\": %.3f, \"crop_ms\": %.3f, \"images_per_s\": %s}%n",
         store,
+        window,
         args[7],
         n,
         size,
@@ -126,6 +137,46 @@ public final class LoaderBench {
         rates.subList(1, rates.size()).stream()
             .map(r -> String.format(Locale.ROOT, "%.1f", r))
             .toList());
+  }
+
+  /** A dataset's shard files read with plain reads, checksummed: jobs' DatasetShards, locally. */
+  private record ShardFiles(Manifest manifest, List<Path> files) implements ShardSource {
+    @Override
+    public ShardSchema schema() {
+      return manifest.shardSchema();
+    }
+
+    @Override
+    public int count() {
+      return files.size();
+    }
+
+    @Override
+    public long rows(int shard) {
+      return manifest.split(Manifest.TRAIN).shards().get(shard).rows();
+    }
+
+    @Override
+    public long bytes(int shard) {
+      return manifest.split(Manifest.TRAIN).shards().get(shard).bytes();
+    }
+
+    @Override
+    public String name(int shard) {
+      return files.get(shard).toString();
+    }
+
+    @Override
+    public ShardReader read(int shard, ByteBuffer into) throws IOException {
+      try (FileChannel in = FileChannel.open(files.get(shard))) {
+        ByteBuffer target = into.duplicate().limit((int) bytes(shard));
+        while (target.hasRemaining() && in.read(target) >= 0) {}
+        return ShardReader.open(
+            name(shard),
+            target.flip(),
+            manifest.split(Manifest.TRAIN).shards().get(shard).crc32cValue());
+      }
+    }
   }
 
   /** jobs' LibjpegRows (benchmarks do not depend on jobs and Spark). */

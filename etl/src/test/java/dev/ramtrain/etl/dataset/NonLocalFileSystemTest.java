@@ -102,6 +102,18 @@ public class NonLocalFileSystemTest {
       assertArrayEquals(ShardFixtures.pixels(5, 105), batch.image(1));
     }
 
+    // Streamed into memory the caller owns (a loader's window), the same rows, checked alike.
+    java.nio.ByteBuffer slot = java.nio.ByteBuffer.allocateDirect((int) stored.bytes() + 64);
+    try (ShardReader reader = dataset.readShard(stored, slot);
+        ShardBatch batch = reader.batch(1)) {
+      assertEquals(11, reader.rowCount());
+      assertEquals(stored.bytes(), reader.bytes());
+      assertArrayEquals(ShardFixtures.pixels(5, 105), batch.image(1));
+    }
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> dataset.readShard(stored, java.nio.ByteBuffer.allocateDirect(16)));
+
     // A shard cut short after the commit is named, with both sizes.
     Path shardFile = tmp.resolve("ds/v0001/train/part-00000.arrow");
     byte[] whole = Files.readAllBytes(shardFile);
@@ -121,5 +133,7 @@ public class NonLocalFileSystemTest {
     assertTrue(
         e.getMessage().contains("other:") && e.getMessage().contains("checksum mismatch"),
         e.getMessage());
+    var streamed = assertThrows(ShardFormatException.class, () -> dataset.readShard(stored, slot));
+    assertTrue(streamed.getMessage().contains("checksum mismatch"), streamed.getMessage());
   }
 }
