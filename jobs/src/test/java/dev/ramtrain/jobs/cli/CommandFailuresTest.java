@@ -234,6 +234,34 @@ class CommandFailuresTest {
         train(tmp.resolve("jitter"), "--color-jitter", "-0.5"),
         Main.EXIT_USAGE,
         "ramtrain.train.color-jitter");
+    // JPEG rows and windows of shards (issue 28): each bad value names its key.
+    assertOneLine(
+        train(tmp.resolve("bad"), "--set", "ramtrain.train.bad-sample=ignore"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.bad-sample");
+    assertOneLine(
+        train(tmp.resolve("window"), "--set", "ramtrain.train.shard-window=-1"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.shard-window",
+        ">= 0");
+    for (String[] bad :
+        new String[][] {
+          {"--store", "png"}, {"--store", "jpeg", "--jpeg-quality", "101"},
+        }) {
+      List<String> args =
+          new java.util.ArrayList<>(
+              List.of(
+                  "preprocess",
+                  "-i",
+                  images.toString(),
+                  "-o",
+                  tmp.resolve("store-" + bad.length).toString()));
+      args.addAll(List.of(bad));
+      assertOneLine(
+          MainTest.run(args.toArray(String[]::new)),
+          Main.EXIT_USAGE,
+          bad.length == 2 ? "ramtrain.etl.store" : "ramtrain.etl.jpeg-quality");
+    }
   }
 
   @Test
