@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.util.ArrayDeque;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -94,6 +95,15 @@ final class ShardWindows implements AutoCloseable {
   @Override
   public void close() {
     reader.shutdownNow();
+    try {
+      // A read in flight holds a slot: freeing the slots under it would free memory being written.
+      if (!reader.awaitTermination(1, TimeUnit.MINUTES)) {
+        throw new IllegalStateException("the shard reader did not stop within a minute");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted stopping the shard reader", e);
+    }
     synchronized (this) {
       freeSlots.forEach(ArrowBuf::close);
       freeSlots.clear();
