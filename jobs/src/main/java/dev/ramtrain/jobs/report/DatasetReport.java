@@ -34,7 +34,7 @@ public final class DatasetReport {
             "decoder      %s, EXIF orientation %s%n",
             t.get("decoder"),
             // Datasets made before the setting kept the stored pixels.
-            t.get("exif-orientation") == null ? "ignored" : t.get("exif-orientation") + "d"));
+            "apply".equals(t.get("exif-orientation")) ? "applied" : "ignored"));
     s.append(String.format("val split    %s%n", valOrigin(m)));
     if (!(t.get("augment") instanceof Map<?, ?> a)
         || !(a.get("copies") instanceof Number copies)

@@ -100,6 +100,7 @@ class JpegDatasetTest {
     assertEquals(0, i.status(), i.err());
     assertTrue(i.out().contains("40x40x3 uint8 HWC, stored jpeg (quality 90)"), i.out());
     assertTrue(i.out().contains("every JPEG decodes"), i.out());
+    assertTrue(i.out().contains("EXIF orientation applied"), i.out());
     assertTrue(i.out().contains("as raw pixels"), i.out());
 
     Path runDir = tmp.resolve("run");
