@@ -134,6 +134,50 @@ class JpegDatasetTest {
     MainTest.Run e = run("evaluate", "-c", runDir.toString(), "-d", jpeg.toString());
     assertEquals(0, e.status(), e.err());
     assertTrue(e.out().contains("accuracy"), e.out());
+    // Read two shards at a time, evaluation walks the shards in the same order: the same figures.
+    MainTest.Run windowed =
+        run(
+            "evaluate",
+            "-c",
+            runDir.toString(),
+            "-d",
+            jpeg.toString(),
+            "--set",
+            "ramtrain.train.shard-window=2");
+    assertEquals(0, windowed.status(), windowed.err());
+    assertEquals(figures(e.out()), figures(windowed.out()));
+  }
+
+  /** The "accuracy …, loss … over … samples" part of evaluate's output. */
+  private static String figures(String evaluateOutput) {
+    var m =
+        java.util.regex.Pattern.compile("accuracy [0-9.]+, loss [0-9.]+ over [0-9,]+ samples")
+            .matcher(evaluateOutput);
+    assertTrue(m.find(), evaluateOutput);
+    return m.group();
+  }
+
+  @Test
+  void autoStoresJpegWhereItHalvesThePixelsAndTrains() throws Exception {
+    Path auto = preprocess("auto");
+    JsonNode manifest = JSON.readTree(auto.resolve("manifest.json").toFile());
+    assertEquals("auto", manifest.path("image").path("storage").asText());
+    MainTest.Run t =
+        run(
+            "train",
+            "-d",
+            auto.toString(),
+            "-o",
+            tmp.resolve("run-auto").toString(),
+            "--model",
+            "mlp:4800-8-3",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, t.status(), t.err());
   }
 
   @Test

@@ -276,6 +276,26 @@ class WindowedLoaderTest {
   }
 
   @Test
+  void aRankWindowsItsOwnShardsInAnOrderOfItsOwn() throws Exception {
+    FileShards source = write(6, 9, SMALL); // this rank's own 54 samples
+    LoaderOptions rank0 =
+        options(4, LoaderOptions.Remainder.DROP, LoaderOptions.Rank.owning(0, 2, 40));
+    LoaderOptions rank1 =
+        options(4, LoaderOptions.Remainder.DROP, LoaderOptions.Rank.owning(1, 2, 40));
+    try (Backend backend = new CpuBackend(1);
+        DataLoader a = windowed(backend, source, 2, rank0);
+        DataLoader again = windowed(backend, source, 2, rank0);
+        DataLoader other = windowed(backend, source, 2, rank1)) {
+      List<Long> ids = ids(DataLoaderTest.drain(a, 1), SHAPE.bytes());
+      assertEquals(40, ids.size(), "the share every rank takes");
+      assertEquals(40, new HashSet<>(ids).size(), "no sample twice");
+      assertEquals(ids, ids(DataLoaderTest.drain(again, 1), SHAPE.bytes()), "deterministic");
+      assertNotEquals(
+          ids, ids(DataLoaderTest.drain(other, 1), SHAPE.bytes()), "another rank, its own order");
+    }
+  }
+
+  @Test
   void normalizationReadsAWindowedSetShardByShardToTheSameMoments() throws Exception {
     FileShards source = write(5, 7, SMALL);
     List<ShardReader> readers = new ArrayList<>();
