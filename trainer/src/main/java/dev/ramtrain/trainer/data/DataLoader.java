@@ -187,7 +187,7 @@ public final class DataLoader implements AutoCloseable {
     LoaderOptions.Rank rank = options.rank();
     long positions = (long) options.batchSize() * (rank.ownShards() ? 1 : rank.worldSize());
     long span = 1 + (positions - 1 + Math.max(1, fullWindow) - 1) / Math.max(1, fullWindow);
-    boolean partial = rows.length % windowShards != 0;
+    boolean partial = rows.length > windowShards && rows.length % windowShards != 0;
     return (int) Math.max(2, span + (partial ? 1 : 0));
   }
 

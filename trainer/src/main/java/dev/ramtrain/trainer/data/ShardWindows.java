@@ -41,7 +41,7 @@ final class ShardWindows implements AutoCloseable {
       largest = Math.max(largest, source.bytes(s));
     }
     this.slotBytes = largest;
-    int slots = Math.min(residentWindows * windowShards, RESIDENT_COPIES * source.count());
+    int slots = residentWindows * Math.min(windowShards, source.count());
     this.budgetBytes = slots * largest;
     try {
       for (int i = 0; i < slots; i++) {
@@ -60,12 +60,6 @@ final class ShardWindows implements AutoCloseable {
               return t;
             });
   }
-
-  /**
-   * Every shard is in memory at most twice at once (a padded epoch wrapping around reads its first
-   * window again while the last is still held).
-   */
-  private static final int RESIDENT_COPIES = 2;
 
   int residentWindows() {
     return residentWindows;
@@ -203,6 +197,9 @@ final class ShardWindows implements AutoCloseable {
         for (int m = 0; m < members.length; m++) {
           synchronized (ShardWindows.this) {
             taken[m] = freeSlots.poll();
+          }
+          if (taken[m] == null) { // the loader sized the slots for the windows it holds at once
+            throw new IllegalStateException("no free slot for window " + w);
           }
           int shard = members[m];
           ShardReader r = source.read(shard, taken[m].nioBuffer(0, (int) source.bytes(shard)));

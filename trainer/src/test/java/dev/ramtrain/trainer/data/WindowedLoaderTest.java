@@ -296,6 +296,19 @@ class WindowedLoaderTest {
   }
 
   @Test
+  void aShareLargerThanTheShardsWrapsAroundReadingThemAgain() throws Exception {
+    FileShards source = write(2, 3, SMALL); // 6 own samples, a share of 20: three wraps
+    LoaderOptions o = options(4, LoaderOptions.Remainder.PAD, LoaderOptions.Rank.owning(0, 2, 20));
+    try (Backend backend = new CpuBackend(1);
+        DataLoader loader = windowed(backend, source, 5, o)) {
+      List<Long> ids = ids(DataLoaderTest.drain(loader, 0), SHAPE.bytes());
+      assertEquals(20, ids.size());
+      assertEquals(6, new HashSet<>(ids).size(), "every own sample, again and again");
+      assertTrue(loader.peakWindowBytes() <= loader.shardMemoryBytes());
+    }
+  }
+
+  @Test
   void normalizationReadsAWindowedSetShardByShardToTheSameMoments() throws Exception {
     FileShards source = write(5, 7, SMALL);
     List<ShardReader> readers = new ArrayList<>();
