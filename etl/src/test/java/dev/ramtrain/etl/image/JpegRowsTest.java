@@ -100,6 +100,25 @@ class JpegRowsTest {
   }
 
   @Test
+  void greyImagesAreStoredAsGreyJpegs() throws Exception {
+    JpegRegionDecoderTest.assumeBuilt();
+    ImageShape grey = new ImageShape(40, 56, 1);
+    byte[] pixels = new byte[grey.bytes()];
+    for (int i = 0; i < pixels.length; i++) {
+      pixels[i] = (byte) (i % 56 * 4); // a ramp along each row
+    }
+    try (JpegRows rows = new JpegRows(new ImageStorage(ImageStorage.Mode.JPEG, 95), grey)) {
+      byte[] jpeg = encode(rows, pixels, null);
+      byte[] back = decoded(jpeg, grey);
+      double error = 0;
+      for (int i = 0; i < pixels.length; i++) {
+        error += Math.abs((pixels[i] & 0xFF) - (back[i] & 0xFF));
+      }
+      assertTrue(error / pixels.length < 2.0, "mean error " + error / pixels.length);
+    }
+  }
+
+  @Test
   void autoKeepsPixelsWhereAJpegWouldNotHalveThem() throws Exception {
     JpegRegionDecoderTest.assumeBuilt();
     ImageShape small = new ImageShape(16, 16, 3);
