@@ -59,6 +59,14 @@ public final class Dataset {
   }
 
   /**
+   * Whether the shards are on a local disk (memory-mapped when opened) rather than a Hadoop
+   * filesystem such as HDFS or S3A (read into memory when opened).
+   */
+  public boolean local() {
+    return "file".equals(fs.getUri().getScheme());
+  }
+
+  /**
    * Opens (and checksums) every shard of {@code split}, in manifest order; on failure closes the
    * ones already opened. The caller owns the readers.
    */
@@ -96,7 +104,7 @@ public final class Dataset {
     Path path = checkedPath(shard);
     Long crc = verify ? shard.crc32cValue() : null;
     ShardReader reader;
-    if ("file".equals(fs.getUri().getScheme())) {
+    if (local()) {
       reader = ShardReader.open(Paths.get(fs.makeQualified(path).toUri()), crc);
     } else {
       ByteBuffer buffer = ByteBuffer.allocateDirect((int) shard.bytes());
@@ -171,7 +179,7 @@ public final class Dataset {
    * that leads out of the dataset directory is refused too, before the file is opened.
    */
   private void requireInsideDataset(Path path) throws IOException {
-    if (!"file".equals(fs.getUri().getScheme())) {
+    if (!local()) {
       return; // Hadoop filesystems other than local disks resolve no links for reads here
     }
     java.nio.file.Path file = Paths.get(fs.makeQualified(path).toUri());

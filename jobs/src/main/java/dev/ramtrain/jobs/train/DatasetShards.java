@@ -4,8 +4,10 @@ import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.format.ShardSchema;
+import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.data.ShardSource;
+import dev.ramtrain.trainer.offload.PlacementPlan;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -33,9 +35,6 @@ public final class DatasetShards {
   public static ShardSet open(Dataset dataset, String split, IntPredicate which, int windowShards)
       throws IOException {
     Manifest m = dataset.manifest();
-    if (windowShards == 0) {
-      return new ShardSet(m.image().shape(), m.classes(), dataset.openShards(split, which));
-    }
     List<Manifest.Shard> mine = new ArrayList<>();
     List<Manifest.Shard> all = m.split(split).shards();
     for (int i = 0; i < all.size(); i++) {
@@ -43,7 +42,49 @@ public final class DatasetShards {
         mine.add(all.get(i));
       }
     }
-    return ShardSet.windowed(new Source(dataset, mine), windowShards);
+    int window = windowShards == 0 ? windowForRemote(dataset, split, mine) : windowShards;
+    if (window == 0) {
+      return new ShardSet(m.image().shape(), m.classes(), dataset.openShards(split, which));
+    }
+    return ShardSet.windowed(new Source(dataset, mine), window);
+  }
+
+  /**
+   * Opened, a remote dataset's shards are read whole into memory: where they would take more than
+   * half of what the machine has, they are read a window at a time instead, and the run says so,
+   * rather than run out of memory. 0: open them all.
+   */
+  private static int windowForRemote(Dataset dataset, String split, List<Manifest.Shard> shards) {
+    if (dataset.local()) {
+      return 0; // mapped: the page cache holds what it can (ShardMemory says when it cannot)
+    }
+    long available = HostMemory.availableBytes();
+    int window = remoteWindow(shards, available);
+    if (window > 0) {
+      System.out.printf(
+          "data: the %s split's %s of shards on %s would take more than half the %s this"
+              + " machine has: reading it %d shards at a time (ramtrain.train.shard-window)%n",
+          split,
+          PlacementPlan.bytes(shards.stream().mapToLong(Manifest.Shard::bytes).sum()),
+          dataset.location(),
+          PlacementPlan.bytes(available),
+          window);
+    }
+    return window;
+  }
+
+  /**
+   * The window for remote {@code shards} on a machine with {@code available} bytes: 0 (read them
+   * all) when they take at most half of it, else as many shards as keep two windows of the largest
+   * within a quarter of it, at least one.
+   */
+  static int remoteWindow(List<Manifest.Shard> shards, long available) {
+    long total = shards.stream().mapToLong(Manifest.Shard::bytes).sum();
+    if (shards.isEmpty() || total <= available / 2) {
+      return 0;
+    }
+    long largest = shards.stream().mapToLong(Manifest.Shard::bytes).max().orElse(1);
+    return (int) Math.max(1, Math.min(shards.size(), available / 4 / (2 * largest)));
   }
 
   /** A dataset's shards read on demand, checked against the manifest as they are read. */
