@@ -165,6 +165,7 @@ public final class DatasetReport {
       return out;
     }
     long step = Math.max(1, split.rows() / n);
+    ByteBuffer scratch = ByteBuffer.allocateDirect(dataset.manifest().image().shape().bytes());
     long base = 0;
     long next = 0;
     for (Manifest.Shard shard : split.shards()) {
@@ -181,7 +182,8 @@ public final class DatasetReport {
           try (ShardBatch batch = reader.batch(b)) {
             while (next < batchBase + batch.rowCount() && out.size() < n) {
               int row = (int) (next - batchBase);
-              out.add(new Sample(pixels(reader, batch, row), batch.label(row), batch.id(row)));
+              byte[] pixels = pixels(reader, batch, row, scratch);
+              out.add(new Sample(pixels, batch.label(row), batch.id(row)));
               next += step;
             }
             batchBase += batch.rowCount();
@@ -193,14 +195,22 @@ public final class DatasetReport {
     return out;
   }
 
-  /** Row {@code row}'s pixels, its JPEG decoded as the loader decodes it. */
-  private static byte[] pixels(ShardReader reader, ShardBatch batch, int row)
+  /** Row {@code row}'s pixels, its JPEG decoded (into {@code scratch}) as the loader decodes it. */
+  private static byte[] pixels(ShardReader reader, ShardBatch batch, int row, ByteBuffer scratch)
       throws ShardFormatException {
     if (!batch.isJpeg(row)) {
       return batch.image(row);
     }
+    decode(reader, batch, row, scratch);
+    byte[] out = new byte[batch.shape().bytes()];
+    scratch.get(0, out);
+    return out;
+  }
+
+  /** Decodes row {@code row}'s JPEG into {@code scratch}; one that does not decode is named. */
+  private static void decode(ShardReader reader, ShardBatch batch, int row, ByteBuffer scratch)
+      throws ShardFormatException {
     ImageShape shape = batch.shape();
-    ByteBuffer decoded = ByteBuffer.allocateDirect(shape.bytes());
     String why =
         JpegRowDecoder.decode(
             batch.imageAddress(row),
@@ -208,14 +218,11 @@ public final class DatasetReport {
             shape,
             1,
             new Region(0, 0, shape.width(), shape.height()),
-            MemoryUtil.getByteBufferAddress(decoded));
+            MemoryUtil.getByteBufferAddress(scratch));
     if (why != null) {
       throw new ShardFormatException(
           reader.name(), "sample " + batch.id(row) + " does not decode: " + why);
     }
-    byte[] out = new byte[shape.bytes()];
-    decoded.get(out);
-    return out;
   }
 
   /**
@@ -224,13 +231,14 @@ public final class DatasetReport {
    * decode fails it, named with its shard.
    */
   public static long verifyAll(Dataset dataset) throws IOException {
+    ByteBuffer scratch = ByteBuffer.allocateDirect(dataset.manifest().image().shape().bytes());
     long rows = 0;
     for (Manifest.Split split : dataset.manifest().splits().values()) {
       for (Manifest.Shard shard : split.shards()) {
         try (ShardReader reader = dataset.openShard(shard, true)) {
           rows += reader.rowCount();
           if (reader.schema().encoded()) {
-            decodeAll(reader);
+            decodeAll(reader, scratch);
           }
         }
       }
@@ -238,11 +246,14 @@ public final class DatasetReport {
     return rows;
   }
 
-  private static void decodeAll(ShardReader reader) throws ShardFormatException {
+  private static void decodeAll(ShardReader reader, ByteBuffer scratch)
+      throws ShardFormatException {
     for (int b = 0; b < reader.batchCount(); b++) {
       try (ShardBatch batch = reader.batch(b)) {
         for (int row = 0; row < batch.rowCount(); row++) {
-          pixels(reader, batch, row);
+          if (batch.isJpeg(row)) {
+            decode(reader, batch, row, scratch);
+          }
         }
       }
     }
