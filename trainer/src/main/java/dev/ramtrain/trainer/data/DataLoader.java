@@ -502,9 +502,11 @@ public final class DataLoader implements AutoCloseable {
       long scratch = jpeg == null ? 0 : MemoryUtil.getByteBufferAddress(decodeSlots.get(slot));
       int first = batchIndex * options.batchSize();
       try {
+        ShardWindows.Pass.Held held =
+            pass == null ? null : pass.hold(windowOf[first], windowOf[first + size - 1]);
         for (int j = 0; j < size; j++) {
           long target = base + (long) j * shape.bytes();
-          labelInts.put(j, writeSample(first + j, target, resizer, scratch));
+          labelInts.put(j, writeSample(first + j, held, target, resizer, scratch));
         }
       } finally {
         if (pass != null) { // its windows may go once every batch drawing on them is written
@@ -515,15 +517,21 @@ public final class DataLoader implements AutoCloseable {
     }
 
     /**
-     * Writes sample {@code sample}'s input at {@code target}, or, where its image does not decode
-     * and bad samples are skipped, the next sample of its record batch that does; returns the label
-     * of the sample written.
+     * Writes the input of the sample at {@code position} of the order at {@code target} (its shard
+     * found among the batch's {@code held} windows, or the open shards), or, where its image does
+     * not decode and bad samples are skipped, the next sample of its record batch that does;
+     * returns the label of the sample written.
      */
-    private int writeSample(int position, long target, CropResampler resizer, long scratch) {
+    private int writeSample(
+        int position,
+        ShardWindows.Pass.Held held,
+        long target,
+        CropResampler resizer,
+        long scratch) {
       long sample = order[position];
       int shard = (int) (sample >>> 32);
       long shardRow = sample & 0xFFFFFFFFL;
-      LoadedShard loaded = pass == null ? opened[shard] : pass.shard(windowOf[position], shard);
+      LoadedShard loaded = held == null ? opened[shard] : held.shard(windowOf[position], shard);
       int recordBatch = loaded.batchOf(shardRow);
       ShardBatch source = loaded.batch(recordBatch);
       int row = loaded.rowIn(recordBatch, shardRow);

@@ -123,27 +123,50 @@ final class ShardWindows implements AutoCloseable {
       this.slots = new ArrowBuf[windowShards.length][];
     }
 
-    /** Window {@code window}'s member {@code shard}, once read (waits for it). */
-    LoadedShard shard(int window, int shard) {
+    /**
+     * Windows {@code first..last}, once read (waits for them): what one batch draws on, looked up
+     * without the lock while it is written (no window is dropped before {@link #written}).
+     */
+    Held hold(int first, int last) {
+      LoadedShard[][] shards = new LoadedShard[last - first + 1][];
       synchronized (ShardWindows.this) {
-        while (loaded[window] == null && window < failedAt && !closed) {
-          try {
-            ShardWindows.this.wait();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted waiting for a window of shards", e);
+        for (int w = first; w <= last; w++) {
+          while (loaded[w] == null && w < failedAt && !closed) {
+            try {
+              ShardWindows.this.wait();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+              throw new IllegalStateException("interrupted waiting for a window of shards", e);
+            }
           }
+          if (w >= failedAt) {
+            throw failure; // this window and every later one will never be read
+          }
+          if (closed) {
+            throw new IllegalStateException("the epoch was closed");
+          }
+          shards[w - first] = loaded[w];
         }
-        if (window >= failedAt) {
-          throw failure; // this window and every later one will never be read
-        }
-        if (closed) {
-          throw new IllegalStateException("the epoch was closed");
-        }
+      }
+      return new Held(first, shards);
+    }
+
+    /** The windows a batch draws on, read. */
+    final class Held {
+      private final int first;
+      private final LoadedShard[][] shards; // [window - first][member]
+
+      private Held(int first, LoadedShard[][] shards) {
+        this.first = first;
+        this.shards = shards;
+      }
+
+      /** Window {@code window}'s member {@code shard}. */
+      LoadedShard shard(int window, int shard) {
         int[] members = windowShards[window];
         for (int m = 0; m < members.length; m++) {
           if (members[m] == shard) {
-            return loaded[window][m];
+            return shards[window - first][m];
           }
         }
         throw new IllegalStateException("shard " + shard + " is not in window " + window);
