@@ -40,66 +40,6 @@ public record PreprocessOptions(
     MEMORY
   }
 
-  /** Options storing pixels. */
-  public PreprocessOptions(
-      ImageTransform transform,
-      ImageDecoder.Kind decoder,
-      long maxPixels,
-      long maxFileBytes,
-      double valFraction,
-      long seed,
-      long shardTargetBytes,
-      long batchTargetBytes,
-      int shardsPerSplit,
-      int minShardsPerSplit,
-      double maxRejectFraction,
-      Output output,
-      String outputPath,
-      boolean overwrite,
-      boolean directIo,
-      boolean exifOrientation) {
-    this(
-        transform,
-        decoder,
-        maxPixels,
-        maxFileBytes,
-        valFraction,
-        seed,
-        shardTargetBytes,
-        batchTargetBytes,
-        shardsPerSplit,
-        minShardsPerSplit,
-        maxRejectFraction,
-        output,
-        outputPath,
-        overwrite,
-        directIo,
-        exifOrientation,
-        ImageStorage.RAW);
-  }
-
-  /** These options storing images as {@code images}. */
-  public PreprocessOptions withStorage(ImageStorage images) {
-    return new PreprocessOptions(
-        transform,
-        decoder,
-        maxPixels,
-        maxFileBytes,
-        valFraction,
-        seed,
-        shardTargetBytes,
-        batchTargetBytes,
-        shardsPerSplit,
-        minShardsPerSplit,
-        maxRejectFraction,
-        output,
-        outputPath,
-        overwrite,
-        directIo,
-        exifOrientation,
-        images);
-  }
-
   public PreprocessOptions {
     require(storage != null, "ramtrain.etl.store is required");
     require(valFraction >= 0 && valFraction < 1, "ramtrain.etl.val-fraction must be in [0, 1)");

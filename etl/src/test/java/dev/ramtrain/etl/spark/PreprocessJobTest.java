@@ -10,6 +10,7 @@ import dev.ramtrain.etl.TestSpark;
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.dataset.DatasetLayout;
 import dev.ramtrain.etl.image.Augmentation;
+import dev.ramtrain.etl.image.ImageStorage;
 import dev.ramtrain.etl.source.ImageFolderSource;
 import dev.ramtrain.etl.source.ImageSource;
 import dev.ramtrain.etl.source.RawSample;
@@ -322,7 +323,8 @@ class PreprocessJobTest {
             options.outputPath(),
             true,
             options.directIo(),
-            options.exifOrientation());
+            options.exifOrientation(),
+            ImageStorage.RAW);
     Preprocessing.run(new ImageFolderSource(images.toString()), overwrite);
     Manifest m = Preprocessing.open(out).manifest();
     assertEquals(1, m.split(Manifest.TRAIN).shards().size());

@@ -4,6 +4,7 @@ import dev.ramtrain.etl.TestSpark;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.image.Augmentation;
 import dev.ramtrain.etl.image.ImageDecoder;
+import dev.ramtrain.etl.image.ImageStorage;
 import dev.ramtrain.etl.image.ImageTransform;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.etl.source.ImageSource;
@@ -42,7 +43,8 @@ final class Preprocessing {
         out == null ? null : out.toString(),
         false,
         true,
-        true);
+        true,
+        ImageStorage.RAW);
   }
 
   /**
@@ -65,7 +67,8 @@ final class Preprocessing {
         output,
         overwrite,
         o.directIo(),
-        o.exifOrientation());
+        o.exifOrientation(),
+        ImageStorage.RAW);
   }
 
   /** {@code o} with a fixed number of shards per split and no val split. */
@@ -86,7 +89,8 @@ final class Preprocessing {
         o.outputPath(),
         o.overwrite(),
         o.directIo(),
-        o.exifOrientation());
+        o.exifOrientation(),
+        ImageStorage.RAW);
   }
 
   static PreprocessResult run(ImageSource source, PreprocessOptions options) throws IOException {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.etl.image.Augmentation;
 import dev.ramtrain.etl.image.ImageDecoder;
+import dev.ramtrain.etl.image.ImageStorage;
 import dev.ramtrain.etl.image.ImageTransform;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.format.ImageShape;
@@ -32,7 +33,8 @@ class ShardPlanTest {
         null,
         false,
         true,
-        true);
+        true,
+        ImageStorage.RAW);
   }
 
   @Test

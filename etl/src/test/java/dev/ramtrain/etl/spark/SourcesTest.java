@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import dev.ramtrain.etl.TestSpark;
 import dev.ramtrain.etl.image.Augmentation;
 import dev.ramtrain.etl.image.ImageDecoder;
+import dev.ramtrain.etl.image.ImageStorage;
 import dev.ramtrain.etl.image.ImageTransform;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.etl.source.CifarSource;
@@ -53,7 +54,8 @@ class SourcesTest {
         out.toString(),
         false,
         true,
-        true);
+        true,
+        ImageStorage.RAW);
   }
 
   private static byte[] pattern(int sample, int bytes) {
