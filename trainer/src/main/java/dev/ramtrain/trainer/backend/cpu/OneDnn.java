@@ -429,7 +429,7 @@ final class OneDnn implements AutoCloseable {
       ConvWindow window, int out, boolean bias, int inBlock, int outBlock, boolean bf16) {
     return convolutions.computeIfAbsent(
         new Shape(window, out, bias, inBlock, outBlock, bf16),
-        s -> new OneDnnConvolution(eng, window, out, bias, inBlock, outBlock, bf16));
+        s -> new OneDnnConvolution(eng, window, out, bias, inBlock, outBlock, channelBlock, bf16));
   }
 
   @Override
