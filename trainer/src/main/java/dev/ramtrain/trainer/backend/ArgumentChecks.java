@@ -45,6 +45,22 @@ public final class ArgumentChecks {
     }
   }
 
+  /** A fused ReLU's mask, where given: bytes (U8). */
+  public static void checkMask(DeviceBuffer mask) {
+    if (mask != null && mask.dtype() != DType.U8) {
+      throw new IllegalArgumentException(
+          mask.label() + " is " + mask.dtype() + ", a ReLU mask is U8");
+    }
+  }
+
+  /** For the engines that run batch norm's ReLU as an operation of its own. */
+  public static void requireUnfused(DeviceBuffer reluMask, String what) {
+    if (reluMask != null) {
+      throw new IllegalArgumentException(
+          what + " with a fused ReLU needs an engine that fuses them (Backend.normReluMaskBytes)");
+    }
+  }
+
   public static void checkCount(DeviceBuffer x, long expected) {
     if (x.count() != expected) {
       throw new IllegalArgumentException(

@@ -38,4 +38,14 @@ public interface Backend extends Device {
   default boolean convolvesInBf16() {
     return false;
   }
+
+  /**
+   * Bytes of the mask a batch norm over {@code n × c × hw} values in layout {@code channelBlock}
+   * keeps when it fuses the ReLU after it ({@code BatchNormTrain} with a ReLU mask), or 0 where
+   * this engine does not fuse them: there the ReLU runs as its own operation, as it computes the
+   * same (oneDNN fuses them over blocked channels; the ReLU's passes over the activations go).
+   */
+  default long normReluMaskBytes(int n, int c, int hw, int channelBlock) {
+    return 0;
+  }
 }

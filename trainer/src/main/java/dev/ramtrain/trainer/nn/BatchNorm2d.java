@@ -1,10 +1,13 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.BatchNormBackward;
 import dev.ramtrain.trainer.backend.ops.BatchNormInference;
 import dev.ramtrain.trainer.backend.ops.BatchNormTrain;
+import dev.ramtrain.trainer.backend.ops.Relu;
+import dev.ramtrain.trainer.backend.ops.ReluBackward;
 import java.util.List;
 
 /**
@@ -12,6 +15,11 @@ import java.util.List;
  * allows), as nn.BatchNorm2d(c, eps=1e-5, momentum=0.1): batch statistics in training (moving the
  * running ones), running statistics in evaluation. Weight and bias are trained; running mean and
  * variance are buffers, saved with the weights.
+ *
+ * <p>{@link #withRelu} is batch norm and the in-place ReLU after it (torchvision's {@code
+ * relu(bn(x))}): one operation where the engine fuses them ({@link
+ * dev.ramtrain.trainer.backend.Backend#normReluMaskBytes}, a bit per value kept for backward), else
+ * the ReLU over the output and its backward into scratch before batch norm's, as two layers would.
  */
 public final class BatchNorm2d extends BaseLayer {
   private static final float EPS = 1e-5f;
@@ -21,7 +29,10 @@ public final class BatchNorm2d extends BaseLayer {
   private final int c;
   private final int hw;
   private final ChannelLayout layout;
+  private final boolean relu;
   private int block = 1; // the layout on the bound backend
+  private DeviceBuffer reluMask; // a fused ReLU's, for backward
+  private DeviceBuffer reluGrad; // scratch: dy through the ReLU, where the engine does not fuse it
   private DeviceBuffer gamma;
   private DeviceBuffer beta;
   private DeviceBuffer gammaGrad;
@@ -33,13 +44,24 @@ public final class BatchNorm2d extends BaseLayer {
   private DeviceBuffer y;
   private DeviceBuffer dx;
   private DeviceBuffer x; // the last training forward's input, for backward
+  private DeviceBuffer out; // and its output (ReLU'd: the ReLU's backward mask, where not fused)
 
   public BatchNorm2d(String name, int c, int h, int w) {
     this(name, c, h, w, ChannelLayout.NCHW);
   }
 
   public BatchNorm2d(String name, int c, int h, int w, ChannelLayout layout) {
+    this(name, c, h, w, layout, false);
+  }
+
+  /** Batch norm, then ReLU over its output. */
+  public static BatchNorm2d withRelu(String name, int c, int h, int w, ChannelLayout layout) {
+    return new BatchNorm2d(name, c, h, w, layout, true);
+  }
+
+  private BatchNorm2d(String name, int c, int h, int w, ChannelLayout layout, boolean relu) {
     super(name);
+    this.relu = relu;
     if (c < 1 || h < 1 || w < 1) {
       throw new IllegalArgumentException(name + ": bad shape " + c + "x" + h + "x" + w);
     }
@@ -72,6 +94,12 @@ public final class BatchNorm2d extends BaseLayer {
         new ParamSpec(name + ".running_var", new int[] {c}, ParamSpec.Init.ONES, 0));
   }
 
+  /** Where the ReLU is not fused: its input gradient, for one call. */
+  @Override
+  public long scratchBytes(int maxBatch) {
+    return relu ? 4L * maxBatch * inputSize() : 0;
+  }
+
   @Override
   public void recomputing(boolean on) {
     recomputing = on;
@@ -90,6 +118,14 @@ public final class BatchNorm2d extends BaseLayer {
     savedInvStd = own("saved-inv-std", c);
     y = own("out", (long) maxBatch * outputSize());
     dx = inputGradient((long) maxBatch * inputSize());
+    if (relu) {
+      long maskBytes = backend.normReluMaskBytes(maxBatch, c, hw, block);
+      if (maskBytes > 0) {
+        reluMask = own("relu-mask", DType.U8, maskBytes);
+      } else {
+        reluGrad = scratch("relu-grad", DType.F32, 0, (long) maxBatch * inputSize());
+      }
+    }
   }
 
   @Override
@@ -113,13 +149,18 @@ public final class BatchNorm2d extends BaseLayer {
               yb,
               savedMean,
               savedInvStd,
-              block));
+              block,
+              reluMask));
+      out = yb;
     } else {
       x = null;
       backend.run(
           s,
           new BatchNormInference(
               input, batch, c, hw, gamma, beta, EPS, runningMean, runningVar, yb, block));
+    }
+    if (relu && (reluMask == null || !training)) {
+      backend.run(s, new Relu(yb, yb));
     }
     return yb;
   }
@@ -130,10 +171,27 @@ public final class BatchNorm2d extends BaseLayer {
       throw new IllegalStateException(name + ": backward without a training forward");
     }
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
+    DeviceBuffer g = dy;
+    if (reluGrad != null) {
+      g = reluGrad.view(0, (long) batch * outputSize());
+      backend.run(s, new ReluBackward(out, dy, g));
+    }
     backend.run(
         s,
         new BatchNormBackward(
-            x, dy, batch, c, hw, gamma, savedMean, savedInvStd, gammaGrad, betaGrad, dxb, block));
+            x,
+            g,
+            batch,
+            c,
+            hw,
+            gamma,
+            savedMean,
+            savedInvStd,
+            gammaGrad,
+            betaGrad,
+            dxb,
+            block,
+            reluMask));
     return needInputGrad ? dxb : null;
   }
 }

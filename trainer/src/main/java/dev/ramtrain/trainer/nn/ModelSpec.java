@@ -208,8 +208,7 @@ public final class ModelSpec {
     int h = stem.outputHeight();
     int w = stem.outputWidth();
     layers.add(stem);
-    layers.add(new BatchNorm2d("bn1", c, h, w, inner));
-    layers.add(Activation.reluInPlace("relu", stem.outputSize()));
+    layers.add(BatchNorm2d.withRelu("bn1", c, h, w, inner));
     for (int stage = 1; stage <= 3; stage++) {
       int out = width << (stage - 1);
       for (int b = 0; b < blocks; b++) {
@@ -221,8 +220,7 @@ public final class ModelSpec {
         List<Layer> main =
             List.of(
                 conv1,
-                ResNet.norm(name + ".bn1", out, oh, ow),
-                Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
+                ResNet.normRelu(name + ".bn1", out, oh, ow),
                 ResNet.conv(name + ".conv2", out, oh, ow, out, 3, 1, 1, precision),
                 ResNet.norm(name + ".bn2", out, oh, ow));
         List<Layer> shortcut = List.of();

@@ -55,8 +55,7 @@ public final class ResNet {
             ChannelLayout.NCHW,
             inner);
     layers.add(stem);
-    layers.add(new BatchNorm2d("bn1", width, stem.outputHeight(), stem.outputWidth(), inner));
-    layers.add(Activation.reluInPlace("relu", stem.outputSize()));
+    layers.add(BatchNorm2d.withRelu("bn1", width, stem.outputHeight(), stem.outputWidth(), inner));
     MaxPool2d pool =
         new MaxPool2d("maxpool", width, stem.outputHeight(), stem.outputWidth(), 3, 2, 1, inner);
     layers.add(pool);
@@ -108,8 +107,7 @@ public final class ResNet {
     int ow = conv1.outputWidth();
     return List.of(
         conv1,
-        norm(name + ".bn1", planes, oh, ow),
-        Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
+        normRelu(name + ".bn1", planes, oh, ow),
         conv(name + ".conv2", planes, oh, ow, planes, 3, 1, 1, precision),
         norm(name + ".bn2", planes, oh, ow));
   }
@@ -122,11 +120,9 @@ public final class ResNet {
     int ow = conv2.outputWidth();
     return List.of(
         conv1,
-        norm(name + ".bn1", planes, h, w),
-        Activation.reluInPlace(name + ".relu1", conv1.outputSize()),
+        normRelu(name + ".bn1", planes, h, w),
         conv2,
-        norm(name + ".bn2", planes, oh, ow),
-        Activation.reluInPlace(name + ".relu2", conv2.outputSize()),
+        normRelu(name + ".bn2", planes, oh, ow),
         conv(name + ".conv3", planes, oh, ow, 4 * planes, 1, 1, 0, precision),
         norm(name + ".bn3", 4 * planes, oh, ow));
   }
@@ -140,5 +136,10 @@ public final class ResNet {
   /** A block's batch norm, in the inner layout. */
   static BatchNorm2d norm(String name, int c, int h, int w) {
     return new BatchNorm2d(name, c, h, w, INNER);
+  }
+
+  /** A block's batch norm and the ReLU after it, in the inner layout. */
+  static BatchNorm2d normRelu(String name, int c, int h, int w) {
+    return BatchNorm2d.withRelu(name, c, h, w, INNER);
   }
 }

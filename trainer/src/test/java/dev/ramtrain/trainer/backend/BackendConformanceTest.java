@@ -1463,7 +1463,7 @@ public abstract class BackendConformanceTest {
         DeviceBuffer si = backend.allocate("saved-inv-std", DType.F32, c)) {
       backend.run(
           stream,
-          new BatchNormTrain(dx, n, c, hw, dg, db, eps, momentum, rm, rv, y, sm, si, block));
+          new BatchNormTrain(dx, n, c, hw, dg, db, eps, momentum, rm, rv, y, sm, si, block, null));
       String layout = " (channels blocked by " + block + ")";
       assertClose(expectedY, unblocked(download(y), n, c, hw, block), 1e-5, "y" + layout);
       assertClose(expectedMean, download(rm), 1e-5, "running mean" + layout);
@@ -1545,13 +1545,119 @@ public abstract class BackendConformanceTest {
         DeviceBuffer gBeta = upload("dbeta", twos);
         DeviceBuffer gx = backend.allocate("dx", DType.F32, x.length)) {
       backend.run(
-          stream, new BatchNormTrain(dx, n, c, hw, dg, db, eps, 0.1f, rm, rv, y, sm, si, block));
+          stream,
+          new BatchNormTrain(dx, n, c, hw, dg, db, eps, 0.1f, rm, rv, y, sm, si, block, null));
       backend.run(
-          stream, new BatchNormBackward(dx, dy, n, c, hw, dg, sm, si, gGamma, gBeta, gx, block));
+          stream,
+          new BatchNormBackward(dx, dy, n, c, hw, dg, sm, si, gGamma, gBeta, gx, block, null));
       String layout = " (channels blocked by " + block + ")";
       assertClose(expectedDx, unblocked(download(gx), n, c, hw, block), 1e-4, "dx" + layout);
       assertClose(expectedDgamma, download(gGamma), 1e-4, "dgamma" + layout);
       assertClose(expectedDbeta, download(gBeta), 1e-4, "dbeta" + layout);
+    }
+  }
+
+  /**
+   * Batch norm with a fused ReLU, where the engine fuses them ({@link Backend#normReluMaskBytes}):
+   * what batch norm, an in-place ReLU and the ReLU's backward before batch norm's compute. Forward
+   * bit for bit (y and the running statistics: the same normalized value rounded, then max(·, 0));
+   * the gradients within the bound {@link #batchNormBackwardMatchesTheClosedForm} derives for each
+   * against the exact ones (the fused kernel masks dy inside its sums, which oneDNN's SSE4.1 kernel
+   * orders differently; on AVX2 and AVX-512 they agreed as numbers). Odd sizes, so the mask's bits
+   * do not fill whole bytes. A mask too small for the engine's is refused naming it; an engine that
+   * does not fuse refuses any mask.
+   */
+  @Test
+  void batchNormWithAFusedReluComputesWhatBatchNormThenReluDo() {
+    for (int block : channelBlocks()) {
+      int n = 3;
+      int c = block == 1 ? 3 : 2 * block;
+      int hw = 5;
+      long maskBytes = backend.normReluMaskBytes(n, c, hw, block);
+      Random rng = new Random(14);
+      float[] x = random(rng, n * c * hw);
+      float[] dyv = random(rng, n * c * hw);
+      float[][] unfused = batchNormRelu(block, n, c, hw, x, dyv, null);
+      String layout = " (channels blocked by " + block + ")";
+      if (maskBytes == 0) {
+        try (DeviceBuffer mask = backend.allocate("relu-mask", DType.U8, 64)) {
+          IllegalArgumentException e =
+              assertThrows(
+                  IllegalArgumentException.class,
+                  () -> batchNormRelu(block, n, c, hw, x, dyv, mask),
+                  "a mask on an engine that does not fuse" + layout);
+          assertTrue(e.getMessage().contains("fuses"), e.getMessage());
+        }
+        continue;
+      }
+      try (DeviceBuffer mask = backend.allocate("relu-mask", DType.U8, maskBytes)) {
+        float[][] fused = batchNormRelu(block, n, c, hw, x, dyv, mask);
+        String[] what = {"y", "running mean", "running var", "dx", "dgamma", "dbeta"};
+        for (int i = 0; i < 3; i++) { // forward: the same arithmetic
+          assertArrayEquals(unfused[i], fused[i], what[i] + " fused" + layout);
+        }
+        for (int i = 3; i < what.length; i++) { // backward: its sums in another order
+          assertClose(unfused[i], fused[i], 1e-4, what[i] + " fused" + layout);
+        }
+        int positive = 0;
+        for (float v : fused[0]) {
+          positive += v > 0 ? 1 : 0;
+        }
+        assertTrue(positive > 0 && positive < x.length, "the ReLU cuts some values" + layout);
+      }
+      try (DeviceBuffer small = backend.allocate("small-mask", DType.U8, maskBytes - 1)) {
+        IllegalArgumentException e =
+            assertThrows(
+                IllegalArgumentException.class,
+                () -> batchNormRelu(block, n, c, hw, x, dyv, small),
+                "a mask a byte short" + layout);
+        assertTrue(e.getMessage().contains("small-mask"), e.getMessage());
+      }
+    }
+  }
+
+  /**
+   * relu(batch norm(x)) and its gradients, fused with {@code mask} or (null) as three operations:
+   * y, running mean, running var, dx, dgamma, dbeta, unblocked.
+   */
+  private float[][] batchNormRelu(
+      int block, int n, int c, int hw, float[] x, float[] dyv, DeviceBuffer mask) {
+    float[] ones = new float[c];
+    java.util.Arrays.fill(ones, 1);
+    Random rng = new Random(15);
+    try (DeviceBuffer dx = upload("x", blocked(x, n, c, hw, block));
+        DeviceBuffer dy = upload("dy", blocked(dyv, n, c, hw, block));
+        DeviceBuffer dg = upload("gamma", random(rng, c));
+        DeviceBuffer db = upload("beta", random(rng, c));
+        DeviceBuffer rm = upload("running-mean", new float[c]);
+        DeviceBuffer rv = upload("running-var", ones);
+        DeviceBuffer y = backend.allocate("y", DType.F32, x.length);
+        DeviceBuffer sm = backend.allocate("saved-mean", DType.F32, c);
+        DeviceBuffer si = backend.allocate("saved-inv-std", DType.F32, c);
+        DeviceBuffer gGamma = upload("dgamma", ones);
+        DeviceBuffer gBeta = upload("dbeta", ones);
+        DeviceBuffer g = backend.allocate("relu-dx", DType.F32, x.length);
+        DeviceBuffer gx = backend.allocate("dx", DType.F32, x.length)) {
+      backend.run(
+          stream,
+          new BatchNormTrain(dx, n, c, hw, dg, db, 1e-5f, 0.1f, rm, rv, y, sm, si, block, mask));
+      DeviceBuffer bnGrad = dy;
+      if (mask == null) {
+        backend.run(stream, new Relu(y, y));
+        backend.run(stream, new ReluBackward(y, dy, g));
+        bnGrad = g;
+      }
+      backend.run(
+          stream,
+          new BatchNormBackward(dx, bnGrad, n, c, hw, dg, sm, si, gGamma, gBeta, gx, block, mask));
+      return new float[][] {
+        unblocked(download(y), n, c, hw, block),
+        download(rm),
+        download(rv),
+        unblocked(download(gx), n, c, hw, block),
+        download(gGamma),
+        download(gBeta)
+      };
     }
   }
 

@@ -118,6 +118,14 @@ public final class CpuBackend implements Backend {
     return oneDnn == null ? 1 : oneDnn.channelBlock();
   }
 
+  /** On oneDNN over blocked channels (its batch norm's workspace); the Java kernels do not fuse. */
+  @Override
+  public long normReluMaskBytes(int n, int c, int hw, int channelBlock) {
+    return oneDnn == null || channelBlock == 1
+        ? 0
+        : oneDnn.normReluMaskBytes(n, c, hw, channelBlock);
+  }
+
   /** On oneDNN: bf16 kernels where the CPU has AVX512-BF16 or AMX, operands widened elsewhere. */
   @Override
   public boolean convolvesInBf16() {

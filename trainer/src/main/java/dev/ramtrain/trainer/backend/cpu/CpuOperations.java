@@ -50,6 +50,7 @@ import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.nio.ByteOrder;
 import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.Pointer;
 
 /**
  * The CPU engine's implementation of every operation: GEMM, convolutions, GELU, softmax and layer
@@ -433,6 +434,8 @@ final class CpuOperations {
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer savedMean = cpu(op.savedMean());
                   CpuBuffer savedInvStd = cpu(op.savedInvStd());
+                  Pointer reluMask =
+                      reluMask(oneDnn, op.reluMask(), op.n(), op.c(), op.hw(), op.channelBlock());
                   if (op.channelBlock() != 1) {
                     requireOneDnn(oneDnn, op.channelBlock(), "batch norm");
                     s.enqueue(
@@ -448,6 +451,7 @@ final class CpuOperations {
                                 gamma.pointer(),
                                 beta.pointer(),
                                 y.pointer(),
+                                reluMask,
                                 savedMean,
                                 savedInvStd.floats(),
                                 runningMean.floats(),
@@ -523,6 +527,8 @@ final class CpuOperations {
                   CpuBuffer dgamma = cpu(op.dgamma());
                   CpuBuffer dbeta = cpu(op.dbeta());
                   CpuBuffer dx = cpu(op.dx());
+                  Pointer reluMask =
+                      reluMask(oneDnn, op.reluMask(), op.n(), op.c(), op.hw(), op.channelBlock());
                   if (op.channelBlock() != 1) {
                     requireOneDnn(oneDnn, op.channelBlock(), "batch norm");
                     s.enqueue(
@@ -534,6 +540,7 @@ final class CpuOperations {
                                 op.channelBlock(),
                                 x.pointer(),
                                 dy.pointer(),
+                                reluMask,
                                 gamma.pointer(),
                                 savedMean.pointer(),
                                 savedInvStd.floats(),
@@ -833,6 +840,27 @@ final class CpuOperations {
     if (oneDnn == null) {
       ArgumentChecks.requirePlainChannels(block, what);
     }
+  }
+
+  /**
+   * A fused ReLU's mask (null: none), checked to hold oneDNN's workspace: only oneDNN fuses them,
+   * over blocked channels.
+   */
+  private static Pointer reluMask(
+      OneDnn oneDnn, DeviceBuffer mask, int n, int c, int hw, int block) {
+    if (mask == null) {
+      return null;
+    }
+    if (oneDnn == null || block == 1) {
+      ArgumentChecks.requireUnfused(mask, "batch norm");
+    }
+    CpuBuffer m = cpu(mask);
+    long needed = oneDnn.normReluMaskBytes(n, c, hw, block);
+    if (m.count() < needed) {
+      throw new IllegalArgumentException(
+          mask.label() + " has " + m.count() + " bytes, a fused ReLU's mask needs " + needed);
+    }
+    return m.pointer();
   }
 
   /** The CPU buffer behind {@code buffer}, checked to be open now, in the caller's thread. */

@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import java.nio.FloatBuffer;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -249,8 +250,16 @@ final class OneDnn implements AutoCloseable {
 
   /** Runs {@code work} on the engine's thread and waits for it, its failures rethrown here. */
   private void onEngineThread(Runnable work) {
+    onEngineThread(
+        () -> {
+          work.run();
+          return null;
+        });
+  }
+
+  private <T> T onEngineThread(Callable<T> work) {
     try {
-      thread.submit(work).get();
+      return thread.submit(work).get();
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RuntimeException r) {
         throw r;
@@ -302,6 +311,7 @@ final class OneDnn implements AutoCloseable {
       Pointer gamma,
       Pointer beta,
       Pointer y,
+      Pointer reluMask,
       CpuBuffer savedMean,
       FloatBuffer savedInvStd,
       FloatBuffer runningMean,
@@ -316,6 +326,7 @@ final class OneDnn implements AutoCloseable {
                   gamma,
                   beta,
                   y,
+                  reluMask,
                   savedMean.pointer(),
                   savedMean.floats(),
                   savedInvStd,
@@ -351,6 +362,7 @@ final class OneDnn implements AutoCloseable {
       int block,
       Pointer x,
       Pointer dy,
+      Pointer reluMask,
       Pointer gamma,
       Pointer mean,
       FloatBuffer invStd,
@@ -359,8 +371,14 @@ final class OneDnn implements AutoCloseable {
       FloatBuffer dbeta) {
     onEngineThread(
         () -> {
-          batchNorm(n, c, hw, block).backward(st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta);
+          batchNorm(n, c, hw, block)
+              .backward(st, x, dy, reluMask, gamma, mean, invStd, dx, dgamma, dbeta);
         });
+  }
+
+  /** Bytes of the mask batch norm with a fused ReLU keeps for its backward (its workspace). */
+  long normReluMaskBytes(int n, int c, int hw, int block) {
+    return onEngineThread(() -> batchNorm(n, c, hw, block).reluMaskBytes());
   }
 
   private OneDnnBatchNorm batchNorm(int n, int c, int hw, int block) {

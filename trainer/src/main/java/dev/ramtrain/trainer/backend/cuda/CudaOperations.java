@@ -1,6 +1,7 @@
 package dev.ramtrain.trainer.backend.cuda;
 
 import dev.ramtrain.trainer.backend.AdamWMath;
+import dev.ramtrain.trainer.backend.ArgumentChecks;
 import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.GradClipMath;
@@ -277,25 +278,27 @@ final class CudaOperations {
         .addNchw(
             BatchNormTrain.class,
             BatchNormTrain::channelBlock,
-            (op, s) ->
-                ops.perChannel(
-                    Kernel.BATCHNORM_TRAIN,
-                    s,
-                    op.c(),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .i32(op.n())
-                        .i32(op.c())
-                        .i32(op.hw())
-                        .buffer(cuda(op.gamma()))
-                        .buffer(cuda(op.beta()))
-                        .f32(op.eps())
-                        .f32(op.momentum())
-                        .buffer(cuda(op.runningMean()))
-                        .buffer(cuda(op.runningVar()))
-                        .buffer(cuda(op.y()))
-                        .buffer(cuda(op.savedMean()))
-                        .buffer(cuda(op.savedInvStd()))))
+            (op, s) -> {
+              ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
+              ops.perChannel(
+                  Kernel.BATCHNORM_TRAIN,
+                  s,
+                  op.c(),
+                  new KernelArgs()
+                      .buffer(cuda(op.x()))
+                      .i32(op.n())
+                      .i32(op.c())
+                      .i32(op.hw())
+                      .buffer(cuda(op.gamma()))
+                      .buffer(cuda(op.beta()))
+                      .f32(op.eps())
+                      .f32(op.momentum())
+                      .buffer(cuda(op.runningMean()))
+                      .buffer(cuda(op.runningVar()))
+                      .buffer(cuda(op.y()))
+                      .buffer(cuda(op.savedMean()))
+                      .buffer(cuda(op.savedInvStd())));
+            })
         .addNchw(
             BatchNormInference.class,
             BatchNormInference::channelBlock,
@@ -318,23 +321,25 @@ final class CudaOperations {
         .addNchw(
             BatchNormBackward.class,
             BatchNormBackward::channelBlock,
-            (op, s) ->
-                ops.perChannel(
-                    Kernel.BATCHNORM_BACKWARD,
-                    s,
-                    op.c(),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .buffer(cuda(op.dy()))
-                        .i32(op.n())
-                        .i32(op.c())
-                        .i32(op.hw())
-                        .buffer(cuda(op.gamma()))
-                        .buffer(cuda(op.savedMean()))
-                        .buffer(cuda(op.savedInvStd()))
-                        .buffer(cuda(op.dgamma()))
-                        .buffer(cuda(op.dbeta()))
-                        .buffer(cuda(op.dx()))))
+            (op, s) -> {
+              ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
+              ops.perChannel(
+                  Kernel.BATCHNORM_BACKWARD,
+                  s,
+                  op.c(),
+                  new KernelArgs()
+                      .buffer(cuda(op.x()))
+                      .buffer(cuda(op.dy()))
+                      .i32(op.n())
+                      .i32(op.c())
+                      .i32(op.hw())
+                      .buffer(cuda(op.gamma()))
+                      .buffer(cuda(op.savedMean()))
+                      .buffer(cuda(op.savedInvStd()))
+                      .buffer(cuda(op.dgamma()))
+                      .buffer(cuda(op.dbeta()))
+                      .buffer(cuda(op.dx())));
+            })
         .add(
             LayerNorm.class,
             (op, s) ->

@@ -2,13 +2,15 @@ package dev.ramtrain.trainer.backend.ops;
 
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkChannelBlock;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkMask;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 
 /**
  * The backward pass of {@link BatchNormTrain}: adds dL/dgamma and dL/dbeta to {@code dgamma} and
  * {@code dbeta}, and writes dL/dx (through the batch statistics) to {@code dx}; x, dy and dx in the
- * layout {@code channelBlock} says.
+ * layout {@code channelBlock} says. With the {@code reluMask} of a {@link BatchNormTrain} that
+ * fused a ReLU (null: none), dy is the gradient of the ReLU's output, masked as the forward wrote.
  */
 public record BatchNormBackward(
     DeviceBuffer x,
@@ -22,24 +24,9 @@ public record BatchNormBackward(
     DeviceBuffer dgamma,
     DeviceBuffer dbeta,
     DeviceBuffer dx,
-    int channelBlock)
+    int channelBlock,
+    DeviceBuffer reluMask)
     implements Operation {
-  /** Over NCHW tensors. */
-  public BatchNormBackward(
-      DeviceBuffer x,
-      DeviceBuffer dy,
-      int n,
-      int c,
-      int hw,
-      DeviceBuffer gamma,
-      DeviceBuffer savedMean,
-      DeviceBuffer savedInvStd,
-      DeviceBuffer dgamma,
-      DeviceBuffer dbeta,
-      DeviceBuffer dx) {
-    this(x, dy, n, c, hw, gamma, savedMean, savedInvStd, dgamma, dbeta, dx, 1);
-  }
-
   public BatchNormBackward {
     checkChannelBlock(channelBlock, c);
     checkF32(x, (long) n * c * hw);
@@ -49,5 +36,6 @@ public record BatchNormBackward(
         new DeviceBuffer[] {gamma, savedMean, savedInvStd, dgamma, dbeta}) {
       checkF32(perChannel, c);
     }
+    checkMask(reluMask);
   }
 }

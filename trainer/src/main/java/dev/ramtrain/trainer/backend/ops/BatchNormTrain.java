@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.backend.ops;
 
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkChannelBlock;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
+import static dev.ramtrain.trainer.backend.ArgumentChecks.checkMask;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 
@@ -12,6 +13,11 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
  * per channel for the backward pass and moves the running statistics by {@code momentum} (the
  * running variance is the unbiased one). {@code channelBlock} is the layout of x and y ({@link
  * dev.ramtrain.trainer.backend.ArgumentChecks#checkChannelBlock}: 1 for NCHW).
+ *
+ * <p>With a {@code reluMask} (null: none), a ReLU is fused: y is {@code max(gamma * xhat + beta,
+ * 0)}, and the engine writes into the mask (U8, {@link
+ * dev.ramtrain.trainer.backend.Backend#normReluMaskBytes} bytes, an engine's own format) what
+ * {@link BatchNormBackward} with the same mask needs; only engines that fuse them take one.
  */
 public record BatchNormTrain(
     DeviceBuffer x,
@@ -27,40 +33,9 @@ public record BatchNormTrain(
     DeviceBuffer y,
     DeviceBuffer savedMean,
     DeviceBuffer savedInvStd,
-    int channelBlock)
+    int channelBlock,
+    DeviceBuffer reluMask)
     implements Operation {
-  /** Over NCHW input. */
-  public BatchNormTrain(
-      DeviceBuffer x,
-      int n,
-      int c,
-      int hw,
-      DeviceBuffer gamma,
-      DeviceBuffer beta,
-      float eps,
-      float momentum,
-      DeviceBuffer runningMean,
-      DeviceBuffer runningVar,
-      DeviceBuffer y,
-      DeviceBuffer savedMean,
-      DeviceBuffer savedInvStd) {
-    this(
-        x,
-        n,
-        c,
-        hw,
-        gamma,
-        beta,
-        eps,
-        momentum,
-        runningMean,
-        runningVar,
-        y,
-        savedMean,
-        savedInvStd,
-        1);
-  }
-
   public BatchNormTrain {
     checkChannelBlock(channelBlock, c);
     checkF32(x, (long) n * c * hw);
@@ -69,5 +44,6 @@ public record BatchNormTrain(
         new DeviceBuffer[] {gamma, beta, runningMean, runningVar, savedMean, savedInvStd}) {
       checkF32(perChannel, c);
     }
+    checkMask(reluMask);
   }
 }
