@@ -28,12 +28,13 @@ import org.bytedeco.javacpp.Pointer;
 /**
  * oneDNN's primitives for one convolution shape: forward, backward-data and backward-weights, made
  * once and run on the backend's buffers, whose activations are NCHW or channel-blocked as the
- * operation says. Each primitive is asked for the layouts it is fastest in ({@code format_tag.any}:
- * on AVX-512, channels blocked by 16; NCHW itself would get a reference kernel hundreds of times
- * slower), and a tensor whose layout differs is reordered into {@link LayoutScratch} and back
- * around it; a model that keeps its activations blocked between layers (Backend.channelBlock) pays
- * no reorder but the weights'. Gradients of the weights and bias are added into the backend's
- * buffers by the reorder back (a sum post-op), as parameter gradients accumulate.
+ * operation says. The primitives take activations channel-blocked ({@link #activation}: NCHW itself
+ * would get a reference kernel hundreds of times slower) and weights in whatever layout oneDNN
+ * picks ({@code format_tag.any}); a tensor whose layout differs is reordered into {@link
+ * LayoutScratch} and back around it, so a model that keeps its activations blocked between layers
+ * (Backend.channelBlock) pays no reorder but the weights'. Gradients of the weights and bias are
+ * added into the backend's buffers by the reorder back (a sum post-op), as parameter gradients
+ * accumulate.
  *
  * <p>The algorithm is direct convolution, never Winograd: its error is that of a sum of c·k·k
  * products in fp32, the bound the conformance test checks, as for the im2col reference.
