@@ -151,9 +151,16 @@ public final class CpuBackend implements Backend {
     return new CpuHostBuffer(label, bytes, host.allocate(label, bytes));
   }
 
+  /**
+   * Threads holding oneDNN primitives now (0 on the Java engine): each open stream that used it.
+   */
+  int oneDnnThreads() {
+    return oneDnn == null ? 0 : oneDnn.threadContexts();
+  }
+
   @Override
   public synchronized Stream createStream(String label) {
-    CpuStream stream = new CpuStream(label);
+    CpuStream stream = new CpuStream(label, oneDnn == null ? () -> {} : oneDnn::releaseThisThread);
     streams.add(stream);
     return stream;
   }

@@ -17,10 +17,13 @@ import java.util.concurrent.TimeUnit;
 final class CpuStream implements Stream {
   private final String label;
   private final ExecutorService executor;
+  private final Runnable lastOnThread;
   private volatile Throwable failure;
 
-  CpuStream(String label) {
+  /** {@code lastOnThread} runs on the stream's thread when it closes (OneDnn's release). */
+  CpuStream(String label, Runnable lastOnThread) {
     this.label = label;
+    this.lastOnThread = lastOnThread;
     this.executor =
         Executors.newSingleThreadExecutor(
             r -> {
@@ -79,6 +82,10 @@ final class CpuStream implements Stream {
 
   @Override
   public void close() {
+    if (executor.isShutdown()) {
+      return;
+    }
+    executor.execute(lastOnThread); // after the stream's work, even past a failure
     executor.shutdown();
     try {
       if (!executor.awaitTermination(1, TimeUnit.MINUTES)) {

@@ -6,11 +6,9 @@ import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import java.nio.FloatBuffer;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.function.Supplier;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.bytedeco.dnnl.dnnl_version_t;
 import org.bytedeco.dnnl.engine;
 import org.bytedeco.dnnl.global.dnnl;
@@ -21,13 +19,16 @@ import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * oneDNN on this backend: its CPU engine and stream, the primitives made for each shape of each
- * operation (convolutions, GEMMs, GELU, softmax, layer norm; made on first use, kept until the
- * backend closes), and the scratch convolutions reorder into. Calls run one at a time (the scratch
- * is shared), on this engine's one thread, whichever CPU stream enqueued them (the stream's thread
- * waits); oneDNN splits each over its OpenMP threads. Buffers come as byte-positioned pointers
- * ({@code CpuBuffer.pointer()}): JavaCPP adds a pointer's position to a {@code void*} argument in
- * bytes, whatever its element type.
+ * oneDNN on this backend: per calling thread (each CPU stream's), an engine and stream, the
+ * primitives made for each shape of each operation (convolutions, GEMMs, pointwise, normalizations,
+ * pooling; made on first use, kept until that stream closes) and the scratch convolutions reorder
+ * into. A thread only ever runs primitives it made: OpenMP gives each thread that opens a parallel
+ * region a team of its own, and oneDNN's GEMM-based convolutions (the AVX path) crashed executing,
+ * on a second stream's thread, primitives made on a first's. The calls run on the stream's own
+ * thread, so no hand-off sits between a stream and its arithmetic (handing every call to one engine
+ * thread cost 0-4% of a ResNet-20 step); oneDNN splits each over its OpenMP threads. Buffers come
+ * as byte-positioned pointers ({@code CpuBuffer.pointer()}): JavaCPP adds a pointer's position to a
+ * {@code void*} argument in bytes, whatever its element type.
  */
 final class OneDnn implements AutoCloseable {
   /** A convolution's shape and layouts: the key its primitives are kept under. */
@@ -40,40 +41,70 @@ final class OneDnn implements AutoCloseable {
   /** A pointwise primitive and its shape (elements, or rows and columns). */
   private record Pointwise(String kind, long rows, long cols) {}
 
-  private final engine eng;
-  private final stream st;
-  private final Map<Shape, OneDnnConvolution> convolutions = new HashMap<>();
-  private final Map<OneDnnMatmul.Shape, BoundPrimitive> matmuls = new HashMap<>();
-  private final Map<Pointwise, BoundPrimitive> pointwise = new HashMap<>();
-  private final Map<Pointwise, OneDnnLayerNorm> layerNorms = new HashMap<>();
-  private final Map<Normalized, OneDnnBatchNorm> batchNorms = new HashMap<>();
-  private final Map<OneDnnMaxPool.Window, OneDnnMaxPool> maxPools = new HashMap<>();
   private final boolean bf16Dot;
   private final int channelBlock;
-  private final LayoutScratch scratch = new LayoutScratch();
-
-  /**
-   * The one thread every primitive runs on. OpenMP gives each thread that opens a parallel region a
-   * team of its own, and oneDNN's GEMM-based convolutions (the AVX path) crashed executing, on a
-   * second CPU stream's thread, primitives made and run on a first's: one caller thread keeps one
-   * team, whichever stream asks.
-   */
-  private final ExecutorService thread =
-      Executors.newSingleThreadExecutor(
-          r -> {
-            Thread t = new Thread(r, "onednn");
-            t.setDaemon(true);
-            return t;
-          });
+  private final Map<Thread, Context> contexts = new ConcurrentHashMap<>();
+  private volatile boolean closed;
 
   private OneDnn() {
-    eng = new engine(engine.kind.cpu, 0);
-    st = new stream(eng);
     int isa = dnnl.dnnl_get_effective_cpu_isa();
     bf16Dot = (isa & dnnl.dnnl_cpu_isa_avx512_core_bf16) == dnnl.dnnl_cpu_isa_avx512_core_bf16;
     // The blocking oneDNN's convolutions pick (format_tag any) on this ISA: 16 floats (a zmm
     // register) with AVX-512, 8 (a ymm) below it.
     channelBlock = (isa & dnnl.dnnl_cpu_isa_avx512_core) == dnnl.dnnl_cpu_isa_avx512_core ? 16 : 8;
+  }
+
+  /** One thread's engine, stream, primitives and scratch: used by that thread alone. */
+  private final class Context implements AutoCloseable {
+    final engine eng = new engine(engine.kind.cpu, 0);
+    final stream st = new stream(eng);
+    final Map<Shape, OneDnnConvolution> convolutions = new HashMap<>();
+    final Map<OneDnnMatmul.Shape, BoundPrimitive> matmuls = new HashMap<>();
+    final Map<Pointwise, BoundPrimitive> pointwise = new HashMap<>();
+    final Map<Pointwise, OneDnnLayerNorm> layerNorms = new HashMap<>();
+    final Map<Normalized, OneDnnBatchNorm> batchNorms = new HashMap<>();
+    final Map<OneDnnMaxPool.Window, OneDnnMaxPool> maxPools = new HashMap<>();
+    final LayoutScratch scratch = new LayoutScratch();
+
+    OneDnnLayerNorm layerNorm(int rows, int size, float eps) {
+      return layerNorms.computeIfAbsent(
+          new Pointwise("layer-norm " + Float.floatToIntBits(eps), rows, size),
+          k -> new OneDnnLayerNorm(eng, rows, size, eps));
+    }
+
+    BoundPrimitive matmul(OneDnnMatmul.Shape g) {
+      return matmuls.computeIfAbsent(g, s -> OneDnnMatmul.make(eng, s));
+    }
+
+    OneDnnBatchNorm batchNorm(int n, int c, int hw, int block) {
+      return batchNorms.computeIfAbsent(
+          new Normalized(n, c, hw, block), k -> new OneDnnBatchNorm(eng, n, c, hw, block));
+    }
+
+    OneDnnMaxPool maxPool(OneDnnMaxPool.Window window) {
+      return maxPools.computeIfAbsent(window, w -> new OneDnnMaxPool(eng, w));
+    }
+
+    OneDnnConvolution convolution(
+        ConvWindow window, int out, boolean bias, int inBlock, int outBlock, boolean bf16) {
+      return convolutions.computeIfAbsent(
+          new Shape(window, out, bias, inBlock, outBlock, bf16),
+          s ->
+              new OneDnnConvolution(eng, window, out, bias, inBlock, outBlock, channelBlock, bf16));
+    }
+
+    @Override
+    public void close() {
+      convolutions.values().forEach(OneDnnConvolution::close);
+      matmuls.values().forEach(BoundPrimitive::close);
+      pointwise.values().forEach(BoundPrimitive::close);
+      layerNorms.values().forEach(OneDnnLayerNorm::close);
+      batchNorms.values().forEach(OneDnnBatchNorm::close);
+      maxPools.values().forEach(OneDnnMaxPool::close);
+      scratch.close();
+      st.close();
+      eng.close();
+    }
   }
 
   /** The channel blocking activations are fastest in here (Backend.channelBlock). */
@@ -107,20 +138,20 @@ final class OneDnn implements AutoCloseable {
    * product is summed into the one C when its stride is 0, as GemmStridedBatched says.
    */
   void gemm(OneDnnMatmul.Shape shape, GemmStridedBatched op, Pointer a, Pointer b, Pointer c) {
-    onEngineThread(
-        () -> {
-          BoundPrimitive first = matmul(shape);
+    inContext(
+        ctx -> {
+          BoundPrimitive first = ctx.matmul(shape);
           if (shape.count() > 1) { // the whole batch in one primitive
-            first.run(st, a, b, c);
+            first.run(ctx.st, a, b, c);
             return;
           }
           BoundPrimitive rest =
-              op.sumsIntoOneC() && op.count() > 1 ? matmul(shape.withBeta(1f)) : first;
+              op.sumsIntoOneC() && op.count() > 1 ? ctx.matmul(shape.withBeta(1f)) : first;
           int operandBytes = shape.bf16() ? 2 : 4;
           for (int i = 0; i < op.count(); i++) {
             (i == 0 ? first : rest)
                 .run(
-                    st,
+                    ctx.st,
                     at(a, operandBytes * i * op.strideA()),
                     at(b, operandBytes * i * op.strideB()),
                     at(c, 4 * i * op.strideC()));
@@ -130,13 +161,13 @@ final class OneDnn implements AutoCloseable {
 
   /** {@code y = gelu(x)}, the exact (erf) GELU, over {@code count} elements. */
   void gelu(long count, Pointer x, Pointer y) {
-    runPointwise(new Pointwise("gelu", count, 1), () -> OneDnnPointwise.gelu(eng, count), x, y);
+    runPointwise(new Pointwise("gelu", count, 1), eng -> OneDnnPointwise.gelu(eng, count), x, y);
   }
 
   void geluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
     runPointwise(
         new Pointwise("gelu-backward", count, 1),
-        () -> OneDnnPointwise.geluBackward(eng, count),
+        eng -> OneDnnPointwise.geluBackward(eng, count),
         x,
         dy,
         dx);
@@ -146,7 +177,7 @@ final class OneDnn implements AutoCloseable {
   void convert(long count, boolean narrowing, Pointer src, Pointer dst) {
     runPointwise(
         new Pointwise(narrowing ? "to-bf16" : "from-bf16", count, 1),
-        () -> OneDnnPointwise.convert(eng, count, narrowing),
+        eng -> OneDnnPointwise.convert(eng, count, narrowing),
         src,
         dst);
   }
@@ -155,7 +186,7 @@ final class OneDnn implements AutoCloseable {
   void addBias(int rows, int cols, Pointer y, Pointer bias) {
     runPointwise(
         new Pointwise("add-bias", rows, cols),
-        () -> OneDnnPointwise.addBias(eng, rows, cols),
+        eng -> OneDnnPointwise.addBias(eng, rows, cols),
         y,
         bias,
         y);
@@ -163,13 +194,13 @@ final class OneDnn implements AutoCloseable {
 
   /** {@code y = relu(x)} over {@code count} elements. */
   void relu(long count, Pointer x, Pointer y) {
-    runPointwise(new Pointwise("relu", count, 1), () -> OneDnnPointwise.relu(eng, count), x, y);
+    runPointwise(new Pointwise("relu", count, 1), eng -> OneDnnPointwise.relu(eng, count), x, y);
   }
 
   void reluBackward(long count, Pointer x, Pointer dy, Pointer dx) {
     runPointwise(
         new Pointwise("relu-backward", count, 1),
-        () -> OneDnnPointwise.reluBackward(eng, count),
+        eng -> OneDnnPointwise.reluBackward(eng, count),
         x,
         dy,
         dx);
@@ -177,18 +208,21 @@ final class OneDnn implements AutoCloseable {
 
   /** {@code out = a + b} over {@code count} elements. */
   void add(long count, Pointer a, Pointer b, Pointer out) {
-    runPointwise(new Pointwise("add", count, 1), () -> OneDnnPointwise.add(eng, count), a, b, out);
+    runPointwise(new Pointwise("add", count, 1), eng -> OneDnnPointwise.add(eng, count), a, b, out);
   }
 
   void softmax(int rows, int cols, Pointer x, Pointer y) {
     runPointwise(
-        new Pointwise("softmax", rows, cols), () -> OneDnnPointwise.softmax(eng, rows, cols), x, y);
+        new Pointwise("softmax", rows, cols),
+        eng -> OneDnnPointwise.softmax(eng, rows, cols),
+        x,
+        y);
   }
 
   void softmaxBackward(int rows, int cols, Pointer y, Pointer dy, Pointer dx) {
     runPointwise(
         new Pointwise("softmax-backward", rows, cols),
-        () -> OneDnnPointwise.softmaxBackward(eng, rows, cols),
+        eng -> OneDnnPointwise.softmaxBackward(eng, rows, cols),
         y,
         dy,
         dx);
@@ -205,10 +239,8 @@ final class OneDnn implements AutoCloseable {
       Pointer y,
       Pointer mean,
       FloatBuffer invStd) {
-    onEngineThread(
-        () -> {
-          layerNorm(rows, size, eps).forward(st, x, gamma, beta, y, mean, invStd);
-        });
+    inContext(
+        ctx -> ctx.layerNorm(rows, size, eps).forward(ctx.st, x, gamma, beta, y, mean, invStd));
   }
 
   /** Its backward from the saved mean and inverse deviation (no epsilon: see OneDnnLayerNorm). */
@@ -223,54 +255,48 @@ final class OneDnn implements AutoCloseable {
       Pointer dx,
       FloatBuffer dgamma,
       FloatBuffer dbeta) {
-    onEngineThread(
-        () -> {
-          layerNorm(rows, size, 0f).backward(st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta);
-        });
-  }
-
-  private OneDnnLayerNorm layerNorm(int rows, int size, float eps) {
-    return layerNorms.computeIfAbsent(
-        new Pointwise("layer-norm " + Float.floatToIntBits(eps), rows, size),
-        k -> new OneDnnLayerNorm(eng, rows, size, eps));
+    inContext(
+        ctx ->
+            ctx.layerNorm(rows, size, 0f)
+                .backward(ctx.st, x, dy, gamma, mean, invStd, dx, dgamma, dbeta));
   }
 
   /** The pointwise primitive for {@code key} (made by {@code make} on first use), run on args. */
-  private void runPointwise(Pointwise key, Supplier<BoundPrimitive> make, Pointer... args) {
-    onEngineThread(() -> pointwise.computeIfAbsent(key, k -> make.get()).run(st, args));
-  }
-
-  private BoundPrimitive matmul(OneDnnMatmul.Shape g) {
-    return matmuls.computeIfAbsent(g, s -> OneDnnMatmul.make(eng, s));
+  private void runPointwise(Pointwise key, Function<engine, BoundPrimitive> make, Pointer... args) {
+    inContext(
+        ctx -> ctx.pointwise.computeIfAbsent(key, k -> make.apply(ctx.eng)).run(ctx.st, args));
   }
 
   private static Pointer at(Pointer base, long bytes) {
     return new BytePointer(base).position(base.position() + bytes);
   }
 
-  /** Runs {@code work} on the engine's thread and waits for it, its failures rethrown here. */
-  private void onEngineThread(Runnable work) {
-    onEngineThread(
-        () -> {
-          work.run();
-          return null;
-        });
+  /** Runs {@code work} with this thread's context (made on its first call). */
+  private void inContext(Consumer<Context> work) {
+    work.accept(context());
   }
 
-  private <T> T onEngineThread(Callable<T> work) {
-    try {
-      return thread.submit(work).get();
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException r) {
-        throw r;
-      }
-      if (e.getCause() instanceof Error err) {
-        throw err;
-      }
-      throw new IllegalStateException(e.getCause());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted waiting for oneDNN", e);
+  private <T> T fromContext(Function<Context, T> work) {
+    return work.apply(context());
+  }
+
+  private Context context() {
+    if (closed) {
+      throw new IllegalStateException("oneDNN is closed");
+    }
+    return contexts.computeIfAbsent(Thread.currentThread(), t -> new Context());
+  }
+
+  /** How many threads hold a context now. */
+  int threadContexts() {
+    return contexts.size();
+  }
+
+  /** Closes this thread's context, if it has one: its stream is closing (CpuStream). */
+  void releaseThisThread() {
+    Context ctx = contexts.remove(Thread.currentThread());
+    if (ctx != null) {
+      ctx.close();
     }
   }
 
@@ -316,11 +342,11 @@ final class OneDnn implements AutoCloseable {
       FloatBuffer savedInvStd,
       FloatBuffer runningMean,
       FloatBuffer runningVar) {
-    onEngineThread(
-        () -> {
-          batchNorm(n, c, hw, block)
+    inContext(
+        ctx -> {
+          ctx.batchNorm(n, c, hw, block)
               .train(
-                  st,
+                  ctx.st,
                   eps,
                   x,
                   gamma,
@@ -348,10 +374,10 @@ final class OneDnn implements AutoCloseable {
       Pointer runningMean,
       Pointer runningVar,
       Pointer y) {
-    onEngineThread(
-        () -> {
-          batchNorm(n, c, hw, block).inference(st, eps, x, gamma, beta, runningMean, runningVar, y);
-        });
+    inContext(
+        ctx ->
+            ctx.batchNorm(n, c, hw, block)
+                .inference(ctx.st, eps, x, gamma, beta, runningMean, runningVar, y));
   }
 
   /** Its backward from the saved mean and inverse deviation (epsilon 0: see OneDnnBatchNorm). */
@@ -369,40 +395,24 @@ final class OneDnn implements AutoCloseable {
       Pointer dx,
       FloatBuffer dgamma,
       FloatBuffer dbeta) {
-    onEngineThread(
-        () -> {
-          batchNorm(n, c, hw, block)
-              .backward(st, x, dy, reluMask, gamma, mean, invStd, dx, dgamma, dbeta);
-        });
+    inContext(
+        ctx ->
+            ctx.batchNorm(n, c, hw, block)
+                .backward(ctx.st, x, dy, reluMask, gamma, mean, invStd, dx, dgamma, dbeta));
   }
 
   /** Bytes of the mask batch norm with a fused ReLU keeps for its backward (its workspace). */
   long normReluMaskBytes(int n, int c, int hw, int block) {
-    return onEngineThread(() -> batchNorm(n, c, hw, block).reluMaskBytes());
-  }
-
-  private OneDnnBatchNorm batchNorm(int n, int c, int hw, int block) {
-    return batchNorms.computeIfAbsent(
-        new Normalized(n, c, hw, block), k -> new OneDnnBatchNorm(eng, n, c, hw, block));
+    return fromContext(ctx -> ctx.batchNorm(n, c, hw, block).reluMaskBytes());
   }
 
   /** Max pooling of channel-blocked activations, the winners in {@code argmax} (OneDnnMaxPool). */
   void maxPool(OneDnnMaxPool.Window window, Pointer x, Pointer y, Pointer argmax) {
-    onEngineThread(
-        () -> {
-          maxPool(window).forward(st, x, y, argmax);
-        });
+    inContext(ctx -> ctx.maxPool(window).forward(ctx.st, x, y, argmax));
   }
 
   void maxPoolBackward(OneDnnMaxPool.Window window, Pointer dy, Pointer argmax, Pointer dx) {
-    onEngineThread(
-        () -> {
-          maxPool(window).backward(st, dy, argmax, dx);
-        });
-  }
-
-  private OneDnnMaxPool maxPool(OneDnnMaxPool.Window window) {
-    return maxPools.computeIfAbsent(window, w -> new OneDnnMaxPool(eng, w));
+    inContext(ctx -> ctx.maxPool(window).backward(ctx.st, dy, argmax, dx));
   }
 
   /** A convolution; {@code bf16}: x and w are bf16 (the CPU must multiply bf16: bf16Dot). */
@@ -416,11 +426,10 @@ final class OneDnn implements AutoCloseable {
       Pointer w,
       Pointer b,
       Pointer y) {
-    onEngineThread(
-        () -> {
-          primitives(window, out, b != null, inBlock, outBlock, bf16)
-              .forward(st, scratch, x, w, b, y);
-        });
+    inContext(
+        ctx ->
+            ctx.convolution(window, out, b != null, inBlock, outBlock, bf16)
+                .forward(ctx.st, ctx.scratch, x, w, b, y));
   }
 
   void convolutionBackward(
@@ -436,43 +445,17 @@ final class OneDnn implements AutoCloseable {
       Pointer dw,
       Pointer db,
       Pointer dx) {
-    onEngineThread(
-        () -> {
-          primitives(window, out, hasBias, inBlock, outBlock, bf16)
-              .backward(st, scratch, x, dy, w, dw, db, dx);
-        });
+    inContext(
+        ctx ->
+            ctx.convolution(window, out, hasBias, inBlock, outBlock, bf16)
+                .backward(ctx.st, ctx.scratch, x, dy, w, dw, db, dx));
   }
 
-  private OneDnnConvolution primitives(
-      ConvWindow window, int out, boolean bias, int inBlock, int outBlock, boolean bf16) {
-    return convolutions.computeIfAbsent(
-        new Shape(window, out, bias, inBlock, outBlock, bf16),
-        s -> new OneDnnConvolution(eng, window, out, bias, inBlock, outBlock, channelBlock, bf16));
-  }
-
+  /** Closes every thread's context: the backend's streams have closed, no call is running. */
   @Override
   public void close() {
-    if (thread.isShutdown()) {
-      return; // closed already: closing twice is a no-op, as for the backend
-    }
-    onEngineThread(
-        () -> {
-          convolutions.values().forEach(OneDnnConvolution::close);
-          convolutions.clear();
-          matmuls.values().forEach(BoundPrimitive::close);
-          matmuls.clear();
-          pointwise.values().forEach(BoundPrimitive::close);
-          pointwise.clear();
-          layerNorms.values().forEach(OneDnnLayerNorm::close);
-          layerNorms.clear();
-          batchNorms.values().forEach(OneDnnBatchNorm::close);
-          batchNorms.clear();
-          maxPools.values().forEach(OneDnnMaxPool::close);
-          maxPools.clear();
-          scratch.close();
-          st.close();
-          eng.close();
-        });
-    thread.shutdown();
+    closed = true; // closing twice is a no-op, as for the backend
+    contexts.values().forEach(Context::close);
+    contexts.clear();
   }
 }

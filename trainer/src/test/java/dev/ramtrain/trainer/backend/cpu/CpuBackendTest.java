@@ -49,10 +49,10 @@ class CpuBackendTest extends BackendConformanceTest {
   }
 
   /**
-   * Primitives made for one stream's thread run for another's: every stream's oneDNN work runs on
-   * the engine's one thread (OneDnn). Before, a GEMM-based convolution's backward (oneDNN's path
-   * under ONEDNN_MAX_CPU_ISA=AVX, CI's second pass on AVX2 machines) crashed the JVM the second
-   * time, run from a second stream; on every ISA both streams must give the same bits.
+   * Two streams run the same convolution: each stream's thread makes and runs its own primitives
+   * (OneDnn). When one engine thread's primitives were run from a second stream's thread, a
+   * GEMM-based convolution's backward (oneDNN's path under ONEDNN_MAX_CPU_ISA=AVX) crashed the JVM;
+   * on every ISA both streams must give the same bits.
    */
   @Test
   void aSecondStreamRunsTheFirstStreamsPrimitives() {
@@ -83,6 +83,29 @@ class CpuBackendTest extends BackendConformanceTest {
             assertArrayEquals(first[i], got[i], "result " + i + " on the second stream");
           }
         }
+      }
+    }
+  }
+
+  /**
+   * Each stream's thread makes and runs its own primitives (OneDnn), and closing a stream frees
+   * them: an evaluation stream opened per epoch must not leave its primitives and scratch behind.
+   */
+  @Test
+  void aClosedStreamReleasesItsOneDnnPrimitives() {
+    try (CpuBackend b = new CpuBackend(1, CpuEngine.ONEDNN)) {
+      int before = b.oneDnnThreads();
+      ConvWindow win = new ConvWindow(2, 16, 5, 5, 3, 3, 1, 1);
+      Stream s = b.createStream("short-lived");
+      try (DeviceBuffer x = b.allocate("x", DType.F32, win.inputCount());
+          DeviceBuffer w = b.allocate("w", DType.F32, 16L * 16 * 9);
+          DeviceBuffer y = b.allocate("y", DType.F32, win.outputCount(16));
+          DeviceBuffer cols = b.allocate("cols", DType.F32, win.columnCount())) {
+        b.run(s, new Convolution(x, w, null, y, win, 16, cols));
+        s.synchronize();
+        assertEquals(before + 1, b.oneDnnThreads(), "the stream's thread made its primitives");
+        s.close();
+        assertEquals(before, b.oneDnnThreads(), "closing the stream freed them");
       }
     }
   }
