@@ -94,7 +94,11 @@ public final class BatchNorm2d extends BaseLayer {
         new ParamSpec(name + ".running_var", new int[] {c}, ParamSpec.Init.ONES, 0));
   }
 
-  /** Where the ReLU is not fused: its input gradient, for one call. */
+  /**
+   * The ReLU's input gradient, for one call where the engine does not fuse it. Declared on every
+   * engine: the shared workspace is sized before binding says which engine this is (a ResNet's
+   * convolutions declare nine times this for their columns, so it costs nothing there).
+   */
   @Override
   public long scratchBytes(int maxBatch) {
     return relu ? 4L * maxBatch * inputSize() : 0;
