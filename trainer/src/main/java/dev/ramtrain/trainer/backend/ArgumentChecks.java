@@ -27,13 +27,18 @@ public final class ArgumentChecks {
   }
 
   /**
-   * The layout of an activation's channels: {@code block} 1 is NCHW, a larger power of two is
-   * oneDNN's nChw{block}c ([n][c/block][h][w][block]), which needs {@code c} to divide by it.
+   * The layout of an activation's channels: {@code block} 1 is NCHW, {@code c} is NHWC, another
+   * power of two is oneDNN's nChw{block}c ([n][c/block][h][w][block]), which needs {@code c} to
+   * divide by it.
    */
   public static void checkChannelBlock(int block, int c) {
-    if (block < 1 || Integer.bitCount(block) != 1 || c % block != 0) {
+    boolean blocked = Integer.bitCount(block) == 1 && c % block == 0;
+    if (block < 1 || !(block == c || blocked)) {
       throw new IllegalArgumentException(
-          c + " channels cannot be blocked by " + block + " (a power of two dividing them)");
+          c
+              + " channels cannot be blocked by "
+              + block
+              + " (a power of two dividing them, or all of them)");
     }
   }
 

@@ -1051,35 +1051,9 @@ public abstract class BackendConformanceTest {
     float[] dy = random(rng, n * out * oh * ow);
     float[] dw0 = random(rng, wt.length); // gradients accumulate into what is there
     float[] db0 = random(rng, out);
-    double[] y = new double[dy.length], yAbs = new double[dy.length];
-    double[] dx = new double[x.length], dxAbs = new double[x.length];
-    double[] dw = new double[wt.length], dwAbs = new double[wt.length];
-    for (int i = 0; i < n; i++) {
-      for (int o = 0; o < out; o++) {
-        for (int oy = 0; oy < oh; oy++) {
-          for (int ox = 0; ox < ow; ox++) {
-            int yi = ((i * out + o) * oh + oy) * ow + ox;
-            for (int ch = 0; ch < c; ch++) {
-              for (int ky = 0; ky < k; ky++) {
-                for (int kx = 0; kx < k; kx++) {
-                  int iy = oy * s - p + ky, ix = ox * s - p + kx;
-                  if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
-                    continue;
-                  }
-                  int xi = ((i * c + ch) * h + iy) * w + ix, wi = ((o * c + ch) * k + ky) * k + kx;
-                  y[yi] += (double) x[xi] * wt[wi];
-                  yAbs[yi] += Math.abs((double) x[xi] * wt[wi]);
-                  dx[xi] += (double) dy[yi] * wt[wi];
-                  dxAbs[xi] += Math.abs((double) dy[yi] * wt[wi]);
-                  dw[wi] += (double) dy[yi] * x[xi];
-                  dwAbs[wi] += Math.abs((double) dy[yi] * x[xi]);
-                }
-              }
-            }
-          }
-        }
-      }
-    }
+    double[][] sums = exactSums(win, out, x, wt, dy);
+    double[] y = sums[0], yAbs = sums[1], dx = sums[2], dxAbs = sums[3], dw = sums[4];
+    double[] dwAbs = sums[5];
     double[] db = new double[out], dbAbs = new double[out];
     for (int yi = 0; yi < dy.length; yi++) {
       int o = yi / (oh * ow) % out;
@@ -1203,6 +1177,47 @@ public abstract class BackendConformanceTest {
     }
   }
 
+  /**
+   * Channels last (a block of all the channels: NHWC, what ResNets keep on oneDNN), where the
+   * engine has blocked layouts: y, dx and dw within the fp32 sum bound of the exact NCHW sums
+   * (oneDNN's NHWC kernels sum in another order than its blocked ones, so not bit for bit). Shapes:
+   * the engine's block on both sides (its blocked kernels), a stride-2 3×3 and a 1×1 shortcut
+   * doubling the channels (the strided backward-data past oneDNN's brgemm one), and three blocks of
+   * channels (no power of two).
+   */
+  @Test
+  void channelsLastConvolutionsAreWithinTheSumBound() {
+    int block = backend.channelBlock();
+    if (block == 1) {
+      return; // NCHW only: blockedConvolutionsComputeWhatNchwOnesDo checks the refusal
+    }
+    // {n, c, h, w, out, k, stride, pad}
+    int[][] shapes = {
+      {2, block, 6, 5, block, 3, 1, 1},
+      {2, block, 8, 8, 2 * block, 3, 2, 1},
+      {2, block, 8, 8, 2 * block, 1, 2, 0},
+      {2, 3 * block, 5, 5, 3 * block, 3, 1, 1}
+    };
+    Random rng = new Random(block + 1);
+    for (int[] sh : shapes) {
+      ConvWindow win = new ConvWindow(sh[0], sh[1], sh[2], sh[3], sh[5], sh[5], sh[6], sh[7]);
+      int n = sh[0], c = sh[1], out = sh[4], k = sh[5], hw = sh[2] * sh[3];
+      int ohw = win.oh() * win.ow();
+      float[] x = random(rng, (int) win.inputCount());
+      float[] w = random(rng, out * c * k * k);
+      float[] dy = random(rng, (int) win.outputCount(out));
+      double[][] exact = exactSums(win, out, x, w, dy);
+      float[][] last =
+          convolve(win, out, c, out, blocked(x, n, c, hw, c), w, blocked(dy, n, out, ohw, out));
+      String what = win + " out " + out + " channels last";
+      assertWithinSumBound(
+          exact[0], exact[1], c * k * k, unblocked(last[0], n, out, ohw, out), what + ": y");
+      assertWithinSumBound(
+          exact[2], exact[3], out * k * k, unblocked(last[1], n, c, hw, c), what + ": dx");
+      assertWithinSumBound(exact[4], exact[5], n * ohw, last[2], what + ": dw");
+    }
+  }
+
   /** y, dx and dw (added to zeros) of one convolution in the layouts given. */
   private float[][] convolve(
       ConvWindow win, int out, int inBlock, int outBlock, float[] x, float[] w, float[] dy) {
@@ -1219,6 +1234,45 @@ public abstract class BackendConformanceTest {
           new ConvolutionBackward(xd, dyd, wd, dwd, null, dxd, win, out, cols, inBlock, outBlock));
       return new float[][] {download(yd), download(dxd), download(dwd)};
     }
+  }
+
+  /**
+   * A convolution's y, dx and dw over NCHW in double, each with the sum of its products' absolute
+   * values (what {@link #assertWithinSumBound} bounds an fp32 sum's error by).
+   */
+  private static double[][] exactSums(ConvWindow win, int out, float[] x, float[] wt, float[] dy) {
+    int n = win.n(), c = win.c(), h = win.h(), w = win.w(), k = win.kh();
+    int s = win.stride(), p = win.pad(), oh = win.oh(), ow = win.ow();
+    double[] y = new double[dy.length], yAbs = new double[dy.length];
+    double[] dx = new double[x.length], dxAbs = new double[x.length];
+    double[] dw = new double[wt.length], dwAbs = new double[wt.length];
+    for (int i = 0; i < n; i++) {
+      for (int o = 0; o < out; o++) {
+        for (int oy = 0; oy < oh; oy++) {
+          for (int ox = 0; ox < ow; ox++) {
+            int yi = ((i * out + o) * oh + oy) * ow + ox;
+            for (int ch = 0; ch < c; ch++) {
+              for (int ky = 0; ky < k; ky++) {
+                for (int kx = 0; kx < k; kx++) {
+                  int iy = oy * s - p + ky, ix = ox * s - p + kx;
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                    continue;
+                  }
+                  int xi = ((i * c + ch) * h + iy) * w + ix, wi = ((o * c + ch) * k + ky) * k + kx;
+                  y[yi] += (double) x[xi] * wt[wi];
+                  yAbs[yi] += Math.abs((double) x[xi] * wt[wi]);
+                  dx[xi] += (double) dy[yi] * wt[wi];
+                  dxAbs[xi] += Math.abs((double) dy[yi] * wt[wi]);
+                  dw[wi] += (double) dy[yi] * x[xi];
+                  dwAbs[wi] += Math.abs((double) dy[yi] * x[xi]);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    return new double[][] {y, yAbs, dx, dxAbs, dw, dwAbs};
   }
 
   private static void assertWithinSumBound(

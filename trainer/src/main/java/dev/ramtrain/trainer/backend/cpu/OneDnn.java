@@ -78,11 +78,12 @@ final class OneDnn implements AutoCloseable {
 
     OneDnnBatchNorm batchNorm(int n, int c, int hw, int block) {
       return batchNorms.computeIfAbsent(
-          new Normalized(n, c, hw, block), k -> new OneDnnBatchNorm(eng, n, c, hw, block));
+          new Normalized(n, c, hw, block),
+          k -> new OneDnnBatchNorm(eng, n, c, hw, block, channelBlock));
     }
 
     OneDnnMaxPool maxPool(OneDnnMaxPool.Window window) {
-      return maxPools.computeIfAbsent(window, w -> new OneDnnMaxPool(eng, w));
+      return maxPools.computeIfAbsent(window, w -> new OneDnnMaxPool(eng, w, channelBlock));
     }
 
     OneDnnConvolution convolution(
@@ -112,8 +113,21 @@ final class OneDnn implements AutoCloseable {
     return channelBlock;
   }
 
-  /** The memory layout of [n, c, h, w] with channels blocked by {@code block} (1: NCHW). */
-  static memory.format_tag channelLayout(int block) {
+  /**
+   * The memory layout of [n, c, h, w] with its {@code channels} blocked by {@code block}: 1 is
+   * NCHW, {@code channels} itself is channels-last (NHWC), tagged as this CPU's blocked layout when
+   * the two are the same bytes ({@code engineBlock} channels: oneDNN picks its blocked kernels for
+   * that tag, slower ones for nhwc there), else nhwc.
+   */
+  static memory.format_tag channelLayout(int block, int channels, int engineBlock) {
+    if (block == channels && block > 1) {
+      return block == engineBlock ? blocked(block) : memory.format_tag.nhwc;
+    }
+    return blocked(block);
+  }
+
+  /** nChw{block}c, NCHW for block 1. */
+  static memory.format_tag blocked(int block) {
     return switch (block) {
       case 1 -> memory.format_tag.nchw;
       case 4 -> memory.format_tag.nChw4c;

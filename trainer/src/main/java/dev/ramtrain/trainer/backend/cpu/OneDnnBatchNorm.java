@@ -28,15 +28,15 @@ import org.bytedeco.javacpp.FloatPointer;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * oneDNN's batch normalization of activations whose channels are blocked (nChw16c: the layout its
- * kernels are fast in; on NCHW they were no faster than the Java kernels), for one shape: training
- * forward, evaluation forward and backward, each made on first use (per epsilon, and with or
- * without a fused ReLU). oneDNN keeps each channel's biased variance where the operations keep
- * {@code 1 / sqrt(var + eps)}, so the conversions are made here, as {@link OneDnnLayerNorm} does:
- * forward derives the inverse (and moves the running statistics, the variance unbiased, as
- * nn.BatchNorm2d does); backward runs with epsilon 0 on {@code 1 / invStd²}. Scale and shift
- * gradients come out into scratch and are added into the backend's, as parameter gradients
- * accumulate.
+ * oneDNN's batch normalization of activations whose channels are blocked or last (nChw16c, NHWC:
+ * the layouts its kernels are fast in; on NCHW they were no faster than the Java kernels), for one
+ * shape: training forward, evaluation forward and backward, each made on first use (per epsilon,
+ * and with or without a fused ReLU). oneDNN keeps each channel's biased variance where the
+ * operations keep {@code 1 / sqrt(var + eps)}, so the conversions are made here, as {@link
+ * OneDnnLayerNorm} does: forward derives the inverse (and moves the running statistics, the
+ * variance unbiased, as nn.BatchNorm2d does); backward runs with epsilon 0 on {@code 1 / invStd²}.
+ * Scale and shift gradients come out into scratch and are added into the backend's, as parameter
+ * gradients accumulate.
  *
  * <p>With a fused ReLU ({@code fuse_norm_relu}) the training forward writes {@code max(y, 0)} and a
  * bit per value into the caller's mask (oneDNN's workspace), which the backward masks the incoming
@@ -54,19 +54,19 @@ final class OneDnnBatchNorm implements AutoCloseable {
   private final int n;
   private final int c;
   private final int hw;
-  private final int block;
+  private final memory.format_tag layout; // of the activations, as OneDnn.channelLayout says
   private final long count; // values per channel: n · hw
   private final FloatPointer variance;
   private final FloatPointer scaleGrad;
   private final FloatPointer shiftGrad;
   private long maskBytes = -1; // reluMaskBytes(), once asked
 
-  OneDnnBatchNorm(engine eng, int n, int c, int hw, int block) {
+  OneDnnBatchNorm(engine eng, int n, int c, int hw, int block, int engineBlock) {
     this.eng = eng;
     this.n = n;
     this.c = c;
     this.hw = hw;
-    this.block = block;
+    this.layout = OneDnn.channelLayout(block, c, engineBlock);
     this.count = (long) n * hw;
     variance = natives.own(new FloatPointer(c));
     scaleGrad = natives.own(new FloatPointer(c));
@@ -80,7 +80,7 @@ final class OneDnnBatchNorm implements AutoCloseable {
         maskBytes =
             own.own(
                     forwardDesc(
-                        own, eng, n, c, hw, block, dnnl.dnnl_forward_training, 0f, flags(true)))
+                        own, eng, n, c, hw, layout, dnnl.dnnl_forward_training, 0f, flags(true)))
                 .workspace_desc()
                 .get_size();
       }
@@ -179,11 +179,11 @@ final class OneDnnBatchNorm implements AutoCloseable {
       int n,
       int c,
       int hw,
-      int block,
+      memory.format_tag layout,
       int kind,
       float eps,
       int flags) {
-    memory.desc data = own.own(data(n, c, hw, block));
+    memory.desc data = own.own(data(n, c, hw, layout));
     return own.own(
         new batch_normalization_forward.primitive_desc(
             eng, kind, data, data, eps, flags, own.own(new primitive_attr()), false));
@@ -191,10 +191,10 @@ final class OneDnnBatchNorm implements AutoCloseable {
 
   private BoundPrimitive forward(Made kind) {
     NativeObjects own = new NativeObjects();
-    memory.desc data = own.own(data(n, c, hw, block));
+    memory.desc data = own.own(data(n, c, hw, layout));
     memory.desc perChannel = own.own(vector(c));
     batch_normalization_forward.primitive_desc pd =
-        forwardDesc(own, eng, n, c, hw, block, kind.kind(), kind.eps(), kind.flags());
+        forwardDesc(own, eng, n, c, hw, layout, kind.kind(), kind.eps(), kind.flags());
     int[] args = {
       DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE
     };
@@ -204,11 +204,11 @@ final class OneDnnBatchNorm implements AutoCloseable {
 
   private BoundPrimitive backward(Made kind) {
     NativeObjects own = new NativeObjects();
-    memory.desc data = own.own(data(n, c, hw, block));
+    memory.desc data = own.own(data(n, c, hw, layout));
     memory.desc perChannel = own.own(vector(c));
     // The backward's hint: a forward with the backward's epsilon (0) and flags, never run.
     batch_normalization_forward.primitive_desc hint =
-        forwardDesc(own, eng, n, c, hw, block, dnnl.dnnl_forward_training, 0f, kind.flags());
+        forwardDesc(own, eng, n, c, hw, layout, dnnl.dnnl_forward_training, 0f, kind.flags());
     batch_normalization_backward.primitive_desc pd =
         own.own(
             new batch_normalization_backward.primitive_desc(
@@ -256,10 +256,9 @@ final class OneDnnBatchNorm implements AutoCloseable {
     return new BoundPrimitive(own, eng, made, args, descs);
   }
 
-  /** n images of c channels at hw positions, channels blocked by {@code block}. */
-  private static memory.desc data(int n, int c, int hw, int block) {
-    return new memory.desc(
-        new long[] {n, c, hw, 1}, memory.data_type.f32, OneDnn.channelLayout(block));
+  /** n images of c channels at hw positions, in {@code layout}. */
+  private static memory.desc data(int n, int c, int hw, memory.format_tag layout) {
+    return new memory.desc(new long[] {n, c, hw, 1}, memory.data_type.f32, layout);
   }
 
   private static memory.desc vector(int c) {

@@ -11,6 +11,7 @@ import static org.bytedeco.dnnl.global.dnnl.DNNL_ARG_WEIGHTS;
 
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import java.util.function.BiFunction;
+import java.util.function.Supplier;
 import org.bytedeco.dnnl.IntMemoryMap;
 import org.bytedeco.dnnl.convolution_backward_data;
 import org.bytedeco.dnnl.convolution_backward_weights;
@@ -100,9 +101,22 @@ final class OneDnnConvolution implements AutoCloseable {
                 operand,
                 srcTag,
                 dstTag);
+    // Channels-last on both sides is asked NHWC on both (the same bytes as the blocked layout on a
+    // side of engineBlock channels), unless both sides have engineBlock channels: oneDNN's blocked
+    // kernels are the faster there, its NHWC ones (brgemm) with more channels.
+    boolean nhwc =
+        inBlock == win.c()
+            && outBlock == out
+            && inBlock > 1
+            && !(win.c() == engineBlock && out == engineBlock);
+    memory.format_tag srcTag =
+        nhwc ? memory.format_tag.nhwc : OneDnn.channelLayout(inBlock, win.c(), engineBlock);
+    memory.format_tag dstTag =
+        nhwc ? memory.format_tag.nhwc : OneDnn.channelLayout(outBlock, out, engineBlock);
     Descriptors asked =
         describe.apply(
-            activation(win.c(), inBlock, engineBlock), activation(out, outBlock, engineBlock));
+            activation(win.c(), inBlock, engineBlock, srcTag),
+            activation(out, outBlock, engineBlock, dstTag));
     if (asked.anyReference()) { // no fast kernel for the blocked layout (AVX without AVX2)
       asked = describe.apply(memory.format_tag.any, memory.format_tag.any);
     }
@@ -112,8 +126,6 @@ final class OneDnnConvolution implements AutoCloseable {
     forward = own(new convolution_forward(fwd));
     backwardWeights = own(new convolution_backward_weights(bwdWeights));
     backwardData = own(new convolution_backward_data(bwdData));
-    memory.format_tag srcTag = OneDnn.channelLayout(inBlock);
-    memory.format_tag dstTag = OneDnn.channelLayout(outBlock);
     src = new Tensor(eng, own(desc(srcDims, srcTag, operand)), own(fwd.src_desc()), SRC, false);
     weights =
         new Tensor(
@@ -268,18 +280,36 @@ final class OneDnnConvolution implements AutoCloseable {
                   padding,
                   padding,
                   forward));
-      backwardData =
-          own(
-              new convolution_backward_data.primitive_desc(
-                  eng,
-                  algorithm.convolution_direct,
-                  own(desc(srcDims, srcTag, f32)),
-                  weightAsked,
-                  diffDstAsked,
-                  strides,
-                  padding,
-                  padding,
-                  forward));
+      Supplier<convolution_backward_data.primitive_desc> data =
+          () ->
+              own(
+                  new convolution_backward_data.primitive_desc(
+                      eng,
+                      algorithm.convolution_direct,
+                      own(desc(srcDims, srcTag, f32)),
+                      weightAsked,
+                      diffDstAsked,
+                      strides,
+                      padding,
+                      padding,
+                      forward));
+      convolution_backward_data.primitive_desc direct = data.get();
+      backwardData = passedStridedBrgemm(direct) ? direct : data.get();
+    }
+
+    /**
+     * Moves {@code pd} past oneDNN's brgemm backward-data for strided NHWC convolutions, which it
+     * lists first: on ResNet-20's stride-2 convolutions it measured 2-3 times slower than the
+     * direct kernel listed next (1.04 ms against 0.50 for 16 to 32 channels at 28², 0.32 against
+     * 0.10 for the 1×1 shortcut). False when no fast kernel follows (then it is used after all).
+     */
+    private static boolean passedStridedBrgemm(convolution_backward_data.primitive_desc pd) {
+      while (pd.impl_info_str().getString().startsWith("brgconv_strided")) {
+        if (!pd.next_impl()) {
+          return false;
+        }
+      }
+      return !isReference(pd.impl_info_str().getString());
     }
 
     /** Whether oneDNN has only its reference kernel for one of them. */
@@ -295,17 +325,20 @@ final class OneDnnConvolution implements AutoCloseable {
   }
 
   /**
-   * An activation as the primitives are asked for it: channels blocked as the model holds them, or
-   * (an NCHW tensor) as this CPU's kernels are fastest in ({@code engineBlock}), so each primitive
-   * gets the same layout whether the model's tensor is NCHW or blocked, and none picks a layout of
-   * its own: given {@code any}, the backward-data of a stride-2 convolution chose oneDNN's NHWC
-   * kernel, with reorders around it 3-7 times slower than the blocked one (4.3 ms of a ResNet-20
-   * step against 1.6). Fewer channels than a block (a stem's image) stay {@code any}: padded to a
-   * block they would multiply zeros.
+   * An activation as the primitives are asked for it: as the model holds it ({@code held}, when
+   * blocked or channels-last), or (an NCHW tensor) as this CPU's kernels are fastest in ({@code
+   * engineBlock}), so each primitive gets the same layout whether the model's tensor is NCHW or
+   * not, and none picks a layout of its own: given {@code any}, the backward-data of a stride-2
+   * convolution chose oneDNN's NHWC kernel, with reorders around it 3-7 times slower than the
+   * blocked one (4.3 ms of a ResNet-20 step against 1.6). Fewer channels than a block (a stem's
+   * image) stay {@code any}: padded to a block they would multiply zeros.
    */
-  private static memory.format_tag activation(int channels, int block, int engineBlock) {
-    int asked = block > 1 ? block : channels >= engineBlock ? engineBlock : 1;
-    return asked > 1 ? OneDnn.channelLayout(asked) : memory.format_tag.any;
+  private static memory.format_tag activation(
+      int channels, int block, int engineBlock, memory.format_tag held) {
+    if (block > 1) {
+      return held;
+    }
+    return channels >= engineBlock ? OneDnn.blocked(engineBlock) : memory.format_tag.any;
   }
 
   private static memory.desc desc(long[] dims, memory.format_tag tag, memory.data_type type) {

@@ -50,10 +50,10 @@ final class OneDnnMaxPool implements AutoCloseable {
     }
   }
 
-  OneDnnMaxPool(engine eng, Window shape) {
+  OneDnnMaxPool(engine eng, Window shape, int engineBlock) {
     NativeObjects forwardOwn = new NativeObjects();
     NativeObjects backwardOwn = new NativeObjects();
-    memory.format_tag layout = OneDnn.channelLayout(shape.block());
+    memory.format_tag layout = OneDnn.channelLayout(shape.block(), shape.c(), engineBlock);
     long[] srcDims = {shape.n(), shape.c(), shape.h(), shape.w()};
     long[] dstDims = {shape.n(), shape.c(), shape.oh(), shape.ow()};
     long[] strides = {shape.stride(), shape.stride()};
