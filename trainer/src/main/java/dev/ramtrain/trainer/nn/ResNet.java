@@ -80,8 +80,17 @@ public final class ResNet {
           shortcut =
               List.of(
                   conv(
-                      name + ".downsample.0", c, h, w, planes * expansion, 1, stride, 0, precision),
-                  norm(name + ".downsample.1", planes * expansion, oh, ow));
+                      name + ".downsample.0",
+                      c,
+                      h,
+                      w,
+                      planes * expansion,
+                      1,
+                      stride,
+                      0,
+                      precision,
+                      INNER),
+                  norm(name + ".downsample.1", planes * expansion, oh, ow, INNER));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
         c = planes * expansion;
@@ -102,44 +111,53 @@ public final class ResNet {
 
   private static List<Layer> basic(
       String name, int c, int h, int w, int planes, int stride, Precision precision) {
-    Conv2d conv1 = conv(name + ".conv1", c, h, w, planes, 3, stride, 1, precision);
+    Conv2d conv1 = conv(name + ".conv1", c, h, w, planes, 3, stride, 1, precision, INNER);
     int oh = conv1.outputHeight();
     int ow = conv1.outputWidth();
     return List.of(
         conv1,
-        normRelu(name + ".bn1", planes, oh, ow),
-        conv(name + ".conv2", planes, oh, ow, planes, 3, 1, 1, precision),
-        norm(name + ".bn2", planes, oh, ow));
+        normRelu(name + ".bn1", planes, oh, ow, INNER),
+        conv(name + ".conv2", planes, oh, ow, planes, 3, 1, 1, precision, INNER),
+        norm(name + ".bn2", planes, oh, ow, INNER));
   }
 
   private static List<Layer> bottleneck(
       String name, int c, int h, int w, int planes, int stride, Precision precision) {
-    Conv2d conv1 = conv(name + ".conv1", c, h, w, planes, 1, 1, 0, precision);
-    Conv2d conv2 = conv(name + ".conv2", planes, h, w, planes, 3, stride, 1, precision);
+    Conv2d conv1 = conv(name + ".conv1", c, h, w, planes, 1, 1, 0, precision, INNER);
+    Conv2d conv2 = conv(name + ".conv2", planes, h, w, planes, 3, stride, 1, precision, INNER);
     int oh = conv2.outputHeight();
     int ow = conv2.outputWidth();
     return List.of(
         conv1,
-        normRelu(name + ".bn1", planes, h, w),
+        normRelu(name + ".bn1", planes, h, w, INNER),
         conv2,
-        normRelu(name + ".bn2", planes, oh, ow),
-        conv(name + ".conv3", planes, oh, ow, 4 * planes, 1, 1, 0, precision),
-        norm(name + ".bn3", 4 * planes, oh, ow));
+        normRelu(name + ".bn2", planes, oh, ow, INNER),
+        conv(name + ".conv3", planes, oh, ow, 4 * planes, 1, 1, 0, precision, INNER),
+        norm(name + ".bn3", 4 * planes, oh, ow, INNER));
   }
 
   /** A block's convolution: no bias (batch norm follows), the inner layout on both sides. */
   static Conv2d conv(
-      String name, int c, int h, int w, int out, int k, int stride, int pad, Precision precision) {
-    return new Conv2d(name, c, h, w, out, k, stride, pad, false, precision, INNER, INNER);
+      String name,
+      int c,
+      int h,
+      int w,
+      int out,
+      int k,
+      int stride,
+      int pad,
+      Precision precision,
+      ChannelLayout inner) {
+    return new Conv2d(name, c, h, w, out, k, stride, pad, false, precision, inner, inner);
   }
 
   /** A block's batch norm, in the inner layout. */
-  static BatchNorm2d norm(String name, int c, int h, int w) {
-    return new BatchNorm2d(name, c, h, w, INNER);
+  static BatchNorm2d norm(String name, int c, int h, int w, ChannelLayout inner) {
+    return new BatchNorm2d(name, c, h, w, inner);
   }
 
   /** A block's batch norm and the ReLU after it, in the inner layout. */
-  static BatchNorm2d normRelu(String name, int c, int h, int w) {
-    return BatchNorm2d.withRelu(name, c, h, w, INNER);
+  static BatchNorm2d normRelu(String name, int c, int h, int w, ChannelLayout inner) {
+    return BatchNorm2d.withRelu(name, c, h, w, inner);
   }
 }

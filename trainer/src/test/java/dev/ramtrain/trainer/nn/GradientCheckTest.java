@@ -12,6 +12,8 @@ import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Finite-difference checks: the gradient backward writes into the slab for every parameter must
@@ -219,11 +221,14 @@ class GradientCheckTest {
    * activations in the engine's channel layout, as ResNets run: on oneDNN 16 channels are one or
    * two blocks (nChw16c or nChw8c) from the stem's output to the pooled features, so every blocked
    * operation's backward, and the stem reading NCHW and writing blocks, is checked against central
-   * differences (1×1 convolutions keep the parameters few).
+   * differences (1×1 convolutions keep the parameters few). The same channels last (the CIFAR
+   * ResNets' layout): 16 and then 32 channels in NHWC, a stride-2 shortcut between them.
    */
-  @Test
-  void channelBlockedConvolutionsBatchNormPoolingAndResidualSums() {
-    ChannelLayout blocked = ChannelLayout.ENGINE;
+  @ParameterizedTest
+  @EnumSource(
+      value = ChannelLayout.class,
+      names = {"ENGINE", "CHANNELS_LAST"})
+  void channelBlockedConvolutionsBatchNormPoolingAndResidualSums(ChannelLayout blocked) {
     Conv2d stem =
         new Conv2d("stem", 2, 6, 6, 16, 3, 1, 1, true, Precision.FP32, ChannelLayout.NCHW, blocked);
     MaxPool2d pool = new MaxPool2d("pool", 16, 6, 6, 3, 2, 1, blocked);
@@ -232,16 +237,16 @@ class GradientCheckTest {
             "down",
             List.of(
                 new Conv2d(
-                    "down.conv1", 16, 3, 3, 16, 1, 2, 0, false, Precision.FP32, blocked, blocked),
-                new BatchNorm2d("down.bn1", 16, 2, 2, blocked),
-                new Activation("down.act", Activation.Kind.GELU, 64),
+                    "down.conv1", 16, 3, 3, 32, 1, 2, 0, false, Precision.FP32, blocked, blocked),
+                new BatchNorm2d("down.bn1", 32, 2, 2, blocked),
+                new Activation("down.act", Activation.Kind.GELU, 128),
                 new Conv2d(
-                    "down.conv2", 16, 2, 2, 16, 1, 1, 0, false, Precision.FP32, blocked, blocked),
-                new BatchNorm2d("down.bn2", 16, 2, 2, blocked)),
+                    "down.conv2", 32, 2, 2, 32, 1, 1, 0, false, Precision.FP32, blocked, blocked),
+                new BatchNorm2d("down.bn2", 32, 2, 2, blocked)),
             List.of(
                 new Conv2d(
-                    "down.proj", 16, 3, 3, 16, 1, 2, 0, false, Precision.FP32, blocked, blocked),
-                new BatchNorm2d("down.proj.bn", 16, 2, 2, blocked)));
+                    "down.proj", 16, 3, 3, 32, 1, 2, 0, false, Precision.FP32, blocked, blocked),
+                new BatchNorm2d("down.proj.bn", 32, 2, 2, blocked)));
     check(
         List.of(
             stem,
@@ -249,8 +254,8 @@ class GradientCheckTest {
             new Activation("stem.act", Activation.Kind.GELU, stem.outputSize()),
             pool,
             down,
-            new GlobalAvgPool("avgpool", 16, 2, 2, blocked),
-            new Linear("fc", 16, 3)),
+            new GlobalAvgPool("avgpool", 32, 2, 2, blocked),
+            new Linear("fc", 32, 3)),
         1e-3,
         3e-2,
         true);
