@@ -1044,7 +1044,7 @@ public abstract class BackendConformanceTest {
   private void checkConvolution(ConvWindow win, int out, boolean hasBias) {
     Random rng = new Random(win.hashCode() * 31 + out);
     int n = win.n(), c = win.c(), h = win.h(), w = win.w(), k = win.kh();
-    int s = win.stride(), p = win.pad(), oh = win.oh(), ow = win.ow();
+    int oh = win.oh(), ow = win.ow();
     float[] x = random(rng, n * c * h * w);
     float[] wt = random(rng, out * c * k * k);
     float[] b = random(rng, out);
