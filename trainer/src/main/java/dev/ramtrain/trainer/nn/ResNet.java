@@ -89,8 +89,8 @@ public final class ResNet {
                       stride,
                       0,
                       precision,
-                      INNER),
-                  norm(name + ".downsample.1", planes * expansion, oh, ow, INNER));
+                      inner),
+                  norm(name + ".downsample.1", planes * expansion, oh, ow, inner));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
         c = planes * expansion;
