@@ -256,6 +256,93 @@ def resnet_tiny_golden(target):
     print("wrote", target / "resnet_tiny.safetensors", len(tensors), "tensors")
 
 
+class AnchorCnn(nn.Module):
+    """The Fashion-MNIST anchor's CNN (../shared/anchors/pytorch_fmnist.py) at other widths:
+    ramtrain's cnn:cA-p-cB-p-fH-CLASSES."""
+
+    def __init__(self, channels, first, second, image, hidden, classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, first, 3, padding=1)
+        self.conv2 = nn.Conv2d(first, second, 3, padding=1)
+        self.fc1 = nn.Linear(second * (image // 4) ** 2, hidden)
+        self.fc2 = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+def cnn_anchor_golden(target):
+    """16 and 32 channels: whole blocks of the CPU engine's channel blocking (16 with AVX-512, 8
+    below), so its blocked layers run; 10x10 images, odd after the first pooling."""
+    torch.manual_seed(27)
+    model = AnchorCnn(channels=1, first=16, second=32, image=10, hidden=8, classes=3)
+    x = torch.randn(4, 1, 10, 10)
+    labels = torch.tensor([2, 0, 1, 2])
+    tensors, metadata = record("cnn:c16-p-c32-p-f8-3", model, x, labels)
+    write_safetensors(target / "cnn_anchor.safetensors", tensors, metadata)
+    print("wrote", target / "cnn_anchor.safetensors", len(tensors), "tensors")
+
+
+class CifarBlock(nn.Module):
+    """He et al.'s CIFAR basic block, the anchor's BasicBlock: 1x1 conv + BN shortcut where the
+    shape changes."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                            nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class CifarResNet(nn.Module):
+    """The anchor's ResNet20 with one block a stage: ramtrain's resnet:8-WIDTH-CLASSES."""
+
+    def __init__(self, channels, width, classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, width, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.layer1 = nn.Sequential(CifarBlock(width, width, 1))
+        self.layer2 = nn.Sequential(CifarBlock(width, 2 * width, 2))
+        self.layer3 = nn.Sequential(CifarBlock(2 * width, 4 * width, 2))
+        self.fc = nn.Linear(4 * width, classes)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.layer3(self.layer2(self.layer1(x)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def cifar_resnet_golden(target):
+    """Widths 16, 32, 64, as ResNet-20's: channels-last on the CPU engine. 16x16 images and 4 of
+    them: the last stage's batch norms see 64 values a channel."""
+    torch.manual_seed(29)
+    model = CifarResNet(channels=1, width=16, classes=3)
+    with torch.no_grad():  # batch norms away from 1/0, so their gradients are tested too
+        for name, p in model.named_parameters():
+            if "bn" in name or "downsample.1" in name:
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn_like(p))
+    x = torch.randn(4, 1, 16, 16)
+    labels = torch.tensor([1, 2, 0, 1])
+    tensors, metadata = record("resnet:8-16-3", model, x, labels)
+    for name, b in model.named_buffers():
+        if not name.endswith("num_batches_tracked"):
+            tensors["buffer/" + name] = b.detach().clone()
+    write_safetensors(target / "cifar_resnet.safetensors", tensors, metadata)
+    print("wrote", target / "cifar_resnet.safetensors", len(tensors), "tensors")
+
+
 class LayerNorm2d(nn.LayerNorm):
     """timm's LayerNorm2d: nn.LayerNorm over the channels of NCHW."""
 
@@ -429,6 +516,8 @@ def main():
     print("wrote", target / "vit_tiny.safetensors", len(tensors), "tensors")
     vit_tiny_torchvision(target)
     resnet_tiny_golden(target)
+    cnn_anchor_golden(target)
+    cifar_resnet_golden(target)
     convnext_tiny_golden(target)
     convnext_tiny_torchvision(target)
     import torchvision

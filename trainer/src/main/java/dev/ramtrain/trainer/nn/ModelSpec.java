@@ -118,6 +118,20 @@ public final class ModelSpec {
     int pools = 0;
     int fcs = 0;
     int dropouts = 0;
+    // The convolutions, poolings and batch norms between the first convolution's output and the
+    // last one's input hold their activations in the engine's blocked layout: no reorder around
+    // each convolution, oneDNN's pooling (the anchor CNN's step 15-49% faster, RESULTS.md). The
+    // last convolution writes NCHW, what a Linear layer flattens, unless global pooling reads it.
+    ChannelLayout tower = ChannelLayout.ENGINE;
+    int lastConv = -1;
+    boolean globalPool = false;
+    for (int i = 0; i < tokens.length; i++) {
+      if (tokens[i].strip().matches("cb?\\d+")) {
+        lastConv = i;
+      }
+      globalPool |= tokens[i].strip().equals("g");
+    }
+    ChannelLayout layout = ChannelLayout.NCHW;
     for (int i = 0; i < tokens.length; i++) {
       String t = tokens[i].strip();
       boolean last = i == tokens.length - 1;
@@ -125,19 +139,21 @@ public final class ModelSpec {
         boolean norm = t.startsWith("cb");
         int out = number(spec, t.substring(norm ? 2 : 1));
         String name = "conv" + ++convs;
-        Conv2d conv = new Conv2d(name, c, h, w, out, 3, 1, 1, !norm, precision);
+        ChannelLayout outLayout = i < lastConv || globalPool ? tower : ChannelLayout.NCHW;
+        Conv2d conv = new Conv2d(name, c, h, w, out, 3, 1, 1, !norm, precision, layout, outLayout);
+        layout = outLayout;
         layers.add(conv);
         h = conv.outputHeight();
         w = conv.outputWidth();
         c = out;
         if (norm) {
-          layers.add(new BatchNorm2d("bn" + convs, c, h, w));
+          layers.add(new BatchNorm2d("bn" + convs, c, h, w, layout));
         }
         if (i + 1 < tokens.length && tokens[i + 1].strip().equals("p")) {
           // ReLU commutes with max pooling (the max of ReLUs is the ReLU of the max, and the
           // gradient reaches the same winner), so pooling first runs the ReLU on a quarter of the
           // values: the same model, less memory traffic.
-          MaxPool2d pool = new MaxPool2d("pool" + ++pools, c, h, w, 2, 2);
+          MaxPool2d pool = new MaxPool2d("pool" + ++pools, c, h, w, 2, 2, 0, layout);
           layers.add(pool);
           h = pool.outputHeight();
           w = pool.outputWidth();
@@ -145,12 +161,12 @@ public final class ModelSpec {
         }
         layers.add(new Activation(name + ".relu", Activation.Kind.RELU, c * h * w));
       } else if (t.equals("p") && flat < 0) {
-        MaxPool2d pool = new MaxPool2d("pool" + ++pools, c, h, w, 2, 2);
+        MaxPool2d pool = new MaxPool2d("pool" + ++pools, c, h, w, 2, 2, 0, layout);
         layers.add(pool);
         h = pool.outputHeight();
         w = pool.outputWidth();
       } else if (t.equals("g") && flat < 0) {
-        layers.add(new GlobalAvgPool("avgpool", c, h, w));
+        layers.add(new GlobalAvgPool("avgpool", c, h, w, layout));
         flat = c;
       } else if (t.matches("d0?\\.\\d+") && !last) {
         int size = flat < 0 ? c * h * w : flat;

@@ -88,6 +88,28 @@ public class PyTorchGoldenTest {
   }
 
   /**
+   * The Fashion-MNIST anchor's CNN at 16 and 32 channels, which the CPU engine holds blocked
+   * between its convolutions and poolings (ModelSpec's cnn), the last convolution writing NCHW for
+   * the Linear layer's flatten.
+   */
+  @Test
+  public void anchorCnnMatchesPyTorch() {
+    Map<String, Safetensors.Tensor> g = golden("cnn_anchor.safetensors");
+    check(g, "cnn:c16-p-c32-p-f8-3", shape -> ModelSpec.parse("cnn:c16-p-c32-p-f8-3", shape), 3);
+  }
+
+  /**
+   * The CIFAR ResNet of the anchor's ResNet-20 with a block a stage (widths 16, 32, 64): batch
+   * norm, ReLU fused into it, residual sums, stride-2 and 1×1 shortcuts, channels-last on the CPU
+   * engine.
+   */
+  @Test
+  public void cifarResNetMatchesPyTorch() {
+    Map<String, Safetensors.Tensor> g = golden("cifar_resnet.safetensors");
+    check(g, "resnet:8-16-3", shape -> ModelSpec.parse("resnet:8-16-3", shape), 3);
+  }
+
+  /**
    * timm's ConvNeXt layout (patchify stem and LayerNorm2d, depthwise 7×7 convolutions,
    * channels-last LayerNorm and GELU MLP, layer scale, LayerNorm2d and 2×2/2 downsampling, pooled
    * LayerNorm head) with one block per stage and widths 8, 16, 16, 16.

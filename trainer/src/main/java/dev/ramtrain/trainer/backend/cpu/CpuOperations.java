@@ -360,7 +360,7 @@ final class CpuOperations {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer y = cpu(op.y());
                   CpuBuffer argmax = cpu(op.argmax());
-                  if (op.channelBlock() != 1) {
+                  if (op.channelBlock() != 1 || oneDnn != null && oneDnn.poolsPlainChannels()) {
                     requireOneDnn(oneDnn, op.channelBlock(), "max pooling");
                     OneDnnMaxPool.Window window = OneDnnMaxPool.Window.of(op);
                     s.enqueue(
@@ -387,7 +387,7 @@ final class CpuOperations {
                   CpuBuffer dy = cpu(op.dy());
                   CpuBuffer argmax = cpu(op.argmax());
                   CpuBuffer dx = cpu(op.dx());
-                  if (op.channelBlock() != 1) {
+                  if (op.channelBlock() != 1 || oneDnn != null && oneDnn.poolsPlainChannels()) {
                     requireOneDnn(oneDnn, op.channelBlock(), "max pooling");
                     OneDnnMaxPool.Window window = OneDnnMaxPool.Window.of(op);
                     s.enqueue(

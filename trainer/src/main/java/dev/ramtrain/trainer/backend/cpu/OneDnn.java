@@ -43,6 +43,7 @@ final class OneDnn implements AutoCloseable {
 
   private final boolean bf16Dot;
   private final int channelBlock;
+  private final boolean jitPoolsPlainChannels;
   private final Map<Thread, Context> contexts = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
@@ -52,6 +53,9 @@ final class OneDnn implements AutoCloseable {
     // The blocking oneDNN's convolutions pick (format_tag any) on this ISA: 16 floats (a zmm
     // register) with AVX-512, 8 (a ymm) below it.
     channelBlock = (isa & dnnl.dnnl_cpu_isa_avx512_core) == dnnl.dnnl_cpu_isa_avx512_core ? 16 : 8;
+    try (engine probe = new engine(engine.kind.cpu, 0)) {
+      jitPoolsPlainChannels = OneDnnMaxPool.jitPoolsPlainChannels(probe);
+    }
   }
 
   /** One thread's engine, stream, primitives and scratch: used by that thread alone. */
@@ -135,6 +139,11 @@ final class OneDnn implements AutoCloseable {
       case 16 -> memory.format_tag.nChw16c;
       default -> throw new IllegalArgumentException("oneDNN has no layout nChw" + block + "c");
     };
+  }
+
+  /** Whether max pooling of NCHW activations is faster here than in the Java kernel. */
+  boolean poolsPlainChannels() {
+    return jitPoolsPlainChannels;
   }
 
   /**
@@ -420,7 +429,7 @@ final class OneDnn implements AutoCloseable {
     return fromContext(ctx -> ctx.batchNorm(n, c, hw, block).reluMaskBytes());
   }
 
-  /** Max pooling of channel-blocked activations, the winners in {@code argmax} (OneDnnMaxPool). */
+  /** Max pooling, the winners in {@code argmax} (OneDnnMaxPool). */
   void maxPool(OneDnnMaxPool.Window window, Pointer x, Pointer y, Pointer argmax) {
     inContext(ctx -> ctx.maxPool(window).forward(ctx.st, x, y, argmax));
   }

@@ -18,12 +18,13 @@ import org.bytedeco.dnnl.stream;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * oneDNN's max pooling of channel-blocked activations, forward and backward, for one shape: its
- * vector loops pool a block's 16 channels at once where the Java kernel walks each channel's plane
- * through strided reads (ResNet-50's stem pooling: 33 ms forward against a few). The winners are
- * kept in oneDNN's workspace, which lives in the operation's {@code argmax} buffer (at most a
- * 32-bit index per output, what that buffer holds): an argmax only this engine's backward reads.
- * Padding never wins, ties go to the first of the window in scan order, as the operation says.
+ * oneDNN's max pooling, forward and backward, for one shape: its vector loops pool a block's 16
+ * channels at once where the Java kernel walks each channel's plane through strided reads
+ * (ResNet-50's stem pooling: 33 ms forward against a few). NCHW activations go through it too where
+ * it pools them with a jit kernel ({@link #jitPoolsPlainChannels}). The winners are kept in
+ * oneDNN's workspace, which lives in the operation's {@code argmax} buffer (at most a 32-bit index
+ * per output, what that buffer holds): an argmax only this engine's backward reads. Padding never
+ * wins, ties go to the first of the window in scan order, as the operation says.
  */
 final class OneDnnMaxPool implements AutoCloseable {
   private final BoundPrimitive forward;
@@ -118,6 +119,39 @@ final class OneDnnMaxPool implements AutoCloseable {
             new pooling_backward(bwd),
             new int[] {DNNL_ARG_DIFF_DST, DNNL_ARG_WORKSPACE, DNNL_ARG_DIFF_SRC},
             new memory.desc[] {dst, workspace, src});
+  }
+
+  /**
+   * Whether oneDNN pools NCHW activations with a jit kernel on this CPU. From AVX-512 on it
+   * transposes blocks of channels into its vector loop (the anchor CNN's first pooling: 1.5 ms
+   * forward against the Java kernel's 6); below it picks {@code simple_nchw}, a scalar loop 2-3
+   * times slower than the Java kernel (16 against 5 ms on the AVX2 path), which then keeps NCHW.
+   */
+  static boolean jitPoolsPlainChannels(engine eng) {
+    try (NativeObjects own = new NativeObjects()) {
+      long[] two = {2, 2};
+      long[] zero = {0, 0};
+      pooling_forward.primitive_desc probe =
+          own.own(
+              new pooling_forward.primitive_desc(
+                  eng,
+                  dnnl.dnnl_forward_training,
+                  dnnl.dnnl_pooling_max,
+                  own.own(
+                      new memory.desc(
+                          new long[] {2, 32, 8, 8}, memory.data_type.f32, memory.format_tag.nchw)),
+                  own.own(
+                      new memory.desc(
+                          new long[] {2, 32, 4, 4}, memory.data_type.f32, memory.format_tag.nchw)),
+                  two,
+                  two,
+                  zero,
+                  zero,
+                  zero,
+                  own.own(new primitive_attr()),
+                  false));
+      return probe.impl_info_str().getString().startsWith("jit");
+    }
   }
 
   void forward(stream st, Pointer x, Pointer y, Pointer argmax) {

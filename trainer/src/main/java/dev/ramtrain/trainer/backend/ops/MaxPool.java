@@ -12,10 +12,13 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 /**
  * k×k max pooling of NCHW input with {@code pad} positions of padding that never win
  * (nn.MaxPool2d's implicit -inf: ResNet's 3×3/2 stem pooling pads 1); {@code argmax} (I32) records
- * each winner's index in its plane. Ties and NaNs: the first of the window's in-plane values wins
- * unless a later one is strictly greater. x and y are in the layout {@code channelBlock} says
- * ({@link BatchNormTrain}); with channels blocked (oneDNN only), argmax holds that engine's own
- * record of the winners, which only its {@link MaxPoolBackward} reads.
+ * each winner's index in its plane. Ties: the first of the window's in-plane values wins unless a
+ * later one is strictly greater. NaNs differ by engine: the Java kernels' 2×2 loop passes on any
+ * NaN of its window, as PyTorch does; CUDA's keeps one only where it comes first (the rule above);
+ * oneDNN's never picks one. x and y are in the layout {@code channelBlock} says ({@link
+ * BatchNormTrain}). Where oneDNN pools (channels blocked, or NCHW on CPUs where its kernel is the
+ * faster), argmax holds that engine's own record of the winners, which only its {@link
+ * MaxPoolBackward} reads.
  */
 public record MaxPool(
     DeviceBuffer x,
