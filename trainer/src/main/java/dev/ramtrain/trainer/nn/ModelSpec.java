@@ -120,7 +120,7 @@ public final class ModelSpec {
     int dropouts = 0;
     // The convolutions, poolings and batch norms between the first convolution's output and the
     // last one's input hold their activations in the engine's blocked layout: no reorder around
-    // each convolution, oneDNN's pooling (the anchor CNN's step 15-49% faster, RESULTS.md). The
+    // each convolution, oneDNN's pooling (the anchor CNN's step 16-49% faster, RESULTS.md). The
     // last convolution writes NCHW, what a Linear layer flattens, unless global pooling reads it.
     ChannelLayout tower = ChannelLayout.ENGINE;
     int lastConv = -1;
