@@ -237,15 +237,15 @@ public final class ModelSpec {
         List<Layer> main =
             List.of(
                 conv1,
-                ResNet.normRelu(name + ".bn1", out, oh, ow, inner),
+                BatchNorm2d.withRelu(name + ".bn1", out, oh, ow, inner),
                 ResNet.conv(name + ".conv2", out, oh, ow, out, 3, 1, 1, precision, inner),
-                ResNet.norm(name + ".bn2", out, oh, ow, inner));
+                new BatchNorm2d(name + ".bn2", out, oh, ow, inner));
         List<Layer> shortcut = List.of();
         if (stride != 1 || out != c) {
           shortcut =
               List.of(
                   ResNet.conv(name + ".downsample.0", c, h, w, out, 1, stride, 0, precision, inner),
-                  ResNet.norm(name + ".downsample.1", out, oh, ow, inner));
+                  new BatchNorm2d(name + ".downsample.1", out, oh, ow, inner));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
         c = out;

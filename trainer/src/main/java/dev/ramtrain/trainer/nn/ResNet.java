@@ -90,7 +90,7 @@ public final class ResNet {
                       0,
                       precision,
                       inner),
-                  norm(name + ".downsample.1", planes * expansion, oh, ow, inner));
+                  new BatchNorm2d(name + ".downsample.1", planes * expansion, oh, ow, inner));
         }
         layers.add(new ResidualBlock(name, main, shortcut));
         c = planes * expansion;
@@ -116,9 +116,9 @@ public final class ResNet {
     int ow = conv1.outputWidth();
     return List.of(
         conv1,
-        normRelu(name + ".bn1", planes, oh, ow, INNER),
+        BatchNorm2d.withRelu(name + ".bn1", planes, oh, ow, INNER),
         conv(name + ".conv2", planes, oh, ow, planes, 3, 1, 1, precision, INNER),
-        norm(name + ".bn2", planes, oh, ow, INNER));
+        new BatchNorm2d(name + ".bn2", planes, oh, ow, INNER));
   }
 
   private static List<Layer> bottleneck(
@@ -129,11 +129,11 @@ public final class ResNet {
     int ow = conv2.outputWidth();
     return List.of(
         conv1,
-        normRelu(name + ".bn1", planes, h, w, INNER),
+        BatchNorm2d.withRelu(name + ".bn1", planes, h, w, INNER),
         conv2,
-        normRelu(name + ".bn2", planes, oh, ow, INNER),
+        BatchNorm2d.withRelu(name + ".bn2", planes, oh, ow, INNER),
         conv(name + ".conv3", planes, oh, ow, 4 * planes, 1, 1, 0, precision, INNER),
-        norm(name + ".bn3", 4 * planes, oh, ow, INNER));
+        new BatchNorm2d(name + ".bn3", 4 * planes, oh, ow, INNER));
   }
 
   /** A block's convolution: no bias (batch norm follows), the inner layout on both sides. */
@@ -149,15 +149,5 @@ public final class ResNet {
       Precision precision,
       ChannelLayout inner) {
     return new Conv2d(name, c, h, w, out, k, stride, pad, false, precision, inner, inner);
-  }
-
-  /** A block's batch norm, in the inner layout. */
-  static BatchNorm2d norm(String name, int c, int h, int w, ChannelLayout inner) {
-    return new BatchNorm2d(name, c, h, w, inner);
-  }
-
-  /** A block's batch norm and the ReLU after it, in the inner layout. */
-  static BatchNorm2d normRelu(String name, int c, int h, int w, ChannelLayout inner) {
-    return BatchNorm2d.withRelu(name, c, h, w, inner);
   }
 }
