@@ -1,6 +1,6 @@
 package dev.ramtrain.jobs;
 
-import dev.ramtrain.format.console.Printable;
+import dev.ramtrain.console.Printable;
 import dev.ramtrain.jobs.cli.DemoCommand;
 import dev.ramtrain.jobs.cli.EvaluateCommand;
 import dev.ramtrain.jobs.cli.GenerateCommand;

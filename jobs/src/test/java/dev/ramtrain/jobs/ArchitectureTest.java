@@ -2,6 +2,7 @@ package dev.ramtrain.jobs;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
@@ -35,7 +36,8 @@ class ArchitectureTest {
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
             .importPackages("dev.ramtrain");
     // A rule over no classes passes whatever the imports: make sure each module was found.
-    for (String module : List.of("format", "etl", "trainer", "jobs")) {
+    for (String module :
+        List.of("format", "console", "files", "random", "etl", "trainer", "jobs")) {
       String prefix = "dev.ramtrain." + module + ".";
       assertTrue(
           classes.stream().anyMatch(c -> c.getName().startsWith(prefix)),
@@ -43,12 +45,20 @@ class ArchitectureTest {
     }
   }
 
+  /**
+   * The etl/format module: the shard format, and the utilities every module shares (console lines,
+   * file errors and commit pause points, seeds), each in a package named for what it is.
+   */
   @Test
   void theShardFormatNeedsOnlyArrowAndJackson() {
     check(
         noClasses()
             .that()
-            .resideInAPackage("dev.ramtrain.format..")
+            .resideInAnyPackage(
+                "dev.ramtrain.format..",
+                "dev.ramtrain.console..",
+                "dev.ramtrain.files..",
+                "dev.ramtrain.random..")
             .should()
             .dependOnClassesThat()
             .resideInAnyPackage(SPARK_HADOOP_OPENCV)
@@ -125,6 +135,14 @@ class ArchitectureTest {
     check(
         noClasses()
             .that()
+            .resideInAPackage("dev.ramtrain.trainer.backend")
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(ENGINES)
+            .as("the backend's interface package names no engine"));
+    check(
+        noClasses()
+            .that()
             .resideInAPackage("dev.ramtrain.trainer.backend.cpu..")
             .should()
             .dependOnClassesThat()
@@ -136,6 +154,57 @@ class ArchitectureTest {
             .should()
             .dependOnClassesThat()
             .resideInAPackage("dev.ramtrain.trainer.backend.cpu.."));
+  }
+
+  /**
+   * One place picks an engine ({@code Backends} in {@code backend.engines}): outside the engines'
+   * own packages nothing in the trainer names one.
+   */
+  @Test
+  void onlyTheEngineFactoryNamesAnEngine() {
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage("dev.ramtrain.trainer..")
+            .and()
+            .resideOutsideOfPackages(
+                "dev.ramtrain.trainer.backend.cpu..",
+                "dev.ramtrain.trainer.backend.cuda..",
+                "dev.ramtrain.trainer.backend.engines..")
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(ENGINES));
+  }
+
+  /**
+   * The notebook API and the CLI are two front ends over the same packages: neither calls the
+   * other.
+   */
+  @Test
+  void theApiAndTheCliAreIndependentFrontEnds() {
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage("dev.ramtrain.jobs.api..")
+            .should()
+            .dependOnClassesThat()
+            .resideInAPackage("dev.ramtrain.jobs.cli.."));
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage("dev.ramtrain.jobs.cli..")
+            .should()
+            .dependOnClassesThat()
+            .resideInAPackage("dev.ramtrain.jobs.api.."));
+  }
+
+  /**
+   * No two packages depend on each other, directly or around a loop, in any module: each package
+   * can be read, tested and moved with only what it imports.
+   */
+  @Test
+  void packagesFormNoCycles() {
+    check(slices().matching("dev.ramtrain.(**)").should().beFreeOfCycles());
   }
 
   private static void check(ArchRule rule) {

@@ -1,7 +1,7 @@
 package dev.ramtrain.trainer;
 
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -54,12 +54,12 @@ public record BatchAugmentation(float colorJitter, Mixup mixup, long seed) imple
               colorJitter,
               colorJitter,
               colorJitter,
-              SampleIds.mix(seed, batchNumber, JITTER)));
+              Seeds.mix(seed, batchNumber, JITTER)));
     }
     if (!mixup.enabled()) {
       return 1f;
     }
-    SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, batchNumber, MIX));
+    SplittableRandom rng = new SplittableRandom(Seeds.mix(seed, batchNumber, MIX));
     return mixup.apply(backend, s, x, batch, shape, rng);
   }
 }

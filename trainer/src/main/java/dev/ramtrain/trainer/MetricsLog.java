@@ -2,7 +2,7 @@ package dev.ramtrain.trainer;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ramtrain.format.IoErrors;
+import dev.ramtrain.files.IoErrors;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,7 +1,7 @@
 package dev.ramtrain.trainer;
 
+import dev.ramtrain.console.ProgressLine;
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.format.console.ProgressLine;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;

@@ -1,5 +1,6 @@
 package dev.ramtrain.format;
 
+import dev.ramtrain.files.OutputStreamChannel;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;

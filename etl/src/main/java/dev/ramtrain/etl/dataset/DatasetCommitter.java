@@ -1,9 +1,9 @@
 package dev.ramtrain.etl.dataset;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ramtrain.files.PausePoints;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.ManifestCodec;
-import dev.ramtrain.format.PausePoints;
 import dev.ramtrain.format.ShardFormatException;
 import java.io.FileNotFoundException;
 import java.io.IOException;

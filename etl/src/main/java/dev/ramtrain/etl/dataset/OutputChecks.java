@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.dataset;
 
-import dev.ramtrain.format.IoErrors;
+import dev.ramtrain.files.IoErrors;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.dataset;
 
-import dev.ramtrain.format.OutputStreamChannel;
+import dev.ramtrain.files.OutputStreamChannel;
 import java.io.IOException;
 import java.io.Serializable;
 import java.nio.channels.WritableByteChannel;

@@ -1,5 +1,6 @@
 package dev.ramtrain.etl.image;
 
+import dev.ramtrain.etl.source.RejectedImageException;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.opencv.global.opencv_imgcodecs;
 import org.bytedeco.opencv.global.opencv_imgproc;

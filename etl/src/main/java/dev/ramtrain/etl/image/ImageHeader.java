@@ -1,5 +1,8 @@
 package dev.ramtrain.etl.image;
 
+import dev.ramtrain.etl.source.RejectReason;
+import dev.ramtrain.etl.source.RejectedImageException;
+
 /**
  * Format and pixel size read from an encoded image's header, before any decoding: enough to reject
  * decompression bombs cheaply, to pick a reduced-size JPEG decode, and to notice truncated files

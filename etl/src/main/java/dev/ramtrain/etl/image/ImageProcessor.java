@@ -7,8 +7,10 @@ import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_RGB2GRAY;
 import static org.bytedeco.opencv.global.opencv_imgproc.cvtColor;
 
 import dev.ramtrain.etl.source.RawSample;
+import dev.ramtrain.etl.source.RejectReason;
+import dev.ramtrain.etl.source.RejectedImageException;
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import java.io.IOException;
 import java.io.Serializable;
 import java.util.SplittableRandom;
@@ -145,7 +147,7 @@ public final class ImageProcessor implements Serializable {
     SplittableRandom[] rngs = new SplittableRandom[copies];
     Region union = plain;
     for (int c = 0; c < copies; c++) {
-      rngs[c] = new SplittableRandom(SampleIds.mix(seed, id, c + 1));
+      rngs[c] = new SplittableRandom(Seeds.mix(seed, id, c + 1));
       crops[c] = transform.randomCrop(w, h, rngs[c]);
       union = union == null ? crops[c] : union.union(crops[c]);
     }

@@ -1,5 +1,6 @@
 package dev.ramtrain.etl.image;
 
+import dev.ramtrain.etl.source.RejectedImageException;
 import dev.ramtrain.format.ImageShape;
 import org.apache.arrow.memory.util.MemoryUtil;
 import org.bytedeco.javacpp.BytePointer;

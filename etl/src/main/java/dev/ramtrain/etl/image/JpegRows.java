@@ -6,6 +6,7 @@ import static org.bytedeco.opencv.global.opencv_imgcodecs.imencode;
 import static org.bytedeco.opencv.global.opencv_imgproc.COLOR_RGB2BGR;
 import static org.bytedeco.opencv.global.opencv_imgproc.cvtColor;
 
+import dev.ramtrain.etl.source.RejectedImageException;
 import dev.ramtrain.format.ImageShape;
 import org.apache.arrow.memory.util.MemoryUtil;
 import org.bytedeco.javacpp.BytePointer;

@@ -13,6 +13,8 @@ import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_GRAYSCA
 import static org.bytedeco.opencv.global.opencv_imgcodecs.IMREAD_REDUCED_GRAYSCALE_8;
 import static org.bytedeco.opencv.global.opencv_imgcodecs.imdecode;
 
+import dev.ramtrain.etl.source.RejectReason;
+import dev.ramtrain.etl.source.RejectedImageException;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.opencv.opencv_core.Mat;
 

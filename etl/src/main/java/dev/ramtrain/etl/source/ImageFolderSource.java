@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.source;
 
-import dev.ramtrain.format.IoErrors;
+import dev.ramtrain.files.IoErrors;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.FileSystemLoopException;

@@ -1,9 +1,7 @@
 package dev.ramtrain.etl.source;
 
 import dev.ramtrain.etl.dataset.DatasetFiles;
-import dev.ramtrain.etl.image.RejectReason;
-import dev.ramtrain.etl.image.RejectedImageException;
-import dev.ramtrain.format.IoErrors;
+import dev.ramtrain.files.IoErrors;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;

@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.source;
 
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.GradientPaint;
@@ -91,7 +91,7 @@ public final class SyntheticImages {
               n -> {
                 int c = n / perClass;
                 int i = n % perClass;
-                SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, c, i));
+                SplittableRandom rng = new SplittableRandom(Seeds.mix(seed, c, i));
                 boolean jpeg = rng.nextDouble() < jpegFraction;
                 byte[] bytes = encode(draw(c, rng), jpeg, rng);
                 Path file =

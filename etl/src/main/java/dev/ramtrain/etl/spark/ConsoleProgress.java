@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.format.console.ProgressLine;
+import dev.ramtrain.console.ProgressLine;
 import java.time.Duration;
 import org.apache.spark.SparkContext;
 import org.apache.spark.util.LongAccumulator;

@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.format.console.ProgressLine;
+import dev.ramtrain.console.ProgressLine;
 import java.time.Duration;
 import java.util.function.Function;
 import org.apache.spark.SparkContext;

@@ -1,6 +1,6 @@
 package dev.ramtrain.etl.spark;
 
-import dev.ramtrain.etl.image.RejectReason;
+import dev.ramtrain.etl.source.RejectReason;
 import java.io.Serializable;
 
 /** One skipped input: where it came from and why. */

@@ -1,7 +1,7 @@
 package dev.ramtrain.etl.spark;
 
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import java.io.Serializable;
 import java.util.Map;
 
@@ -53,7 +53,7 @@ record ShardPlan(int trainShards, int valShards, double valFraction, long seed)
     }
     // Independent of the seed, so changing the seed reshuffles but never moves samples across
     // splits.
-    double u = (SampleIds.mix(id, 0x5EED) >>> 11) * 0x1.0p-53;
+    double u = (Seeds.mix(id, 0x5EED) >>> 11) * 0x1.0p-53;
     return u < valFraction ? Manifest.VAL : Manifest.TRAIN;
   }
 
@@ -64,8 +64,8 @@ record ShardPlan(int trainShards, int valShards, double valFraction, long seed)
     if (shards == 0) {
       return null;
     }
-    int shard = (int) Math.floorMod(SampleIds.mix(seed, id), (long) shards);
-    return new ShardSlot(val ? trainShards + shard : shard, SampleIds.mix(seed, id, 1), id);
+    int shard = (int) Math.floorMod(Seeds.mix(seed, id), (long) shards);
+    return new ShardSlot(val ? trainShards + shard : shard, Seeds.mix(seed, id, 1), id);
   }
 
   String splitOf(int partition) {

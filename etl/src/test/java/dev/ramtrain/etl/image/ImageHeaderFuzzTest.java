@@ -2,6 +2,7 @@ package dev.ramtrain.etl.image;
 
 import static org.bytedeco.opencv.global.opencv_imgcodecs.IMWRITE_WEBP_QUALITY;
 
+import dev.ramtrain.etl.source.RejectedImageException;
 import java.nio.charset.StandardCharsets;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;

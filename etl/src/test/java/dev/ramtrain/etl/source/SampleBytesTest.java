@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.ramtrain.etl.dataset.NonLocalFileSystemTest;
-import dev.ramtrain.etl.image.RejectReason;
-import dev.ramtrain.etl.image.RejectedImageException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.apache.hadoop.conf.Configuration;

@@ -4,23 +4,22 @@ import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.cli.GenerateCommand;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.CheckpointEvaluation;
 import dev.ramtrain.jobs.train.DistributedTraining;
 import dev.ramtrain.jobs.train.ImageClassifier;
 import dev.ramtrain.jobs.train.ImageFiles;
 import dev.ramtrain.jobs.train.InMemoryTraining;
 import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.jobs.train.TrainingPlacement;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.Backend;
-import dev.ramtrain.trainer.backend.Backends;
+import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
@@ -109,7 +108,8 @@ public final class RamTrain {
    * {@code dir}, a new or empty directory: something to try ramtrain on. Returns the image count.
    */
   public int generateShapes(String dir) throws IOException {
-    return GenerateCommand.write(config(), Path.of(dir));
+    Path root = Path.of(dir);
+    return EtlSettings.syntheticImages(config(), root).writeTo(root);
   }
 
   /**

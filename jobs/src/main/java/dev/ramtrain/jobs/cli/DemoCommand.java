@@ -1,16 +1,15 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.console.Printable;
 import dev.ramtrain.etl.source.SyntheticImages;
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.format.console.Printable;
-import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;
 import java.io.IOException;
@@ -84,7 +83,7 @@ public final class DemoCommand implements Callable<Integer> {
       // generating leaves no half set that the next one would take for the whole.
       Path partial = work.resolve("images.partial");
       discardPartialImages(partial);
-      GenerateCommand.write(config, partial);
+      EtlSettings.syntheticImages(config, partial).writeTo(partial);
       Files.move(partial, images, StandardCopyOption.ATOMIC_MOVE);
     }
     try (SparkSession spark = SparkSessions.open("ramtrain demo", common.master())) {

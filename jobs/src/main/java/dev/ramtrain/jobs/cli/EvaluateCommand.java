@@ -1,14 +1,14 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.console.Printable;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.format.console.Printable;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.report.StaticCharts;
 import dev.ramtrain.jobs.train.CheckpointEvaluation;
 import dev.ramtrain.jobs.train.RunJournal;
 import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;

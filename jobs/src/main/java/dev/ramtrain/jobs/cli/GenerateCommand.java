@@ -1,15 +1,12 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.etl.source.SyntheticImages;
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -76,35 +73,7 @@ public final class GenerateCommand implements Callable<Integer> {
         !out.isBlank(),
         "ramtrain.generate.output",
         "an output directory is required (--output DIR)");
-    return write(config, Path.of(out));
-  }
-
-  /** Writes the images the settings describe into {@code root}, a new or empty directory. */
-  public static int write(RamtrainConfig config, Path root) throws IOException {
-    SyntheticImages images;
-    try {
-      images =
-          new SyntheticImages(
-              config.integer("ramtrain.generate.classes"),
-              config.integer("ramtrain.generate.images-per-class"),
-              config.integer("ramtrain.generate.width"),
-              config.integer("ramtrain.generate.height"),
-              config.number("ramtrain.generate.jpeg-fraction"),
-              config.longValue("ramtrain.seed"));
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("ramtrain.generate: " + e.getMessage());
-    }
-    if (Files.isDirectory(root)) {
-      try (Stream<Path> entries = Files.list(root)) {
-        if (entries.findAny().isPresent()) {
-          throw new ConfigException(
-              "ramtrain.generate.output = "
-                  + root.toAbsolutePath()
-                  + " is not empty: generate writes only into a new or empty directory, so that"
-                  + " no file of yours is overwritten");
-        }
-      }
-    }
-    return images.writeTo(root);
+    Path root = Path.of(out);
+    return EtlSettings.syntheticImages(config, root).writeTo(root);
   }
 }

@@ -1,8 +1,8 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.console.Printable;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.format.console.Printable;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.AtomicFile;

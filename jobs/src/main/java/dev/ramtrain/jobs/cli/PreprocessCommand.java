@@ -1,10 +1,9 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.console.Printable;
 import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.etl.spark.PreprocessResult;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.format.console.Printable;
-import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import java.io.IOException;

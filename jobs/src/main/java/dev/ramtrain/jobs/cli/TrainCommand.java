@@ -2,16 +2,15 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.SparkSessions;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.DistributedTraining;
 import dev.ramtrain.jobs.train.ExecutorRanks;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunReports;
 import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainingData;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.trainer.EvalResult;

@@ -11,10 +11,13 @@ import dev.ramtrain.etl.source.CifarSource;
 import dev.ramtrain.etl.source.IdxSource;
 import dev.ramtrain.etl.source.ImageFolderSource;
 import dev.ramtrain.etl.source.ImageSource;
+import dev.ramtrain.etl.source.SyntheticImages;
 import dev.ramtrain.etl.source.TableSource;
 import dev.ramtrain.etl.spark.PreprocessOptions;
 import dev.ramtrain.format.ImageShape;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -35,6 +38,40 @@ public final class EtlSettings {
   public enum Color {
     RGB,
     GRAYSCALE
+  }
+
+  /**
+   * The generated shapes images that {@code ramtrain.generate.*} describe (classes, images per
+   * class, size, JPEG fraction, seed), to be written into {@code root}, which must be a new or
+   * empty directory: generate never writes beside files of the user's.
+   */
+  public static SyntheticImages syntheticImages(RamtrainConfig config, java.nio.file.Path root)
+      throws IOException {
+    SyntheticImages images;
+    try {
+      images =
+          new SyntheticImages(
+              config.integer("ramtrain.generate.classes"),
+              config.integer("ramtrain.generate.images-per-class"),
+              config.integer("ramtrain.generate.width"),
+              config.integer("ramtrain.generate.height"),
+              config.number("ramtrain.generate.jpeg-fraction"),
+              config.longValue("ramtrain.seed"));
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("ramtrain.generate: " + e.getMessage());
+    }
+    if (Files.isDirectory(root)) {
+      try (Stream<java.nio.file.Path> entries = Files.list(root)) {
+        if (entries.findAny().isPresent()) {
+          throw new ConfigException(
+              "ramtrain.generate.output = "
+                  + root.toAbsolutePath()
+                  + " is not empty: generate writes only into a new or empty directory, so that"
+                  + " no file of yours is overwritten");
+        }
+      }
+    }
+    return images;
   }
 
   public static PreprocessOptions preprocessOptions(RamtrainConfig c) {

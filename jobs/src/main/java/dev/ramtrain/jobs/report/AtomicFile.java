@@ -1,6 +1,6 @@
 package dev.ramtrain.jobs.report;
 
-import dev.ramtrain.format.IoErrors;
+import dev.ramtrain.files.IoErrors;
 import java.awt.image.RenderedImage;
 import java.io.IOException;
 import java.io.InputStream;

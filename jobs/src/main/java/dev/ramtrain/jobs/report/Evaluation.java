@@ -1,8 +1,8 @@
 package dev.ramtrain.jobs.report;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.ramtrain.files.IoErrors;
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.format.IoErrors;
 import dev.ramtrain.trainer.EvalResult;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;

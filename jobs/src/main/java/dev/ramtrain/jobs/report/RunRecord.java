@@ -2,7 +2,7 @@ package dev.ramtrain.jobs.report;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.ramtrain.format.IoErrors;
+import dev.ramtrain.files.IoErrors;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

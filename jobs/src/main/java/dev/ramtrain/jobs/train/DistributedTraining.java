@@ -5,7 +5,6 @@ import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.etl.spark.LiveProgress;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.ConfigException;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;

@@ -2,7 +2,6 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.ShardResult;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.LoaderOptions;
 import java.util.HashSet;

@@ -1,7 +1,7 @@
 package dev.ramtrain.jobs.train;
 
+import dev.ramtrain.console.ProgressLine;
 import dev.ramtrain.etl.spark.LiveProgress;
-import dev.ramtrain.format.console.ProgressLine;
 import java.time.Duration;
 import org.apache.spark.SparkContext;
 import org.apache.spark.util.LongAccumulator;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.etl.spark.PreprocessOptions;
+import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
 import java.nio.file.Files;
@@ -179,7 +180,7 @@ class RamtrainConfigTest {
     assertMessage(
         assertThrows(
             ConfigException.class,
-            () -> dev.ramtrain.jobs.SparkSessions.open("test", "local[999999]")),
+            () -> dev.ramtrain.jobs.cli.SparkSessions.open("test", "local[999999]")),
         "--master local[999999]",
         "task threads");
   }

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
-import dev.ramtrain.jobs.config.TrainSettings;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Stream;

@@ -1,7 +1,5 @@
 package dev.ramtrain.trainer.backend;
 
-import dev.ramtrain.trainer.backend.ops.Operation;
-
 /**
  * A device and the operations it runs: what the layers, the optimizers and the offload schedule
  * need. An operation is a record of {@code backend.ops} (its arguments, checked when it is made);

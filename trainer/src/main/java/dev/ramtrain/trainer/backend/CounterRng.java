@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.backend;
 
-import dev.ramtrain.format.ids.SplitMix64;
+import dev.ramtrain.random.SplitMix64;
 
 /**
  * A counter-based random number: the value for (seed, i) is a pure function of both, so a GPU

@@ -1,6 +1,5 @@
 package dev.ramtrain.trainer.backend;
 
-import dev.ramtrain.trainer.backend.ops.Operation;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;

@@ -3,7 +3,7 @@ package dev.ramtrain.trainer.checkpoint;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import dev.ramtrain.format.PausePoints;
+import dev.ramtrain.files.PausePoints;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;

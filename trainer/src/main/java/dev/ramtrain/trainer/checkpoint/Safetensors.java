@@ -3,7 +3,7 @@ package dev.ramtrain.trainer.checkpoint;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.ramtrain.format.IoErrors;
+import dev.ramtrain.files.IoErrors;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;

@@ -3,7 +3,7 @@ package dev.ramtrain.trainer.data;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.ShardBatch;
 import dev.ramtrain.format.ShardReader;
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import java.nio.ByteBuffer;
@@ -569,7 +569,7 @@ public final class DataLoader implements AutoCloseable {
         ShardBatch source, int row, long target, CropResampler resizer, long scratch) {
       LoaderOptions.Augmentation augmentation = options.augmentation();
       SplittableRandom rng =
-          new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, source.id(row)));
+          new SplittableRandom(Seeds.mix(options.sampling().seed(), epoch, source.id(row)));
       boolean isJpeg = source.isJpeg(row);
       long image = isJpeg ? scratch : source.imageAddress(row);
       if (resizer == null) {
@@ -696,7 +696,7 @@ public final class DataLoader implements AutoCloseable {
     }
     if (options.sampling().shuffle()) {
       SplittableRandom rng =
-          new SplittableRandom(SampleIds.mix(options.sampling().seed(), epoch, orderStream()));
+          new SplittableRandom(Seeds.mix(options.sampling().seed(), epoch, orderStream()));
       for (int i = all.length - 1; i > 0; i--) {
         int j = rng.nextInt(i + 1);
         long t = all[i];

@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.data;
 
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -22,7 +22,7 @@ record WindowedOrder(long[] samples, long[] windowEnds, int[][] windowShards) {
     int n = shardRows.length;
     int[] shards = new int[n];
     Arrays.setAll(shards, i -> i);
-    SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, epoch, stream));
+    SplittableRandom rng = new SplittableRandom(Seeds.mix(seed, epoch, stream));
     if (shuffle) {
       shuffle(shards, rng);
     }

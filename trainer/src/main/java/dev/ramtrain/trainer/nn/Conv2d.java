@@ -1,9 +1,9 @@
 package dev.ramtrain.trainer.nn;
 
-import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.lowering.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.ops.AddChannelBias;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;

@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
@@ -48,7 +48,7 @@ public final class Dropout extends BaseLayer {
 
   @Override
   public void beginStep(long seed) {
-    this.stepSeed = SampleIds.mix(seed, name.hashCode());
+    this.stepSeed = Seeds.mix(seed, name.hashCode());
   }
 
   @Override

@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -181,7 +181,7 @@ public final class Model implements Network, AutoCloseable {
 
   /** Tells the layers which training step the next forward belongs to (seeds dropout). */
   public void beginStep(long step) {
-    long stepSeed = SampleIds.mix(seed, step);
+    long stepSeed = Seeds.mix(seed, step);
     layers.forEach(l -> l.beginStep(stepSeed));
   }
 

@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
@@ -186,7 +186,7 @@ public final class Parameters implements ParameterSource, AutoCloseable {
         into.put((int) e.offset(), given);
         continue;
       }
-      SplittableRandom rng = new SplittableRandom(SampleIds.mix(seed, s.name().hashCode()));
+      SplittableRandom rng = new SplittableRandom(Seeds.mix(seed, s.name().hashCode()));
       double bound = s.fanIn() > 0 ? Math.sqrt(1.0 / s.fanIn()) : 0;
       for (long i = 0; i < s.count(); i++) {
         float v =

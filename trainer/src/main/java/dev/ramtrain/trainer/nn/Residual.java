@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Add;
@@ -120,7 +120,7 @@ public final class Residual extends BaseLayer {
 
   @Override
   public void beginStep(long seed) {
-    stepSeed = SampleIds.mix(seed, name.hashCode());
+    stepSeed = Seeds.mix(seed, name.hashCode());
     branch.forEach(l -> l.beginStep(seed));
   }
 

@@ -1,6 +1,6 @@
 package dev.ramtrain.trainer.offload;
 
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
@@ -246,7 +246,7 @@ public final class StreamedModel implements Network, AutoCloseable {
       }
     }
     backend.run(compute, new Fill(resident.grads(), 0f)); // streamed ones are zeroed in their slot
-    long stepSeed = SampleIds.mix(seed, step);
+    long stepSeed = Seeds.mix(seed, step);
     layers.forEach(l -> l.beginStep(stepSeed));
   }
 

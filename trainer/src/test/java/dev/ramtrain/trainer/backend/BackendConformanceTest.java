@@ -35,7 +35,6 @@ import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
 import dev.ramtrain.trainer.backend.ops.Multiply;
 import dev.ramtrain.trainer.backend.ops.NormalizeImages;
-import dev.ramtrain.trainer.backend.ops.Operation;
 import dev.ramtrain.trainer.backend.ops.Relu;
 import dev.ramtrain.trainer.backend.ops.ReluBackward;
 import dev.ramtrain.trainer.backend.ops.SgdStep;

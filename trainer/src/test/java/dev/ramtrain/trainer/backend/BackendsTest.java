@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.backend;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.ramtrain.trainer.backend.engines.Backends;
 import org.junit.jupiter.api.Test;
 
 /**

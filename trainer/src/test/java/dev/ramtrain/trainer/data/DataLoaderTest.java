@@ -15,7 +15,7 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.format.ShardSchema;
 import dev.ramtrain.format.ShardWriter;
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import java.io.OutputStream;
@@ -394,7 +394,7 @@ class DataLoaderTest {
 
   /** Sample {@code id} as epoch {@code epoch} of seed 42 crops and flips it. */
   private static byte[] resizedCrop(long id, int epoch) {
-    SplittableRandom rng = new SplittableRandom(SampleIds.mix(42, epoch, id));
+    SplittableRandom rng = new SplittableRandom(Seeds.mix(42, epoch, id));
     CropPlan plan = CROP.plan(SHAPE.height(), SHAPE.width(), rng::nextDouble);
     java.nio.ByteBuffer out = java.nio.ByteBuffer.allocate(3 * 3 * 3);
     new AntialiasedResize()
@@ -472,10 +472,26 @@ class DataLoaderTest {
           Arrays.equals(resizedCrop(1003, 0), resizedCrop(1003, 5)), "a new crop every epoch");
       DataLoader.Work after = loader.work();
       assertEquals(2 * 40, after.samples() - before.samples(), "the workers' samples counted");
-      assertTrue(after.samplesPerSecondSince(before) > 0);
+      assertTrue(after.nanos() > before.nanos(), "the workers' time counted");
       assertTrue(after.resizeMillisPerSampleSince(before) > 0, "crops timed");
       assertTrue(after.resizeNanos() <= after.nanos(), "cropping is part of the work");
     }
+  }
+
+  /**
+   * The loader's rate is its workers' samples over their busy time, each worker counted (two
+   * workers busy one second each for 300 samples make 300 a second, not 150); averages are per
+   * sample; nothing done between two readings is no rate, not a division by zero.
+   */
+  @Test
+  void workRatesAreSamplesOverTheWorkersBusyTime() {
+    DataLoader.Work before = new DataLoader.Work(100, 1_000_000_000L, 10_000_000L, 0, 0, 2);
+    DataLoader.Work after = new DataLoader.Work(400, 3_000_000_000L, 610_000_000L, 0, 0, 2);
+    assertEquals(300.0, after.samplesPerSecondSince(before), 1e-9);
+    assertEquals(2.0, after.resizeMillisPerSampleSince(before), 1e-12);
+    assertEquals(0.0, after.decodeMillisPerSampleSince(before));
+    assertEquals(0.0, before.samplesPerSecondSince(before));
+    assertEquals(0.0, before.resizeMillisPerSampleSince(before));
   }
 
   @Test

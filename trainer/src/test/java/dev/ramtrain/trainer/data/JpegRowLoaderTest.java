@@ -10,7 +10,7 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.format.ShardSchema;
 import dev.ramtrain.format.ShardWriter;
-import dev.ramtrain.format.ids.SampleIds;
+import dev.ramtrain.random.Seeds;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import java.io.OutputStream;
@@ -211,7 +211,7 @@ class JpegRowLoaderTest {
       if (id % 3 == 0) {
         continue;
       }
-      SplittableRandom rng = new SplittableRandom(SampleIds.mix(42, 1, id));
+      SplittableRandom rng = new SplittableRandom(Seeds.mix(42, 1, id));
       CropPlan plan = CROP.plan(SHAPE.height(), SHAPE.width(), rng::nextDouble);
       boolean mirror = rng.nextBoolean();
       int reduce = 1;

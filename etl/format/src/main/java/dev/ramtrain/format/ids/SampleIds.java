@@ -1,9 +1,11 @@
 package dev.ramtrain.format.ids;
 
+import dev.ramtrain.random.Seeds;
+import dev.ramtrain.random.SplitMix64;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Stable 63-bit sample ids and seed mixing. Ids depend only on the sample key, never on
+ * Stable 63-bit sample ids, the shards' id column. Ids depend only on the sample key, never on
  * partitioning or thread timing, so splits, shard placement and random augmentation are
  * reproducible.
  */
@@ -20,17 +22,8 @@ public final class SampleIds {
     return SplitMix64.mix(h) & Long.MAX_VALUE;
   }
 
-  /** Mixes several values into one well-distributed 64-bit seed. */
-  public static long mix(long... values) {
-    long h = SplitMix64.GOLDEN_GAMMA;
-    for (long v : values) {
-      h = SplitMix64.mix(h ^ SplitMix64.mix(v + SplitMix64.GOLDEN_GAMMA));
-    }
-    return h;
-  }
-
   /** The id of augmented copy {@code copy} of sample {@code id} (copy 0 is the sample itself). */
   public static long copyId(long id, int copy) {
-    return copy == 0 ? id : mix(id, copy) & Long.MAX_VALUE;
+    return copy == 0 ? id : Seeds.mix(id, copy) & Long.MAX_VALUE;
   }
 }

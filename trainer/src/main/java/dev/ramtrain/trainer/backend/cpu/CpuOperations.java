@@ -6,10 +6,10 @@ import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
 
 import dev.ramtrain.trainer.backend.ArgumentChecks;
-import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.OperationTable;
+import dev.ramtrain.trainer.backend.lowering.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.ops.AdamWStep;
 import dev.ramtrain.trainer.backend.ops.Add;
 import dev.ramtrain.trainer.backend.ops.AddBias;

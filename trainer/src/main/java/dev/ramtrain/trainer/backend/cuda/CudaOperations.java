@@ -2,10 +2,10 @@ package dev.ramtrain.trainer.backend.cuda;
 
 import dev.ramtrain.trainer.backend.AdamWMath;
 import dev.ramtrain.trainer.backend.ArgumentChecks;
-import dev.ramtrain.trainer.backend.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.OperationTable;
+import dev.ramtrain.trainer.backend.lowering.ConvolutionLowering;
 import dev.ramtrain.trainer.backend.ops.AdamWStep;
 import dev.ramtrain.trainer.backend.ops.Add;
 import dev.ramtrain.trainer.backend.ops.AddBias;

@@ -4,6 +4,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.AdamWMath;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /** AdamW (decoupled weight decay) step {@code step} (1-based), as torch.optim.AdamW. */
 public record AdamWStep(

@@ -5,6 +5,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkMask;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * The backward pass of {@link BatchNormTrain}: adds dL/dgamma and dL/dbeta to {@code dgamma} and

@@ -4,6 +4,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkChannelBlock;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * Batch normalization in evaluation mode: the running statistics instead of the batch's; {@code

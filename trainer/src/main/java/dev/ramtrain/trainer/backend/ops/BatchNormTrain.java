@@ -5,6 +5,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkMask;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * Batch normalization in training mode over NCHW input ({@code n} images, {@code c} channels,

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.backend.ops;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * Writes the L2 norm of {@code grads} to {@code norm[0]} and, when {@code maxNorm > 0} and the norm

@@ -4,6 +4,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.CounterRng;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * torchvision's ColorJitter(brightness, contrast, saturation) on each image of a normalized NCHW

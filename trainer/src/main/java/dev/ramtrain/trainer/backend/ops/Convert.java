@@ -4,6 +4,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkCount;
 
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * Converts between F32 and BF16 buffers of the same length ({@link

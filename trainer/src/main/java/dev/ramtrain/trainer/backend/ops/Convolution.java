@@ -5,6 +5,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkConvOperand;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * A 2-D convolution as PyTorch's nn.Conv2d over NCHW input: {@code y = conv(x, weight) + bias},

@@ -5,6 +5,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkConvOperand;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * The gradients of a {@link Convolution} from its output gradient {@code dy}: {@code weightGrad +=

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.backend.ops;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * Fills {@code mask} for inverted dropout with drop probability {@code p}: element i is 0 when

@@ -6,6 +6,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.requireType;
 
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * {@code C = alpha * op(A) * op(B) + beta * C}: op(A) is m×k, op(B) is k×n, C is m×n; {@code

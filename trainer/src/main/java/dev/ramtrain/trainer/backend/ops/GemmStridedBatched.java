@@ -6,6 +6,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.requireType;
 
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * {@code count} GEMMs as {@link Gemm} (A and B F32 or BF16, C F32), the i-th on A, B and C offset

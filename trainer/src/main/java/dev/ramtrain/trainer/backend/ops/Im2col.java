@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.backend.ops;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * im2col for a convolution's window over NCHW input, image by image: image i's block of {@code

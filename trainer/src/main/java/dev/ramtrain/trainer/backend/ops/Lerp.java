@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.backend.ops;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * {@code target += weight · (source − target)} elementwise, as one fused multiply-add (torch's

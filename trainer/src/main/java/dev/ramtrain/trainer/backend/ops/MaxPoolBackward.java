@@ -8,6 +8,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.requireType;
 
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * Routes {@code dy} to the winners recorded by the {@link MaxPool} of the same window ({@code k},

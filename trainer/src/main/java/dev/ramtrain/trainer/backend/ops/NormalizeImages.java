@@ -6,6 +6,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.requireType;
 
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * uint8 HWC images (n×h×w×c) to F32 NCHW, {@code (x / 255 - mean[ch]) / std[ch]}: the normalization

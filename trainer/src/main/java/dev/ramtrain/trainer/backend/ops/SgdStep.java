@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.backend.ops;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /** SGD with momentum (PyTorch's form: buf = μ·buf + g; nesterov uses g + μ·buf) and L2 decay. */
 public record SgdStep(

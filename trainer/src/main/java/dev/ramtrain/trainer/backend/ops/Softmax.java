@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.backend.ops;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkF32;
 
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * Softmax over each row of a rows×cols matrix, {@code y = exp(x - max) / Σ exp(x - max)} (the

@@ -6,6 +6,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.requireType;
 
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * Softmax cross-entropy over rows×classes logits with I32 labels and label smoothing ε (targets 1 -

@@ -4,6 +4,7 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.requireType;
 
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 
 /**
  * {@code dst[i·d0 + j·d1 + k·d2] = src[i·s0 + j·s1 + k·s2]} over an {@code n0×n1×n2} index space

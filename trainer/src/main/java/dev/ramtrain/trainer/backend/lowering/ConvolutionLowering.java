@@ -1,5 +1,9 @@
-package dev.ramtrain.trainer.backend;
+package dev.ramtrain.trainer.backend.lowering;
 
+import dev.ramtrain.trainer.backend.ArgumentChecks;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Operation;
 import dev.ramtrain.trainer.backend.ops.AddChannelBias;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
@@ -7,7 +11,6 @@ import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
-import dev.ramtrain.trainer.backend.ops.Operation;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import java.util.ArrayList;
 import java.util.List;

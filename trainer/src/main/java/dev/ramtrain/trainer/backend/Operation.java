@@ -1,4 +1,4 @@
-package dev.ramtrain.trainer.backend.ops;
+package dev.ramtrain.trainer.backend;
 
 /**
  * One kind of device work, described once: a record of its arguments whose constructor checks them

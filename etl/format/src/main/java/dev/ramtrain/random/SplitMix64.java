@@ -1,4 +1,4 @@
-package dev.ramtrain.format.ids;
+package dev.ramtrain.random;
 
 /**
  * The SplitMix64 finalizer (Steele, Lea and Flood, "Fast splittable pseudorandom number

@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.image;
+package dev.ramtrain.etl.source;
 
 /** An input that cannot become a sample; the job records it and goes on. */
 public final class RejectedImageException extends Exception {

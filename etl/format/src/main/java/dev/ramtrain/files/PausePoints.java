@@ -1,4 +1,4 @@
-package dev.ramtrain.format;
+package dev.ramtrain.files;
 
 import java.util.Arrays;
 

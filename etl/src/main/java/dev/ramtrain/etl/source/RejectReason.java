@@ -1,4 +1,4 @@
-package dev.ramtrain.etl.image;
+package dev.ramtrain.etl.source;
 
 /** Why an input was skipped; counted per reason in the manifest and listed in the rejects file. */
 public enum RejectReason {

@@ -1,4 +1,4 @@
-package dev.ramtrain.format.console;
+package dev.ramtrain.console;
 
 import java.io.PrintStream;
 import java.time.Duration;

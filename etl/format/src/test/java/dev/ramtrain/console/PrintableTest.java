@@ -1,4 +1,4 @@
-package dev.ramtrain.format.console;
+package dev.ramtrain.console;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;

@@ -1,4 +1,4 @@
-package dev.ramtrain.jobs;
+package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.jobs.config.ConfigException;
 import java.util.regex.Matcher;

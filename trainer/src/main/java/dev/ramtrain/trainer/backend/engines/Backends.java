@@ -1,5 +1,7 @@
-package dev.ramtrain.trainer.backend;
+package dev.ramtrain.trainer.backend.engines;
 
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.backend.cuda.CudaBackend;
 import dev.ramtrain.trainer.backend.cuda.CudaProbe;

@@ -1,11 +1,10 @@
-package dev.ramtrain.jobs.config;
+package dev.ramtrain.jobs.train;
 
 import static dev.ramtrain.jobs.config.RamtrainConfig.checked;
 import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
-import dev.ramtrain.jobs.train.ResizeFilter;
-import dev.ramtrain.jobs.train.RunDirectory;
-import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.BatchAugmentation;
 import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.Mixup;

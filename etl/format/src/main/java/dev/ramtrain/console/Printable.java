@@ -1,4 +1,4 @@
-package dev.ramtrain.format.console;
+package dev.ramtrain.console;
 
 /**
  * Text from outside (file and class names, a dataset's keys, what an exception says of them) made
