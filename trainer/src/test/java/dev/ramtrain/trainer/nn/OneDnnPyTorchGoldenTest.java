@@ -5,21 +5,14 @@ import dev.ramtrain.trainer.backend.CpuEngine;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 
 /**
- * The PyTorch goldens on the CPU backend's oneDNN engine. The ResNet's gradients are left to the
- * Java engine: one element of its first block's output (index 3097 of layer1.0's) sums to exactly
- * 0.0 in the Java engine's order, and is not positive in the golden's float64 either, but sums to
- * 3e-7 in oneDNN's, so its ReLU passes a gradient there that PyTorch's does not: a kink, not an
- * error (every convolution oneDNN computes is within the fp32 bound, BackendConformanceTest). Its
- * forward is checked.
+ * The PyTorch goldens on the CPU backend's oneDNN engine: logits, loss, every gradient, the AdamW
+ * losses and running statistics, as on the Java engine. (The ResNet golden's input keeps every ReLU
+ * input well off 0, {@code make_goldens.py}'s {@code input_off_the_kinks}, so engines that sum in
+ * other orders take the same side of every ReLU.)
  */
 class OneDnnPyTorchGoldenTest extends PyTorchGoldenTest {
   @Override
   protected Backend create() {
     return new CpuBackend(2, CpuEngine.ONEDNN);
-  }
-
-  @Override
-  protected boolean resNetGradients() {
-    return false;
   }
 }
