@@ -21,6 +21,7 @@ import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -158,7 +159,9 @@ public final class RamTrain {
     } catch (IllegalArgumentException e) {
       throw new ConfigException("plan image " + e.getMessage());
     }
-    Supplier<List<Layer>> layers = () -> RunSpec.Model.parse("ramtrain.train.model", model, shape);
+    Precision precision = c.choice("ramtrain.train.precision", Precision.class);
+    Supplier<List<Layer>> layers =
+        () -> RunSpec.Model.parse("ramtrain.train.model", model, shape, precision);
     layers.get(); // a bad spec fails here, naming the key
     StructType schema =
         new StructType()
@@ -180,14 +183,7 @@ public final class RamTrain {
       for (DeviceProfile profile : profiles) {
         long budget = TrainingPlacement.budget(offload, profile.memoryBytes());
         try {
-          PlacementPlan p =
-              PlacementPlan.plan(
-                  costs,
-                  batchSize,
-                  budget,
-                  offload.prefetchDepth(),
-                  offload.bf16Weights(),
-                  profile);
+          PlacementPlan p = TrainingPlacement.plan(offload, costs, batchSize, budget, profile);
           boolean resident = p.mode() == PlacementPlan.Mode.RESIDENT;
           rows.add(
               RowFactory.create(
@@ -203,7 +199,7 @@ public final class RamTrain {
                   p.copiedBytesPerStep() / (double) (1 << 20),
                   1e3 * (resident ? p.residentStepSeconds() : p.streamedStepSeconds()),
                   p.minBatchToHideCopies()));
-        } catch (IllegalArgumentException doesNotFit) {
+        } catch (ConfigException doesNotFit) {
           rows.add(
               RowFactory.create(
                   profile.name(),

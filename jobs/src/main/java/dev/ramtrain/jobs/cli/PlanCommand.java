@@ -6,14 +6,18 @@ import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
+import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.jobs.train.TrainingPlacement;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -71,8 +75,16 @@ public final class PlanCommand implements Callable<Integer> {
       description = "bf16 device weights (ramtrain.offload.bf16-weights).")
   Boolean bf16;
 
+  @Option(
+      names = {"-c", "--checkpoint"},
+      paramLabel = "RUN",
+      description =
+          "Plan a trained run's model (a run directory or checkpoint folder): its spec, image"
+              + " shape and precision as it trained, instead of --model and --image.")
+  Path checkpoint;
+
   @Override
-  public Integer call() {
+  public Integer call() throws IOException {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.train.model", model);
     f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
@@ -82,10 +94,23 @@ public final class PlanCommand implements Callable<Integer> {
     f.put("ramtrain.offload.bf16-weights", CommonOptions.text(bf16));
     RamtrainConfig c = common.load(f);
     OffloadSpec offload = TrainSettings.offload(c);
-    String spec = c.string("ramtrain.train.model");
-    int batch = c.integer("ramtrain.train.batch-size");
-    ImageShape shape = shape(image);
-    RunSpec.Model.parse("ramtrain.train.model", spec, shape); // a bad spec fails here, exit 2
+    int batch = TrainSettings.batchSize(c);
+    String spec;
+    Supplier<List<Layer>> layers;
+    if (checkpoint != null) {
+      if (model != null) {
+        throw new ConfigException("--checkpoint plans the run's own model: give it or --model");
+      }
+      TrainedCheckpoint trained = TrainedCheckpoint.open(checkpoint);
+      spec = trained.model();
+      layers = trained::layers;
+    } else {
+      spec = c.string("ramtrain.train.model");
+      ImageShape shape = shape(image);
+      Precision precision = c.choice("ramtrain.train.precision", Precision.class);
+      layers = () -> RunSpec.Model.parse("ramtrain.train.model", spec, shape, precision);
+    }
+    layers.get(); // a bad spec fails here, exit 2
     try (Backend backend = Backends.open(TrainSettings.backend(c))) {
       String deviceName = c.string("ramtrain.plan.device");
       DeviceProfile profile =
@@ -94,14 +119,11 @@ public final class PlanCommand implements Callable<Integer> {
                   backend, "measured (" + backend.name() + " backend)", backend.freeMemoryBytes())
               : DeviceProfiles.named(c, deviceName);
       long budgetBytes = TrainingPlacement.budget(offload, profile.memoryBytes());
-      Supplier<List<Layer>> layers = () -> RunSpec.Model.parse("ramtrain.train.model", spec, shape);
       List<LayerCost> costs = LayerCost.measure(layers, backend);
       if (deviceName.equals("measured")) { // this machine: predict from what its backend takes
         costs = LayerCost.timed(costs, layers, backend, batch, offload.hostThreads());
       }
-      PlacementPlan plan =
-          PlacementPlan.plan(
-              costs, batch, budgetBytes, offload.prefetchDepth(), offload.bf16Weights(), profile);
+      PlacementPlan plan = TrainingPlacement.plan(offload, costs, batch, budgetBytes, profile);
       System.out.print(plan.render(spec, profile, budgetBytes));
     }
     return 0;

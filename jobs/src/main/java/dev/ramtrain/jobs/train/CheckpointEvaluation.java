@@ -17,7 +17,6 @@ import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelSpec;
 import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
 
@@ -84,8 +83,7 @@ public final class CheckpointEvaluation {
                     eval,
                     trained.evalCrop() == null ? s.data().filter() : trained.evalCrop().filter())) {
       Stream stream = backend.createStream("evaluate");
-      try (Model model =
-              Model.build(spec, ModelSpec.parse(spec, shape), backend, stream, s.batchSize(), 0);
+      try (Model model = Model.build(spec, trained.layers(), backend, stream, s.batchSize(), 0);
           CrossEntropyLoss loss =
               new CrossEntropyLoss(backend, s.batchSize(), m.classes().size(), 0f);
           DeviceInputs inputs =

@@ -16,7 +16,6 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.CropPlan;
 import dev.ramtrain.trainer.data.CropResampler;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelSpec;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -87,14 +86,7 @@ public final class ImageClassifier implements AutoCloseable {
     Model model = null;
     try {
       var stream = backend.createStream("predict");
-      model =
-          Model.build(
-              trained.model(),
-              ModelSpec.parse(trained.model(), trained.shape()),
-              backend,
-              stream,
-              batchSize,
-              0);
+      model = Model.build(trained.model(), trained.layers(), backend, stream, batchSize, 0);
       Predictor predictor =
           new Predictor(
               backend,

@@ -134,9 +134,12 @@ public record RunSpec(
       this(spec, seed, precision, "", 0f, 0f);
     }
 
-    /** The layers for images of {@code shape}, unbound; a bad spec is a usage error. */
+    /**
+     * The layers for images of {@code shape}, unbound, as training builds them (precision, drop
+     * path); a bad spec is a usage error.
+     */
     public List<Layer> layers(ImageShape shape) {
-      return parse(KEY, spec, shape);
+      return parse(KEY, spec, shape, precision, dropPath);
     }
 
     /** What the trainer builds: this model for images of {@code shape}, up to {@code maxBatch}. */
@@ -183,10 +186,19 @@ public record RunSpec(
       }
     }
 
-    /** Parses a model spec; a bad one is a usage error naming {@code key}. */
-    public static List<Layer> parse(String key, String spec, ImageShape shape) {
+    /**
+     * Parses a model spec, its GEMM layers in {@code precision}; a bad one is a usage error naming
+     * {@code key}.
+     */
+    public static List<Layer> parse(
+        String key, String spec, ImageShape shape, Precision precision) {
+      return parse(key, spec, shape, precision, 0f);
+    }
+
+    private static List<Layer> parse(
+        String key, String spec, ImageShape shape, Precision precision, float dropPath) {
       try {
-        return ModelSpec.parse(spec, shape);
+        return ModelSpec.parse(spec, shape, precision, dropPath);
       } catch (IllegalArgumentException e) {
         throw new ConfigException(key + " = '" + spec + "': " + e.getMessage());
       }

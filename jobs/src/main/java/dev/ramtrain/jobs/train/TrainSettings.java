@@ -106,10 +106,16 @@ public final class TrainSettings {
         ranks, timeout, zero, shards.equals("own"), c.longValue("ramtrain.dist.fail-once-at-step"));
   }
 
+  /** {@code ramtrain.train.batch-size}: the samples of a step, checked here for every reader. */
+  public static int batchSize(RamtrainConfig c) {
+    int batch = c.integer(P + "batch-size");
+    require(batch >= 1, P + "batch-size", "must be >= 1, got " + batch);
+    return batch;
+  }
+
   /** The run the settings describe. */
   public static RunSpec read(RamtrainConfig c) {
     require(c.integer(P + "epochs") >= 1, P + "epochs", "must be >= 1");
-    require(c.integer(P + "batch-size") >= 1, P + "batch-size", "must be >= 1");
     require(c.integer(P + "accumulate") >= 1, P + "accumulate", "must be >= 1");
     require(c.number(P + "lr") > 0, P + "lr", "must be > 0");
     require(c.number(P + "clip-norm") >= 0, P + "clip-norm", "must be >= 0 (0: no clipping)");
@@ -188,7 +194,7 @@ public final class TrainSettings {
   }
 
   private static RunSpec.Data data(RamtrainConfig c, long seed) {
-    int batch = c.integer(P + "batch-size");
+    int batch = batchSize(c);
     int workers = c.integer(P + "workers");
     boolean resizedCrop = c.choice(A + "mode", AugmentMode.class) == AugmentMode.RRC;
     require(c.integer(A + "height") >= 0, A + "height", "must be >= 0 (0: the stored height)");

@@ -14,6 +14,7 @@ import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.ParamSpec;
+import dev.ramtrain.trainer.nn.Precision;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,13 +24,15 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A checkpoint and what serving it needs from its state.json: model spec, classes, the image shape,
- * resize mode and decoder of the data it was trained on, and the normalization. {@link TrainingRun}
- * writes these, so evaluation and prediction never guess.
+ * A checkpoint and what serving it needs from its state.json: model spec, the arithmetic of its
+ * GEMM layers, classes, the image shape, resize mode and decoder of the data it was trained on, and
+ * the normalization. {@link TrainingRun} writes these, so evaluation, prediction and the plan of a
+ * run compute as training did and never guess.
  */
 public record TrainedCheckpoint(
     Checkpoints.Loaded loaded,
     String model,
+    Precision precision,
     List<String> classes,
     ImageShape shape,
     ResizeMode resize,
@@ -101,6 +104,7 @@ public record TrainedCheckpoint(
     return new TrainedCheckpoint(
         c,
         (String) state.get("model"),
+        precision(c),
         classes,
         shape,
         choice(c, "resize", ResizeMode.SHORTER_SIDE_CROP, ResizeMode.class),
@@ -114,6 +118,32 @@ public record TrainedCheckpoint(
             == EtlSettings.ExifOrientationSetting.APPLY,
         Normalization.fromState(state),
         evalCrop(c));
+  }
+
+  /** The model's layers as trained, for images of the trained shape; a bad spec names the key. */
+  public List<Layer> layers() {
+    return RunSpec.Model.parse("--checkpoint's model", model, shape, precision);
+  }
+
+  /**
+   * The precision training ran the GEMM layers in: the state's {@code precision}, or in checkpoints
+   * written before that key, the recorded {@code ramtrain.train.precision} setting; fp32 in those
+   * older still, which trained in nothing else.
+   */
+  private static Precision precision(Checkpoints.Loaded c) throws IOException {
+    Object recorded = c.state().get("precision");
+    if (recorded == null && c.state().get("config") instanceof Map<?, ?> config) {
+      recorded = config.get("ramtrain.train.precision");
+    }
+    if (recorded == null) {
+      return Precision.FP32;
+    }
+    for (Precision p : Precision.values()) {
+      if (RamtrainConfig.spelling(p).equals(recorded)) {
+        return p;
+      }
+    }
+    throw new IOException(c.dir() + "/state.json: unknown precision '" + recorded + "'");
   }
 
   /**
@@ -159,7 +189,7 @@ public record TrainedCheckpoint(
   public static TrainedCheckpoint fromPretrained(
       Path weights, PretrainedWeights file, String model, List<String> classes, ImageShape shape) {
     String spec = ModelSpec.withClasses(model, classes.size());
-    List<Layer> layers = RunSpec.Model.parse("--model", spec, shape);
+    List<Layer> layers = RunSpec.Model.parse("--model", spec, shape, Precision.FP32);
     if (file.classes() != classes.size()) {
       throw new IllegalArgumentException(
           weights
@@ -192,6 +222,7 @@ public record TrainedCheckpoint(
     return new TrainedCheckpoint(
         loaded,
         spec,
+        Precision.FP32,
         classes,
         shape,
         ResizeMode.SHORTER_SIDE_CROP,

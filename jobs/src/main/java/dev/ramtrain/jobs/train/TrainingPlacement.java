@@ -161,13 +161,23 @@ public final class TrainingPlacement {
 
   private static PlacementPlan plan(
       RunSpec spec, List<LayerCost> costs, long budget, DeviceProfile profile) {
-    OffloadSpec offload = spec.offload();
+    return plan(spec.offload(), costs, spec.batchSize(), budget, profile);
+  }
+
+  /**
+   * Where layers of {@code costs} go at {@code batch} within {@code budget} on {@code profile}, as
+   * {@code ramtrain.offload.*} asks ({@code mode = on} offloads even what would fit): the one
+   * placement that {@code train}, {@code plan} and the notebook API print and follow. A budget too
+   * small for the model is a usage error naming the key.
+   */
+  public static PlacementPlan plan(
+      OffloadSpec offload, List<LayerCost> costs, int batch, long budget, DeviceProfile profile) {
     return RamtrainConfig.checked(
         "ramtrain.offload.budget",
         () ->
             PlacementPlan.plan(
                 costs,
-                spec.batchSize(),
+                batch,
                 budget,
                 offload.prefetchDepth(),
                 offload.bf16Weights(),

@@ -168,6 +168,7 @@ public final class TrainingRun {
         Map<String, Object> info = new TreeMap<>(RunFingerprint.record(settings, fingerprint));
         info.put("classes", classes);
         info.put("image", List.of(shape.height(), shape.width(), shape.channels()));
+        info.put("precision", RamtrainConfig.spelling(spec.model().precision()));
         if (spec.data().eval().augmentation().resize() instanceof CenterCrop crop) {
           ImageShape stored = train.shape(); // what serving resizes raw images to first
           info.put(

@@ -2,14 +2,17 @@ package dev.ramtrain.jobs.api;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.jobs.RunMetrics;
 import dev.ramtrain.jobs.config.ConfigException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -132,5 +135,71 @@ class RamTrainTest {
     ConfigException plan =
         assertThrows(ConfigException.class, () -> rt.plan("mlp:192-8-3", 32, "8x8"));
     assertTrue(plan.getMessage().contains("HEIGHTxWIDTHxCHANNELS"), plan.getMessage());
+  }
+
+  /**
+   * A run trained in bf16 is evaluated and served in bf16, read back from its checkpoint: its own
+   * validation loss comes out again (the same arithmetic on the same samples), while the same
+   * checkpoint said to be fp32 evaluates and predicts other numbers.
+   */
+  @Test
+  void aBf16RunIsEvaluatedAndServedInBf16() throws Exception {
+    RamTrain rt =
+        RamTrain.on(spark)
+            .set("ramtrain.generate.images-per-class", 6)
+            .set("ramtrain.etl.height", 8)
+            .set("ramtrain.etl.width", 8);
+    Path images = tmp.resolve("images");
+    rt.generateShapes(images.toString());
+    Path dataset = tmp.resolve("ds");
+    rt.preprocess(images.toString(), dataset.toString());
+    RamTrain bf16 =
+        rt.set("ramtrain.train.model", "cnn:c8-p-f16-6")
+            .set("ramtrain.train.precision", "bf16")
+            .set("ramtrain.train.epochs", 1)
+            .set("ramtrain.train.batch-size", 4)
+            .set("ramtrain.train.threads", 1);
+    Path run = tmp.resolve("run");
+    bf16.train(dataset.toString(), run.toString()).await();
+    List<String> epochs = RunMetrics.epochs(run);
+    double trainedValLoss = RunMetrics.figure(epochs.get(epochs.size() - 1), "val_loss");
+
+    // Evaluated with the settings' defaults (fp32 among them): the checkpoint's precision wins.
+    RamTrain serving = rt.set("ramtrain.train.batch-size", 4).set("ramtrain.train.threads", 1);
+    double evaluated = serving.evaluate(run.toString(), dataset.toString()).loss();
+    // The same layers, weights, samples and batches as training's own evaluation: float32 sums
+    // of the batch losses in another order at most (bf16 against fp32 differs by ~1e-3).
+    assertEquals(trainedValLoss, evaluated, 1e-6 * trainedValLoss, "evaluated as trained");
+
+    // checkpoints/latest is a file naming the latest checkpoint's folder.
+    Path latest =
+        run.resolve("checkpoints")
+            .resolve(Files.readString(run.resolve("checkpoints/latest")).strip());
+    Path asFp32 = tmp.resolve("as-fp32");
+    Files.createDirectories(asFp32);
+    try (var files = Files.list(latest)) {
+      for (Path f : files.toList()) {
+        Files.copy(f, asFp32.resolve(f.getFileName()));
+      }
+    }
+    Path state = asFp32.resolve("state.json");
+    String text = Files.readString(state);
+    assertTrue(text.contains("\"precision\" : \"bf16\""), text);
+    Files.writeString(state, text.replace("\"precision\" : \"bf16\"", "\"precision\" : \"fp32\""));
+    double inFp32 = serving.evaluate(asFp32.toString(), dataset.toString()).loss();
+    assertNotEquals(evaluated, inFp32, "fp32 arithmetic gives another loss");
+
+    Path square = images.resolve("square");
+    List<Double> served = probabilities(serving.predict(run.toString(), square.toString()));
+    List<Double> servedFp32 = probabilities(serving.predict(asFp32.toString(), square.toString()));
+    assertEquals(6, served.size());
+    assertNotEquals(servedFp32, served, "predict serves the checkpoint's precision");
+  }
+
+  private static List<Double> probabilities(
+      org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> rows) {
+    return rows.orderBy("path").collectAsList().stream()
+        .map(r -> r.<Double>getAs("probability"))
+        .toList();
   }
 }

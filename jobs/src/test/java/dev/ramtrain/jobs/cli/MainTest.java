@@ -4,6 +4,7 @@ import static dev.ramtrain.jobs.RunMetrics.epochs;
 import static dev.ramtrain.jobs.RunMetrics.figure;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.jobs.Main;
@@ -464,7 +465,9 @@ class MainTest {
 
     Run tooSmall =
         run("plan", "--model", "mlp:2048-2048-2048", "--device", "t4", "--budget", "10MiB");
-    assertEquals(Main.EXIT_FAILURE, tooSmall.status());
+    // A budget the model cannot fit is a bad setting, named, as train calls it.
+    assertEquals(Main.EXIT_USAGE, tooSmall.status());
+    assertTrue(tooSmall.err().contains("ramtrain.offload.budget"), tooSmall.err());
     assertTrue(tooSmall.err().contains("layer fc"), tooSmall.err());
 
     Run unknown = run("plan", "--model", "mlp:4-2", "--device", "tpu");
@@ -910,6 +913,15 @@ class MainTest {
             "\"ramtrain.train.accumulate\":\"2\"")) {
       assertTrue(state.contains(setting), setting + " in " + state);
     }
+    // plan -c plans the run's own model as it trained (bf16 layers at 8x8x3), as plan does when
+    // told the same; not the fp32 model of the defaults.
+    Run ofRun = run("plan", "-c", tmp.resolve("run").toString(), "--device", "t4");
+    assertEquals(0, ofRun.status(), ofRun.err());
+    String[] planned = {"plan", "--model", "mlp:192-8-3", "--image", "8x8x3", "--device", "t4"};
+    Run told = run(concat(planned, "--set", "ramtrain.train.precision=bf16"));
+    Run fp32 = run(planned);
+    assertEquals(told.out(), ofRun.out());
+    assertNotEquals(fp32.out(), ofRun.out());
     // Accumulating the gradients of an offloaded model is not built: a usage error naming the key.
     Run offloaded =
         run(
@@ -1058,5 +1070,11 @@ class MainTest {
       assertTrue(r.out().contains("Usage: ramtrain " + command), r.out());
       assertTrue(r.out().contains("--config"), r.out());
     }
+  }
+
+  private static String[] concat(String[] first, String... more) {
+    String[] all = java.util.Arrays.copyOf(first, first.length + more.length);
+    System.arraycopy(more, 0, all, first.length, more.length);
+    return all;
   }
 }
