@@ -73,8 +73,9 @@ public final class GpuBench {
     int steps = args.length > 2 ? Integer.parseInt(args[2]) : 20;
     double ratio = args.length > 3 ? Double.parseDouble(args[3]) : 4;
     int threads = Runtime.getRuntime().availableProcessors();
-    BackendSpec kernels = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.Gemm.KERNELS);
-    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.Gemm.AUTO);
+    BackendSpec kernels =
+        new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.GemmChoice.KERNELS);
+    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.GemmChoice.AUTO);
     try (CudaBackend b = CudaBackend.open(auto)) {
       System.out.println("# device: " + b.describe());
       long copyBytes = Math.min(COPY_BYTES, b.freeMemoryBytes() / 8);
@@ -188,7 +189,7 @@ public final class GpuBench {
   /** Resident steps of {@code model} at {@code batch}: step time, device peak against the plan. */
   private static void memory(String model, int batch, int steps) {
     int threads = Runtime.getRuntime().availableProcessors();
-    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.Gemm.AUTO);
+    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.GemmChoice.AUTO);
     ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
     List<LayerCost> costs;
     DeviceProfile profile;

@@ -17,7 +17,7 @@ import dev.ramtrain.trainer.data.Batch;
 import dev.ramtrain.trainer.data.CropPlan;
 import dev.ramtrain.trainer.data.CropResampler;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.RandomResizedCrop;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.data.ShardSource;
@@ -81,14 +81,14 @@ public final class LoaderBench {
       readers.add(ShardReader.open(f, null));
     }
     String store = manifest == null ? "raw" : manifest.image().store();
-    LoaderOptions options =
-        LoaderOptions.training(
+    LoaderSpec options =
+        LoaderSpec.training(
             batch,
             workers,
             4,
             1,
-            LoaderOptions.Remainder.DROP,
-            new LoaderOptions.Augmentation(
+            LoaderSpec.Remainder.DROP,
+            new LoaderSpec.SampleAugmentation(
                 0, true, RandomResizedCrop.torchvisionDefaults(out, out)));
     List<Double> rates = new ArrayList<>();
     DataLoader.Work[] work = new DataLoader.Work[2];

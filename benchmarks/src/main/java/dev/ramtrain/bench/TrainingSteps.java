@@ -12,7 +12,7 @@ import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.HostAdamW;
@@ -135,7 +135,7 @@ final class TrainingSteps {
       return new ResidentLearner(b, model, adamw, 0f);
     }
     return OffloadedLearner.build(
-        new ModelConfig(spec, () -> ModelSpec.parse(spec, image, precision), batch, 1),
+        new ModelBlueprint(spec, () -> ModelSpec.parse(spec, image, precision), batch, 1),
         how,
         (masters, grads, layout, pool) ->
             new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),

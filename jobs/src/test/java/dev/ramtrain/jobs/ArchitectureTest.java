@@ -5,11 +5,16 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchRule;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -205,6 +210,34 @@ class ArchitectureTest {
   @Test
   void packagesFormNoCycles() {
     check(slices().matching("dev.ramtrain.(**)").should().beFreeOfCycles());
+  }
+
+  /**
+   * A simple name means one type: no two top-level types share one, and no nested type takes a
+   * top-level type's (a reader who meets {@code Model} or {@code Device} knows which is meant).
+   */
+  @Test
+  void eachSimpleNameIsOneType() {
+    Map<String, List<String>> topLevel =
+        classes.stream()
+            .filter(c -> c.isTopLevelClass() && !c.getSimpleName().equals("package-info"))
+            .collect(
+                Collectors.groupingBy(
+                    JavaClass::getSimpleName,
+                    TreeMap::new,
+                    Collectors.mapping(JavaClass::getName, Collectors.toList())));
+    List<String> clashes = new ArrayList<>();
+    topLevel.forEach(
+        (name, types) -> {
+          if (types.size() > 1) {
+            clashes.add(name + ": " + types);
+          }
+        });
+    classes.stream()
+        .filter(c -> c.isNestedClass() && !c.isAnonymousClass() && !c.isLocalClass())
+        .filter(c -> topLevel.containsKey(c.getSimpleName()))
+        .forEach(c -> clashes.add(c.getName() + " and " + topLevel.get(c.getSimpleName())));
+    assertTrue(clashes.isEmpty(), "simple names with more than one type: " + clashes);
   }
 
   private static void check(ArchRule rule) {

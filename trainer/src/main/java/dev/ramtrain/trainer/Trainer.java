@@ -40,7 +40,7 @@ public final class Trainer implements AutoCloseable {
   private final ImageShape shape; // the model's input images
   private final Learner learner;
   private final LrSchedule schedule;
-  private final TrainOptions options;
+  private final LoopSpec options;
   private final MetricsLog metrics;
   private final Stream compute;
   private final CrossEntropyLoss loss;
@@ -61,7 +61,7 @@ public final class Trainer implements AutoCloseable {
       Backend backend,
       Learner learner,
       LrSchedule schedule,
-      TrainOptions options,
+      LoopSpec options,
       ImageShape shape,
       MetricsLog metrics) {
     this(backend, learner, schedule, options, shape, metrics, DataParallel.single());
@@ -76,7 +76,7 @@ public final class Trainer implements AutoCloseable {
       Backend backend,
       Learner learner,
       LrSchedule schedule,
-      TrainOptions options,
+      LoopSpec options,
       ImageShape shape,
       MetricsLog metrics,
       DataParallel ranks) {
@@ -465,7 +465,7 @@ public final class Trainer implements AutoCloseable {
     }
     float lr = (float) schedule.lr(globalStep);
     boolean logStep = globalStep % options.logEvery() == 0;
-    if (options.nanPolicy() == TrainOptions.NanPolicy.STOP && !logStep) {
+    if (options.nanPolicy() == LoopSpec.NanPolicy.STOP && !logStep) {
       DeviceInputs.PendingReadback pending = inputs.readLater(loss.losses(n), logits, y, n);
       // The slot is free for the next copy once the readback has read its labels, not before.
       inputs.consumed(slot);
@@ -481,7 +481,7 @@ public final class Trainer implements AutoCloseable {
     // Data parallel, every rank skips or stops together: the ranks' sum is non-finite if any is.
     double stepLoss = ranks.worldSize() == 1 ? rb.lossSum() : ranks.sum(rb.lossSum())[0];
     if (!Double.isFinite(stepLoss)) {
-      if (options.nanPolicy() == TrainOptions.NanPolicy.STOP) {
+      if (options.nanPolicy() == LoopSpec.NanPolicy.STOP) {
         throw diverged(epoch, globalStep, stepLoss);
       }
       skippedSteps++;
@@ -532,7 +532,7 @@ public final class Trainer implements AutoCloseable {
       DeviceBuffer y,
       DeviceBuffer dlogits,
       EpochTotals totals) {
-    if (options.nanPolicy() == TrainOptions.NanPolicy.STOP) {
+    if (options.nanPolicy() == LoopSpec.NanPolicy.STOP) {
       DeviceInputs.PendingReadback pending = inputs.readLater(loss.losses(n), logits, y, n);
       inputs.consumed(slot);
       learner.accumulate(compute, dlogits, n);

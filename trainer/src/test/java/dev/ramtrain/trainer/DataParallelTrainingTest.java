@@ -11,12 +11,12 @@ import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.backend.cuda.EmulatorFaults;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.TcpRing;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.HostAdamW;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
@@ -250,7 +250,7 @@ class DataParallelTrainingTest {
       throws Exception {
     int world = dp.worldSize();
     int batch = GLOBAL_BATCH / world / accumulate;
-    LoaderOptions.Rank rank = new LoaderOptions.Rank(dp.rank(), world);
+    LoaderSpec.Rank rank = new LoaderSpec.Rank(dp.rank(), world);
     try (Backend b =
             cuda
                 ? EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 1))
@@ -259,24 +259,24 @@ class DataParallelTrainingTest {
             new DataLoader(
                 b,
                 train,
-                new LoaderOptions(
+                new LoaderSpec(
                     batch,
                     1,
                     2,
-                    LoaderOptions.Sampling.shuffled(7, LoaderOptions.Remainder.DROP),
-                    LoaderOptions.Augmentation.NONE,
+                    LoaderSpec.Sampling.shuffled(7, LoaderSpec.Remainder.DROP),
+                    LoaderSpec.SampleAugmentation.NONE,
                     rank,
                     accumulate));
         DataLoader valLoader =
             new DataLoader(
                 b,
                 val,
-                new LoaderOptions(
+                new LoaderSpec(
                     batch,
                     1,
                     2,
-                    LoaderOptions.Sampling.IN_ORDER,
-                    LoaderOptions.Augmentation.NONE,
+                    LoaderSpec.Sampling.IN_ORDER,
+                    LoaderSpec.SampleAugmentation.NONE,
                     rank))) {
       Stream setup = b.createStream("setup");
       try (Learner learner = learner(model, offloaded, clip, batch, b, setup, dp);
@@ -286,11 +286,11 @@ class DataParallelTrainingTest {
                   b,
                   learner,
                   LrSchedule.constant(3e-3),
-                  new TrainOptions(
+                  new LoopSpec(
                       EPOCHS,
                       0f,
                       clip,
-                      TrainOptions.NanPolicy.STOP,
+                      LoopSpec.NanPolicy.STOP,
                       new float[] {0.5f},
                       new float[] {0.25f},
                       5,
@@ -327,7 +327,7 @@ class DataParallelTrainingTest {
     }
     // fc1 streamed, fc2 resident: each layer's gradient is averaged on the host as it lands.
     return OffloadedLearner.build(
-        new ModelConfig(spec, () -> ModelSpec.parse(spec, PatternShards.SHAPE), batch, 1),
+        new ModelBlueprint(spec, () -> ModelSpec.parse(spec, PatternShards.SHAPE), batch, 1),
         new Streaming(Set.of("fc1"), 1, false, false, false, 0),
         (masters, grads, layout, threads) -> new HostAdamW(b, masters, grads, ADAMW, threads),
         1,

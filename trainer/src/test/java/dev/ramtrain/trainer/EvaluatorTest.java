@@ -10,7 +10,7 @@ import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
@@ -53,7 +53,7 @@ class EvaluatorTest {
                   3,
                   new float[] {0.5f},
                   new float[] {0.25f});
-          DataLoader loader = new DataLoader(b, val, LoaderOptions.evaluation(batch, 1))) {
+          DataLoader loader = new DataLoader(b, val, LoaderSpec.evaluation(batch, 1))) {
         byBatchSize.add(Evaluator.evaluate(model, loss, inputs, loader));
         keepingAll.add(Evaluator.evaluate(model, loss, inputs, loader, SAMPLES));
       }

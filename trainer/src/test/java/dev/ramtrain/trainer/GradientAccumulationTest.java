@@ -9,7 +9,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
@@ -45,7 +45,7 @@ class GradientAccumulationTest {
   private record Result(float[] initial, float[] weights, long steps, List<JsonNode> metrics) {}
 
   private Result train(
-      int count, int batch, int accumulate, LoaderOptions.Remainder remainder, int epochs)
+      int count, int batch, int accumulate, LoaderSpec.Remainder remainder, int epochs)
       throws Exception {
     Path dir = Files.createTempDirectory(tmp, "run");
     try (Backend b = new CpuBackend(2);
@@ -55,22 +55,22 @@ class GradientAccumulationTest {
             new DataLoader(
                 b,
                 train,
-                new LoaderOptions(
+                new LoaderSpec(
                     batch,
                     2,
                     3,
-                    new LoaderOptions.Sampling(7, true, remainder),
-                    new LoaderOptions.Augmentation(0, false),
-                    new LoaderOptions.Rank(0, 1),
+                    new LoaderSpec.Sampling(7, true, remainder),
+                    new LoaderSpec.SampleAugmentation(0, false),
+                    new LoaderSpec.Rank(0, 1),
                     accumulate));
-        DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(8, 1))) {
+        DataLoader valLoader = new DataLoader(b, val, LoaderSpec.evaluation(8, 1))) {
       var stream = b.createStream("setup");
-      TrainOptions options =
-          new TrainOptions(
+      LoopSpec options =
+          new LoopSpec(
               epochs,
               0f,
               0f,
-              TrainOptions.NanPolicy.STOP,
+              LoopSpec.NanPolicy.STOP,
               new float[] {0.5f},
               new float[] {0.25f},
               1,
@@ -194,16 +194,16 @@ class GradientAccumulationTest {
 
   @Test
   void fourBatchesOfEightMakeOneStepOfThirtyTwo() throws Exception {
-    Result big = train(32, 32, 1, LoaderOptions.Remainder.DROP, 1);
-    Result accumulated = train(32, 8, 4, LoaderOptions.Remainder.DROP, 1);
+    Result big = train(32, 32, 1, LoaderSpec.Remainder.DROP, 1);
+    Result accumulated = train(32, 8, 4, LoaderSpec.Remainder.DROP, 1);
     assertOneStepAlike(big, accumulated, 32);
   }
 
   @Test
   void aShortLastGroupWeighsItsSamples() throws Exception {
     // 12 samples: one batch of 12, or batches of 8 and 4 in one group of up to four.
-    Result big = train(12, 12, 1, LoaderOptions.Remainder.KEEP, 1);
-    Result accumulated = train(12, 8, 4, LoaderOptions.Remainder.KEEP, 1);
+    Result big = train(12, 12, 1, LoaderSpec.Remainder.KEEP, 1);
+    Result accumulated = train(12, 8, 4, LoaderSpec.Remainder.KEEP, 1);
     assertOneStepAlike(big, accumulated, 12);
   }
 
@@ -213,10 +213,10 @@ class GradientAccumulationTest {
    */
   @Test
   void theRemainderRuleAppliesToWholeGroups() throws Exception {
-    for (LoaderOptions.Remainder remainder : LoaderOptions.Remainder.values()) {
+    for (LoaderSpec.Remainder remainder : LoaderSpec.Remainder.values()) {
       Result big = train(300, 32, 1, remainder, 2);
       Result accumulated = train(300, 8, 4, remainder, 2);
-      long perEpoch = remainder == LoaderOptions.Remainder.DROP ? 9 : 10;
+      long perEpoch = remainder == LoaderSpec.Remainder.DROP ? 9 : 10;
       assertEquals(2 * perEpoch, big.steps(), remainder + ": the large batch's steps");
       assertEquals(2 * perEpoch, accumulated.steps(), remainder + ": one step per group");
       assertEquals(learningRates(big), learningRates(accumulated), remainder.toString());

@@ -13,10 +13,10 @@ import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.backend.cuda.EmulatorFaults;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.HostAdamW;
@@ -46,8 +46,8 @@ class TrainerTest {
     return PatternShards.write(tmp.resolve(name + ".arrow"), count, seed);
   }
 
-  private static TrainOptions options(TrainOptions.NanPolicy policy, float clipNorm) {
-    return new TrainOptions(3, 0f, clipNorm, policy, new float[] {0.5f}, new float[] {0.25f}, 5);
+  private static LoopSpec options(LoopSpec.NanPolicy policy, float clipNorm) {
+    return new LoopSpec(3, 0f, clipNorm, policy, new float[] {0.5f}, new float[] {0.25f}, 5);
   }
 
   @Test
@@ -60,14 +60,14 @@ class TrainerTest {
             new DataLoader(
                 b,
                 train,
-                new LoaderOptions(
+                new LoaderSpec(
                     32,
                     2,
                     3,
-                    new LoaderOptions.Sampling(7, true, LoaderOptions.Remainder.DROP),
-                    new LoaderOptions.Augmentation(0, false),
-                    new LoaderOptions.Rank(0, 1)));
-        DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
+                    new LoaderSpec.Sampling(7, true, LoaderSpec.Remainder.DROP),
+                    new LoaderSpec.SampleAugmentation(0, false),
+                    new LoaderSpec.Rank(0, 1)));
+        DataLoader valLoader = new DataLoader(b, val, LoaderSpec.evaluation(32, 1))) {
       var stream = b.createStream("setup");
       Model model = Model.build("mlp:64-32-3", ModelSpec.parse("mlp:64-32-3"), b, stream, 32, 1);
       Optimizer opt =
@@ -79,7 +79,7 @@ class TrainerTest {
                   b,
                   learner,
                   LrSchedule.constant(3e-3),
-                  options(TrainOptions.NanPolicy.STOP, 1f),
+                  options(LoopSpec.NanPolicy.STOP, 1f),
                   SHAPE,
                   metrics)) {
         trainer.fit(trainLoader, valLoader, 0);
@@ -164,22 +164,22 @@ class TrainerTest {
             new DataLoader(
                 b,
                 train,
-                new LoaderOptions(
+                new LoaderSpec(
                     32,
                     1,
                     2,
-                    new LoaderOptions.Sampling(7, true, LoaderOptions.Remainder.DROP),
-                    new LoaderOptions.Augmentation(0, false),
-                    new LoaderOptions.Rank(0, 1)))) {
+                    new LoaderSpec.Sampling(7, true, LoaderSpec.Remainder.DROP),
+                    new LoaderSpec.SampleAugmentation(0, false),
+                    new LoaderSpec.Rank(0, 1)))) {
       var stream = b.createStream("setup");
       for (int run = 0; run < 4; run++) {
-        TrainOptions.NanPolicy policy = TrainOptions.NanPolicy.values()[run % 2];
+        LoopSpec.NanPolicy policy = LoopSpec.NanPolicy.values()[run % 2];
         try (Learner learner = run < 2 ? residentSgd(b, stream) : offloadedSgd(b, stream);
             MetricsLog metrics = new MetricsLog(null);
             Trainer trainer =
                 new Trainer(
                     b, learner, LrSchedule.constant(1e30), options(policy, 0f), SHAPE, metrics)) {
-          if (policy == TrainOptions.NanPolicy.STOP) {
+          if (policy == LoopSpec.NanPolicy.STOP) {
             var e =
                 assertThrows(TrainingDivergedException.class, () -> trainer.fit(loader, loader, 0));
             assertTrue(e.getMessage().contains("at epoch 1, step"), e.getMessage());
@@ -201,7 +201,7 @@ class TrainerTest {
   /** fc1 streamed, the update layer by layer on the host: the NaN policies hold offloaded too. */
   private static Learner offloadedSgd(Backend b, Stream stream) {
     return OffloadedLearner.build(
-        new ModelConfig("mlp:64-32-3", () -> ModelSpec.parse("mlp:64-32-3"), 32, 1),
+        new ModelBlueprint("mlp:64-32-3", () -> ModelSpec.parse("mlp:64-32-3"), 32, 1),
         new Streaming(Set.of("fc1"), 1, false, false, false, 0),
         (masters, grads, layout, threads) ->
             new HostSgd(b, masters, grads, new SgdSpec(0f, 0f, false), threads),
@@ -236,7 +236,7 @@ class TrainerTest {
       return new ResidentLearner(b, model, opt, 1f);
     }
     return OffloadedLearner.build(
-        new ModelConfig(
+        new ModelBlueprint(
             RESUMED_MODEL, () -> ModelSpec.parse(RESUMED_MODEL, SHAPE, precision), 32, 1),
         new Streaming(Set.of("conv1", "fc2"), 1, false, true, false, 0),
         (masters, grads, layout, threads) ->
@@ -291,14 +291,14 @@ class TrainerTest {
             new DataLoader(
                 b,
                 train,
-                new LoaderOptions(
+                new LoaderSpec(
                     32,
                     2,
                     3,
-                    new LoaderOptions.Sampling(7, true, LoaderOptions.Remainder.DROP),
-                    new LoaderOptions.Augmentation(1, true),
-                    new LoaderOptions.Rank(0, 1)));
-        DataLoader valLoader = new DataLoader(b, val, LoaderOptions.evaluation(32, 1))) {
+                    new LoaderSpec.Sampling(7, true, LoaderSpec.Remainder.DROP),
+                    new LoaderSpec.SampleAugmentation(1, true),
+                    new LoaderSpec.Rank(0, 1)));
+        DataLoader valLoader = new DataLoader(b, val, LoaderSpec.evaluation(32, 1))) {
       var stream = b.createStream("setup");
       try (Learner learner = learner(placement, b, stream);
           MetricsLog metrics = new MetricsLog(null);
@@ -307,11 +307,11 @@ class TrainerTest {
                   b,
                   learner,
                   LrSchedule.cosine(3e-3, 3, 27, 0),
-                  new TrainOptions(
+                  new LoopSpec(
                           epochs,
                           0.1f,
                           1f,
-                          TrainOptions.NanPolicy.STOP,
+                          LoopSpec.NanPolicy.STOP,
                           new float[] {0.5f},
                           new float[] {0.25f},
                           5)
@@ -411,7 +411,7 @@ class TrainerTest {
         "offloaded, resumed after epoch 1");
   }
 
-  private static Supplier<Backend> cuda(BackendSpec.Gemm gemm, String... faults) {
+  private static Supplier<Backend> cuda(BackendSpec.GemmChoice gemm, String... faults) {
     return () -> EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 2, gemm), faults);
   }
 
@@ -423,8 +423,10 @@ class TrainerTest {
   @Test
   void theCudaBackendTrainsAsTheCpuBackendDoes() throws Exception {
     float[] cpu = run(tmp.resolve("cpu"), 0, 3, false, Placement.RESIDENT);
-    for (BackendSpec.Gemm gemm :
-        new BackendSpec.Gemm[] {BackendSpec.Gemm.CUBLAS, BackendSpec.Gemm.KERNELS}) {
+    for (BackendSpec.GemmChoice gemm :
+        new BackendSpec.GemmChoice[] {
+          BackendSpec.GemmChoice.CUBLAS, BackendSpec.GemmChoice.KERNELS
+        }) {
       float[] gpu =
           run(tmp.resolve("cuda-" + gemm), 0, 3, false, Placement.RESIDENT, cuda(gemm), () -> {});
       double worst = 0;
@@ -433,7 +435,7 @@ class TrainerTest {
       }
       assertTrue(worst < 1e-3, gemm + ": largest difference from the cpu run " + worst);
       System.out.printf("cuda (%s) vs cpu after 3 epochs: largest difference %.2e%n", gemm, worst);
-      if (gemm == BackendSpec.Gemm.KERNELS) {
+      if (gemm == BackendSpec.GemmChoice.KERNELS) {
         org.junit.jupiter.api.Assertions.assertArrayEquals(
             gpu,
             run(
@@ -466,7 +468,7 @@ class TrainerTest {
                     3,
                     false,
                     Placement.RESIDENT,
-                    cuda(BackendSpec.Gemm.AUTO, "lose-device-when=" + unplugged),
+                    cuda(BackendSpec.GemmChoice.AUTO, "lose-device-when=" + unplugged),
                     () -> {
                       try {
                         Files.writeString(unplugged, "gone");
@@ -500,7 +502,7 @@ class TrainerTest {
             3,
             false,
             Placement.RESIDENT_BF16,
-            cuda(BackendSpec.Gemm.KERNELS),
+            cuda(BackendSpec.GemmChoice.KERNELS),
             () -> {});
     double fromCpu = largestDifference(bf16, gpu);
     System.out.printf("bf16: cuda vs cpu %.2e, bf16 vs fp32 %.2e%n", fromCpu, fromFp32);

@@ -51,9 +51,9 @@ public final class PreprocessJob {
 
   private final SparkSession spark;
   private final ImageSource source;
-  private final PreprocessOptions options;
+  private final PreprocessSpec options;
 
-  public PreprocessJob(SparkSession spark, ImageSource source, PreprocessOptions options) {
+  public PreprocessJob(SparkSession spark, ImageSource source, PreprocessSpec options) {
     this.spark = spark;
     this.source = source;
     this.options = options;
@@ -66,7 +66,7 @@ public final class PreprocessJob {
     // Closing the committer without a commit removes the run's staging, whatever failed: an
     // I/O error, a bad input, or a SparkException (which Java cannot even name in a catch here).
     try (DatasetCommitter committer =
-            options.output() == PreprocessOptions.Output.OFFLINE
+            options.output() == PreprocessSpec.Output.OFFLINE
                 ? DatasetCommitter.begin(
                     options.outputPath(),
                     source.path(),
@@ -284,7 +284,7 @@ public final class PreprocessJob {
             rejects.size(),
             inputs,
             byReason,
-            options.output() == PreprocessOptions.Output.OFFLINE ? DatasetLayout.REJECTS : null));
+            options.output() == PreprocessSpec.Output.OFFLINE ? DatasetLayout.REJECTS : null));
   }
 
   private Map<String, Object> transforms() {

@@ -13,7 +13,7 @@ record ShardPlan(int trainShards, int valShards, double valFraction, long seed)
     implements Serializable {
 
   static ShardPlan of(
-      Map<String, Long> inputsBySplit, PreprocessOptions o, int outputsPerSample, int imageBytes) {
+      Map<String, Long> inputsBySplit, PreprocessSpec o, int outputsPerSample, int imageBytes) {
     return new ShardPlan(
         shards(inputsBySplit.getOrDefault(Manifest.TRAIN, 0L), o, outputsPerSample, imageBytes),
         shards(inputsBySplit.getOrDefault(Manifest.VAL, 0L), o, outputsPerSample, imageBytes),
@@ -21,14 +21,13 @@ record ShardPlan(int trainShards, int valShards, double valFraction, long seed)
         o.seed());
   }
 
-  private static int shards(
-      long inputs, PreprocessOptions o, int outputsPerSample, int imageBytes) {
+  private static int shards(long inputs, PreprocessSpec o, int outputsPerSample, int imageBytes) {
     if (inputs == 0) {
       return 0;
     }
     double bytes = (double) inputs * outputsPerSample * imageBytes;
     if (o.shardsPerSplit() > 0) {
-      if (bytes / o.shardsPerSplit() > PreprocessOptions.MAX_SHARD_BYTES) {
+      if (bytes / o.shardsPerSplit() > PreprocessSpec.MAX_SHARD_BYTES) {
         throw new PreprocessException(
             String.format(
                 "ramtrain.etl.shards=%d would make shards of about %.1f GiB; shards must stay under"

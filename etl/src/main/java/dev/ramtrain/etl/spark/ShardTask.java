@@ -50,7 +50,7 @@ final class ShardTask implements Serializable {
       ImageProcessor processor,
       ImageSource source,
       StagedShards staging,
-      PreprocessOptions options,
+      PreprocessSpec options,
       HadoopConf hadoop,
       ShardCounters counters) {
     this.plan = plan;

@@ -45,9 +45,9 @@ class DatasetSafetyTest {
     new SyntheticImages(3, 8, 32, 32, 0.5, 3).writeTo(images);
   }
 
-  private static PreprocessOptions options(Path out, boolean overwrite) {
+  private static PreprocessSpec options(Path out, boolean overwrite) {
     return Preprocessing.to(
-        Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.2),
+        Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0.2),
         out.toString(),
         overwrite);
   }
@@ -201,10 +201,10 @@ class DatasetSafetyTest {
       Files.writeString(input.resolve("only/bad" + i + ".png"), "not an image " + i);
     }
     Path out = tmp.resolve("out");
-    PreprocessOptions o =
+    PreprocessSpec o =
         Preprocessing.withShards(
             Preprocessing.options(
-                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 1.0),
+                SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 1.0),
             4);
     Manifest m = Preprocessing.run(new ImageFolderSource(input.toString()), o).manifest();
     assertEquals(1, m.split(Manifest.TRAIN).shards().size());

@@ -77,7 +77,7 @@ class PreprocessJobTest {
         Preprocessing.run(
             new ImageFolderSource(imagesWithBadFiles().toString()),
             Preprocessing.options(
-                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.1));
+                SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0.1));
     Manifest m = result.manifest();
     assertEquals(List.of("circle", "square", "star", "triangle"), m.classes());
     assertEquals(63, m.rejects().inputs());
@@ -118,7 +118,7 @@ class PreprocessJobTest {
         Preprocessing.run(
             new ImageFolderSource(images.toString()),
             Preprocessing.options(
-                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, tmp.resolve("out"), 0));
+                SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, tmp.resolve("out"), 0));
     PreprocessTiming timing = result.timing();
     String described = timing.describe();
     // The driver placed the listed files into shards: one stage reads, decodes and writes them.
@@ -140,7 +140,7 @@ class PreprocessJobTest {
         Preprocessing.run(
             new ShuffledSource(images.toString()),
             Preprocessing.options(
-                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, tmp.resolve("sh"), 0));
+                SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, tmp.resolve("sh"), 0));
     PreprocessTiming t2 = shuffledRun.timing();
     assertEquals(2, t2.stages().size(), t2.describe());
     long shuffled = t2.stages().get(0).shuffleWriteBytes();
@@ -164,7 +164,7 @@ class PreprocessJobTest {
         Preprocessing.run(
                 source,
                 Preprocessing.options(
-                    SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.1))
+                    SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0.1))
             .manifest();
     assertEquals(Map.of("UNREADABLE", 1L), m.rejects().byReason());
     assertEquals(59, m.split(Manifest.TRAIN).rows() + m.split(Manifest.VAL).rows());
@@ -179,15 +179,15 @@ class PreprocessJobTest {
     Path many = tmp.resolve("many");
     Preprocessing.run(
         new RepartitionedSource(images.toString(), 1),
-        Preprocessing.options(SHAPE, aug, PreprocessOptions.Output.OFFLINE, few, 0));
+        Preprocessing.options(SHAPE, aug, PreprocessSpec.Output.OFFLINE, few, 0));
     Preprocessing.run(
         new RepartitionedSource(images.toString(), 13),
-        Preprocessing.options(SHAPE, aug, PreprocessOptions.Output.OFFLINE, many, 0));
+        Preprocessing.options(SHAPE, aug, PreprocessSpec.Output.OFFLINE, many, 0));
     // The folder source itself: its listing is placed into shards by the driver, no shuffle.
     Path placed = tmp.resolve("placed");
     Preprocessing.run(
         new ImageFolderSource(images.toString()),
-        Preprocessing.options(SHAPE, aug, PreprocessOptions.Output.OFFLINE, placed, 0));
+        Preprocessing.options(SHAPE, aug, PreprocessSpec.Output.OFFLINE, placed, 0));
     Manifest m = Preprocessing.open(few).manifest();
     assertEquals(m, Preprocessing.open(many).manifest());
     assertEquals(m, Preprocessing.open(placed).manifest());
@@ -215,13 +215,11 @@ class PreprocessJobTest {
     var offline =
         Preprocessing.run(
             new ImageFolderSource(images.toString()),
-            Preprocessing.options(
-                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0));
+            Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0));
     var memory =
         Preprocessing.run(
             new ImageFolderSource(images.toString()),
-            Preprocessing.options(
-                SHAPE, Augmentation.NONE, PreprocessOptions.Output.MEMORY, null, 0));
+            Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessSpec.Output.MEMORY, null, 0));
     try (InMemoryShards shards = memory.inMemory()) {
       assertEquals(offline.manifest().splits(), memory.manifest().inFolder("v0001").splits());
       List<ShardResult> blocks = shards.blocks().collect();
@@ -252,7 +250,7 @@ class PreprocessJobTest {
                 Preprocessing.run(
                     new ImageFolderSource(imagesWithBadFiles().toString()),
                     Preprocessing.options(
-                        SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.01)));
+                        SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0.01)));
     assertTrue(e.getMessage().contains("3 of 63 inputs"), e.getMessage());
     assertTrue(e.getMessage().contains("max-reject-fraction"), e.getMessage());
     assertTrue(e.getMessage().contains("truncated.jpg"), e.getMessage());
@@ -263,7 +261,7 @@ class PreprocessJobTest {
   void aFailedOrKilledRunLeavesNoDatasetAndARerunSucceeds() throws Exception {
     Path out = tmp.resolve("out");
     var options =
-        Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0);
+        Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0);
     // A task that dies in the middle of the job: its staging goes, and the folder it created.
     assertThrows(
         Exception.class,
@@ -299,7 +297,7 @@ class PreprocessJobTest {
   void aCommittedDatasetIsReplacedOnlyWhenAsked() throws Exception {
     Path out = tmp.resolve("out");
     var options =
-        Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0);
+        Preprocessing.options(SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0);
     Preprocessing.run(new ImageFolderSource(images.toString()), options);
     var e =
         assertThrows(
@@ -307,7 +305,7 @@ class PreprocessJobTest {
             () -> Preprocessing.run(new ImageFolderSource(images.toString()), options));
     assertTrue(e.getMessage().contains("overwrite"), e.getMessage());
     var overwrite =
-        new PreprocessOptions(
+        new PreprocessSpec(
             options.transform(),
             options.decoder(),
             options.maxPixels(),
@@ -341,7 +339,7 @@ class PreprocessJobTest {
         Preprocessing.run(
             new ImageFolderSource(imagesWithBadFiles().toString()),
             Preprocessing.options(
-                SHAPE, Augmentation.NONE, PreprocessOptions.Output.OFFLINE, out, 0.5));
+                SHAPE, Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0.5));
     var json = new com.fasterxml.jackson.databind.ObjectMapper();
     for (String line :
         Files.readAllLines(

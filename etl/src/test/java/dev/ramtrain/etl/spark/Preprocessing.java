@@ -21,13 +21,9 @@ import java.util.Map;
 final class Preprocessing {
   private Preprocessing() {}
 
-  static PreprocessOptions options(
-      ImageShape shape,
-      Augmentation aug,
-      PreprocessOptions.Output mode,
-      Path out,
-      double maxRejects) {
-    return new PreprocessOptions(
+  static PreprocessSpec options(
+      ImageShape shape, Augmentation aug, PreprocessSpec.Output mode, Path out, double maxRejects) {
+    return new PreprocessSpec(
         new ImageTransform(shape, ResizeMode.SHORTER_SIDE_CROP, aug),
         ImageDecoder.Kind.OPENCV,
         1L << 26,
@@ -50,8 +46,8 @@ final class Preprocessing {
   /**
    * {@code o} writing to {@code output} (any Hadoop URI), replacing a dataset if {@code overwrite}.
    */
-  static PreprocessOptions to(PreprocessOptions o, String output, boolean overwrite) {
-    return new PreprocessOptions(
+  static PreprocessSpec to(PreprocessSpec o, String output, boolean overwrite) {
+    return new PreprocessSpec(
         o.transform(),
         o.decoder(),
         o.maxPixels(),
@@ -63,7 +59,7 @@ final class Preprocessing {
         o.shardsPerSplit(),
         o.minShardsPerSplit(),
         o.maxRejectFraction(),
-        PreprocessOptions.Output.OFFLINE,
+        PreprocessSpec.Output.OFFLINE,
         output,
         overwrite,
         o.directIo(),
@@ -72,8 +68,8 @@ final class Preprocessing {
   }
 
   /** {@code o} with a fixed number of shards per split and no val split. */
-  static PreprocessOptions withShards(PreprocessOptions o, int shards) {
-    return new PreprocessOptions(
+  static PreprocessSpec withShards(PreprocessSpec o, int shards) {
+    return new PreprocessSpec(
         o.transform(),
         o.decoder(),
         o.maxPixels(),
@@ -93,7 +89,7 @@ final class Preprocessing {
         ImageStorage.RAW);
   }
 
-  static PreprocessResult run(ImageSource source, PreprocessOptions options) throws IOException {
+  static PreprocessResult run(ImageSource source, PreprocessSpec options) throws IOException {
     return new PreprocessJob(TestSpark.session(), source, options).run();
   }
 

@@ -16,8 +16,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class ShardPlanTest {
-  private static PreprocessOptions options(int shards, int minShards, double valFraction) {
-    return new PreprocessOptions(
+  private static PreprocessSpec options(int shards, int minShards, double valFraction) {
+    return new PreprocessSpec(
         new ImageTransform(new ImageShape(64, 64, 3), ResizeMode.STRETCH, Augmentation.NONE),
         ImageDecoder.Kind.OPENCV,
         1 << 20,
@@ -29,7 +29,7 @@ class ShardPlanTest {
         shards,
         minShards,
         0,
-        PreprocessOptions.Output.MEMORY,
+        PreprocessSpec.Output.MEMORY,
         null,
         false,
         true,

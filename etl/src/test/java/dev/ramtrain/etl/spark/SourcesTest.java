@@ -37,8 +37,8 @@ class SourcesTest {
   @TempDir Path tmp;
 
   /** Same-size stretch without augmentation: raw pixels must come through unchanged. */
-  private static PreprocessOptions identity(ImageShape shape, Path out) {
-    return new PreprocessOptions(
+  private static PreprocessSpec identity(ImageShape shape, Path out) {
+    return new PreprocessSpec(
         new ImageTransform(shape, ResizeMode.STRETCH, Augmentation.NONE),
         ImageDecoder.Kind.OPENCV,
         1L << 26,
@@ -50,7 +50,7 @@ class SourcesTest {
         0,
         1,
         0,
-        PreprocessOptions.Output.OFFLINE,
+        PreprocessSpec.Output.OFFLINE,
         out.toString(),
         false,
         true,
@@ -181,11 +181,7 @@ class SourcesTest {
     Path out = tmp.resolve("out");
     var options =
         Preprocessing.options(
-            new ImageShape(16, 16, 3),
-            Augmentation.NONE,
-            PreprocessOptions.Output.OFFLINE,
-            out,
-            0.1);
+            new ImageShape(16, 16, 3), Augmentation.NONE, PreprocessSpec.Output.OFFLINE, out, 0.1);
     Manifest m =
         Preprocessing.run(new TableSource(table.toString(), "jpeg", "kind", "path"), options)
             .manifest();

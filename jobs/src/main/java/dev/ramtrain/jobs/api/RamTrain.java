@@ -161,7 +161,7 @@ public final class RamTrain {
     }
     Precision precision = c.choice("ramtrain.train.precision", Precision.class);
     Supplier<List<Layer>> layers =
-        () -> RunSpec.Model.parse("ramtrain.train.model", model, shape, precision);
+        () -> RunSpec.ModelChoice.parse("ramtrain.train.model", model, shape, precision);
     layers.get(); // a bad spec fails here, naming the key
     StructType schema =
         new StructType()

@@ -42,7 +42,7 @@ public final class DemoCommand implements Callable<Integer> {
   /** The demo's CNN without its class count, which comes from the generated dataset. */
   static final String MODEL = "cnn:cb32-p-cb64-p-cb128-p-f128";
 
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
   @Option(
       names = "--workdir",

@@ -57,14 +57,14 @@ public final class EtlFlags {
   void addTo(Map<String, String> f) {
     f.put("ramtrain.source.path", input);
     f.put("ramtrain.source.type", sourceType);
-    f.put("ramtrain.etl.height", CommonOptions.text(height));
-    f.put("ramtrain.etl.width", CommonOptions.text(width));
+    f.put("ramtrain.etl.height", CommonFlags.text(height));
+    f.put("ramtrain.etl.width", CommonFlags.text(width));
     f.put("ramtrain.etl.color", color);
     f.put("ramtrain.etl.resize", resize);
-    f.put("ramtrain.etl.augment.copies", CommonOptions.text(copies));
-    f.put("ramtrain.etl.val-fraction", CommonOptions.text(valFraction));
+    f.put("ramtrain.etl.augment.copies", CommonFlags.text(copies));
+    f.put("ramtrain.etl.val-fraction", CommonFlags.text(valFraction));
     f.put("ramtrain.etl.decoder", decoder);
     f.put("ramtrain.etl.store", store);
-    f.put("ramtrain.etl.jpeg-quality", CommonOptions.text(jpegQuality));
+    f.put("ramtrain.etl.jpeg-quality", CommonFlags.text(jpegQuality));
   }
 }

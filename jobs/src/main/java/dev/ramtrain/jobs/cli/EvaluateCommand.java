@@ -35,9 +35,9 @@ import picocli.CommandLine.Option;
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class EvaluateCommand implements Callable<Integer> {
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
-  @Mixin CheckpointOption checkpoint;
+  @Mixin CheckpointFlags checkpoint;
 
   @Option(
       names = {"-d", "--dataset"},

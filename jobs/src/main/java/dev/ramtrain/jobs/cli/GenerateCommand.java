@@ -20,7 +20,7 @@ import picocli.CommandLine.Option;
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class GenerateCommand implements Callable<Integer> {
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
   @Option(
       names = {"-o", "--output"},
@@ -59,11 +59,11 @@ public final class GenerateCommand implements Callable<Integer> {
   Map<String, String> flags() {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.generate.output", output);
-    f.put("ramtrain.generate.classes", CommonOptions.text(classes));
-    f.put("ramtrain.generate.images-per-class", CommonOptions.text(perClass));
-    f.put("ramtrain.generate.width", CommonOptions.text(width));
-    f.put("ramtrain.generate.height", CommonOptions.text(height));
-    f.put("ramtrain.seed", CommonOptions.text(seed));
+    f.put("ramtrain.generate.classes", CommonFlags.text(classes));
+    f.put("ramtrain.generate.images-per-class", CommonFlags.text(perClass));
+    f.put("ramtrain.generate.width", CommonFlags.text(width));
+    f.put("ramtrain.generate.height", CommonFlags.text(height));
+    f.put("ramtrain.seed", CommonFlags.text(seed));
     return f;
   }
 

@@ -31,7 +31,7 @@ import picocli.CommandLine.Parameters;
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class InspectCommand implements Callable<Integer> {
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
   @Parameters(paramLabel = "DATASET", description = "Dataset directory (local path or Hadoop URI).")
   String dataset;
@@ -67,9 +67,9 @@ public final class InspectCommand implements Callable<Integer> {
 
   Map<String, String> flags() {
     Map<String, String> f = new LinkedHashMap<>();
-    f.put("ramtrain.inspect.samples", CommonOptions.text(samples));
+    f.put("ramtrain.inspect.samples", CommonFlags.text(samples));
     f.put("ramtrain.inspect.sheet", sheet);
-    f.put("ramtrain.inspect.verify-all", CommonOptions.text(verifyAll));
+    f.put("ramtrain.inspect.verify-all", CommonFlags.text(verifyAll));
     return f;
   }
 

@@ -28,7 +28,7 @@ import picocli.CommandLine.Option;
           + "cluster."
     })
 public final class PipelineCommand implements Callable<Integer> {
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
   @Mixin EtlFlags etl;
 
@@ -79,7 +79,7 @@ public final class PipelineCommand implements Callable<Integer> {
     etl.addTo(f);
     training.addTo(f);
     f.put("ramtrain.etl.mode", "memory");
-    f.put("ramtrain.seed", CommonOptions.text(seed));
+    f.put("ramtrain.seed", CommonFlags.text(seed));
     return f;
   }
 }

@@ -40,7 +40,7 @@ import picocli.CommandLine.Option;
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class PlanCommand implements Callable<Integer> {
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
   @Option(names = "--model", description = "Model spec (ramtrain.train.model).")
   String model;
@@ -87,11 +87,11 @@ public final class PlanCommand implements Callable<Integer> {
   public Integer call() throws IOException {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.train.model", model);
-    f.put("ramtrain.train.batch-size", CommonOptions.text(batchSize));
+    f.put("ramtrain.train.batch-size", CommonFlags.text(batchSize));
     f.put("ramtrain.plan.device", device);
     f.put("ramtrain.offload.budget", budget);
-    f.put("ramtrain.offload.prefetch-depth", CommonOptions.text(prefetchDepth));
-    f.put("ramtrain.offload.bf16-weights", CommonOptions.text(bf16));
+    f.put("ramtrain.offload.prefetch-depth", CommonFlags.text(prefetchDepth));
+    f.put("ramtrain.offload.bf16-weights", CommonFlags.text(bf16));
     RamtrainConfig c = common.load(f);
     OffloadSpec offload = TrainSettings.offload(c);
     int batch = TrainSettings.batchSize(c);
@@ -108,7 +108,7 @@ public final class PlanCommand implements Callable<Integer> {
       spec = c.string("ramtrain.train.model");
       ImageShape shape = shape(image);
       Precision precision = c.choice("ramtrain.train.precision", Precision.class);
-      layers = () -> RunSpec.Model.parse("ramtrain.train.model", spec, shape, precision);
+      layers = () -> RunSpec.ModelChoice.parse("ramtrain.train.model", spec, shape, precision);
     }
     layers.get(); // a bad spec fails here, exit 2
     try (Backend backend = Backends.open(TrainSettings.backend(c))) {

@@ -42,9 +42,9 @@ import picocli.CommandLine.Parameters;
       "Runs in this process, on the driver: --master does not distribute it."
     })
 public final class PredictCommand implements Callable<Integer> {
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
-  @Mixin CheckpointOption checkpoint;
+  @Mixin CheckpointFlags checkpoint;
 
   @Option(
       names = {"-o", "--output"},

@@ -25,7 +25,7 @@ import picocli.CommandLine.Option;
           + "image folders, Parquet tables, MNIST-family idx files, CIFAR-10 binaries."
     })
 public final class PreprocessCommand implements Callable<Integer> {
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
   @Mixin EtlFlags etl;
 
@@ -73,8 +73,8 @@ public final class PreprocessCommand implements Callable<Integer> {
     Map<String, String> f = new LinkedHashMap<>();
     etl.addTo(f);
     f.put("ramtrain.etl.output", output);
-    f.put("ramtrain.etl.overwrite", CommonOptions.text(overwrite));
-    f.put("ramtrain.seed", CommonOptions.text(seed));
+    f.put("ramtrain.etl.overwrite", CommonFlags.text(overwrite));
+    f.put("ramtrain.seed", CommonFlags.text(seed));
     return f;
   }
 

@@ -36,7 +36,7 @@ import picocli.CommandLine.Option;
           + "split each epoch."
     })
 public final class TrainCommand implements Callable<Integer> {
-  @Mixin CommonOptions common;
+  @Mixin CommonFlags common;
 
   @Option(
       names = {"-d", "--dataset"},
@@ -157,9 +157,9 @@ public final class TrainCommand implements Callable<Integer> {
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.train.dataset", dataset);
     training.addTo(f);
-    f.put("ramtrain.train.augment.height", CommonOptions.text(height));
-    f.put("ramtrain.train.augment.width", CommonOptions.text(width));
-    f.put("ramtrain.seed", CommonOptions.text(seed));
+    f.put("ramtrain.train.augment.height", CommonFlags.text(height));
+    f.put("ramtrain.train.augment.width", CommonFlags.text(width));
+    f.put("ramtrain.seed", CommonFlags.text(seed));
     return f;
   }
 }

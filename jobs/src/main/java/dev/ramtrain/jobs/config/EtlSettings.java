@@ -13,7 +13,7 @@ import dev.ramtrain.etl.source.ImageFolderSource;
 import dev.ramtrain.etl.source.ImageSource;
 import dev.ramtrain.etl.source.SyntheticImages;
 import dev.ramtrain.etl.source.TableSource;
-import dev.ramtrain.etl.spark.PreprocessOptions;
+import dev.ramtrain.etl.spark.PreprocessSpec;
 import dev.ramtrain.format.ImageShape;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -74,7 +74,7 @@ public final class EtlSettings {
     return images;
   }
 
-  public static PreprocessOptions preprocessOptions(RamtrainConfig c) {
+  public static PreprocessSpec preprocessOptions(RamtrainConfig c) {
     int height = c.integer("ramtrain.etl.height");
     int width = c.integer("ramtrain.etl.width");
     require(
@@ -86,14 +86,14 @@ public final class EtlSettings {
             new ImageShape(height, width, channels),
             c.choice("ramtrain.etl.resize", ResizeMode.class),
             augmentation(c));
-    var mode = c.choice("ramtrain.etl.mode", PreprocessOptions.Output.class);
+    var mode = c.choice("ramtrain.etl.mode", PreprocessSpec.Output.class);
     String output = c.string("ramtrain.etl.output");
     require(
-        mode == PreprocessOptions.Output.MEMORY || !output.isBlank(),
+        mode == PreprocessSpec.Output.MEMORY || !output.isBlank(),
         "ramtrain.etl.output",
         "an output directory is required in offline mode (--output DIR)");
     try {
-      return new PreprocessOptions(
+      return new PreprocessSpec(
           transform,
           c.choice("ramtrain.etl.decoder", ImageDecoder.Kind.class),
           c.longValue("ramtrain.etl.max-pixels"),

@@ -12,7 +12,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
@@ -48,7 +48,7 @@ public final class CheckpointEvaluation {
     ImageShape shape = trained.shape();
     // A run trained on random resized crops evaluates as timm does: each stored image resized and
     // centre-cropped to the model's input, whatever size it is stored at.
-    LoaderOptions eval =
+    LoaderSpec eval =
         s.data().eval().withResize(trained.evalCrop() == null ? null : trained.evalCrop().crop());
     if (!shape.equals(eval.inputShape(m.image().shape()))
         || shape.channels() != m.image().shape().channels()) {

@@ -8,7 +8,7 @@ import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.RanksDivergedException;
 import dev.ramtrain.trainer.dist.TcpRing;
@@ -114,7 +114,7 @@ public final class DistributedTraining<T>
       Manifest manifest = Dataset.open(spec.data().requireLocation(), conf).manifest();
       assignment = ShardAssignment.of(manifest, world);
       assignment.requireABatchPerRank(spec.batchSize());
-      boolean pad = spec.data().train().sampling().remainder() == LoaderOptions.Remainder.PAD;
+      boolean pad = spec.data().train().sampling().remainder() == LoaderSpec.Remainder.PAD;
       trainPerEpoch = assignment.trainPerEpoch(pad);
     }
     DatasetRanks inputs = new DatasetRanks(new HadoopConf(conf), assignment, trainPerEpoch);

@@ -3,7 +3,7 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.ShardResult;
 import dev.ramtrain.trainer.EvalResult;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -48,7 +48,7 @@ public final class InMemoryTraining {
     spec.forRank(0, world); // an uneven batch split is a usage error before anything starts
     ShardAssignment assignment = ShardAssignment.of(placed, world);
     assignment.requireABatchPerRank(spec.batchSize());
-    boolean pad = spec.data().train().sampling().remainder() == LoaderOptions.Remainder.PAD;
+    boolean pad = spec.data().train().sampling().remainder() == LoaderSpec.Remainder.PAD;
     JavaRDD<ShardResult> byRank =
         shards
             .blocks()

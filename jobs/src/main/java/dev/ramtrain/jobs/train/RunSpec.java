@@ -2,16 +2,16 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.ConfigException;
-import dev.ramtrain.trainer.TrainOptions;
+import dev.ramtrain.trainer.LoopSpec;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import dev.ramtrain.trainer.data.BadSamples;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.Layer;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -37,10 +37,10 @@ import java.util.TreeMap;
  */
 public record RunSpec(
     Data data,
-    Model model,
+    ModelChoice model,
     OptimizerSpec optimizer,
     ScheduleSpec schedule,
-    TrainOptions loop,
+    LoopSpec loop,
     OffloadSpec offload,
     BackendSpec backend,
     Output output,
@@ -65,8 +65,8 @@ public record RunSpec(
    */
   public record Data(
       String location,
-      LoaderOptions train,
-      LoaderOptions eval,
+      LoaderSpec train,
+      LoaderSpec eval,
       ResizeFilter filter,
       BadSamples badSamples,
       int shardWindow)
@@ -76,7 +76,7 @@ public record RunSpec(
      * rows decoded by libjpeg-turbo.
      */
     public DataLoader loader(
-        Backend backend, ShardSet shards, LoaderOptions options, ResizeFilter filter) {
+        Backend backend, ShardSet shards, LoaderSpec options, ResizeFilter filter) {
       return new DataLoader(
           backend, shards, options, filter.resamplers(), new LibjpegRows(), badSamples);
     }
@@ -102,7 +102,7 @@ public record RunSpec(
     }
     return new RunSpec(
         data,
-        new Model(
+        new ModelChoice(
             resolved,
             model.seed(),
             model.precision(),
@@ -125,12 +125,12 @@ public record RunSpec(
    * ({@code ramtrain.train.weights}: a timm or torchvision safetensors file; empty: none).
    */
   /** {@code ema}: the decay of the weights' moving average ({@code --ema}), 0 for none. */
-  public record Model(
+  public record ModelChoice(
       String spec, long seed, Precision precision, String weights, float dropPath, float ema)
       implements Serializable {
     private static final String KEY = "ramtrain.train.model";
 
-    public Model(String spec, long seed, Precision precision) {
+    public ModelChoice(String spec, long seed, Precision precision) {
       this(spec, seed, precision, "", 0f, 0f);
     }
 
@@ -143,9 +143,9 @@ public record RunSpec(
     }
 
     /** What the trainer builds: this model for images of {@code shape}, up to {@code maxBatch}. */
-    public ModelConfig config(ImageShape shape, int maxBatch) {
+    public ModelBlueprint config(ImageShape shape, int maxBatch) {
       List<Layer> layers = layers(shape); // a bad spec fails here, not later inside the trainer
-      ModelConfig config = ModelConfig.of(spec, shape, maxBatch, seed, precision, dropPath);
+      ModelBlueprint config = ModelBlueprint.of(spec, shape, maxBatch, seed, precision, dropPath);
       if (weights.isEmpty()) {
         return config;
       }
@@ -268,7 +268,7 @@ public record RunSpec(
    * settings a resume checks stay the global ones.
    */
   public RunSpec forRank(int rank, int world) {
-    return forRank(new LoaderOptions.Rank(rank, world), new LoaderOptions.Rank(rank, world));
+    return forRank(new LoaderSpec.Rank(rank, world), new LoaderSpec.Rank(rank, world));
   }
 
   /**
@@ -278,11 +278,10 @@ public record RunSpec(
    */
   public RunSpec forRankWithOwnShards(int rank, int world, long trainPerEpoch) {
     return forRank(
-        LoaderOptions.Rank.owning(rank, world, trainPerEpoch),
-        LoaderOptions.Rank.owning(rank, world, 0));
+        LoaderSpec.Rank.owning(rank, world, trainPerEpoch), LoaderSpec.Rank.owning(rank, world, 0));
   }
 
-  private RunSpec forRank(LoaderOptions.Rank train, LoaderOptions.Rank eval) {
+  private RunSpec forRank(LoaderSpec.Rank train, LoaderSpec.Rank eval) {
     int world = train.worldSize();
     int global = batchSize();
     if (global % world != 0) {

@@ -7,14 +7,14 @@ import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.trainer.BatchAugmentation;
 import dev.ramtrain.trainer.BestEpoch;
+import dev.ramtrain.trainer.LoopSpec;
 import dev.ramtrain.trainer.Mixup;
-import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
 import dev.ramtrain.trainer.data.BadSamples;
 import dev.ramtrain.trainer.data.CenterCrop;
 import dev.ramtrain.trainer.data.InputResize;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.RandomResizedCrop;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -134,7 +134,7 @@ public final class TrainSettings {
     ScheduleSpec schedule = schedule(c);
     return new RunSpec(
         data(c, seed),
-        new RunSpec.Model(
+        new RunSpec.ModelChoice(
             c.string(P + "model"),
             seed,
             c.choice(P + "precision", Precision.class),
@@ -165,7 +165,7 @@ public final class TrainSettings {
     return new BackendSpec(
         c.choice(P + "backend", BackendSpec.Kind.class),
         t == 0 ? Runtime.getRuntime().availableProcessors() : t,
-        c.choice("ramtrain.cuda.gemm", BackendSpec.Gemm.class),
+        c.choice("ramtrain.cuda.gemm", BackendSpec.GemmChoice.class),
         c.choice("ramtrain.cpu.engine", CpuEngine.class));
   }
 
@@ -207,21 +207,21 @@ public final class TrainSettings {
         resizedCrop || c.integer(A + "width") == 0,
         A + "width",
         "sets the crop's output: it needs ramtrain.train.augment.mode = rrc");
-    LoaderOptions.Augmentation augmentation =
+    LoaderSpec.SampleAugmentation augmentation =
         checked(
             P + "crop-padding",
             () ->
-                new LoaderOptions.Augmentation(
+                new LoaderSpec.SampleAugmentation(
                     c.integer(P + "crop-padding"),
                     c.bool(P + "flip"),
                     resizedCrop ? randomResizedCrop(c) : null));
-    LoaderOptions train =
-        LoaderOptions.training(
+    LoaderSpec train =
+        LoaderSpec.training(
                 batch,
                 workers,
                 c.integer(P + "prefetch"),
                 seed,
-                c.choice(P + "remainder", LoaderOptions.Remainder.class),
+                c.choice(P + "remainder", LoaderSpec.Remainder.class),
                 augmentation)
             .withBatchesPerStep(c.integer(P + "accumulate"));
     InputResize evalResize =
@@ -235,7 +235,7 @@ public final class TrainSettings {
     return new RunSpec.Data(
         c.string(P + "dataset"),
         train,
-        LoaderOptions.evaluation(batch, workers, evalResize),
+        LoaderSpec.evaluation(batch, workers, evalResize),
         c.choice(A + "filter", ResizeFilter.class),
         c.choice(P + "bad-sample", BadSamples.class),
         shardWindow(c));
@@ -337,7 +337,7 @@ public final class TrainSettings {
                 c.number(P + "min-lr")));
   }
 
-  private static TrainOptions loop(RamtrainConfig c) {
+  private static LoopSpec loop(RamtrainConfig c) {
     // Pretrained weights expect the normalization they were trained with: timm's and
     // torchvision's ImageNet figures, unless set.
     boolean imagenet =
@@ -350,11 +350,11 @@ public final class TrainSettings {
     return checked( // the other limits were checked above, naming their keys
         P + "log-every",
         () ->
-            new TrainOptions(
+            new LoopSpec(
                 c.integer(P + "epochs"),
                 (float) c.number(P + "label-smoothing"),
                 (float) c.number(P + "clip-norm"),
-                c.choice(P + "nan-policy", TrainOptions.NanPolicy.class),
+                c.choice(P + "nan-policy", LoopSpec.NanPolicy.class),
                 floats(P + "mean", mean),
                 floats(P + "std", std),
                 c.integer(P + "log-every"),

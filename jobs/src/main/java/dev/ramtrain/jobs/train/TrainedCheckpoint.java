@@ -122,7 +122,7 @@ public record TrainedCheckpoint(
 
   /** The model's layers as trained, for images of the trained shape; a bad spec names the key. */
   public List<Layer> layers() {
-    return RunSpec.Model.parse("--checkpoint's model", model, shape, precision);
+    return RunSpec.ModelChoice.parse("--checkpoint's model", model, shape, precision);
   }
 
   /**
@@ -189,7 +189,7 @@ public record TrainedCheckpoint(
   public static TrainedCheckpoint fromPretrained(
       Path weights, PretrainedWeights file, String model, List<String> classes, ImageShape shape) {
     String spec = ModelSpec.withClasses(model, classes.size());
-    List<Layer> layers = RunSpec.Model.parse("--model", spec, shape, Precision.FP32);
+    List<Layer> layers = RunSpec.ModelChoice.parse("--model", spec, shape, Precision.FP32);
     if (file.classes() != classes.size()) {
       throw new IllegalArgumentException(
           weights

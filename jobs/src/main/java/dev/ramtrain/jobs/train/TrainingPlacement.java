@@ -10,7 +10,7 @@ import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -40,7 +40,7 @@ public final class TrainingPlacement {
       DataParallel ranks,
       HostLimit hostLimit) {
     OffloadSpec offload = spec.offload();
-    ModelConfig model = spec.model().config(shape, spec.batchSize());
+    ModelBlueprint model = spec.model().config(shape, spec.batchSize());
     if (offload.mode() == OffloadSpec.Mode.OFF) {
       return resident(spec, model, clipNorm, backend, setup, ranks);
     }
@@ -187,7 +187,7 @@ public final class TrainingPlacement {
 
   private static Learner resident(
       RunSpec spec,
-      ModelConfig config,
+      ModelBlueprint config,
       float clipNorm,
       Backend backend,
       Stream setup,

@@ -8,8 +8,8 @@ import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.Learner;
+import dev.ramtrain.trainer.LoopSpec;
 import dev.ramtrain.trainer.MetricsLog;
-import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.Trainer;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Stream;
@@ -18,7 +18,7 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.data.CenterCrop;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.dist.DataParallel;
@@ -120,7 +120,7 @@ public final class TrainingRun {
                 accumulate > 1 ? " or --accumulate" : ""));
       }
       ShardMemory.report(trainLoader, valLoader, spec.data().shardWindow(), rank.hostLimit());
-      TrainOptions options = spec.loop();
+      LoopSpec options = spec.loop();
       if (!options.normalizationGiven()) { // a resumed run keeps what its first epoch measured
         Normalization n =
             checkpoint != null
@@ -245,8 +245,7 @@ public final class TrainingRun {
    * The normalization every rank uses: where ranks hold shards of their own, measured by each on
    * its share of the samples and added up over the ranks, so that all normalize alike.
    */
-  private static Normalization measure(
-      ShardSet train, LoaderOptions.Rank rank, DataParallel ranks) {
+  private static Normalization measure(ShardSet train, LoaderSpec.Rank rank, DataParallel ranks) {
     if (!rank.ownShards()) {
       return Normalization.measure(train, NORMALIZATION_SAMPLES, new LibjpegRows());
     }

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.etl.image.ResizeMode;
-import dev.ramtrain.etl.spark.PreprocessOptions;
+import dev.ramtrain.etl.spark.PreprocessSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
@@ -213,12 +213,12 @@ class RamtrainConfigTest {
                 "2",
                 "ramtrain.etl.mode",
                 "memory"));
-    PreprocessOptions o = EtlSettings.preprocessOptions(c);
+    PreprocessSpec o = EtlSettings.preprocessOptions(c);
     assertEquals(32, o.transform().shape().height());
     assertEquals(48, o.transform().shape().width());
     assertEquals(1, o.transform().shape().channels());
     assertEquals(3, o.transform().augmentation().outputsPerSample());
-    assertEquals(PreprocessOptions.Output.MEMORY, o.output());
+    assertEquals(PreprocessSpec.Output.MEMORY, o.output());
     assertEquals(4L << 20, o.batchTargetBytes());
   }
 

@@ -8,7 +8,7 @@ import java.io.Serializable;
  * ordinal among the GPUs the process sees (0 but for a Spark task assigned another GPU); on the CPU
  * who convolves ({@code ramtrain.cpu.engine}).
  */
-public record BackendSpec(Kind kind, int threads, Gemm gemm, int device, CpuEngine cpuEngine)
+public record BackendSpec(Kind kind, int threads, GemmChoice gemm, int device, CpuEngine cpuEngine)
     implements Serializable {
 
   /** {@code auto}: CUDA when a usable GPU is found, else the CPU backend. */
@@ -22,7 +22,7 @@ public record BackendSpec(Kind kind, int threads, Gemm gemm, int device, CpuEngi
    * The CUDA backend's GEMM: {@code auto} is cuBLAS when libcublas.so.12 loads and the backend's
    * own kernels otherwise (a machine with only a driver); the other two insist.
    */
-  public enum Gemm {
+  public enum GemmChoice {
     AUTO,
     CUBLAS,
     KERNELS
@@ -41,18 +41,18 @@ public record BackendSpec(Kind kind, int threads, Gemm gemm, int device, CpuEngi
   }
 
   /** {@code kind} with {@code threads} host cores, {@code gemm} and {@code cpuEngine}, device 0. */
-  public BackendSpec(Kind kind, int threads, Gemm gemm, CpuEngine cpuEngine) {
+  public BackendSpec(Kind kind, int threads, GemmChoice gemm, CpuEngine cpuEngine) {
     this(kind, threads, gemm, 0, cpuEngine);
   }
 
   /** {@code kind} with {@code threads} host cores and {@code gemm}, on device 0. */
-  public BackendSpec(Kind kind, int threads, Gemm gemm) {
+  public BackendSpec(Kind kind, int threads, GemmChoice gemm) {
     this(kind, threads, gemm, CpuEngine.AUTO);
   }
 
   /** {@code kind} with {@code threads} host cores and the automatic GEMM choice. */
   public BackendSpec(Kind kind, int threads) {
-    this(kind, threads, Gemm.AUTO);
+    this(kind, threads, GemmChoice.AUTO);
   }
 
   /** The same on CUDA device {@code ordinal}. */

@@ -96,7 +96,7 @@ public final class Safetensors {
   }
 
   /** The element types read, with their sizes in bytes. */
-  private enum DType {
+  private enum StoredType {
     F32(4),
     F16(2),
     BF16(2),
@@ -104,7 +104,7 @@ public final class Safetensors {
 
     final int bytes;
 
-    DType(int bytes) {
+    StoredType(int bytes) {
       this.bytes = bytes;
     }
   }
@@ -175,7 +175,7 @@ public final class Safetensors {
     }
   }
 
-  private static float[] floats(DType dtype, ByteBuffer data) {
+  private static float[] floats(StoredType dtype, ByteBuffer data) {
     float[] values = new float[data.remaining() / dtype.bytes];
     switch (dtype) {
       case F32 -> data.asFloatBuffer().get(values);
@@ -215,14 +215,14 @@ public final class Safetensors {
   }
 
   /** One tensor's header entry, checked. */
-  private record Entry(String name, DType dtype, long[] shape, long begin, long end) {}
+  private record Entry(String name, StoredType dtype, long[] shape, long begin, long end) {}
 
   private static Entry entry(Path file, String name, JsonNode entry, long dataBytes)
       throws IOException {
     String where = file + ": tensor " + name;
-    DType dtype;
+    StoredType dtype;
     try {
-      dtype = DType.valueOf(entry.path("dtype").asText(""));
+      dtype = StoredType.valueOf(entry.path("dtype").asText(""));
     } catch (IllegalArgumentException e) {
       throw new IOException(
           where

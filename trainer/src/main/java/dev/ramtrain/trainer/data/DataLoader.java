@@ -37,7 +37,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class DataLoader implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DataLoader.class);
-  private final LoaderOptions options;
+  private final LoaderSpec options;
   private final ImageShape stored; // the shards' images
   private final ImageShape shape; // the batches' images: stored, or resized
   private final long[] shardRows;
@@ -60,18 +60,18 @@ public final class DataLoader implements AutoCloseable {
   private final BadSamples badSamples;
   private final List<ByteBuffer> decodeSlots = new ArrayList<>(); // per staging slot
 
-  public DataLoader(Backend backend, ShardSet shards, LoaderOptions options) {
+  public DataLoader(Backend backend, ShardSet shards, LoaderSpec options) {
     this(backend, shards, options, AntialiasedResize::new);
   }
 
   /**
-   * A loader resizing crops ({@link LoaderOptions.Augmentation#resize}) with the resamplers {@code
-   * resamplers} makes, one per batch being assembled.
+   * A loader resizing crops ({@link LoaderSpec.SampleAugmentation#resize}) with the resamplers
+   * {@code resamplers} makes, one per batch being assembled.
    */
   public DataLoader(
       Backend backend,
       ShardSet shards,
-      LoaderOptions options,
+      LoaderSpec options,
       Supplier<? extends CropResampler> resamplers) {
     this(backend, shards, options, resamplers, null, BadSamples.FAIL);
   }
@@ -86,7 +86,7 @@ public final class DataLoader implements AutoCloseable {
   public DataLoader(
       Backend backend,
       ShardSet shards,
-      LoaderOptions options,
+      LoaderSpec options,
       Supplier<? extends CropResampler> resamplers,
       JpegDecoder jpeg,
       BadSamples badSamples) {
@@ -114,7 +114,7 @@ public final class DataLoader implements AutoCloseable {
       ShardSet openShards,
       ShardSource source,
       int windowShards,
-      LoaderOptions options,
+      LoaderSpec options,
       Supplier<? extends CropResampler> resamplers,
       JpegDecoder jpeg,
       BadSamples badSamples) {
@@ -184,7 +184,7 @@ public final class DataLoader implements AutoCloseable {
     for (int i = 0; i < Math.min(windowShards, sorted.length); i++) {
       fullWindow += sorted[i];
     }
-    LoaderOptions.Rank rank = options.rank();
+    LoaderSpec.Rank rank = options.rank();
     long positions = (long) options.batchSize() * (rank.ownShards() ? 1 : rank.worldSize());
     long span = 1 + (positions - 1 + Math.max(1, fullWindow) - 1) / Math.max(1, fullWindow);
     boolean partial = rows.length > windowShards && rows.length % windowShards != 0;
@@ -235,14 +235,13 @@ public final class DataLoader implements AutoCloseable {
 
   private void requireSamples() {
     boolean evaluatesOwnShards =
-        options.rank().ownShards()
-            && options.sampling().remainder() == LoaderOptions.Remainder.KEEP;
+        options.rank().ownShards() && options.sampling().remainder() == LoaderSpec.Remainder.KEEP;
     if (!evaluatesOwnShards && samples == 0) {
       throw new IllegalArgumentException(
           "no samples for rank " + options.rank().rank() + " of " + options.rank().worldSize());
     }
     if (options.rank().ownShards()
-        && options.sampling().remainder() == LoaderOptions.Remainder.DROP
+        && options.sampling().remainder() == LoaderSpec.Remainder.DROP
         && options.rank().ownShare() > samples) {
       throw new IllegalArgumentException(
           String.format(
@@ -266,12 +265,12 @@ public final class DataLoader implements AutoCloseable {
    * sample once over the ranks.
    */
   long perRank() {
-    LoaderOptions.Rank rank = options.rank();
+    LoaderSpec.Rank rank = options.rank();
     int world = rank.worldSize();
-    LoaderOptions.Remainder remainder = options.sampling().remainder();
+    LoaderSpec.Remainder remainder = options.sampling().remainder();
     long stepOfRank = (long) options.batchSize() * options.batchesPerStep();
     if (rank.ownShards()) {
-      return remainder == LoaderOptions.Remainder.KEEP
+      return remainder == LoaderSpec.Remainder.KEEP
           ? samples
           : wholeSteps(rank.ownShare(), stepOfRank, remainder) * stepOfRank;
     }
@@ -282,8 +281,8 @@ public final class DataLoader implements AutoCloseable {
     };
   }
 
-  private static long wholeSteps(long samples, long step, LoaderOptions.Remainder remainder) {
-    return remainder == LoaderOptions.Remainder.PAD ? (samples + step - 1) / step : samples / step;
+  private static long wholeSteps(long samples, long step, LoaderSpec.Remainder remainder) {
+    return remainder == LoaderSpec.Remainder.PAD ? (samples + step - 1) / step : samples / step;
   }
 
   /** Batches per optimizer step: the unit of the remainder rule. */
@@ -293,13 +292,13 @@ public final class DataLoader implements AutoCloseable {
 
   /** Whether every rank of the loader's world gets the same number of batches, full ones. */
   public boolean sameBatchesOnEveryRank() {
-    return options.sampling().remainder() != LoaderOptions.Remainder.KEEP;
+    return options.sampling().remainder() != LoaderSpec.Remainder.KEEP;
   }
 
   public int batchesPerEpoch() {
     long b = options.batchSize();
     return (int)
-        (options.sampling().remainder() == LoaderOptions.Remainder.DROP
+        (options.sampling().remainder() == LoaderSpec.Remainder.DROP
             ? perRank() / b
             : (perRank() + b - 1) / b);
   }
@@ -310,7 +309,7 @@ public final class DataLoader implements AutoCloseable {
    */
   public int batchSize(int index) {
     long count =
-        options.sampling().remainder() == LoaderOptions.Remainder.KEEP
+        options.sampling().remainder() == LoaderSpec.Remainder.KEEP
             ? perRank()
             : (long) batchesPerEpoch() * options.batchSize();
     return (int) Math.min(options.batchSize(), count - (long) index * options.batchSize());
@@ -567,7 +566,7 @@ public final class DataLoader implements AutoCloseable {
      */
     private String writeImage(
         ShardBatch source, int row, long target, CropResampler resizer, long scratch) {
-      LoaderOptions.Augmentation augmentation = options.augmentation();
+      LoaderSpec.SampleAugmentation augmentation = options.augmentation();
       SplittableRandom rng =
           new SplittableRandom(Seeds.mix(options.sampling().seed(), epoch, source.id(row)));
       boolean isJpeg = source.isJpeg(row);
@@ -712,7 +711,7 @@ public final class DataLoader implements AutoCloseable {
    * own; shared shards, one order.
    */
   private long orderStream() {
-    LoaderOptions.Rank rank = options.rank();
+    LoaderSpec.Rank rank = options.rank();
     return rank.ownShards() ? 0x5E1F + ((long) rank.rank() << 16) : 0x5E1F;
   }
 
@@ -724,7 +723,7 @@ public final class DataLoader implements AutoCloseable {
    */
   private long[] rankSamples(long[] all) {
     long count =
-        options.sampling().remainder() == LoaderOptions.Remainder.KEEP
+        options.sampling().remainder() == LoaderSpec.Remainder.KEEP
             ? perRank()
             : (long) batchesPerEpoch() * options.batchSize();
     long[] mine = new long[(int) count];
@@ -736,12 +735,12 @@ public final class DataLoader implements AutoCloseable {
 
   /** Where this rank's {@code i}-th sample of an epoch stands in the epoch's order. */
   private long position(long i) {
-    LoaderOptions.Rank rank = options.rank();
+    LoaderSpec.Rank rank = options.rank();
     int world = rank.worldSize();
     if (rank.ownShards()) {
       return i;
     }
-    if (options.sampling().remainder() == LoaderOptions.Remainder.KEEP) {
+    if (options.sampling().remainder() == LoaderSpec.Remainder.KEEP) {
       return i * world + rank.rank();
     }
     long b = options.batchSize();

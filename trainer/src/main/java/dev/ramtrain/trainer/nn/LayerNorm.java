@@ -84,7 +84,7 @@ public final class LayerNorm extends BaseLayer {
     DeviceBuffer yb = y.view(0, (long) batch * inputSize());
     backend.run(
         s,
-        new dev.ramtrain.trainer.backend.ops.LayerNorm(
+        new dev.ramtrain.trainer.backend.ops.LayerNormForward(
             input,
             outer,
             size,

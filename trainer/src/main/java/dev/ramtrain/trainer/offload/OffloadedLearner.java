@@ -10,7 +10,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.dist.DataParallel;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.optim.MovingAverage;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
@@ -62,7 +62,7 @@ public final class OffloadedLearner implements Learner {
    * optimizer; {@code clipNorm} 0: no clipping (which a delayed update requires).
    */
   public static OffloadedLearner build(
-      ModelConfig model,
+      ModelBlueprint model,
       Streaming how,
       OptimizerFactory optimizer,
       int hostThreads,
@@ -75,7 +75,7 @@ public final class OffloadedLearner implements Learner {
 
   /** The same, as one rank of {@code ranks} (which the caller closes). */
   public static OffloadedLearner build(
-      ModelConfig model,
+      ModelBlueprint model,
       Streaming how,
       OptimizerFactory optimizer,
       int hostThreads,

@@ -9,7 +9,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.nn.GradientSlots;
 import dev.ramtrain.trainer.nn.Layer;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.Network;
 import dev.ramtrain.trainer.nn.ParameterSource;
 import dev.ramtrain.trainer.nn.Parameters;
@@ -69,7 +69,7 @@ public final class StreamedModel implements Network, AutoCloseable {
    * Lays out the model's layers (unbound), initializes the host masters from its seed as a resident
    * model would, uploads the resident layers and binds every layer.
    */
-  public StreamedModel(ModelConfig config, Streaming how, Backend backend, Stream stream) {
+  public StreamedModel(ModelBlueprint config, Streaming how, Backend backend, Stream stream) {
     this.spec = config.spec();
     this.backend = backend;
     this.layers = List.copyOf(config.layers().get());

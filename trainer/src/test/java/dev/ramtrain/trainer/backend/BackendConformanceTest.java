@@ -28,8 +28,8 @@ import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
-import dev.ramtrain.trainer.backend.ops.LayerNorm;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
+import dev.ramtrain.trainer.backend.ops.LayerNormForward;
 import dev.ramtrain.trainer.backend.ops.Lerp;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
@@ -1814,7 +1814,8 @@ public abstract class BackendConformanceTest {
           DeviceBuffer gBeta = upload("dbeta", filled(size, 2));
           DeviceBuffer dx = backend.allocate("dx", DType.F32, count)) {
         backend.run(
-            stream, new LayerNorm(dX, outer, size, inner, dGamma, dBeta, eps, y, mean, invStd));
+            stream,
+            new LayerNormForward(dX, outer, size, inner, dGamma, dBeta, eps, y, mean, invStd));
         backend.run(
             stream,
             new LayerNormBackward(

@@ -1,8 +1,8 @@
 package dev.ramtrain.trainer.data;
 
-import static dev.ramtrain.trainer.data.LoaderOptions.Remainder.DROP;
-import static dev.ramtrain.trainer.data.LoaderOptions.Remainder.KEEP;
-import static dev.ramtrain.trainer.data.LoaderOptions.Remainder.PAD;
+import static dev.ramtrain.trainer.data.LoaderSpec.Remainder.DROP;
+import static dev.ramtrain.trainer.data.LoaderSpec.Remainder.KEEP;
+import static dev.ramtrain.trainer.data.LoaderSpec.Remainder.PAD;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -94,21 +94,21 @@ class DataLoaderTest {
     return out;
   }
 
-  private static LoaderOptions options(
+  private static LoaderSpec options(
       int workers,
       int prefetch,
-      LoaderOptions.Remainder rest,
+      LoaderSpec.Remainder rest,
       int rank,
       int world,
       int pad,
       boolean flip) {
-    return new LoaderOptions(
+    return new LoaderSpec(
         8,
         workers,
         prefetch,
-        new LoaderOptions.Sampling(42, true, rest),
-        new LoaderOptions.Augmentation(pad, flip),
-        new LoaderOptions.Rank(rank, world));
+        new LoaderSpec.Sampling(42, true, rest),
+        new LoaderSpec.SampleAugmentation(pad, flip),
+        new LoaderSpec.Rank(rank, world));
   }
 
   @Test
@@ -117,13 +117,11 @@ class DataLoaderTest {
         ShardSet set = shards()) {
       List<byte[]> reference;
       try (DataLoader one =
-          new DataLoader(
-              backend, set, options(1, 1, LoaderOptions.Remainder.DROP, 0, 1, 1, true))) {
+          new DataLoader(backend, set, options(1, 1, LoaderSpec.Remainder.DROP, 0, 1, 1, true))) {
         reference = drain(one, 3);
       }
       try (DataLoader many =
-          new DataLoader(
-              backend, set, options(3, 4, LoaderOptions.Remainder.DROP, 0, 1, 1, true))) {
+          new DataLoader(backend, set, options(3, 4, LoaderSpec.Remainder.DROP, 0, 1, 1, true))) {
         List<byte[]> again = drain(many, 3);
         assertEquals(reference.size(), again.size());
         for (int i = 0; i < again.size(); i++) {
@@ -144,8 +142,7 @@ class DataLoaderTest {
       // One rank, keep: each of the 40 samples exactly once (read back through its label and
       // pixels).
       try (DataLoader loader =
-          new DataLoader(
-              backend, set, options(2, 2, LoaderOptions.Remainder.KEEP, 0, 1, 0, false))) {
+          new DataLoader(backend, set, options(2, 2, LoaderSpec.Remainder.KEEP, 0, 1, 0, false))) {
         assertEquals(5, loader.batchesPerEpoch());
         assertEquals(40, new HashSet<>(samples(drain(loader, 0))).size());
       }
@@ -154,13 +151,13 @@ class DataLoaderTest {
       for (int rank = 0; rank < 3; rank++) {
         try (DataLoader loader =
             new DataLoader(
-                backend, set, options(2, 2, LoaderOptions.Remainder.KEEP, rank, 3, 0, false))) {
+                backend, set, options(2, 2, LoaderSpec.Remainder.KEEP, rank, 3, 0, false))) {
           overRanks.addAll(samples(drain(loader, 0)));
         }
       }
       assertEquals(40, overRanks.size());
       assertEquals(40, new HashSet<>(overRanks).size());
-      for (LoaderOptions.Remainder rest : LoaderOptions.Remainder.values()) {
+      for (LoaderSpec.Remainder rest : LoaderSpec.Remainder.values()) {
         Map<Integer, Integer> batchesPerRank = new HashMap<>();
         for (int rank = 0; rank < 3; rank++) {
           try (DataLoader loader =
@@ -172,8 +169,7 @@ class DataLoaderTest {
             1, new HashSet<>(batchesPerRank.values()).size(), rest + ": " + batchesPerRank);
         // 40 samples over 3 ranks: 13 each (drop), 14 + 13 + 13 (keep: every sample once) or
         // 14 each (pad); batches of 8.
-        assertEquals(
-            rest == LoaderOptions.Remainder.DROP ? 1 : 2, batchesPerRank.get(0), rest.name());
+        assertEquals(rest == LoaderSpec.Remainder.DROP ? 1 : 2, batchesPerRank.get(0), rest.name());
       }
     }
   }
@@ -187,13 +183,13 @@ class DataLoaderTest {
   void ranksTakeTheBatchesOfOneProcessAccumulatingThem() throws Exception {
     try (Backend backend = new CpuBackend(1);
         ShardSet set = shards()) {
-      for (LoaderOptions.Remainder rest :
-          List.of(LoaderOptions.Remainder.DROP, LoaderOptions.Remainder.PAD)) {
+      for (LoaderSpec.Remainder rest :
+          List.of(LoaderSpec.Remainder.DROP, LoaderSpec.Remainder.PAD)) {
         List<byte[]> accumulating;
         try (DataLoader one = new DataLoader(backend, set, stepsOf(4, 3, rest, 0, 1))) {
           accumulating = drain(one, 2);
         }
-        assertEquals(rest == LoaderOptions.Remainder.DROP ? 9 : 12, accumulating.size(), "" + rest);
+        assertEquals(rest == LoaderSpec.Remainder.DROP ? 9 : 12, accumulating.size(), "" + rest);
         for (int rank = 0; rank < 3; rank++) {
           try (DataLoader mine = new DataLoader(backend, set, stepsOf(4, 1, rest, rank, 3))) {
             List<byte[]> batches = drain(mine, 2);
@@ -208,15 +204,15 @@ class DataLoaderTest {
     }
   }
 
-  private static LoaderOptions stepsOf(
-      int batch, int batchesPerStep, LoaderOptions.Remainder rest, int rank, int world) {
-    return new LoaderOptions(
+  private static LoaderSpec stepsOf(
+      int batch, int batchesPerStep, LoaderSpec.Remainder rest, int rank, int world) {
+    return new LoaderSpec(
         batch,
         2,
         2,
-        new LoaderOptions.Sampling(42, true, rest),
-        LoaderOptions.Augmentation.NONE,
-        new LoaderOptions.Rank(rank, world),
+        new LoaderSpec.Sampling(42, true, rest),
+        LoaderSpec.SampleAugmentation.NONE,
+        new LoaderSpec.Rank(rank, world),
         batchesPerStep);
   }
 
@@ -245,15 +241,14 @@ class DataLoaderTest {
     return out;
   }
 
-  private static LoaderOptions owning(
-      LoaderOptions.Remainder rest, int rank, int world, long share) {
-    return new LoaderOptions(
+  private static LoaderSpec owning(LoaderSpec.Remainder rest, int rank, int world, long share) {
+    return new LoaderSpec(
         8,
         2,
         2,
-        new LoaderOptions.Sampling(42, true, rest),
-        LoaderOptions.Augmentation.NONE,
-        LoaderOptions.Rank.owning(rank, world, share));
+        new LoaderSpec.Sampling(42, true, rest),
+        LoaderSpec.SampleAugmentation.NONE,
+        LoaderSpec.Rank.owning(rank, world, share));
   }
 
   @Test
@@ -411,15 +406,15 @@ class DataLoaderTest {
     return out.array();
   }
 
-  private static LoaderOptions cropping(
-      int workers, LoaderOptions.Sampling sampling, int rank, int world) {
-    return new LoaderOptions(
+  private static LoaderSpec cropping(
+      int workers, LoaderSpec.Sampling sampling, int rank, int world) {
+    return new LoaderSpec(
         8,
         workers,
         3,
         sampling,
-        new LoaderOptions.Augmentation(0, true, CROP),
-        new LoaderOptions.Rank(rank, world));
+        new LoaderSpec.SampleAugmentation(0, true, CROP),
+        new LoaderSpec.Rank(rank, world));
   }
 
   /** The samples of batches of 3x3x3 crops, by id: each the crop of exactly one id this epoch. */
@@ -451,11 +446,7 @@ class DataLoaderTest {
             new DataLoader(
                 backend,
                 set,
-                cropping(
-                    2,
-                    new LoaderOptions.Sampling(42, false, LoaderOptions.Remainder.KEEP),
-                    0,
-                    1))) {
+                cropping(2, new LoaderSpec.Sampling(42, false, LoaderSpec.Remainder.KEEP), 0, 1))) {
       assertEquals(new ImageShape(3, 3, 3), loader.shape());
       DataLoader.Work before = loader.work();
       for (int epoch : new int[] {0, 5}) {
@@ -496,8 +487,7 @@ class DataLoaderTest {
 
   @Test
   void resizedCropsResumeMidEpochAndSplitOverRanks() throws Exception {
-    LoaderOptions.Sampling shuffled =
-        new LoaderOptions.Sampling(42, true, LoaderOptions.Remainder.DROP);
+    LoaderSpec.Sampling shuffled = new LoaderSpec.Sampling(42, true, LoaderSpec.Remainder.DROP);
     try (Backend backend = new CpuBackend(1);
         ShardSet set = shards(DataLoaderTest::noise, 0, 1, 2)) {
       List<byte[]> whole;
@@ -535,7 +525,7 @@ class DataLoaderTest {
         ShardSet set = shards();
         DataLoader loader =
             new DataLoader(
-                backend, set, options(1, 1, LoaderOptions.Remainder.DROP, 0, 1, 0, false))) {
+                backend, set, options(1, 1, LoaderSpec.Remainder.DROP, 0, 1, 0, false))) {
       drain(loader, 0);
       assertTrue(loader.stallNanos() > 0);
       try (DataLoader.Epoch e = loader.epoch(1)) {

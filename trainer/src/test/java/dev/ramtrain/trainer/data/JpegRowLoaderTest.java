@@ -144,14 +144,14 @@ class JpegRowLoaderTest {
     return new ShardSet(SHAPE, schema.classes(), List.of(ShardReader.open(file, null)));
   }
 
-  private static LoaderOptions options(LoaderOptions.Augmentation augmentation) {
-    return new LoaderOptions(
+  private static LoaderSpec options(LoaderSpec.SampleAugmentation augmentation) {
+    return new LoaderSpec(
         4,
         2,
         2,
-        new LoaderOptions.Sampling(42, true, LoaderOptions.Remainder.KEEP),
+        new LoaderSpec.Sampling(42, true, LoaderSpec.Remainder.KEEP),
         augmentation,
-        LoaderOptions.Rank.SINGLE);
+        LoaderSpec.Rank.SINGLE);
   }
 
   private static final RandomResizedCrop CROP =
@@ -159,15 +159,15 @@ class JpegRowLoaderTest {
 
   @Test
   void jpegRowsDecodedAtFullScaleGiveTheBatchesOfTheirPixels() throws Exception {
-    List<LoaderOptions.Augmentation> augmentations =
+    List<LoaderSpec.SampleAugmentation> augmentations =
         List.of(
-            new LoaderOptions.Augmentation(0, true, CROP),
-            new LoaderOptions.Augmentation(3, true),
-            new LoaderOptions.Augmentation(0, false, new CenterCrop(16, 16, 0.875)));
+            new LoaderSpec.SampleAugmentation(0, true, CROP),
+            new LoaderSpec.SampleAugmentation(3, true),
+            new LoaderSpec.SampleAugmentation(0, false, new CenterCrop(16, 16, 0.875)));
     try (Backend backend = new CpuBackend(1);
         ShardSet pixelShard = shard(false, false);
         ShardSet encodedShard = shard(true, false)) {
-      for (LoaderOptions.Augmentation a : augmentations) {
+      for (LoaderSpec.SampleAugmentation a : augmentations) {
         List<byte[]> expected;
         try (DataLoader raw = new DataLoader(backend, pixelShard, options(a))) {
           expected = DataLoaderTest.drain(raw, 3);
@@ -195,7 +195,7 @@ class JpegRowLoaderTest {
 
   @Test
   void aCropIsDecodedAtTheLargestScaleThatStillCoversItsOutput() throws Exception {
-    LoaderOptions options = options(new LoaderOptions.Augmentation(0, true, CROP));
+    LoaderSpec options = options(new LoaderSpec.SampleAugmentation(0, true, CROP));
     FakeCodec codec = new FakeCodec(8);
     List<byte[]> batches;
     try (Backend backend = new CpuBackend(1);
@@ -262,9 +262,8 @@ class JpegRowLoaderTest {
 
   @Test
   void jpegRowsResumeMidEpochBitForBitAndSplitOverRanks() throws Exception {
-    LoaderOptions.Sampling shuffled =
-        new LoaderOptions.Sampling(42, true, LoaderOptions.Remainder.DROP);
-    LoaderOptions.Augmentation rrc = new LoaderOptions.Augmentation(0, true, CROP);
+    LoaderSpec.Sampling shuffled = new LoaderSpec.Sampling(42, true, LoaderSpec.Remainder.DROP);
+    LoaderSpec.SampleAugmentation rrc = new LoaderSpec.SampleAugmentation(0, true, CROP);
     try (Backend backend = new CpuBackend(1);
         ShardSet encoded = shard(true, false)) {
       List<byte[]> whole;
@@ -272,7 +271,7 @@ class JpegRowLoaderTest {
           new DataLoader(
               backend,
               encoded,
-              new LoaderOptions(4, 1, 2, shuffled, rrc, LoaderOptions.Rank.SINGLE),
+              new LoaderSpec(4, 1, 2, shuffled, rrc, LoaderSpec.Rank.SINGLE),
               AntialiasedResize::new,
               new FakeCodec(8),
               BadSamples.FAIL)) {
@@ -283,7 +282,7 @@ class JpegRowLoaderTest {
               new DataLoader(
                   backend,
                   encoded,
-                  new LoaderOptions(4, 3, 3, shuffled, rrc, LoaderOptions.Rank.SINGLE),
+                  new LoaderSpec(4, 3, 3, shuffled, rrc, LoaderSpec.Rank.SINGLE),
                   AntialiasedResize::new,
                   new FakeCodec(8),
                   BadSamples.FAIL);
@@ -303,7 +302,7 @@ class JpegRowLoaderTest {
             new DataLoader(
                 backend,
                 encoded,
-                new LoaderOptions(2, 2, 2, shuffled, rrc, new LoaderOptions.Rank(rank, 2)),
+                new LoaderSpec(2, 2, 2, shuffled, rrc, new LoaderSpec.Rank(rank, 2)),
                 AntialiasedResize::new,
                 new FakeCodec(8),
                 BadSamples.FAIL)) {
@@ -326,7 +325,7 @@ class JpegRowLoaderTest {
             new DataLoader(
                 backend,
                 damaged,
-                options(new LoaderOptions.Augmentation(0, true, CROP)),
+                options(new LoaderSpec.SampleAugmentation(0, true, CROP)),
                 AntialiasedResize::new,
                 new FakeCodec(8),
                 BadSamples.FAIL)) {
@@ -341,14 +340,14 @@ class JpegRowLoaderTest {
 
   @Test
   void skippingPutsTheNextSampleOfItsRecordBatchInItsPlace() throws Exception {
-    LoaderOptions options =
-        new LoaderOptions(
+    LoaderSpec options =
+        new LoaderSpec(
             4,
             2,
             2,
-            new LoaderOptions.Sampling(42, false, LoaderOptions.Remainder.KEEP),
-            new LoaderOptions.Augmentation(0, false),
-            LoaderOptions.Rank.SINGLE);
+            new LoaderSpec.Sampling(42, false, LoaderSpec.Remainder.KEEP),
+            new LoaderSpec.SampleAugmentation(0, false),
+            LoaderSpec.Rank.SINGLE);
     try (Backend backend = new CpuBackend(1);
         ShardSet damaged = shard(true, true);
         DataLoader loader =
@@ -391,7 +390,7 @@ class JpegRowLoaderTest {
       var e =
           assertThrows(
               IllegalArgumentException.class,
-              () -> new DataLoader(backend, encoded, options(LoaderOptions.Augmentation.NONE)));
+              () -> new DataLoader(backend, encoded, options(LoaderSpec.SampleAugmentation.NONE)));
       assertTrue(e.getMessage().contains("e.arrow holds JPEG rows"), e.getMessage());
     }
   }

@@ -104,18 +104,17 @@ class WindowedLoaderTest {
 
   private static final ShapeOf SMALL = new ShapeOf(SHAPE);
 
-  private static LoaderOptions options(
-      int batch, LoaderOptions.Remainder rest, LoaderOptions.Rank rank) {
-    return new LoaderOptions(
+  private static LoaderSpec options(int batch, LoaderSpec.Remainder rest, LoaderSpec.Rank rank) {
+    return new LoaderSpec(
         batch,
         2,
         3,
-        new LoaderOptions.Sampling(7, true, rest),
-        LoaderOptions.Augmentation.NONE,
+        new LoaderSpec.Sampling(7, true, rest),
+        LoaderSpec.SampleAugmentation.NONE,
         rank);
   }
 
-  private static DataLoader windowed(Backend backend, ShardSource source, int w, LoaderOptions o) {
+  private static DataLoader windowed(Backend backend, ShardSource source, int w, LoaderSpec o) {
     return new DataLoader(
         backend, ShardSet.windowed(source, w), o, AntialiasedResize::new, null, BadSamples.FAIL);
   }
@@ -141,7 +140,7 @@ class WindowedLoaderTest {
                 backend,
                 source,
                 2,
-                options(5, LoaderOptions.Remainder.KEEP, LoaderOptions.Rank.SINGLE))) {
+                options(5, LoaderSpec.Remainder.KEEP, LoaderSpec.Rank.SINGLE))) {
       List<Long> e0 = ids(DataLoaderTest.drain(loader, 0), SHAPE.bytes());
       List<Long> e1 = ids(DataLoaderTest.drain(loader, 1), SHAPE.bytes());
       assertEquals(99, e0.size());
@@ -168,10 +167,7 @@ class WindowedLoaderTest {
       List<byte[]> whole;
       try (DataLoader one =
           windowed(
-              backend,
-              source,
-              2,
-              options(4, LoaderOptions.Remainder.PAD, LoaderOptions.Rank.SINGLE))) {
+              backend, source, 2, options(4, LoaderSpec.Remainder.PAD, LoaderSpec.Rank.SINGLE))) {
         whole = DataLoaderTest.drain(one, 3);
       }
       assertEquals(20, whole.size(), "78 samples padded to 20 batches of 4");
@@ -180,7 +176,7 @@ class WindowedLoaderTest {
                   backend,
                   source,
                   2,
-                  options(4, LoaderOptions.Remainder.PAD, LoaderOptions.Rank.SINGLE));
+                  options(4, LoaderSpec.Remainder.PAD, LoaderSpec.Rank.SINGLE));
           DataLoader.Epoch e = resumed.epoch(3, 9)) {
         for (int i = 9; i < whole.size(); i++) {
           Batch b = e.next();
@@ -198,7 +194,7 @@ class WindowedLoaderTest {
                 backend,
                 source,
                 2,
-                options(2, LoaderOptions.Remainder.PAD, new LoaderOptions.Rank(rank, 2)))) {
+                options(2, LoaderSpec.Remainder.PAD, new LoaderSpec.Rank(rank, 2)))) {
           List<Long> mine = ids(DataLoaderTest.drain(r, 3), SHAPE.bytes());
           assertEquals(40, mine.size());
           for (int i = 0; i < mine.size(); i++) {
@@ -224,7 +220,7 @@ class WindowedLoaderTest {
     for (int s = 0; s < source.count(); s++) {
       dataset += source.bytes(s);
     }
-    LoaderOptions o = options(5, LoaderOptions.Remainder.KEEP, LoaderOptions.Rank.SINGLE);
+    LoaderSpec o = options(5, LoaderSpec.Remainder.KEEP, LoaderSpec.Rank.SINGLE);
     try (Backend backend = new CpuBackend(1)) {
       long budget;
       long windowedGrowth;
@@ -278,10 +274,8 @@ class WindowedLoaderTest {
   @Test
   void aRankWindowsItsOwnShardsInAnOrderOfItsOwn() throws Exception {
     FileShards source = write(6, 9, SMALL); // this rank's own 54 samples
-    LoaderOptions rank0 =
-        options(4, LoaderOptions.Remainder.DROP, LoaderOptions.Rank.owning(0, 2, 40));
-    LoaderOptions rank1 =
-        options(4, LoaderOptions.Remainder.DROP, LoaderOptions.Rank.owning(1, 2, 40));
+    LoaderSpec rank0 = options(4, LoaderSpec.Remainder.DROP, LoaderSpec.Rank.owning(0, 2, 40));
+    LoaderSpec rank1 = options(4, LoaderSpec.Remainder.DROP, LoaderSpec.Rank.owning(1, 2, 40));
     try (Backend backend = new CpuBackend(1);
         DataLoader a = windowed(backend, source, 2, rank0);
         DataLoader again = windowed(backend, source, 2, rank0);
@@ -298,7 +292,7 @@ class WindowedLoaderTest {
   @Test
   void aShareLargerThanTheShardsWrapsAroundReadingThemAgain() throws Exception {
     FileShards source = write(2, 3, SMALL); // 6 own samples, a share of 20: three wraps
-    LoaderOptions o = options(4, LoaderOptions.Remainder.PAD, LoaderOptions.Rank.owning(0, 2, 20));
+    LoaderSpec o = options(4, LoaderSpec.Remainder.PAD, LoaderSpec.Rank.owning(0, 2, 20));
     try (Backend backend = new CpuBackend(1);
         DataLoader loader = windowed(backend, source, 5, o)) {
       List<Long> ids = ids(DataLoaderTest.drain(loader, 0), SHAPE.bytes());
@@ -337,7 +331,7 @@ class WindowedLoaderTest {
                 backend,
                 source,
                 1,
-                options(3, LoaderOptions.Remainder.KEEP, LoaderOptions.Rank.SINGLE))) {
+                options(3, LoaderSpec.Remainder.KEEP, LoaderSpec.Rank.SINGLE))) {
       var e = assertThrows(RuntimeException.class, () -> DataLoaderTest.drain(loader, 0));
       assertTrue(e.getMessage().contains("w2.arrow"), e.getMessage());
       assertTrue(e.getMessage().contains("checksum mismatch"), e.getMessage());
@@ -353,7 +347,7 @@ class WindowedLoaderTest {
                 backend,
                 source,
                 1,
-                options(8, LoaderOptions.Remainder.KEEP, LoaderOptions.Rank.SINGLE))) {
+                options(8, LoaderSpec.Remainder.KEEP, LoaderSpec.Rank.SINGLE))) {
       // Eight consecutive samples of windows of two span five windows at most.
       assertEquals(5 * source.bytes(0), loader.shardMemoryBytes());
       List<Long> ids = ids(DataLoaderTest.drain(loader, 0), SHAPE.bytes());

@@ -165,7 +165,7 @@ class MixedPrecisionTest {
         new Engine(
             () ->
                 EmulatorFaults.open(
-                    new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.Gemm.KERNELS)),
+                    new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.GemmChoice.KERNELS)),
             true));
   }
 

@@ -18,7 +18,7 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.Optimizer;
@@ -159,7 +159,7 @@ public abstract class OffloadedTrainingTest {
           : new Reference(b, model, opt, setup.reference());
     }
     return OffloadedLearner.build(
-        new ModelConfig(spec, () -> ModelSpec.parse(spec, shape), BATCH, 3),
+        new ModelBlueprint(spec, () -> ModelSpec.parse(spec, shape), BATCH, 3),
         setup.how(),
         (masters, grads, layout, threads) -> {
           HostOptimizer opt =

@@ -10,7 +10,7 @@ import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.nn.ConvNeXt;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.nn.ResNet;
@@ -257,7 +257,7 @@ class PlacementPlanTest {
       var s = b.createStream("s");
       try (OffloadedLearner learner =
           OffloadedLearner.build(
-              new ModelConfig(spec, () -> ModelSpec.parse(spec), batch, 1),
+              new ModelBlueprint(spec, () -> ModelSpec.parse(spec), batch, 1),
               Streaming.of(plan),
               (masters, grads, layout, threads) ->
                   new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), threads),
@@ -310,7 +310,7 @@ class PlacementPlanTest {
       PlacementPlan planned = plan;
       try (OffloadedLearner learner =
           OffloadedLearner.build(
-              new ModelConfig(spec, () -> ModelSpec.parse(spec, shape), batch, 1),
+              new ModelBlueprint(spec, () -> ModelSpec.parse(spec, shape), batch, 1),
               Streaming.of(planned),
               (masters, grads, layout, threads) ->
                   new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), threads),

@@ -13,7 +13,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ModelConfig;
+import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import java.util.List;
 import java.util.Random;
@@ -91,7 +91,7 @@ class StreamedModelTest {
       Stream s = b.createStream("compute");
       try (StreamedModel model =
               new StreamedModel(
-                  new ModelConfig("test", layers, BATCH, 3),
+                  new ModelBlueprint("test", layers, BATCH, 3),
                   new Streaming(streamedNames, depth, bf16, checkpointing, false, 0),
                   b,
                   s);

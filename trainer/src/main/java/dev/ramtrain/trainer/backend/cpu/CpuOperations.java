@@ -32,8 +32,8 @@ import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
-import dev.ramtrain.trainer.backend.ops.LayerNorm;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
+import dev.ramtrain.trainer.backend.ops.LayerNormForward;
 import dev.ramtrain.trainer.backend.ops.Lerp;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
@@ -565,7 +565,7 @@ final class CpuOperations {
                               dx.floats()));
                 })
             .add(
-                LayerNorm.class,
+                LayerNormForward.class,
                 (op, s) -> {
                   CpuBuffer x = cpu(op.x());
                   CpuBuffer gamma = cpu(op.gamma());

@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
 public final class CudaBackend implements Backend {
   private static final Logger LOG = LoggerFactory.getLogger(CudaBackend.class);
 
-  private final CudaProbe.Device device;
+  private final CudaProbe.Gpu device;
   private final CudaContext context;
   private final DeviceArena arena = new DeviceArena();
   private final MemoryLedger host = new MemoryLedger();
@@ -65,7 +65,7 @@ public final class CudaBackend implements Backend {
     return new CudaBackend(probe.device(), spec.gemm());
   }
 
-  private CudaBackend(CudaProbe.Device device, BackendSpec.Gemm gemmChoice) {
+  private CudaBackend(CudaProbe.Gpu device, BackendSpec.GemmChoice gemmChoice) {
     this.device = device;
     this.context = new CudaContext(device.handle());
     CudaKernels loaded = null;
@@ -96,8 +96,8 @@ public final class CudaBackend implements Backend {
     }
   }
 
-  private GemmEngine chooseGemm(BackendSpec.Gemm choice, CudaKernels loaded) {
-    if (choice == BackendSpec.Gemm.KERNELS) {
+  private GemmEngine chooseGemm(BackendSpec.GemmChoice choice, CudaKernels loaded) {
+    if (choice == BackendSpec.GemmChoice.KERNELS) {
       LOG.info(
           "cuda backend on {}: GEMM by {} (ramtrain.cuda.gemm=kernels)",
           device.describe(),
@@ -110,7 +110,7 @@ public final class CudaBackend implements Backend {
       return cublas;
     } catch (LinkageError | RuntimeException e) {
       String why = "libcublas.so.12 could not be used (" + CudaProbe.whyNotLoaded(e) + ")";
-      if (choice == BackendSpec.Gemm.CUBLAS) {
+      if (choice == BackendSpec.GemmChoice.CUBLAS) {
         throw new BackendUnavailableException("backend cuda: ramtrain.cuda.gemm=cublas but " + why);
       }
       LOG.info("cuda backend on {}: GEMM by ramtrain's own kernels, as {}", device.describe(), why);

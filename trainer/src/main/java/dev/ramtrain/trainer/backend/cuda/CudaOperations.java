@@ -29,8 +29,8 @@ import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
-import dev.ramtrain.trainer.backend.ops.LayerNorm;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
+import dev.ramtrain.trainer.backend.ops.LayerNormForward;
 import dev.ramtrain.trainer.backend.ops.Lerp;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
@@ -341,7 +341,7 @@ final class CudaOperations {
                       .buffer(cuda(op.dx())));
             })
         .add(
-            LayerNorm.class,
+            LayerNormForward.class,
             (op, s) ->
                 kernels.launchOver(
                     Kernel.LAYERNORM,

@@ -28,14 +28,14 @@ public final class CudaProbe {
   public static final int MINIMUM_DRIVER_VERSION = 13000;
 
   /** A usable device, or why there is none ({@code device} null). */
-  public record Result(Device device, String unavailable) {
+  public record Result(Gpu device, String unavailable) {
     public boolean available() {
       return device != null;
     }
   }
 
   /** What the driver says about the device of CUDA ordinal {@code ordinal}. */
-  public record Device(
+  public record Gpu(
       int ordinal,
       CUdevice handle,
       String name,
@@ -134,7 +134,7 @@ public final class CudaProbe {
     long[] memory = new long[1];
     CudaCalls.check(cuDeviceTotalMem(memory, device), "reading the device memory");
     return new Result(
-        new Device(ordinal, device, cString(name), major, minor, driver, memory[0]), null);
+        new Gpu(ordinal, device, cString(name), major, minor, driver, memory[0]), null);
   }
 
   /**

@@ -6,9 +6,9 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Operation;
 
 /**
- * The backward pass of {@link LayerNorm}: writes {@code dx = invStd * (g - mean(g) - xhat * mean(g
- * * xhat))} with {@code g = dy * gamma} over each group, and adds dL/dgamma ({@code Σ dy * xhat})
- * and dL/dbeta ({@code Σ dy}) over every group to {@code dgamma} and {@code dbeta}.
+ * The backward pass of {@link LayerNormForward}: writes {@code dx = invStd * (g - mean(g) - xhat *
+ * mean(g * xhat))} with {@code g = dy * gamma} over each group, and adds dL/dgamma ({@code Σ dy *
+ * xhat}) and dL/dbeta ({@code Σ dy}) over every group to {@code dgamma} and {@code dbeta}.
  */
 public record LayerNormBackward(
     DeviceBuffer x,
@@ -24,7 +24,7 @@ public record LayerNormBackward(
     DeviceBuffer dx)
     implements Operation {
   public LayerNormBackward {
-    long count = LayerNorm.groupsOf(outer, size, inner) * size;
+    long count = LayerNormForward.groupsOf(outer, size, inner) * size;
     checkF32(x, count);
     checkF32(dy, count);
     checkF32(dx, count);

@@ -5,16 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.trainer.Learner;
+import dev.ramtrain.trainer.LoopSpec;
 import dev.ramtrain.trainer.MetricsLog;
 import dev.ramtrain.trainer.PatternShards;
 import dev.ramtrain.trainer.ResidentLearner;
-import dev.ramtrain.trainer.TrainOptions;
 import dev.ramtrain.trainer.Trainer;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.DataLoader;
-import dev.ramtrain.trainer.data.LoaderOptions;
+import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
@@ -135,13 +135,13 @@ class StepPipeliningTest {
             new DataLoader(
                 b,
                 train,
-                new LoaderOptions(
+                new LoaderSpec(
                     32,
                     1,
                     2,
-                    new LoaderOptions.Sampling(7, true, LoaderOptions.Remainder.DROP),
-                    new LoaderOptions.Augmentation(0, false),
-                    new LoaderOptions.Rank(0, 1)))) {
+                    new LoaderSpec.Sampling(7, true, LoaderSpec.Remainder.DROP),
+                    new LoaderSpec.SampleAugmentation(0, false),
+                    new LoaderSpec.Rank(0, 1)))) {
       Stream setup = b.createStream("setup");
       Model model = Model.build("mlp:64-16-3", ModelSpec.parse("mlp:64-16-3"), b, setup, 32, 1);
       GatedLearner learner =
@@ -151,12 +151,12 @@ class StepPipeliningTest {
                   model,
                   new Sgd(b, model.parameters().count(), new SgdSpec(0.9f, 0f, false)),
                   0f));
-      TrainOptions options =
-          new TrainOptions(
+      LoopSpec options =
+          new LoopSpec(
               1,
               0f,
               0f,
-              TrainOptions.NanPolicy.STOP,
+              LoopSpec.NanPolicy.STOP,
               new float[] {0.5f},
               new float[] {0.25f},
               1000); // only step 0 logs (and waits for itself)

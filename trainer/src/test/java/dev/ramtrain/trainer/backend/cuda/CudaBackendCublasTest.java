@@ -8,6 +8,7 @@ import dev.ramtrain.trainer.backend.BackendSpec;
 class CudaBackendCublasTest extends BackendConformanceTest {
   @Override
   protected Backend create() {
-    return CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.Gemm.CUBLAS));
+    return CudaBackend.open(
+        new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.GemmChoice.CUBLAS));
   }
 }

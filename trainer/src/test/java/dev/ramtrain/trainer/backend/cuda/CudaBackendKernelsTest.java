@@ -11,6 +11,7 @@ import dev.ramtrain.trainer.backend.BackendSpec;
 class CudaBackendKernelsTest extends BackendConformanceTest {
   @Override
   protected Backend create() {
-    return CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.Gemm.KERNELS));
+    return CudaBackend.open(
+        new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.GemmChoice.KERNELS));
   }
 }

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CudaFaultsTest {
   private static final BackendSpec SPEC =
-      new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.Gemm.AUTO);
+      new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.GemmChoice.AUTO);
 
   @Test
   void outOfMemoryNamesTheBufferAndWhatTheArenaHolds() {

@@ -19,8 +19,8 @@ import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Gelu;
 import dev.ramtrain.trainer.backend.ops.GeluBackward;
-import dev.ramtrain.trainer.backend.ops.LayerNorm;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
+import dev.ramtrain.trainer.backend.ops.LayerNormForward;
 import dev.ramtrain.trainer.backend.ops.Lerp;
 import dev.ramtrain.trainer.backend.ops.MaxPool;
 import dev.ramtrain.trainer.backend.ops.MaxPoolBackward;
@@ -211,7 +211,7 @@ class CudaMatchesCpuTest {
             DeviceBuffer invStd = x[4].view(groups, groups);
             b.run(
                 s,
-                new LayerNorm(
+                new LayerNormForward(
                     x[0].view(0, count),
                     outer,
                     size,

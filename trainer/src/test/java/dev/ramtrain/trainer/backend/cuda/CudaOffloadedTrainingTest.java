@@ -13,7 +13,7 @@ import dev.ramtrain.trainer.offload.OffloadedTrainingTest;
 class CudaOffloadedTrainingTest extends OffloadedTrainingTest {
   @Override
   protected Backend open(SimulatedBus bus) {
-    BackendSpec spec = new BackendSpec(BackendSpec.Kind.CUDA, 2, BackendSpec.Gemm.AUTO);
+    BackendSpec spec = new BackendSpec(BackendSpec.Kind.CUDA, 2, BackendSpec.GemmChoice.AUTO);
     return bus == SimulatedBus.NONE
         ? EmulatorFaults.open(spec)
         : EmulatorFaults.open(spec, "slow-copy-us=500");

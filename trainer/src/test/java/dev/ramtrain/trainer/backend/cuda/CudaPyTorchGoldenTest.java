@@ -8,6 +8,7 @@ import dev.ramtrain.trainer.nn.PyTorchGoldenTest;
 class CudaPyTorchGoldenTest extends PyTorchGoldenTest {
   @Override
   protected Backend create() {
-    return CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.Gemm.KERNELS));
+    return CudaBackend.open(
+        new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.GemmChoice.KERNELS));
   }
 }

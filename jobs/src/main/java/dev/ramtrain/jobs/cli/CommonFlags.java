@@ -11,7 +11,7 @@ import picocli.CommandLine.Option;
 import scala.Tuple2;
 
 /** Options every command takes: a config file, generic key overrides, and the Spark master. */
-public final class CommonOptions {
+public final class CommonFlags {
   @Option(
       names = "--config",
       paramLabel = "FILE",

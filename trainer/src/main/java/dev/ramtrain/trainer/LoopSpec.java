@@ -7,7 +7,7 @@ import java.io.Serializable;
  * value per channel, or are both empty until {@link #withNormalization} fills them with what was
  * measured on the training data (the loop needs them given).
  */
-public record TrainOptions(
+public record LoopSpec(
     int epochs,
     float labelSmoothing,
     float clipNorm,
@@ -32,7 +32,7 @@ public record TrainOptions(
    * so that the step's gradient is the mean over all their samples). {@code best}: which epoch's
    * checkpoint is the best, and whether to stop early.
    */
-  public TrainOptions {
+  public LoopSpec {
     if (epochs < 1 || logEvery < 1 || accumulate < 1) {
       throw new IllegalArgumentException("epochs, log-every and accumulate must be >= 1");
     }
@@ -44,7 +44,7 @@ public record TrainOptions(
   }
 
   /** Without gradient accumulation: one optimizer step per batch. */
-  public TrainOptions(
+  public LoopSpec(
       int epochs,
       float labelSmoothing,
       float clipNorm,
@@ -66,7 +66,7 @@ public record TrainOptions(
   }
 
   /** Without augmentation on the device. */
-  public TrainOptions(
+  public LoopSpec(
       int epochs,
       float labelSmoothing,
       float clipNorm,
@@ -100,8 +100,8 @@ public record TrainOptions(
   }
 
   /** These options with the normalization {@code mean}/{@code std}. */
-  public TrainOptions withNormalization(float[] mean, float[] std) {
-    return new TrainOptions(
+  public LoopSpec withNormalization(float[] mean, float[] std) {
+    return new LoopSpec(
         epochs,
         labelSmoothing,
         clipNorm,
@@ -115,8 +115,8 @@ public record TrainOptions(
   }
 
   /** These options augmenting batches on the device as {@code augmentation} says. */
-  public TrainOptions withBatchAugmentation(BatchAugmentation augmentation) {
-    return new TrainOptions(
+  public LoopSpec withBatchAugmentation(BatchAugmentation augmentation) {
+    return new LoopSpec(
         epochs,
         labelSmoothing,
         clipNorm,

@@ -11,7 +11,7 @@ import java.io.Serializable;
  * {@code exifOrientation}: turn photos upright by their EXIF orientation before anything else.
  * {@code storage}: pixels or JPEG rows in the shards.
  */
-public record PreprocessOptions(
+public record PreprocessSpec(
     ImageTransform transform,
     ImageDecoder.Kind decoder,
     long maxPixels,
@@ -40,7 +40,7 @@ public record PreprocessOptions(
     MEMORY
   }
 
-  public PreprocessOptions {
+  public PreprocessSpec {
     require(storage != null, "ramtrain.etl.store is required");
     require(valFraction >= 0 && valFraction < 1, "ramtrain.etl.val-fraction must be in [0, 1)");
     require(

@@ -8,11 +8,11 @@ import dev.ramtrain.trainer.backend.Operation;
 /**
  * Layer normalization: {@code x} read as [outer, size, inner], each group of {@code size} values at
  * one (outer, inner) index normalized by its own mean and biased variance, then {@code y = gamma[j]
- * * xhat + beta[j]}. {@code inner == 1} is nn.LayerNorm over the last dimension (a transformer's
- * [tokens, features]); [n, c, h·w] is timm's LayerNorm2d over the channels of NCHW (ConvNeXt).
- * Saves each group's mean and {@code 1 / sqrt(var + eps)} for the backward pass.
+ * * xhat + beta[j]}. {@code inner == 1} is nn.LayerNormForward over the last dimension (a
+ * transformer's [tokens, features]); [n, c, h·w] is timm's LayerNorm2d over the channels of NCHW
+ * (ConvNeXt). Saves each group's mean and {@code 1 / sqrt(var + eps)} for the backward pass.
  */
-public record LayerNorm(
+public record LayerNormForward(
     DeviceBuffer x,
     int outer,
     int size,
@@ -24,7 +24,7 @@ public record LayerNorm(
     DeviceBuffer savedMean,
     DeviceBuffer savedInvStd)
     implements Operation {
-  public LayerNorm {
+  public LayerNormForward {
     long count = groupsOf(outer, size, inner) * size;
     checkF32(x, count);
     checkF32(y, count);

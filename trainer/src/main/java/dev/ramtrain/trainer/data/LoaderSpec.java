@@ -9,12 +9,12 @@ import java.io.Serializable;
  * many of its batches make one optimizer step (gradient accumulation), the unit its remainder rule
  * applies to.
  */
-public record LoaderOptions(
+public record LoaderSpec(
     int batchSize,
     int workers,
     int prefetch,
     Sampling sampling,
-    Augmentation augmentation,
+    SampleAugmentation augmentation,
     Rank rank,
     int batchesPerStep)
     implements Serializable {
@@ -47,11 +47,11 @@ public record LoaderOptions(
    * resized crop for training, a resize and centre crop for evaluation; null keeps the stored
    * size), then horizontal flips.
    */
-  public record Augmentation(int cropPadding, boolean flip, InputResize resize)
+  public record SampleAugmentation(int cropPadding, boolean flip, InputResize resize)
       implements Serializable {
-    public static final Augmentation NONE = new Augmentation(0, false);
+    public static final SampleAugmentation NONE = new SampleAugmentation(0, false);
 
-    public Augmentation {
+    public SampleAugmentation {
       if (cropPadding < 0) {
         throw new IllegalArgumentException("crop padding must be >= 0");
       }
@@ -61,7 +61,7 @@ public record LoaderOptions(
       }
     }
 
-    public Augmentation(int cropPadding, boolean flip) {
+    public SampleAugmentation(int cropPadding, boolean flip) {
       this(cropPadding, flip, null);
     }
   }
@@ -100,7 +100,7 @@ public record LoaderOptions(
     }
   }
 
-  public LoaderOptions {
+  public LoaderSpec {
     if (batchSize < 1 || workers < 1 || prefetch < 1 || batchesPerStep < 1) {
       throw new IllegalArgumentException(
           "batch size, workers, prefetch and batches per step must be >= 1");
@@ -108,25 +108,26 @@ public record LoaderOptions(
   }
 
   /** Every batch a step of its own. */
-  public LoaderOptions(
+  public LoaderSpec(
       int batchSize,
       int workers,
       int prefetch,
       Sampling sampling,
-      Augmentation augmentation,
+      SampleAugmentation augmentation,
       Rank rank) {
     this(batchSize, workers, prefetch, sampling, augmentation, rank, 1);
   }
 
   /** These options with {@code batches} batches accumulated into each optimizer step. */
-  public LoaderOptions withBatchesPerStep(int batches) {
-    return new LoaderOptions(batchSize, workers, prefetch, sampling, augmentation, rank, batches);
+  public LoaderSpec withBatchesPerStep(int batches) {
+    return new LoaderSpec(batchSize, workers, prefetch, sampling, augmentation, rank, batches);
   }
 
   /** These options with the images resized by {@code resize} (null: as stored). */
-  public LoaderOptions withResize(InputResize resize) {
-    Augmentation a = new Augmentation(augmentation.cropPadding(), augmentation.flip(), resize);
-    return new LoaderOptions(batchSize, workers, prefetch, sampling, a, rank, batchesPerStep);
+  public LoaderSpec withResize(InputResize resize) {
+    SampleAugmentation a =
+        new SampleAugmentation(augmentation.cropPadding(), augmentation.flip(), resize);
+    return new LoaderSpec(batchSize, workers, prefetch, sampling, a, rank, batchesPerStep);
   }
 
   /** The shape of the images the loader's batches hold for images stored as {@code stored}. */
@@ -135,20 +136,19 @@ public record LoaderOptions(
   }
 
   /** These options for {@code other}, with batches of {@code batch}. */
-  public LoaderOptions forRank(int batch, Rank other) {
-    return new LoaderOptions(
-        batch, workers, prefetch, sampling, augmentation, other, batchesPerStep);
+  public LoaderSpec forRank(int batch, Rank other) {
+    return new LoaderSpec(batch, workers, prefetch, sampling, augmentation, other, batchesPerStep);
   }
 
   /** Shuffled, augmented, a single rank: for training. */
-  public static LoaderOptions training(
+  public static LoaderSpec training(
       int batchSize,
       int workers,
       int prefetch,
       long seed,
       Remainder remainder,
-      Augmentation augmentation) {
-    return new LoaderOptions(
+      SampleAugmentation augmentation) {
+    return new LoaderSpec(
         batchSize,
         workers,
         prefetch,
@@ -158,13 +158,18 @@ public record LoaderOptions(
   }
 
   /** In order, no augmentation: for evaluation. */
-  public static LoaderOptions evaluation(int batchSize, int workers) {
+  public static LoaderSpec evaluation(int batchSize, int workers) {
     return evaluation(batchSize, workers, null);
   }
 
   /** In order, each image resized by {@code resize} (null: as stored), for evaluation. */
-  public static LoaderOptions evaluation(int batchSize, int workers, InputResize resize) {
-    return new LoaderOptions(
-        batchSize, workers, 2, Sampling.IN_ORDER, new Augmentation(0, false, resize), Rank.SINGLE);
+  public static LoaderSpec evaluation(int batchSize, int workers, InputResize resize) {
+    return new LoaderSpec(
+        batchSize,
+        workers,
+        2,
+        Sampling.IN_ORDER,
+        new SampleAugmentation(0, false, resize),
+        Rank.SINGLE);
   }
 }

@@ -13,43 +13,43 @@ import java.util.function.Supplier;
  * arena), the largest batch it runs, the seed of its initial weights and the pretrained values that
  * replace them, by parameter name (empty: trained from scratch).
  */
-public record ModelConfig(
+public record ModelBlueprint(
     String spec,
     Supplier<List<Layer>> layers,
     int maxBatch,
     long seed,
     Map<String, float[]> pretrained) {
-  public ModelConfig {
+  public ModelBlueprint {
     if (maxBatch < 1) {
       throw new IllegalArgumentException(spec + ": the batch size must be >= 1, got " + maxBatch);
     }
     pretrained = Map.copyOf(pretrained);
   }
 
-  public ModelConfig(String spec, Supplier<List<Layer>> layers, int maxBatch, long seed) {
+  public ModelBlueprint(String spec, Supplier<List<Layer>> layers, int maxBatch, long seed) {
     this(spec, layers, maxBatch, seed, Map.of());
   }
 
   /** This model starting from {@code values} (by parameter name) instead of its seeded ones. */
-  public ModelConfig withPretrained(Map<String, float[]> values) {
-    return new ModelConfig(spec, layers, maxBatch, seed, values);
+  public ModelBlueprint withPretrained(Map<String, float[]> values) {
+    return new ModelBlueprint(spec, layers, maxBatch, seed, values);
   }
 
   /** The model {@code spec} describes for images of {@code input}. */
-  public static ModelConfig of(String spec, ImageShape input, int maxBatch, long seed) {
+  public static ModelBlueprint of(String spec, ImageShape input, int maxBatch, long seed) {
     return of(spec, input, maxBatch, seed, Precision.FP32);
   }
 
   /** As above, its Linear and convolution layers computing in {@code precision}. */
-  public static ModelConfig of(
+  public static ModelBlueprint of(
       String spec, ImageShape input, int maxBatch, long seed, Precision precision) {
     return of(spec, input, maxBatch, seed, precision, 0f);
   }
 
   /** As above, with stochastic depth {@code dropPath} where the architecture has it. */
-  public static ModelConfig of(
+  public static ModelBlueprint of(
       String spec, ImageShape input, int maxBatch, long seed, Precision precision, float dropPath) {
-    return new ModelConfig(
+    return new ModelBlueprint(
         spec, () -> ModelSpec.parse(spec, input, precision, dropPath), maxBatch, seed);
   }
 

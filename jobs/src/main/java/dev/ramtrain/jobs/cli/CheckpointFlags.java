@@ -13,7 +13,7 @@ import picocli.CommandLine.Option;
  * What the commands that serve a model serve: a checkpoint ({@code --checkpoint}), or pretrained
  * weights of a named architecture ({@code --model} with {@code --weights}), as timm serves them.
  */
-public final class CheckpointOption {
+public final class CheckpointFlags {
   @Option(
       names = {"-c", "--checkpoint"},
       paramLabel = "DIR",
