@@ -15,11 +15,23 @@ import java.util.function.ToIntFunction;
  */
 public final class OperationTable<S extends Stream> {
   private final String engine;
+  private final OperationTable<S> fallback;
   private final Map<Class<? extends Operation>, BiConsumer<? extends Operation, S>> entries =
       new HashMap<>();
 
+  /** A table of its own, for an engine that implements every operation it runs. */
   public OperationTable(String engine) {
+    this(engine, null);
+  }
+
+  /**
+   * A table that runs what it registers itself and hands every other operation to {@code fallback}:
+   * how an engine built on a library (oneDNN, NVIDIA's) registers only what the library computes,
+   * over the engine's own kernels.
+   */
+  public OperationTable(String engine, OperationTable<S> fallback) {
     this.engine = engine;
+    this.fallback = fallback;
   }
 
   /** Registers how this engine runs operations of {@code type}; each type once. */
@@ -57,10 +69,13 @@ public final class OperationTable<S extends Stream> {
   public void run(Operation op, S stream) {
     @SuppressWarnings("unchecked") // add() keys each entry by the record type it accepts
     BiConsumer<Operation, S> impl = (BiConsumer<Operation, S>) entries.get(op.getClass());
-    if (impl == null) {
+    if (impl != null) {
+      impl.accept(op, stream);
+    } else if (fallback != null) {
+      fallback.run(op, stream);
+    } else {
       throw new UnsupportedOperationException(
           "backend " + engine + " does not implement " + op.getClass().getSimpleName());
     }
-    impl.accept(op, stream);
   }
 }

@@ -27,9 +27,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The CPU backend: "device" memory is native host memory, streams are single-thread executors, and
- * the operations are {@link CpuOperations} (GEMM by native OpenBLAS, the other kernels Java loops
- * split across cores). It is the reference the CUDA backend is checked against, and what runs where
- * there is no GPU.
+ * the operations are {@link JavaOperations} and {@link OneDnnOperations} (GEMM by native OpenBLAS,
+ * the other kernels Java loops split across cores). It is the reference the CUDA backend is checked
+ * against, and what runs where there is no GPU.
  */
 public final class CpuBackend implements Backend {
   private static final Logger LOG = LoggerFactory.getLogger(CpuBackend.class);
@@ -70,9 +70,10 @@ public final class CpuBackend implements Backend {
     this.oneDnn = openEngine(engine);
     this.pool = new ForkJoinPool(threads);
     Parallel parallel = new Parallel(pool);
-    this.operations =
-        CpuOperations.table(
-            new CpuKernels(parallel), new NormKernels(parallel), new CopyKernels(parallel), oneDnn);
+    CpuKernels kernels = new CpuKernels(parallel);
+    OperationTable<CpuStream> java =
+        JavaOperations.table(kernels, new NormKernels(parallel), new CopyKernels(parallel));
+    this.operations = oneDnn == null ? java : OneDnnOperations.table(oneDnn, kernels, java);
     if (oneDnn == null) {
       // OpenBLAS only multiplies on the Java engine: on oneDNN's its idle workers, which spin,
       // would take the cores oneDNN's OpenMP threads and the Java pool work on.
@@ -256,7 +257,10 @@ public final class CpuBackend implements Backend {
     return (CpuStream) stream;
   }
 
-  private static CpuBuffer cpu(DeviceBuffer buffer) {
-    return CpuOperations.cpu(buffer);
+  /** The CPU buffer behind {@code buffer}, checked to be open now, in the caller's thread. */
+  static CpuBuffer cpu(DeviceBuffer buffer) {
+    CpuBuffer b = (CpuBuffer) buffer;
+    b.requireLive();
+    return b;
   }
 }
