@@ -24,6 +24,7 @@ import dev.ramtrain.trainer.backend.cuda.CudaBackend;
 import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
@@ -168,12 +169,32 @@ public final class GpuBench {
         double bf16 = Double.MAX_VALUE;
         for (int i = 0; i < 5; i++) {
           start.record(s);
-          b.run(s, new Gemm(false, false, n, n, n, 1f, a, n, a, n, 0f, c, n));
+          b.run(
+              s,
+              new Gemm(
+                  n,
+                  n,
+                  n,
+                  1f,
+                  GemmOperand.of(a, n),
+                  GemmOperand.of(a, n),
+                  0f,
+                  GemmOperand.of(c, n)));
           end.record(s);
           end.synchronize();
           fp32 = Math.min(fp32, end.millisSince(start) / 1e3);
           start.record(s);
-          b.run(s, new Gemm(false, false, n, n, n, 1f, half, n, half, n, 0f, c, n));
+          b.run(
+              s,
+              new Gemm(
+                  n,
+                  n,
+                  n,
+                  1f,
+                  GemmOperand.of(half, n),
+                  GemmOperand.of(half, n),
+                  0f,
+                  GemmOperand.of(c, n)));
           end.record(s);
           end.synchronize();
           bf16 = Math.min(bf16, end.millisSince(start) / 1e3);

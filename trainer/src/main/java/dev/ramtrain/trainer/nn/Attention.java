@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.nn;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Softmax;
 import dev.ramtrain.trainer.backend.ops.SoftmaxBackward;
@@ -116,22 +117,14 @@ public final class Attention extends BaseLayer {
       backend.run(
           s,
           new GemmStridedBatched(
-              false,
-              true,
               tokens,
               tokens,
               headDim,
               scale,
-              part(qkvOut, b, 0),
-              3 * dim,
-              headDim,
-              part(qkvOut, b, 1),
-              3 * dim,
-              headDim,
+              GemmOperand.of(part(qkvOut, b, 0), 3 * dim).strided(headDim),
+              GemmOperand.of(part(qkvOut, b, 1), 3 * dim).transposed().strided(headDim),
               0f,
-              scores,
-              tokens,
-              square,
+              GemmOperand.of(scores, tokens).strided(square),
               heads));
     }
     DeviceBuffer p = probs.view(0, batch * heads * square);
@@ -141,22 +134,16 @@ public final class Attention extends BaseLayer {
       backend.run(
           s,
           new GemmStridedBatched(
-              false,
-              false,
               tokens,
               headDim,
               tokens,
               1f,
-              probs.view(b * heads * square, heads * square),
-              tokens,
-              square,
-              part(qkvOut, b, 2),
-              3 * dim,
-              headDim,
+              GemmOperand.of(probs.view(b * heads * square, heads * square), tokens)
+                  .strided(square),
+              GemmOperand.of(part(qkvOut, b, 2), 3 * dim).strided(headDim),
               0f,
-              context.view((long) b * tokens * dim, (long) tokens * dim),
-              dim,
-              headDim,
+              GemmOperand.of(context.view((long) b * tokens * dim, (long) tokens * dim), dim)
+                  .strided(headDim),
               heads));
     }
     return proj.forward(s, context.view(0, (long) batch * tokens * dim), batch, training);
@@ -180,43 +167,27 @@ public final class Attention extends BaseLayer {
       backend.run(
           s,
           new GemmStridedBatched(
-              false,
-              true,
               tokens,
               tokens,
               headDim,
               1f,
-              dctx,
-              dim,
-              headDim,
-              part(qkvOut, b, 2),
-              3 * dim,
-              headDim,
+              GemmOperand.of(dctx, dim).strided(headDim),
+              GemmOperand.of(part(qkvOut, b, 2), 3 * dim).transposed().strided(headDim),
               0f,
-              dprobs,
-              tokens,
-              square,
+              GemmOperand.of(dprobs, tokens).strided(square),
               heads));
       // dv_h = p_hᵀ dcontext_h
       backend.run(
           s,
           new GemmStridedBatched(
-              true,
-              false,
               tokens,
               headDim,
               tokens,
               1f,
-              p,
-              tokens,
-              square,
-              dctx,
-              dim,
-              headDim,
+              GemmOperand.of(p, tokens).transposed().strided(square),
+              GemmOperand.of(dctx, dim).strided(headDim),
               0f,
-              part(dq, b, 2),
-              3 * dim,
-              headDim,
+              GemmOperand.of(part(dq, b, 2), 3 * dim).strided(headDim),
               heads));
       // the scores' gradient, in place: p ⊙ (dp - Σ dp ⊙ p)
       backend.run(s, new SoftmaxBackward(p, dprobs, heads * tokens, tokens, dprobs));
@@ -224,42 +195,26 @@ public final class Attention extends BaseLayer {
       backend.run(
           s,
           new GemmStridedBatched(
-              false,
-              false,
               tokens,
               headDim,
               tokens,
               scale,
-              dprobs,
-              tokens,
-              square,
-              part(qkvOut, b, 1),
-              3 * dim,
-              headDim,
+              GemmOperand.of(dprobs, tokens).strided(square),
+              GemmOperand.of(part(qkvOut, b, 1), 3 * dim).strided(headDim),
               0f,
-              part(dq, b, 0),
-              3 * dim,
-              headDim,
+              GemmOperand.of(part(dq, b, 0), 3 * dim).strided(headDim),
               heads));
       backend.run(
           s,
           new GemmStridedBatched(
-              true,
-              false,
               tokens,
               headDim,
               tokens,
               scale,
-              dprobs,
-              tokens,
-              square,
-              part(qkvOut, b, 0),
-              3 * dim,
-              headDim,
+              GemmOperand.of(dprobs, tokens).transposed().strided(square),
+              GemmOperand.of(part(qkvOut, b, 0), 3 * dim).strided(headDim),
               0f,
-              part(dq, b, 1),
-              3 * dim,
-              headDim,
+              GemmOperand.of(part(dq, b, 1), 3 * dim).strided(headDim),
               heads));
     }
     return qkv.backward(s, dq, batch, needInputGrad);

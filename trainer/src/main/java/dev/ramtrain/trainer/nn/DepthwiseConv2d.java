@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.AddBias;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
 import dev.ramtrain.trainer.backend.ops.SumRows;
@@ -113,22 +114,14 @@ public final class DepthwiseConv2d extends BaseLayer {
       backend.run(
           s,
           new GemmStridedBatched(
-              true,
-              false,
               hw,
               1,
               taps,
               1f,
-              cols,
-              hw,
-              (long) taps * hw,
-              weight,
-              1,
-              taps,
+              GemmOperand.of(cols, hw).transposed().strided((long) taps * hw),
+              GemmOperand.of(weight, 1).strided(taps),
               0f,
-              image(yb, i),
-              c,
-              1,
+              GemmOperand.of(image(yb, i), c).strided(1),
               c));
     }
     backend.run(s, new AddBias(yb, bias, batch * hw, c));
@@ -147,44 +140,28 @@ public final class DepthwiseConv2d extends BaseLayer {
       backend.run(
           s,
           new GemmStridedBatched(
-              false,
-              false,
               taps,
               1,
               hw,
               1f,
-              cols,
-              hw,
-              (long) taps * hw,
-              g,
-              c,
-              1,
+              GemmOperand.of(cols, hw).strided((long) taps * hw),
+              GemmOperand.of(g, c).strided(1),
               1f,
-              weightGrad,
-              1,
-              taps,
+              GemmOperand.of(weightGrad, 1).strided(taps),
               c));
       if (needInputGrad) {
         // dcols[ch] (k·k × hw) = W[ch]ᵀ (k·k × 1) · dy_i[ch]ᵀ (1 × hw), then summed back
         backend.run(
             s,
             new GemmStridedBatched(
-                false,
-                true,
                 taps,
                 hw,
                 1,
                 1f,
-                weight,
-                1,
-                taps,
-                g,
-                c,
-                1,
+                GemmOperand.of(weight, 1).strided(taps),
+                GemmOperand.of(g, c).transposed().strided(1),
                 0f,
-                dcols,
-                hw,
-                (long) taps * hw,
+                GemmOperand.of(dcols, hw).strided((long) taps * hw),
                 c));
         backend.run(s, new Col2im(dcols, window(), image(dxb, i)));
       }

@@ -4,6 +4,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 
 /**
@@ -59,29 +60,31 @@ public final class GlobalAvgPool extends BaseLayer {
     int planes = batch * c;
     DeviceBuffer yb = y.view(0, planes);
     if (block == 1) {
-      backend.run(s, new Gemm(false, false, planes, 1, hw, 1f / hw, x, hw, ones, 1, 0f, yb, 1));
+      backend.run(
+          s,
+          new Gemm(
+              planes,
+              1,
+              hw,
+              1f / hw,
+              GemmOperand.of(x, hw),
+              GemmOperand.of(ones, 1),
+              0f,
+              GemmOperand.of(yb, 1)));
       return yb;
     }
     long blockSize = (long) hw * block;
     backend.run(
         s,
         new GemmStridedBatched(
-            false,
-            false,
             1,
             block,
             hw,
             1f / hw,
-            ones,
-            hw,
-            0,
-            x,
-            block,
-            blockSize,
+            GemmOperand.of(ones, hw),
+            GemmOperand.of(x, block).strided(blockSize),
             0f,
-            yb,
-            block,
-            block,
+            GemmOperand.of(yb, block).strided(block),
             planes / block));
     return yb;
   }
@@ -94,28 +97,30 @@ public final class GlobalAvgPool extends BaseLayer {
     int planes = batch * c;
     DeviceBuffer dxb = dx.view(0, (long) planes * hw);
     if (block == 1) {
-      backend.run(s, new Gemm(false, false, planes, hw, 1, 1f / hw, dy, 1, ones, hw, 0f, dxb, hw));
+      backend.run(
+          s,
+          new Gemm(
+              planes,
+              hw,
+              1,
+              1f / hw,
+              GemmOperand.of(dy, 1),
+              GemmOperand.of(ones, hw),
+              0f,
+              GemmOperand.of(dxb, hw)));
       return dxb;
     }
     backend.run(
         s,
         new GemmStridedBatched(
-            false,
-            false,
             hw,
             block,
             1,
             1f / hw,
-            ones,
-            1,
-            0,
-            dy,
-            block,
-            block,
+            GemmOperand.of(ones, 1),
+            GemmOperand.of(dy, block).strided(block),
             0f,
-            dxb,
-            block,
-            (long) hw * block,
+            GemmOperand.of(dxb, block).strided((long) hw * block),
             planes / block));
     return dxb;
   }

@@ -5,6 +5,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.AddBias;
 import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.util.List;
 
@@ -126,7 +127,17 @@ public final class Linear extends BaseLayer {
       wh = weight;
     }
     // y [rows, out] = x [rows, in] · Wᵀ (W [out, in])
-    backend.run(s, new Gemm(false, true, rows, out, in, 1f, x, in, wh, in, 0f, yb, out));
+    backend.run(
+        s,
+        new Gemm(
+            rows,
+            out,
+            in,
+            1f,
+            GemmOperand.of(x, in),
+            GemmOperand.of(wh, in).transposed(),
+            0f,
+            GemmOperand.of(yb, out)));
     backend.run(s, new AddBias(yb, bias, rows, out));
     if (precision == Precision.BF16) {
       Precision.round(backend, s, yb, dyHalf);
@@ -144,13 +155,29 @@ public final class Linear extends BaseLayer {
     backend.run(
         s,
         new Gemm(
-            true, false, out, in, rows, 1f, g, out, x, in, add, weightGrad, in)); // dW (+)= dyᵀ x
+            out,
+            in,
+            rows,
+            1f,
+            GemmOperand.of(g, out).transposed(),
+            GemmOperand.of(x, in),
+            add,
+            GemmOperand.of(weightGrad, in))); // dW (+)= dyᵀ x
     if (!needInputGrad) {
       return null;
     }
     DeviceBuffer dxb = dx.view(0, (long) rows * in);
     backend.run(
-        s, new Gemm(false, false, rows, in, out, 1f, g, out, wh, in, 0f, dxb, in)); // dx = dy W
+        s,
+        new Gemm(
+            rows,
+            in,
+            out,
+            1f,
+            GemmOperand.of(g, out),
+            GemmOperand.of(wh, in),
+            0f,
+            GemmOperand.of(dxb, in))); // dx = dy W
     if (precision == Precision.BF16) {
       Precision.round(backend, s, dxb, xHalf); // the bf16 input has served dW
     }

@@ -7,6 +7,7 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 
 /**
  * What the plan needs to know of a device: its memory, the host-to-device bandwidth from pinned
@@ -43,7 +44,10 @@ public record DeviceProfile(
         backend.copy(host, 0, device, bytes, s);
         s.synchronize();
         long t1 = System.nanoTime();
-        backend.run(s, new Gemm(false, false, n, n, n, 1f, a, n, a, n, 0f, c, n));
+        backend.run(
+            s,
+            new Gemm(
+                n, n, n, 1f, GemmOperand.of(a, n), GemmOperand.of(a, n), 0f, GemmOperand.of(c, n)));
         s.synchronize();
         long t2 = System.nanoTime();
         copy = Math.min(copy, (t1 - t0) / 1e9);

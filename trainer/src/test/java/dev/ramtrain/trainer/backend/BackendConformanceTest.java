@@ -26,6 +26,7 @@ import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
 import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
@@ -211,7 +212,17 @@ public abstract class BackendConformanceTest {
           try (DeviceBuffer da = upload("a", a);
               DeviceBuffer db = upload("b", b);
               DeviceBuffer dc = upload("c", c)) {
-            backend.run(stream, new Gemm(ta, tb, m, n, k, 0.7f, da, lda, db, ldb, -0.3f, dc, ldc));
+            backend.run(
+                stream,
+                new Gemm(
+                    m,
+                    n,
+                    k,
+                    0.7f,
+                    new GemmOperand(da, lda, 0, ta),
+                    new GemmOperand(db, ldb, 0, tb),
+                    -0.3f,
+                    GemmOperand.of(dc, ldc)));
             assertClose(
                 expected,
                 download(dc),
@@ -256,28 +267,28 @@ public abstract class BackendConformanceTest {
       backend.run(
           stream,
           new GemmStridedBatched(
-              false,
-              true,
               m,
               n,
               k,
               2f,
-              da,
-              k,
-              0,
-              db,
-              k,
-              (long) n * k,
+              GemmOperand.of(da, k),
+              GemmOperand.of(db, k).transposed().strided((long) n * k),
               0.25f,
-              dc,
-              n,
-              (long) m * n,
+              GemmOperand.of(dc, n).strided((long) m * n),
               count));
       assertClose(expected, download(dc), 1e-5, "per-item products");
       backend.run(
           stream,
           new GemmStridedBatched(
-              false, true, m, n, k, 2f, da, k, 0, db, k, (long) n * k, 0.5f, ds, n, 0, count));
+              m,
+              n,
+              k,
+              2f,
+              GemmOperand.of(da, k),
+              GemmOperand.of(db, k).transposed().strided((long) n * k),
+              0.5f,
+              GemmOperand.of(ds, n),
+              count));
       assertClose(expectedSum, download(ds), 1e-5, "products summed into one C");
       assertThrows(
           IllegalArgumentException.class,
@@ -285,22 +296,14 @@ public abstract class BackendConformanceTest {
               backend.run(
                   stream,
                   new GemmStridedBatched(
-                      false,
-                      true,
                       m,
                       n,
                       k,
                       1f,
-                      da,
-                      k,
-                      0,
-                      db,
-                      k,
-                      (long) n * k,
+                      GemmOperand.of(da, k),
+                      GemmOperand.of(db, k).transposed().strided((long) n * k),
                       0f,
-                      dc,
-                      n,
-                      (long) m * n,
+                      GemmOperand.of(dc, n).strided((long) m * n),
                       count + 1)));
     }
   }
@@ -356,9 +359,15 @@ public abstract class BackendConformanceTest {
         DeviceBuffer c = backend.allocate("c", DType.F32, m * n)) {
       backend.run(stream, new Convert(fa, ha));
       backend.run(stream, new Convert(fb, hb));
-      backend.run(stream, new Gemm(false, false, m, n, k, 1f, ha, k, hb, n, 0f, c, n));
+      backend.run(
+          stream,
+          new Gemm(
+              m, n, k, 1f, GemmOperand.of(ha, k), GemmOperand.of(hb, n), 0f, GemmOperand.of(c, n)));
       assertClose(expected, download(c), 1e-5, "bf16 x bf16");
-      backend.run(stream, new Gemm(false, false, m, n, k, 1f, ha, k, fb, n, 0f, c, n));
+      backend.run(
+          stream,
+          new Gemm(
+              m, n, k, 1f, GemmOperand.of(ha, k), GemmOperand.of(fb, n), 0f, GemmOperand.of(c, n)));
       float[] mixed =
           gemmReference(false, false, m, n, k, 1f, ra, k, b, n, 0f, new float[m * n], n);
       assertClose(mixed, download(c), 1e-5, "bf16 x f32");
@@ -402,28 +411,28 @@ public abstract class BackendConformanceTest {
       backend.run(
           stream,
           new GemmStridedBatched(
-              false,
-              false,
               m,
               n,
               k,
               1f,
-              ha,
-              k,
-              0,
-              hb,
-              n,
-              (long) k * n,
+              GemmOperand.of(ha, k),
+              GemmOperand.of(hb, n).strided((long) k * n),
               0f,
-              c,
-              n,
-              (long) m * n,
+              GemmOperand.of(c, n).strided((long) m * n),
               count));
       assertClose(expected, download(c), 1e-5, "bf16 per item");
       backend.run(
           stream,
           new GemmStridedBatched(
-              false, false, m, n, k, 1f, ha, k, 0, hb, n, (long) k * n, 0f, sum, n, 0, count));
+              m,
+              n,
+              k,
+              1f,
+              GemmOperand.of(ha, k),
+              GemmOperand.of(hb, n).strided((long) k * n),
+              0f,
+              GemmOperand.of(sum, n),
+              count));
       assertClose(expectedSum, download(sum), 1e-5, "bf16 summed into one C");
     }
   }
@@ -438,7 +447,17 @@ public abstract class BackendConformanceTest {
         DeviceBuffer dx = upload("x", x);
         DeviceBuffer y = backend.allocate("y", DType.F32, 4 * 5)) {
       DeviceBuffer w = s.view(37, 5 * 6); // a 5x6 weight at offset 37
-      backend.run(stream, new Gemm(false, true, 4, 5, 6, 1f, dx, 6, w, 6, 0f, y, 5));
+      backend.run(
+          stream,
+          new Gemm(
+              4,
+              5,
+              6,
+              1f,
+              GemmOperand.of(dx, 6),
+              GemmOperand.of(w, 6).transposed(),
+              0f,
+              GemmOperand.of(y, 5)));
       float[] weight = java.util.Arrays.copyOfRange(slab, 37, 37 + 30);
       assertClose(
           gemmReference(false, true, 4, 5, 6, 1f, x, 6, weight, 6, 0f, new float[20], 5),
@@ -456,7 +475,18 @@ public abstract class BackendConformanceTest {
       var e =
           assertThrows(
               IllegalArgumentException.class,
-              () -> backend.run(stream, new Gemm(false, false, 2, 3, 3, 1, a, 3, b, 3, 0, c, 3)));
+              () ->
+                  backend.run(
+                      stream,
+                      new Gemm(
+                          2,
+                          3,
+                          3,
+                          1,
+                          GemmOperand.of(a, 3),
+                          GemmOperand.of(b, 3),
+                          0,
+                          GemmOperand.of(c, 3))));
       assertTrue(e.getMessage().contains("a has 5 elements"), e.getMessage());
     }
   }
@@ -2014,7 +2044,10 @@ public abstract class BackendConformanceTest {
         DeviceBuffer da = upload("a", a);
         DeviceBuffer c = backend.allocate("c", DType.F32, (long) n * n);
         HostBuffer out = backend.allocateHost("out", 4L * n * n)) {
-      backend.run(compute, new Gemm(false, false, n, n, n, 1, da, n, da, n, 0, c, n));
+      backend.run(
+          compute,
+          new Gemm(
+              n, n, n, 1, GemmOperand.of(da, n), GemmOperand.of(da, n), 0, GemmOperand.of(c, n)));
       produced.record(compute);
       copy.waitFor(produced);
       backend.copy(c, out, 0, c.bytes(), copy);

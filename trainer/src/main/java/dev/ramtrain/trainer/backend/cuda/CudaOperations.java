@@ -67,343 +67,355 @@ final class CudaOperations {
         .addLowered(Convolution.class, ConvolutionLowering::forward)
         .addLowered(ConvolutionBackward.class, ConvolutionLowering::backward)
         .add(Fill.class, ops::fill)
-        .add(
-            Convert.class,
-            (op, s) ->
-                kernels.launchOver(
-                    op.narrowing() ? Kernel.TO_BF16 : Kernel.FROM_BF16,
-                    s,
-                    op.src().count(),
-                    new KernelArgs()
-                        .buffer(cuda(op.src()))
-                        .buffer(cuda(op.dst()))
-                        .i64(op.src().count())))
-        .add(
-            AddBias.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.ADD_BIAS,
-                    s,
-                    (long) op.rows() * op.cols(),
-                    new KernelArgs()
-                        .buffer(cuda(op.y()))
-                        .buffer(cuda(op.bias()))
-                        .i32(op.rows())
-                        .i32(op.cols())))
-        .add(
-            SumRows.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.SUM_ROWS,
-                    s,
-                    op.cols(),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .buffer(cuda(op.out()))
-                        .i32(op.rows())
-                        .i32(op.cols())
-                        .f32(op.beta())))
+        .add(Convert.class, ops::convert)
+        .add(AddBias.class, ops::addBias)
+        .add(SumRows.class, ops::sumRows)
         .add(Relu.class, (op, s) -> ops.unary(Kernel.RELU, s, op.x(), op.y()))
-        .add(
-            ReluBackward.class,
-            (op, s) -> ops.binary(Kernel.RELU_BACKWARD, s, op.x(), op.dy(), op.dx()))
+        .add(ReluBackward.class, ops::reluBackward)
         .add(Gelu.class, (op, s) -> ops.unary(Kernel.GELU, s, op.x(), op.y()))
-        .add(
-            GeluBackward.class,
-            (op, s) -> ops.binary(Kernel.GELU_BACKWARD, s, op.x(), op.dy(), op.dx()))
+        .add(GeluBackward.class, ops::geluBackward)
         .add(Add.class, (op, s) -> ops.binary(Kernel.ADD, s, op.a(), op.b(), op.out()))
         .add(Multiply.class, (op, s) -> ops.binary(Kernel.MULTIPLY, s, op.a(), op.b(), op.out()))
         .add(Lerp.class, ops::lerp)
-        .add(
-            SoftmaxCrossEntropy.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.SOFTMAX_XENT,
-                    s,
-                    op.rows(),
-                    new KernelArgs()
-                        .buffer(cuda(op.logits()))
-                        .buffer(cuda(op.labels()))
-                        .i32(op.rows())
-                        .i32(op.classes())
-                        .f32(op.smoothing())
-                        .f32(op.mix())
-                        .buffer(cuda(op.loss()))
-                        .buffer(cuda(op.dlogits()))
-                        .pointer(s.statusWord())))
-        .add(
-            BlendBatch.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.BLEND_BATCH,
-                    s,
-                    (long) ((op.batch() + 1) / 2) * op.sampleSize(),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .i32(op.batch())
-                        .i64(op.sampleSize())
-                        .f32(op.lambda())
-                        .f32(op.oneMinus())))
+        .add(SoftmaxCrossEntropy.class, ops::softmaxCrossEntropy)
+        .add(BlendBatch.class, ops::blendBatch)
         .add(ColorJitter.class, ops::colorJitter)
-        .add(
-            CutMixBatch.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.CUTMIX_BATCH,
-                    s,
-                    (long) (op.batch() / 2)
-                        * op.channels()
-                        * (op.bottom() - op.top())
-                        * (op.right() - op.left()),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .i32(op.batch())
-                        .i32(op.channels())
-                        .i32(op.height())
-                        .i32(op.width())
-                        .i32(op.top())
-                        .i32(op.bottom())
-                        .i32(op.left())
-                        .i32(op.right())))
+        .add(CutMixBatch.class, ops::cutMixBatch)
         .add(NormalizeImages.class, ops::normalizeImages)
-        .add(
-            SgdStep.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.SGD_STEP,
-                    s,
-                    op.param().count(),
-                    new KernelArgs()
-                        .buffer(cuda(op.param()))
-                        .buffer(cuda(op.grad()))
-                        .buffer(cuda(op.momentum()))
-                        .i64(op.param().count())
-                        .f32(op.lr())
-                        .f32(op.mu())
-                        .f32(op.weightDecay())
-                        .i32(op.nesterov())))
+        .add(SgdStep.class, ops::sgdStep)
         .add(AdamWStep.class, ops::adamwStep)
-        .add(
-            Im2col.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.IM2COL,
-                    s,
-                    op.cols().count(),
-                    convArgs(cuda(op.x()), op.window()).buffer(cuda(op.cols()))))
-        .add(
-            Col2im.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.COL2IM,
-                    s,
-                    op.dx().count(),
-                    convArgs(cuda(op.cols()), op.window()).buffer(cuda(op.dx()))))
-        .add(
-            AddChannelBias.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.ADD_CHANNEL_BIAS,
-                    s,
-                    op.y().count(),
-                    new KernelArgs()
-                        .buffer(cuda(op.y()))
-                        .buffer(cuda(op.bias()))
-                        .i32(op.n())
-                        .i32(op.c())
-                        .i32(op.hw())))
-        .add(
-            SumChannels.class,
-            (op, s) ->
-                ops.perChannel(
-                    Kernel.SUM_CHANNELS,
-                    s,
-                    op.c(),
-                    new KernelArgs()
-                        .buffer(cuda(op.dy()))
-                        .buffer(cuda(op.out()))
-                        .i32(op.n())
-                        .i32(op.c())
-                        .i32(op.hw())))
-        .addNchw(
-            MaxPool.class,
-            MaxPool::channelBlock,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.MAX_POOL,
-                    s,
-                    op.y().count(),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .i32(op.n())
-                        .i32(op.c())
-                        .i32(op.h())
-                        .i32(op.w())
-                        .i32(op.k())
-                        .i32(op.stride())
-                        .i32(op.pad())
-                        .i32(op.oh())
-                        .i32(op.ow())
-                        .buffer(cuda(op.y()))
-                        .buffer(cuda(op.argmax()))))
-        .addNchw(
-            MaxPoolBackward.class,
-            MaxPoolBackward::channelBlock,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.MAX_POOL_BACKWARD,
-                    s,
-                    (long) op.n() * op.c(),
-                    new KernelArgs()
-                        .buffer(cuda(op.dy()))
-                        .buffer(cuda(op.argmax()))
-                        .i32(op.n() * op.c())
-                        .i32(op.h() * op.w())
-                        .i32(op.oh() * op.ow())
-                        .buffer(cuda(op.dx()))))
+        .add(Im2col.class, ops::im2col)
+        .add(Col2im.class, ops::col2im)
+        .add(AddChannelBias.class, ops::addChannelBias)
+        .add(SumChannels.class, ops::sumChannels)
+        .addNchw(MaxPool.class, MaxPool::channelBlock, ops::maxPool)
+        .addNchw(MaxPoolBackward.class, MaxPoolBackward::channelBlock, ops::maxPoolBackward)
         .add(ClipGradNorm.class, ops::clipGradNorm)
-        .add(
-            DropoutMask.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.DROPOUT_MASK,
-                    s,
-                    op.mask().count(),
-                    new KernelArgs()
-                        .f32(op.p())
-                        .f32(op.keepScale())
-                        .i64(op.seed())
-                        .buffer(cuda(op.mask()))
-                        .i64(op.mask().count())))
+        .add(DropoutMask.class, ops::dropoutMask)
+        .addNchw(BatchNormTrain.class, BatchNormTrain::channelBlock, ops::batchNormTrain)
         .addNchw(
-            BatchNormTrain.class,
-            BatchNormTrain::channelBlock,
-            (op, s) -> {
-              ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
-              ops.perChannel(
-                  Kernel.BATCHNORM_TRAIN,
-                  s,
-                  op.c(),
-                  new KernelArgs()
-                      .buffer(cuda(op.x()))
-                      .i32(op.n())
-                      .i32(op.c())
-                      .i32(op.hw())
-                      .buffer(cuda(op.gamma()))
-                      .buffer(cuda(op.beta()))
-                      .f32(op.eps())
-                      .f32(op.momentum())
-                      .buffer(cuda(op.runningMean()))
-                      .buffer(cuda(op.runningVar()))
-                      .buffer(cuda(op.y()))
-                      .buffer(cuda(op.savedMean()))
-                      .buffer(cuda(op.savedInvStd())));
-            })
-        .addNchw(
-            BatchNormInference.class,
-            BatchNormInference::channelBlock,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.BATCHNORM_INFERENCE,
-                    s,
-                    op.x().count(),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .i32(op.n())
-                        .i32(op.c())
-                        .i32(op.hw())
-                        .buffer(cuda(op.gamma()))
-                        .buffer(cuda(op.beta()))
-                        .f32(op.eps())
-                        .buffer(cuda(op.runningMean()))
-                        .buffer(cuda(op.runningVar()))
-                        .buffer(cuda(op.y()))))
-        .addNchw(
-            BatchNormBackward.class,
-            BatchNormBackward::channelBlock,
-            (op, s) -> {
-              ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
-              ops.perChannel(
-                  Kernel.BATCHNORM_BACKWARD,
-                  s,
-                  op.c(),
-                  new KernelArgs()
-                      .buffer(cuda(op.x()))
-                      .buffer(cuda(op.dy()))
-                      .i32(op.n())
-                      .i32(op.c())
-                      .i32(op.hw())
-                      .buffer(cuda(op.gamma()))
-                      .buffer(cuda(op.savedMean()))
-                      .buffer(cuda(op.savedInvStd()))
-                      .buffer(cuda(op.dgamma()))
-                      .buffer(cuda(op.dbeta()))
-                      .buffer(cuda(op.dx())));
-            })
-        .add(
-            LayerNormForward.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.LAYERNORM,
-                    s,
-                    (long) op.outer() * op.inner(),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .i32(op.outer())
-                        .i32(op.size())
-                        .i32(op.inner())
-                        .buffer(cuda(op.gamma()))
-                        .buffer(cuda(op.beta()))
-                        .f32(op.eps())
-                        .buffer(cuda(op.y()))
-                        .buffer(cuda(op.savedMean()))
-                        .buffer(cuda(op.savedInvStd()))))
+            BatchNormInference.class, BatchNormInference::channelBlock, ops::batchNormInference)
+        .addNchw(BatchNormBackward.class, BatchNormBackward::channelBlock, ops::batchNormBackward)
+        .add(LayerNormForward.class, ops::layerNormForward)
         .add(LayerNormBackward.class, ops::layerNormBackward)
-        .add(
-            Softmax.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.SOFTMAX,
-                    s,
-                    op.rows(),
-                    new KernelArgs()
-                        .buffer(cuda(op.x()))
-                        .i32(op.rows())
-                        .i32(op.cols())
-                        .buffer(cuda(op.y()))))
-        .add(
-            SoftmaxBackward.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.SOFTMAX_BACKWARD,
-                    s,
-                    op.rows(),
-                    new KernelArgs()
-                        .buffer(cuda(op.y()))
-                        .buffer(cuda(op.dy()))
-                        .i32(op.rows())
-                        .i32(op.cols())
-                        .buffer(cuda(op.dx()))))
-        .add(
-            StridedCopy.class,
-            (op, s) ->
-                kernels.launchOver(
-                    Kernel.STRIDED_COPY,
-                    s,
-                    (long) op.n1() * op.n2(),
-                    new KernelArgs()
-                        .buffer(cuda(op.src()))
-                        .i64(op.srcStrides().s0())
-                        .i64(op.srcStrides().s1())
-                        .i64(op.srcStrides().s2())
-                        .buffer(cuda(op.dst()))
-                        .i64(op.dstStrides().s0())
-                        .i64(op.dstStrides().s1())
-                        .i64(op.dstStrides().s2())
-                        .i32(op.n0())
-                        .i32(op.n1())
-                        .i32(op.n2())
-                        .i32(op.accumulate())));
+        .add(Softmax.class, ops::softmax)
+        .add(SoftmaxBackward.class, ops::softmaxBackward)
+        .add(StridedCopy.class, ops::stridedCopy);
+  }
+
+  private void convert(Convert op, CudaStream s) {
+    kernels.launchOver(
+        op.narrowing() ? Kernel.TO_BF16 : Kernel.FROM_BF16,
+        s,
+        op.src().count(),
+        new KernelArgs().buffer(cuda(op.src())).buffer(cuda(op.dst())).i64(op.src().count()));
+  }
+
+  private void addBias(AddBias op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.ADD_BIAS,
+        s,
+        (long) op.rows() * op.cols(),
+        new KernelArgs()
+            .buffer(cuda(op.y()))
+            .buffer(cuda(op.bias()))
+            .i32(op.rows())
+            .i32(op.cols()));
+  }
+
+  private void sumRows(SumRows op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.SUM_ROWS,
+        s,
+        op.cols(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .buffer(cuda(op.out()))
+            .i32(op.rows())
+            .i32(op.cols())
+            .f32(op.beta()));
+  }
+
+  private void reluBackward(ReluBackward op, CudaStream s) {
+    binary(Kernel.RELU_BACKWARD, s, op.x(), op.dy(), op.dx());
+  }
+
+  private void geluBackward(GeluBackward op, CudaStream s) {
+    binary(Kernel.GELU_BACKWARD, s, op.x(), op.dy(), op.dx());
+  }
+
+  private void softmaxCrossEntropy(SoftmaxCrossEntropy op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.SOFTMAX_XENT,
+        s,
+        op.rows(),
+        new KernelArgs()
+            .buffer(cuda(op.logits()))
+            .buffer(cuda(op.labels()))
+            .i32(op.rows())
+            .i32(op.classes())
+            .f32(op.smoothing())
+            .f32(op.mix())
+            .buffer(cuda(op.loss()))
+            .buffer(cuda(op.dlogits()))
+            .pointer(s.statusWord()));
+  }
+
+  private void blendBatch(BlendBatch op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.BLEND_BATCH,
+        s,
+        (long) ((op.batch() + 1) / 2) * op.sampleSize(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .i32(op.batch())
+            .i64(op.sampleSize())
+            .f32(op.lambda())
+            .f32(op.oneMinus()));
+  }
+
+  private void cutMixBatch(CutMixBatch op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.CUTMIX_BATCH,
+        s,
+        (long) (op.batch() / 2)
+            * op.channels()
+            * (op.bottom() - op.top())
+            * (op.right() - op.left()),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .i32(op.batch())
+            .i32(op.channels())
+            .i32(op.height())
+            .i32(op.width())
+            .i32(op.top())
+            .i32(op.bottom())
+            .i32(op.left())
+            .i32(op.right()));
+  }
+
+  private void sgdStep(SgdStep op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.SGD_STEP,
+        s,
+        op.param().count(),
+        new KernelArgs()
+            .buffer(cuda(op.param()))
+            .buffer(cuda(op.grad()))
+            .buffer(cuda(op.momentum()))
+            .i64(op.param().count())
+            .f32(op.lr())
+            .f32(op.mu())
+            .f32(op.weightDecay())
+            .i32(op.nesterov()));
+  }
+
+  private void im2col(Im2col op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.IM2COL,
+        s,
+        op.cols().count(),
+        convArgs(cuda(op.x()), op.window()).buffer(cuda(op.cols())));
+  }
+
+  private void col2im(Col2im op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.COL2IM,
+        s,
+        op.dx().count(),
+        convArgs(cuda(op.cols()), op.window()).buffer(cuda(op.dx())));
+  }
+
+  private void addChannelBias(AddChannelBias op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.ADD_CHANNEL_BIAS,
+        s,
+        op.y().count(),
+        new KernelArgs()
+            .buffer(cuda(op.y()))
+            .buffer(cuda(op.bias()))
+            .i32(op.n())
+            .i32(op.c())
+            .i32(op.hw()));
+  }
+
+  private void sumChannels(SumChannels op, CudaStream s) {
+    perChannel(
+        Kernel.SUM_CHANNELS,
+        s,
+        op.c(),
+        new KernelArgs()
+            .buffer(cuda(op.dy()))
+            .buffer(cuda(op.out()))
+            .i32(op.n())
+            .i32(op.c())
+            .i32(op.hw()));
+  }
+
+  private void maxPool(MaxPool op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.MAX_POOL,
+        s,
+        op.y().count(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .i32(op.n())
+            .i32(op.c())
+            .i32(op.h())
+            .i32(op.w())
+            .i32(op.k())
+            .i32(op.stride())
+            .i32(op.pad())
+            .i32(op.oh())
+            .i32(op.ow())
+            .buffer(cuda(op.y()))
+            .buffer(cuda(op.argmax())));
+  }
+
+  private void maxPoolBackward(MaxPoolBackward op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.MAX_POOL_BACKWARD,
+        s,
+        (long) op.n() * op.c(),
+        new KernelArgs()
+            .buffer(cuda(op.dy()))
+            .buffer(cuda(op.argmax()))
+            .i32(op.n() * op.c())
+            .i32(op.h() * op.w())
+            .i32(op.oh() * op.ow())
+            .buffer(cuda(op.dx())));
+  }
+
+  private void dropoutMask(DropoutMask op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.DROPOUT_MASK,
+        s,
+        op.mask().count(),
+        new KernelArgs()
+            .f32(op.p())
+            .f32(op.keepScale())
+            .i64(op.seed())
+            .buffer(cuda(op.mask()))
+            .i64(op.mask().count()));
+  }
+
+  private void batchNormTrain(BatchNormTrain op, CudaStream s) {
+    ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
+    perChannel(
+        Kernel.BATCHNORM_TRAIN,
+        s,
+        op.c(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .i32(op.n())
+            .i32(op.c())
+            .i32(op.hw())
+            .buffer(cuda(op.gamma()))
+            .buffer(cuda(op.beta()))
+            .f32(op.eps())
+            .f32(op.momentum())
+            .buffer(cuda(op.runningMean()))
+            .buffer(cuda(op.runningVar()))
+            .buffer(cuda(op.y()))
+            .buffer(cuda(op.savedMean()))
+            .buffer(cuda(op.savedInvStd())));
+  }
+
+  private void batchNormInference(BatchNormInference op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.BATCHNORM_INFERENCE,
+        s,
+        op.x().count(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .i32(op.n())
+            .i32(op.c())
+            .i32(op.hw())
+            .buffer(cuda(op.gamma()))
+            .buffer(cuda(op.beta()))
+            .f32(op.eps())
+            .buffer(cuda(op.runningMean()))
+            .buffer(cuda(op.runningVar()))
+            .buffer(cuda(op.y())));
+  }
+
+  private void batchNormBackward(BatchNormBackward op, CudaStream s) {
+    ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
+    perChannel(
+        Kernel.BATCHNORM_BACKWARD,
+        s,
+        op.c(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .buffer(cuda(op.dy()))
+            .i32(op.n())
+            .i32(op.c())
+            .i32(op.hw())
+            .buffer(cuda(op.gamma()))
+            .buffer(cuda(op.savedMean()))
+            .buffer(cuda(op.savedInvStd()))
+            .buffer(cuda(op.dgamma()))
+            .buffer(cuda(op.dbeta()))
+            .buffer(cuda(op.dx())));
+  }
+
+  private void layerNormForward(LayerNormForward op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.LAYERNORM,
+        s,
+        (long) op.outer() * op.inner(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .i32(op.outer())
+            .i32(op.size())
+            .i32(op.inner())
+            .buffer(cuda(op.gamma()))
+            .buffer(cuda(op.beta()))
+            .f32(op.eps())
+            .buffer(cuda(op.y()))
+            .buffer(cuda(op.savedMean()))
+            .buffer(cuda(op.savedInvStd())));
+  }
+
+  private void softmax(Softmax op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.SOFTMAX,
+        s,
+        op.rows(),
+        new KernelArgs().buffer(cuda(op.x())).i32(op.rows()).i32(op.cols()).buffer(cuda(op.y())));
+  }
+
+  private void softmaxBackward(SoftmaxBackward op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.SOFTMAX_BACKWARD,
+        s,
+        op.rows(),
+        new KernelArgs()
+            .buffer(cuda(op.y()))
+            .buffer(cuda(op.dy()))
+            .i32(op.rows())
+            .i32(op.cols())
+            .buffer(cuda(op.dx())));
+  }
+
+  private void stridedCopy(StridedCopy op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.STRIDED_COPY,
+        s,
+        (long) op.n1() * op.n2(),
+        new KernelArgs()
+            .buffer(cuda(op.src()))
+            .i64(op.srcStrides().s0())
+            .i64(op.srcStrides().s1())
+            .i64(op.srcStrides().s2())
+            .buffer(cuda(op.dst()))
+            .i64(op.dstStrides().s0())
+            .i64(op.dstStrides().s1())
+            .i64(op.dstStrides().s2())
+            .i32(op.n0())
+            .i32(op.n1())
+            .i32(op.n2())
+            .i32(op.accumulate()));
   }
 
   /** Two launches: each group's dx, then each feature's dgamma and dbeta over the groups. */

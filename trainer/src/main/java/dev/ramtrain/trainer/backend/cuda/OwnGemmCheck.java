@@ -8,6 +8,7 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import java.nio.FloatBuffer;
 
 /**
@@ -49,8 +50,28 @@ final class OwnGemmCheck {
         boolean tb = (t & 2) != 0;
         int lda = ta ? M : K; // the same values read as op(A), whichever way they are stored
         int ldb = tb ? K : N;
-        own.gemm(stream, new Gemm(ta, tb, M, N, K, 1f, fa, lda, fb, ldb, 0f, c32, N));
-        own.gemm(stream, new Gemm(ta, tb, M, N, K, 1f, ha, lda, hb, ldb, 0f, c16, N));
+        own.gemm(
+            stream,
+            new Gemm(
+                M,
+                N,
+                K,
+                1f,
+                new GemmOperand(fa, lda, 0, ta),
+                new GemmOperand(fb, ldb, 0, tb),
+                0f,
+                GemmOperand.of(c32, N)));
+        own.gemm(
+            stream,
+            new Gemm(
+                M,
+                N,
+                K,
+                1f,
+                new GemmOperand(ha, lda, 0, ta),
+                new GemmOperand(hb, ldb, 0, tb),
+                0f,
+                GemmOperand.of(c16, N)));
         backend.copy(c32, host, 0, c32.bytes(), stream);
         backend.copy(c16, host, c32.bytes(), c16.bytes(), stream);
         stream.synchronize();

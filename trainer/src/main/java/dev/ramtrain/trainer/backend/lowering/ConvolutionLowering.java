@@ -9,6 +9,7 @@ import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
@@ -76,22 +77,14 @@ public final class ConvolutionLowering {
     int hw = win.oh() * win.ow();
     int patch = win.c() * win.kh() * win.kw();
     return new GemmStridedBatched(
-        false,
-        false,
         out,
         hw,
         patch,
         1f,
-        weight,
-        patch,
-        0,
-        cols,
-        hw,
-        (long) patch * hw,
+        GemmOperand.of(weight, patch),
+        GemmOperand.of(cols, hw).strided((long) patch * hw),
         0f,
-        y,
-        hw,
-        (long) out * hw,
+        GemmOperand.of(y, hw).strided((long) out * hw),
         win.n());
   }
 
@@ -101,22 +94,14 @@ public final class ConvolutionLowering {
     int hw = win.oh() * win.ow();
     int patch = win.c() * win.kh() * win.kw();
     return new GemmStridedBatched(
-        false,
-        true,
         out,
         patch,
         hw,
         1f,
-        dy,
-        hw,
-        (long) out * hw,
-        cols,
-        hw,
-        (long) patch * hw,
+        GemmOperand.of(dy, hw).strided((long) out * hw),
+        GemmOperand.of(cols, hw).transposed().strided((long) patch * hw),
         1f,
-        weightGrad,
-        patch,
-        0,
+        GemmOperand.of(weightGrad, patch),
         win.n());
   }
 
@@ -126,22 +111,14 @@ public final class ConvolutionLowering {
     int hw = win.oh() * win.ow();
     int patch = win.c() * win.kh() * win.kw();
     return new GemmStridedBatched(
-        true,
-        false,
         patch,
         hw,
         out,
         1f,
-        weight,
-        patch,
-        0,
-        dy,
-        hw,
-        (long) out * hw,
+        GemmOperand.of(weight, patch).transposed(),
+        GemmOperand.of(dy, hw).strided((long) out * hw),
         0f,
-        cols,
-        hw,
-        (long) patch * hw,
+        GemmOperand.of(cols, hw).strided((long) patch * hw),
         win.n());
   }
 }

@@ -5,7 +5,6 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.requireGemmOperand;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.requireType;
 
 import dev.ramtrain.trainer.backend.DType;
-import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Operation;
 
 /**
@@ -16,61 +15,69 @@ import dev.ramtrain.trainer.backend.Operation;
  * batch).
  */
 public record GemmStridedBatched(
-    boolean transA,
-    boolean transB,
     int m,
     int n,
     int k,
     float alpha,
-    DeviceBuffer a,
-    int lda,
-    long strideA,
-    DeviceBuffer b,
-    int ldb,
-    long strideB,
+    GemmOperand opA,
+    GemmOperand opB,
     float beta,
-    DeviceBuffer c,
-    int ldc,
-    long strideC,
+    GemmOperand opC,
     int count)
-    implements Operation {
+    implements Operation, BlasOperands {
   public GemmStridedBatched {
-    if (count < 1 || strideA < 0 || strideB < 0 || strideC < 0) {
+    if (count < 1 || opC.transpose()) {
       throw new IllegalArgumentException(
-          "batched GEMM: count " + count + ", strides " + strideA + "/" + strideB + "/" + strideC);
+          "batched GEMM: count " + count + (opC.transpose() ? ", C transposed" : ""));
     }
-    checkBatch(a, transA ? k : m, transA ? m : k, lda, strideA, count);
-    checkBatch(b, transB ? n : k, transB ? k : n, ldb, strideB, count);
-    checkBatch(c, m, n, ldc, strideC, count);
-    requireGemmOperand(a);
-    requireGemmOperand(b);
-    requireType(c, DType.F32);
+    checkBatch(
+        opA.buffer(),
+        opA.transpose() ? k : m,
+        opA.transpose() ? m : k,
+        opA.ld(),
+        opA.stride(),
+        count);
+    checkBatch(
+        opB.buffer(),
+        opB.transpose() ? n : k,
+        opB.transpose() ? k : n,
+        opB.ld(),
+        opB.stride(),
+        count);
+    checkBatch(opC.buffer(), m, n, opC.ld(), opC.stride(), count);
+    requireGemmOperand(opA.buffer());
+    requireGemmOperand(opB.buffer());
+    requireType(opC.buffer(), DType.F32);
   }
 
   /** Whether every item's product is summed into the one C (a stride of 0 for C). */
   public boolean sumsIntoOneC() {
-    return strideC == 0;
+    return opC.stride() == 0;
   }
 
   /** {@code gemm} as a batch of one: engines with one kernel for both launch it so. */
   public static GemmStridedBatched of(Gemm gemm) {
     return new GemmStridedBatched(
-        gemm.transA(),
-        gemm.transB(),
         gemm.m(),
         gemm.n(),
         gemm.k(),
         gemm.alpha(),
-        gemm.a(),
-        gemm.lda(),
-        0,
-        gemm.b(),
-        gemm.ldb(),
-        0,
+        gemm.opA(),
+        gemm.opB(),
         gemm.beta(),
-        gemm.c(),
-        gemm.ldc(),
-        0,
+        gemm.opC(),
         1);
+  }
+
+  public long strideA() {
+    return opA.stride();
+  }
+
+  public long strideB() {
+    return opB.stride();
+  }
+
+  public long strideC() {
+    return opC.stride();
   }
 }
