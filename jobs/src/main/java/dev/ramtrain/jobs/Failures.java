@@ -2,8 +2,8 @@ package dev.ramtrain.jobs;
 
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.spark.PreprocessException;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.train.RankFailedException;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.BackendUnavailableException;
 import dev.ramtrain.trainer.data.BadSampleException;
 import java.io.IOException;

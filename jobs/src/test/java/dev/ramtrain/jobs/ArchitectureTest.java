@@ -42,7 +42,7 @@ class ArchitectureTest {
             .importPackages("dev.ramtrain");
     // A rule over no classes passes whatever the imports: make sure each module was found.
     for (String module :
-        List.of("format", "console", "files", "random", "etl", "trainer", "jobs")) {
+        List.of("format", "console", "files", "random", "settings", "etl", "trainer", "jobs")) {
       String prefix = "dev.ramtrain." + module + ".";
       assertTrue(
           classes.stream().anyMatch(c -> c.getName().startsWith(prefix)),
@@ -63,7 +63,8 @@ class ArchitectureTest {
                 "dev.ramtrain.format..",
                 "dev.ramtrain.console..",
                 "dev.ramtrain.files..",
-                "dev.ramtrain.random..")
+                "dev.ramtrain.random..",
+                "dev.ramtrain.settings..")
             .should()
             .dependOnClassesThat()
             .resideInAnyPackage(SPARK_HADOOP_OPENCV)

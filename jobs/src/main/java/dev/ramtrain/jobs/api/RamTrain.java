@@ -4,7 +4,6 @@ import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
@@ -16,7 +15,7 @@ import dev.ramtrain.jobs.train.InMemoryTraining;
 import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
-import dev.ramtrain.jobs.train.TrainingPlacement;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
@@ -26,6 +25,8 @@ import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
+import dev.ramtrain.trainer.run.ModelChoice;
+import dev.ramtrain.trainer.run.Placement;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -161,7 +162,7 @@ public final class RamTrain {
     }
     Precision precision = c.choice("ramtrain.train.precision", Precision.class);
     Supplier<List<Layer>> layers =
-        () -> RunSpec.ModelChoice.parse("ramtrain.train.model", model, shape, precision);
+        () -> ModelChoice.parse("ramtrain.train.model", model, shape, precision);
     layers.get(); // a bad spec fails here, naming the key
     StructType schema =
         new StructType()
@@ -181,9 +182,9 @@ public final class RamTrain {
         profiles.add(DeviceProfiles.named(c, name));
       }
       for (DeviceProfile profile : profiles) {
-        long budget = TrainingPlacement.budget(offload, profile.memoryBytes());
+        long budget = Placement.budget(offload, profile.memoryBytes());
         try {
-          PlacementPlan p = TrainingPlacement.plan(offload, costs, batchSize, budget, profile);
+          PlacementPlan p = Placement.plan(offload, costs, batchSize, budget, profile);
           boolean resident = p.mode() == PlacementPlan.Mode.RESIDENT;
           rows.add(
               RowFactory.create(

@@ -1,8 +1,8 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import java.io.IOException;
 import java.nio.file.Path;

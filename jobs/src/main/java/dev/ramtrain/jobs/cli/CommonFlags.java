@@ -1,7 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.settings.ConfigException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -1,6 +1,6 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;

@@ -1,13 +1,11 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.RamtrainConfig;
-import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
-import dev.ramtrain.jobs.train.TrainingPlacement;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
@@ -16,6 +14,8 @@ import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
+import dev.ramtrain.trainer.run.ModelChoice;
+import dev.ramtrain.trainer.run.Placement;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -108,7 +108,7 @@ public final class PlanCommand implements Callable<Integer> {
       spec = c.string("ramtrain.train.model");
       ImageShape shape = shape(image);
       Precision precision = c.choice("ramtrain.train.precision", Precision.class);
-      layers = () -> RunSpec.ModelChoice.parse("ramtrain.train.model", spec, shape, precision);
+      layers = () -> ModelChoice.parse("ramtrain.train.model", spec, shape, precision);
     }
     layers.get(); // a bad spec fails here, exit 2
     try (Backend backend = Backends.open(TrainSettings.backend(c))) {
@@ -118,12 +118,12 @@ public final class PlanCommand implements Callable<Integer> {
               ? DeviceProfile.measure(
                   backend, "measured (" + backend.name() + " backend)", backend.freeMemoryBytes())
               : DeviceProfiles.named(c, deviceName);
-      long budgetBytes = TrainingPlacement.budget(offload, profile.memoryBytes());
+      long budgetBytes = Placement.budget(offload, profile.memoryBytes());
       List<LayerCost> costs = LayerCost.measure(layers, backend);
       if (deviceName.equals("measured")) { // this machine: predict from what its backend takes
         costs = LayerCost.timed(costs, layers, backend, batch, offload.hostThreads());
       }
-      PlacementPlan plan = TrainingPlacement.plan(offload, costs, batch, budgetBytes, profile);
+      PlacementPlan plan = Placement.plan(offload, costs, batch, budgetBytes, profile);
       System.out.print(plan.render(spec, profile, budgetBytes));
     }
     return 0;

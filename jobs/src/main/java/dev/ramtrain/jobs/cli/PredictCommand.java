@@ -2,13 +2,13 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.console.Printable;
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.train.ImageClassifier;
 import dev.ramtrain.jobs.train.ImageFiles;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import java.io.IOException;

@@ -1,8 +1,8 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.jobs.train.RunJournal;
+import dev.ramtrain.settings.ConfigException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

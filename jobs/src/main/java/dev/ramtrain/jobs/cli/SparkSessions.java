@@ -1,6 +1,6 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.spark.SparkConf;

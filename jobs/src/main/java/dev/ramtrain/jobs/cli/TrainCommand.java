@@ -2,7 +2,6 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.DistributedTraining;
@@ -13,6 +12,7 @@ import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainingData;
 import dev.ramtrain.jobs.train.TrainingRun;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
 import java.io.IOException;

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.config;
 
 import com.typesafe.config.Config;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import java.util.TreeSet;
 

@@ -15,6 +15,7 @@ import dev.ramtrain.etl.source.SyntheticImages;
 import dev.ramtrain.etl.source.TableSource;
 import dev.ramtrain.etl.spark.PreprocessSpec;
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.settings.ConfigException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.util.stream.Stream;

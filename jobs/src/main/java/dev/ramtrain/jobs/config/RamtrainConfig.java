@@ -6,6 +6,7 @@ import com.typesafe.config.ConfigParseOptions;
 import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueFactory;
 import com.typesafe.config.ConfigValueType;
+import dev.ramtrain.settings.ConfigException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;

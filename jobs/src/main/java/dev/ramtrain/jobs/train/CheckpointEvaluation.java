@@ -3,7 +3,7 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.DeviceInputs;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.Evaluator;

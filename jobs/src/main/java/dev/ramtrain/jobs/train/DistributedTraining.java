@@ -4,7 +4,7 @@ import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.etl.spark.LiveProgress;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.RanksDivergedException;
 import dev.ramtrain.trainer.dist.TcpRing;
+import dev.ramtrain.trainer.run.HostLimit;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -429,7 +430,7 @@ public final class DistributedTraining<T>
     SparkConf conf = SparkEnv.get().conf();
     return conf.get("spark.master", "").startsWith("local")
         ? HostLimit.MACHINE
-        : HostLimit.executor(conf);
+        : ExecutorMemory.hostLimit(conf);
   }
 
   /** The host of the executor running {@code rank}, as Spark's scheduler knows it. */

@@ -1,7 +1,7 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.dataset.DirectoryLock;
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -3,7 +3,7 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.etl.spark.ShardResult;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.ShardStats;
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Comparator;

@@ -1,9 +1,10 @@
 package dev.ramtrain.jobs.train;
 
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.offload.PlacementPlan;
+import dev.ramtrain.trainer.run.HostLimit;
 
 /**
  * The host memory a run's shards take, said at start: windows of shards are memory the loaders own,

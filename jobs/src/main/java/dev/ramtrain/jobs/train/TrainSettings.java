@@ -3,8 +3,8 @@ package dev.ramtrain.jobs.train;
 import static dev.ramtrain.jobs.config.RamtrainConfig.checked;
 import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.BatchAugmentation;
 import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.LoopSpec;
@@ -23,6 +23,7 @@ import dev.ramtrain.trainer.optim.OptimizerSpec;
 import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.ScheduleSpec;
 import dev.ramtrain.trainer.optim.SgdSpec;
+import dev.ramtrain.trainer.run.ModelChoice;
 import java.io.Serializable;
 import java.util.List;
 import java.util.SortedMap;
@@ -134,7 +135,7 @@ public final class TrainSettings {
     ScheduleSpec schedule = schedule(c);
     return new RunSpec(
         data(c, seed),
-        new RunSpec.ModelChoice(
+        new ModelChoice(
             c.string(P + "model"),
             seed,
             c.choice(P + "precision", Precision.class),

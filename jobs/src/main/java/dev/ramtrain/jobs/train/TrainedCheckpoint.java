@@ -3,9 +3,9 @@ package dev.ramtrain.jobs.train;
 import dev.ramtrain.etl.image.ImageDecoder;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
@@ -15,6 +15,7 @@ import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.Precision;
+import dev.ramtrain.trainer.run.ModelChoice;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -122,7 +123,7 @@ public record TrainedCheckpoint(
 
   /** The model's layers as trained, for images of the trained shape; a bad spec names the key. */
   public List<Layer> layers() {
-    return RunSpec.ModelChoice.parse("--checkpoint's model", model, shape, precision);
+    return ModelChoice.parse("--checkpoint's model", model, shape, precision);
   }
 
   /**
@@ -189,7 +190,7 @@ public record TrainedCheckpoint(
   public static TrainedCheckpoint fromPretrained(
       Path weights, PretrainedWeights file, String model, List<String> classes, ImageShape shape) {
     String spec = ModelSpec.withClasses(model, classes.size());
-    List<Layer> layers = RunSpec.ModelChoice.parse("--model", spec, shape, Precision.FP32);
+    List<Layer> layers = ModelChoice.parse("--model", spec, shape, Precision.FP32);
     if (file.classes() != classes.size()) {
       throw new IllegalArgumentException(
           weights

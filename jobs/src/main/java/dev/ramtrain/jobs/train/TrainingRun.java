@@ -2,9 +2,9 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.TrainingReport;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.Learner;
@@ -22,6 +22,8 @@ import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.run.HostLimit;
+import dev.ramtrain.trainer.run.Placement;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -130,8 +132,15 @@ public final class TrainingRun {
       }
       Stream setup = backend.createStream("setup");
       try (Learner learner =
-              TrainingPlacement.learner(
-                  spec, shape, options.clipNorm(), backend, setup, ranks, rank.hostLimit());
+              Placement.learner(
+                  spec.model().blueprint(shape, spec.batchSize()),
+                  spec.optimizer(),
+                  spec.offload(),
+                  options,
+                  backend,
+                  setup,
+                  ranks,
+                  rank.hostLimit());
           MetricsLog metrics = run != null ? run.metrics() : new MetricsLog(null);
           Trainer trainer =
               new Trainer(

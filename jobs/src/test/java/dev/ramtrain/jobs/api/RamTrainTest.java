@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.jobs.RunMetrics;
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -186,6 +186,8 @@ class ReadmeCommandsIT {
     assertTrue(evaluated.contains("accuracy"), evaluated);
     run("predict", "-c", run.toString(), "-o", tmp.resolve("p.csv").toString(), images.toString());
     assertTrue(Files.readAllLines(tmp.resolve("p.csv")).size() > 30);
+    String planned = run("plan", "-c", run.toString(), "--device", "t4");
+    assertTrue(planned.contains("placement"), planned);
     run(with(train, "-o", other.toString(), "--epochs", "1", "--overwrite"));
     // Pretrained weights: torchvision's tiny ViT (the goldens' script wrote it), 16x16, 5 classes.
     String weights =

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.etl.spark.PreprocessSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
 import java.nio.file.Files;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ramtrain.jobs.config.ConfigException;
+import dev.ramtrain.settings.ConfigException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -1,9 +1,8 @@
-package dev.ramtrain.jobs.train;
+package dev.ramtrain.trainer.run;
 
-import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.jobs.config.ConfigException;
-import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.Learner;
+import dev.ramtrain.trainer.LoopSpec;
 import dev.ramtrain.trainer.ResidentLearner;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostMemory;
@@ -18,31 +17,36 @@ import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.Optimizer;
+import dev.ramtrain.trainer.optim.OptimizerSpec;
 import java.util.List;
 
 /**
  * Where a training run's weights live: plans the model for the device budget ({@code
- * ramtrain.offload.*}), prints the plan, and builds a resident or offloaded learner.
+ * ramtrain.offload.*}), prints the plan, and builds a resident or offloaded learner. The one
+ * placement that {@code train}, {@code pipeline}, {@code plan} and the notebook API print and
+ * follow.
  */
-public final class TrainingPlacement {
-  private TrainingPlacement() {}
+public final class Placement {
+  private Placement() {}
 
   /**
-   * The learner for {@code spec} on images of {@code shape}, one rank of {@code ranks}; {@code
-   * clipNorm} 0: no clipping.
+   * The learner for {@code model} (its largest batch, the run's) with {@code optimizer}, placed as
+   * {@code offload} says, one rank of {@code ranks}; {@code loop}'s clip norm (0: none) and
+   * gradient accumulation. A model that cannot be placed, or settings that cannot work together,
+   * are a {@link ConfigException} naming the key, before anything is allocated.
    */
-  static Learner learner(
-      RunSpec spec,
-      ImageShape shape,
-      float clipNorm,
+  public static Learner learner(
+      ModelBlueprint model,
+      OptimizerSpec optimizer,
+      OffloadSpec offload,
+      LoopSpec loop,
       Backend backend,
       Stream setup,
       DataParallel ranks,
       HostLimit hostLimit) {
-    OffloadSpec offload = spec.offload();
-    ModelBlueprint model = spec.model().config(shape, spec.batchSize());
+    float clipNorm = loop.clipNorm();
     if (offload.mode() == OffloadSpec.Mode.OFF) {
-      return resident(spec, model, clipNorm, backend, setup, ranks);
+      return resident(model, optimizer, clipNorm, backend, setup, ranks);
     }
     long free = backend.freeMemoryBytes();
     // The CPU backend's device memory is the host's: within the rank's limit.
@@ -66,7 +70,8 @@ public final class TrainingPlacement {
     List<LayerCost> costs = LayerCost.measure(model.layers(), backend);
     // Placement depends on memory only; the copy and GEMM rates, which take a second to measure,
     // only feed the printed predictions of an offloaded run.
-    PlacementPlan plan = plan(spec, costs, budget, new DeviceProfile("unmeasured", free, 1, 1));
+    PlacementPlan plan =
+        plan(offload, costs, model.maxBatch(), budget, new DeviceProfile("unmeasured", free, 1, 1));
     if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
       backend.reserve(plan.deviceBytes()); // the run's device memory in one allocation
       backend.resetPeakAllocatedBytes();
@@ -78,13 +83,13 @@ public final class TrainingPlacement {
       System.out.printf(
           "placement: resident (%s of %s; ramtrain.offload.mode=auto)%n",
           PlacementPlan.bytes(plan.deviceBytes()), budgetText);
-      return resident(spec, model, clipNorm, backend, setup, ranks);
+      return resident(model, optimizer, clipNorm, backend, setup, ranks);
     }
     DeviceProfile profile =
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
     costs =
-        LayerCost.timed(costs, model.layers(), backend, spec.batchSize(), offload.hostThreads());
-    plan = plan(spec, costs, budget, profile);
+        LayerCost.timed(costs, model.layers(), backend, model.maxBatch(), offload.hostThreads());
+    plan = plan(offload, costs, model.maxBatch(), budget, profile);
     System.out.print(plan.render(model.spec(), profile, budget));
     long publishedBytes =
         offload.delayedUpdate() ? 4 * costs.stream().mapToLong(LayerCost::parameters).sum() : 0;
@@ -104,13 +109,13 @@ public final class TrainingPlacement {
                   ? "raise it, or use a smaller model"
                   : "use a host with more memory or a smaller model"));
     }
-    if (spec.loop().accumulate() > 1) {
+    if (loop.accumulate() > 1) {
       throw new ConfigException(
           String.format(
               "ramtrain.train.accumulate = %d: gradient accumulation needs the model resident on"
                   + " the device, and this one is offloaded (ramtrain.offload.mode); use a smaller"
                   + " batch that fits without accumulation, or accumulate = 1",
-              spec.loop().accumulate()));
+              loop.accumulate()));
     }
     if (offload.delayedUpdate() && ranks.partitionsOptimizerState()) {
       throw new ConfigException(
@@ -132,7 +137,7 @@ public final class TrainingPlacement {
     return OffloadedLearner.build(
         model,
         Streaming.of(plan, offload.delayedUpdate(), offload.delayWarmupSteps()),
-        OffloadedLearner.OptimizerFactory.of(spec.optimizer(), backend),
+        OffloadedLearner.OptimizerFactory.of(optimizer, backend),
         offload.hostThreads(),
         clipNorm,
         backend,
@@ -144,7 +149,11 @@ public final class TrainingPlacement {
    * The device budget for a device with {@code free} bytes; a margin too large is a usage error.
    */
   public static long budget(OffloadSpec offload, long free) {
-    return RamtrainConfig.checked("ramtrain.offload.margin", () -> offload.budget(free));
+    try {
+      return offload.budget(free);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("ramtrain.offload.margin: " + e.getMessage());
+    }
   }
 
   private static OffloadSpec withMarginAtMost(OffloadSpec o, long margin) {
@@ -159,11 +168,6 @@ public final class TrainingPlacement {
         o.hostThreads());
   }
 
-  private static PlacementPlan plan(
-      RunSpec spec, List<LayerCost> costs, long budget, DeviceProfile profile) {
-    return plan(spec.offload(), costs, spec.batchSize(), budget, profile);
-  }
-
   /**
    * Where layers of {@code costs} go at {@code batch} within {@code budget} on {@code profile}, as
    * {@code ramtrain.offload.*} asks ({@code mode = on} offloads even what would fit): the one
@@ -172,22 +176,23 @@ public final class TrainingPlacement {
    */
   public static PlacementPlan plan(
       OffloadSpec offload, List<LayerCost> costs, int batch, long budget, DeviceProfile profile) {
-    return RamtrainConfig.checked(
-        "ramtrain.offload.budget",
-        () ->
-            PlacementPlan.plan(
-                costs,
-                batch,
-                budget,
-                offload.prefetchDepth(),
-                offload.bf16Weights(),
-                profile,
-                offload.mode() == OffloadSpec.Mode.ON));
+    try {
+      return PlacementPlan.plan(
+          costs,
+          batch,
+          budget,
+          offload.prefetchDepth(),
+          offload.bf16Weights(),
+          profile,
+          offload.mode() == OffloadSpec.Mode.ON);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
+    }
   }
 
   private static Learner resident(
-      RunSpec spec,
       ModelBlueprint config,
+      OptimizerSpec optimizer,
       float clipNorm,
       Backend backend,
       Stream setup,
@@ -199,7 +204,7 @@ public final class TrainingPlacement {
     }
     Model model = config.buildResident(backend, setup);
     try {
-      Optimizer opt = spec.optimizer().onDevice(backend, model.parameters());
+      Optimizer opt = optimizer.onDevice(backend, model.parameters());
       return new ResidentLearner(backend, model, opt, clipNorm, ranks);
     } catch (RuntimeException e) {
       model.close();

@@ -5,19 +5,21 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.format.ImageShape;
-import dev.ramtrain.jobs.config.ConfigException;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.run.HostLimit;
+import dev.ramtrain.trainer.run.Placement;
 import java.util.Map;
 import org.apache.spark.SparkConf;
 import org.junit.jupiter.api.Test;
 
 /** An executor's rank plans with the memory its executor was given, as Spark sizes containers. */
-class HostLimitTest {
+class ExecutorMemoryTest {
   private static final long MIB = 1L << 20;
 
   private static SparkConf conf(String... pairs) {
@@ -31,22 +33,25 @@ class HostLimitTest {
   @Test
   void overheadAsSparkComputesItPlusEnabledOffHeap() {
     // 1g heap: the 384 MiB minimum; 8g: a tenth of the heap; set explicitly: that, in MiB.
-    assertEquals(384 * MIB, HostLimit.executor(conf("spark.executor.memory", "1g")).bytes());
+    assertEquals(384 * MIB, ExecutorMemory.hostLimit(conf("spark.executor.memory", "1g")).bytes());
     assertEquals(
-        (long) (0.1 * 8192 * MIB), HostLimit.executor(conf("spark.executor.memory", "8g")).bytes());
+        (long) (0.1 * 8192 * MIB),
+        ExecutorMemory.hostLimit(conf("spark.executor.memory", "8g")).bytes());
     assertEquals(
         2048 * MIB,
-        HostLimit.executor(
+        ExecutorMemory.hostLimit(
                 conf("spark.executor.memory", "8g", "spark.executor.memoryOverhead", "2g"))
             .bytes());
     assertEquals(
         (384 + 1024) * MIB,
-        HostLimit.executor(
+        ExecutorMemory.hostLimit(
                 conf("spark.memory.offHeap.enabled", "true", "spark.memory.offHeap.size", "1g"))
             .bytes());
     assertEquals(
-        384 * MIB, HostLimit.executor(conf("spark.memory.offHeap.size", "1g")).bytes(), "disabled");
-    HostLimit limit = HostLimit.executor(conf("spark.executor.memory", "1g"));
+        384 * MIB,
+        ExecutorMemory.hostLimit(conf("spark.memory.offHeap.size", "1g")).bytes(),
+        "disabled");
+    HostLimit limit = ExecutorMemory.hostLimit(conf("spark.executor.memory", "1g"));
     assertEquals(100, limit.cap(100));
     assertEquals(384 * MIB, limit.cap(Long.MAX_VALUE));
     assertTrue(limit.binds(21L << 30) && !HostLimit.MACHINE.binds(21L << 30));
@@ -103,13 +108,14 @@ class HostLimitTest {
 
   /** The learner for 32x32x3 images as a rank in an executor of Spark's defaults (1g heap). */
   private static Learner inDefaultExecutor(RunSpec spec, Backend backend, Stream setup) {
-    return TrainingPlacement.learner(
-        spec,
-        new ImageShape(32, 32, 3),
-        0f,
+    return Placement.learner(
+        spec.model().blueprint(new ImageShape(32, 32, 3), spec.batchSize()),
+        spec.optimizer(),
+        spec.offload(),
+        spec.loop(),
         backend,
         setup,
         DataParallel.single(),
-        HostLimit.executor(conf("spark.executor.memory", "1g")));
+        ExecutorMemory.hostLimit(conf("spark.executor.memory", "1g")));
   }
 }
