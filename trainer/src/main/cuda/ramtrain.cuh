@@ -52,7 +52,7 @@ __device__ __forceinline__ float rt_bf16_to_f32(unsigned short value) {
   return __uint_as_float(((unsigned int)value) << 16);
 }
 
-// The SplitMix64 output i of the stream at seed: dev.ramtrain.format.ids.SplitMix64.at.
+// The SplitMix64 output i of the stream at seed: dev.ramtrain.random.SplitMix64.at.
 __device__ __forceinline__ unsigned long long rt_splitmix64_at(unsigned long long seed,
                                                                unsigned long long i) {
   unsigned long long z = seed + (i + 1ULL) * 0x9E3779B97F4A7C15ULL;
