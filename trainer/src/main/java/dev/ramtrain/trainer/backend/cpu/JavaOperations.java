@@ -1,10 +1,6 @@
 package dev.ramtrain.trainer.backend.cpu;
 
 import static dev.ramtrain.trainer.backend.cpu.CpuBackend.cpu;
-import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
-import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
-import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
-import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
 
 import dev.ramtrain.trainer.backend.ArgumentChecks;
 import dev.ramtrain.trainer.backend.DType;
@@ -103,44 +99,21 @@ final class JavaOperations {
         .add(Softmax.class, ops::softmax)
         .add(SoftmaxBackward.class, ops::softmaxBackward)
         .add(StridedCopy.class, ops::stridedCopy)
-        .add(MaxPool.class, ops::maxPool)
-        .add(MaxPoolBackward.class, ops::maxPoolBackward)
-        .add(BatchNormTrain.class, ops::batchNormTrain)
-        .add(BatchNormInference.class, ops::batchNormInference)
-        .add(BatchNormBackward.class, ops::batchNormBackward)
+        .addNchw(MaxPool.class, MaxPool::channelBlock, ops::maxPool)
+        .addNchw(MaxPoolBackward.class, MaxPoolBackward::channelBlock, ops::maxPoolBackward)
+        .addNchw(BatchNormTrain.class, BatchNormTrain::channelBlock, ops::batchNormTrain)
+        .addNchw(
+            BatchNormInference.class, BatchNormInference::channelBlock, ops::batchNormInference)
+        .addNchw(BatchNormBackward.class, BatchNormBackward::channelBlock, ops::batchNormBackward)
         .add(LayerNormForward.class, ops::layerNormForward)
         .add(LayerNormBackward.class, ops::layerNormBackward)
         .addLowered(Convolution.class, ConvolutionLowering::forward)
         .addLowered(ConvolutionBackward.class, ConvolutionLowering::backward);
   }
 
+  /** A batch of one: OpenBLAS's sgemm through {@link BatchedGemm}, as the batched GEMM. */
   private void gemm(Gemm op, CpuStream s) {
-    CpuBuffer a = cpu(op.a());
-    CpuBuffer b = cpu(op.b());
-    CpuBuffer c = cpu(op.c());
-    s.enqueue(
-        () -> {
-          // bf16 operands are widened exactly to fp32 scratch, then multiplied in fp32: the
-          // result equals an fp32-accumulating bf16 GEMM up to summation order.
-          try (FloatPointer wideA = widened(kernels, a);
-              FloatPointer wideB = widened(kernels, b)) {
-            cblas_sgemm(
-                CblasRowMajor,
-                op.transA() ? CblasTrans : CblasNoTrans,
-                op.transB() ? CblasTrans : CblasNoTrans,
-                op.m(),
-                op.n(),
-                op.k(),
-                op.alpha(),
-                wideA != null ? wideA : a.floatPointer(),
-                op.lda(),
-                wideB != null ? wideB : b.floatPointer(),
-                op.ldb(),
-                op.beta(),
-                c.floatPointer(),
-                op.ldc());
-          }
-        });
+    gemmStridedBatched(GemmStridedBatched.of(op), s);
   }
 
   private void gemmStridedBatched(GemmStridedBatched op, CpuStream s) {
@@ -149,6 +122,8 @@ final class JavaOperations {
     CpuBuffer c = cpu(op.c());
     s.enqueue(
         () -> {
+          // bf16 operands are widened exactly to fp32 scratch, then multiplied in fp32: the
+          // result equals an fp32-accumulating bf16 GEMM up to summation order.
           try (FloatPointer wideA = widened(kernels, a);
               FloatPointer wideB = widened(kernels, b)) {
             BatchedGemm.run(
@@ -161,7 +136,6 @@ final class JavaOperations {
   }
 
   private void maxPool(MaxPool op, CpuStream s) {
-    ArgumentChecks.requirePlainChannels(op.channelBlock(), "max pooling");
     CpuBuffer x = cpu(op.x());
     CpuBuffer y = cpu(op.y());
     CpuBuffer argmax = cpu(op.argmax());
@@ -181,7 +155,6 @@ final class JavaOperations {
   }
 
   private void maxPoolBackward(MaxPoolBackward op, CpuStream s) {
-    ArgumentChecks.requirePlainChannels(op.channelBlock(), "max pooling");
     CpuBuffer dy = cpu(op.dy());
     CpuBuffer argmax = cpu(op.argmax());
     CpuBuffer dx = cpu(op.dx());
@@ -199,9 +172,8 @@ final class JavaOperations {
                 dx.floats()));
   }
 
-  /** Over NCHW, its ReLU unfused: only oneDNN fuses them, over blocked channels. */
+  /** Its ReLU unfused: only oneDNN fuses them, over blocked channels. */
   private void batchNormTrain(BatchNormTrain op, CpuStream s) {
-    ArgumentChecks.requirePlainChannels(op.channelBlock(), "batch norm");
     ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
     CpuBuffer x = cpu(op.x());
     CpuBuffer gamma = cpu(op.gamma());
@@ -230,7 +202,6 @@ final class JavaOperations {
   }
 
   private void batchNormInference(BatchNormInference op, CpuStream s) {
-    ArgumentChecks.requirePlainChannels(op.channelBlock(), "batch norm");
     CpuBuffer x = cpu(op.x());
     CpuBuffer gamma = cpu(op.gamma());
     CpuBuffer beta = cpu(op.beta());
@@ -253,7 +224,6 @@ final class JavaOperations {
   }
 
   private void batchNormBackward(BatchNormBackward op, CpuStream s) {
-    ArgumentChecks.requirePlainChannels(op.channelBlock(), "batch norm");
     ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
     CpuBuffer x = cpu(op.x());
     CpuBuffer dy = cpu(op.dy());
