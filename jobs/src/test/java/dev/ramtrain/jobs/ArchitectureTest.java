@@ -42,7 +42,16 @@ class ArchitectureTest {
             .importPackages("dev.ramtrain");
     // A rule over no classes passes whatever the imports: make sure each module was found.
     for (String module :
-        List.of("format", "console", "files", "random", "settings", "etl", "trainer", "jobs")) {
+        List.of(
+            "format",
+            "console",
+            "files",
+            "random",
+            "settings",
+            "threads",
+            "etl",
+            "trainer",
+            "jobs")) {
       String prefix = "dev.ramtrain." + module + ".";
       assertTrue(
           classes.stream().anyMatch(c -> c.getName().startsWith(prefix)),
@@ -52,7 +61,8 @@ class ArchitectureTest {
 
   /**
    * The etl/format module: the shard format, and the utilities every module shares (console lines,
-   * file errors and commit pause points, seeds), each in a package named for what it is.
+   * file errors and commit pause points, seeds, waits an interrupt cannot cut short), each in a
+   * package named for what it is.
    */
   @Test
   void theShardFormatNeedsOnlyArrowAndJackson() {
@@ -64,7 +74,8 @@ class ArchitectureTest {
                 "dev.ramtrain.console..",
                 "dev.ramtrain.files..",
                 "dev.ramtrain.random..",
-                "dev.ramtrain.settings..")
+                "dev.ramtrain.settings..",
+                "dev.ramtrain.threads..")
             .should()
             .dependOnClassesThat()
             .resideInAnyPackage(SPARK_HADOOP_OPENCV)

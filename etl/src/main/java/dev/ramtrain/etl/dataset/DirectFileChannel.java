@@ -1,6 +1,7 @@
 package dev.ramtrain.etl.dataset;
 
 import com.sun.nio.file.ExtendedOpenOption;
+import dev.ramtrain.threads.Uninterruptibly;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
@@ -205,23 +206,10 @@ public final class DirectFileChannel implements WritableByteChannel {
     }
   }
 
+  /** Its failure is reported by awaitPending, or superseded by the failure that led here. */
   private static void waitUninterruptibly(Future<?> future) {
-    if (future == null) {
-      return;
-    }
-    boolean interrupted = false;
-    while (true) {
-      try {
-        future.get();
-        break;
-      } catch (InterruptedException e) {
-        interrupted = true;
-      } catch (ExecutionException e) {
-        break; // reported by awaitPending, or superseded by the failure that led here
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
+    if (future != null) {
+      Uninterruptibly.awaitDone(future);
     }
   }
 }

@@ -4,10 +4,12 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.ShardBatch;
 import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.random.Seeds;
+import dev.ramtrain.threads.Uninterruptibly;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import java.nio.ByteBuffer;
 import java.nio.IntBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -750,6 +752,12 @@ public final class DataLoader implements AutoCloseable {
   @Override
   public void close() {
     workers.shutdownNow();
+    // A worker still assembling a batch writes a pixel slot and reads a window: both are freed
+    // next.
+    if (!Uninterruptibly.awaitTermination(workers, Duration.ofMinutes(1))) {
+      LOG.warn("a loader worker did not stop within a minute; its memory is not freed");
+      return;
+    }
     if (windows != null) {
       windows.close();
     }

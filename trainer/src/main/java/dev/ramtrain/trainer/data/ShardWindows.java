@@ -1,12 +1,13 @@
 package dev.ramtrain.trainer.data;
 
 import dev.ramtrain.format.ShardReader;
+import dev.ramtrain.threads.Uninterruptibly;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -89,14 +90,9 @@ final class ShardWindows implements AutoCloseable {
   @Override
   public void close() {
     reader.shutdownNow();
-    try {
-      // A read in flight holds a slot: freeing the slots under it would free memory being written.
-      if (!reader.awaitTermination(1, TimeUnit.MINUTES)) {
-        throw new IllegalStateException("the shard reader did not stop within a minute");
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted stopping the shard reader", e);
+    // A read in flight holds a slot: freeing the slots under it would free memory being written.
+    if (!Uninterruptibly.awaitTermination(reader, Duration.ofMinutes(1))) {
+      throw new IllegalStateException("the shard reader did not stop within a minute");
     }
     synchronized (this) {
       freeSlots.forEach(ArrowBuf::close);

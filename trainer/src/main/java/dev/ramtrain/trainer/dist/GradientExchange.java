@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.dist;
 
+import dev.ramtrain.threads.Uninterruptibly;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
@@ -9,13 +10,13 @@ import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -188,12 +189,7 @@ public final class GradientExchange implements AutoCloseable {
     boolean stopped = true;
     if (thread != null) {
       thread.shutdownNow();
-      try {
-        stopped = thread.awaitTermination(30, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        stopped = false;
-      }
+      stopped = Uninterruptibly.awaitTermination(thread, Duration.ofSeconds(30));
     }
     if (!stopped) {
       // An exchange still blocked on a peer would write into freed memory: keep it.

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.dist;
 
+import dev.ramtrain.threads.Uninterruptibly;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.InetSocketAddress;
@@ -11,13 +12,13 @@ import java.nio.channels.SocketChannel;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
@@ -116,19 +117,9 @@ final class RingConnections {
   }
 
   private static void awaitQuietly(ExecutorService pool) {
-    boolean interrupted = Thread.interrupted();
-    while (true) {
-      try {
-        // The handshake threads stop at their next wake-up once cancelled (interrupted).
-        if (pool.awaitTermination(1, TimeUnit.SECONDS)) {
-          break;
-        }
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
+    // The handshake threads stop at their next wake-up once cancelled (interrupted).
+    while (!Uninterruptibly.awaitTermination(pool, Duration.ofSeconds(1))) {
+      // a connection attempt still waiting out its socket timeout
     }
   }
 

@@ -73,17 +73,30 @@ final class HostUpdateQueue implements AutoCloseable {
 
   /** Blocks until every queued update is done; rethrows the first failure. */
   void awaitAll() {
-    await(published);
-    await(updates);
+    List<CompletableFuture<Void>> all = new ArrayList<>(published);
+    all.addAll(updates);
+    updates.clear();
+    published.clear();
+    await(all);
   }
 
+  /**
+   * Joins every future, not only up to the first failure: an update left running would write
+   * weights that the caller, told of the failure, may free or save.
+   */
   private static void await(List<CompletableFuture<Void>> futures) {
-    try {
-      futures.forEach(CompletableFuture::join);
-    } catch (CompletionException e) {
-      throw new IllegalStateException("host optimizer step failed: " + e.getCause(), e.getCause());
-    } finally {
-      futures.clear();
+    CompletionException first = null;
+    for (CompletableFuture<Void> future : futures) {
+      try {
+        future.join();
+      } catch (CompletionException e) {
+        first = first == null ? e : first;
+      }
+    }
+    futures.clear();
+    if (first != null) {
+      throw new IllegalStateException(
+          "host optimizer step failed: " + first.getCause(), first.getCause());
     }
   }
 
@@ -109,7 +122,7 @@ final class HostUpdateQueue implements AutoCloseable {
     try {
       awaitAll();
     } finally {
-      thread.shutdown();
+      thread.shutdown(); // every task joined above: nothing runs on it now
     }
   }
 }

@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class CpuBackend implements Backend {
   private static final Logger LOG = LoggerFactory.getLogger(CpuBackend.class);
-  private final CpuMemory device = new CpuMemory();
-  private final CpuMemory host = new CpuMemory();
+  private final CpuMemory device = new CpuMemory(this::drainStreams);
+  private final CpuMemory host = new CpuMemory(this::drainStreams);
   private final List<CpuStream> streams = new ArrayList<>();
   private final Map<CpuEvent, String> liveEvents = new ConcurrentHashMap<>();
   private final ForkJoinPool pool;
@@ -251,6 +251,18 @@ public final class CpuBackend implements Backend {
       oneDnn.close(); // after the streams: no call of it is still running
     }
     MemoryLedger.requireNothingOpen("cpu", device.ledger(), host.ledger(), liveEvents.values());
+  }
+
+  /**
+   * Waits for the work enqueued on every stream so far, as CUDA's frees wait for the device's: a
+   * block freed under an operation still writing it corrupts the native heap (glibc aborts).
+   */
+  private void drainStreams() {
+    List<CpuStream> open;
+    synchronized (this) {
+      open = List.copyOf(streams);
+    }
+    open.forEach(CpuStream::drain);
   }
 
   private static CpuStream on(Stream stream) {

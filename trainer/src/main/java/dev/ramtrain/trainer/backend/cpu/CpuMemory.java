@@ -8,6 +8,15 @@ import org.bytedeco.javacpp.Pointer;
 /** The backend's allocations: native memory, accounted in a {@link MemoryLedger}. */
 final class CpuMemory {
   private final MemoryLedger ledger = new MemoryLedger();
+  private final Runnable beforeFree;
+
+  /**
+   * {@code beforeFree} runs before each block is freed: the backend's wait for its streams, whose
+   * work may still be writing the block when its owner closes it (a cancelled run unwinding).
+   */
+  CpuMemory(Runnable beforeFree) {
+    this.beforeFree = beforeFree;
+  }
 
   /** One block of native memory; at most 2 GiB, as Java buffers index with ints. */
   final class Allocation {
@@ -45,6 +54,7 @@ final class CpuMemory {
     }
 
     void free() {
+      beforeFree.run();
       synchronized (CpuMemory.this) {
         if (pointer == null) {
           return;

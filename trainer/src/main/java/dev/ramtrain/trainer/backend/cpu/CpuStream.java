@@ -1,12 +1,14 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import dev.ramtrain.threads.Uninterruptibly;
 import dev.ramtrain.trainer.backend.BackendException;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.Stream;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * A stream as a single-thread executor: work runs in enqueue order on its own thread, so work on
@@ -18,6 +20,7 @@ final class CpuStream implements Stream {
   private final String label;
   private final ExecutorService executor;
   private final Runnable lastOnThread;
+  private volatile Thread thread; // the executor's one thread, once it has started
   private volatile Throwable failure;
 
   /** {@code lastOnThread} runs on the stream's thread when it closes (OneDnn's release). */
@@ -29,6 +32,7 @@ final class CpuStream implements Stream {
             r -> {
               Thread t = new Thread(r, "cpu-stream-" + label);
               t.setDaemon(true);
+              thread = t;
               return t;
             });
   }
@@ -72,6 +76,25 @@ final class CpuStream implements Stream {
     checkFailures();
   }
 
+  /**
+   * Waits until the work enqueued so far has run, its failures left for {@link #synchronize}: what
+   * freeing memory waits for, as cudaFree waits for the device. On the stream's own thread that
+   * work has run already; a closed stream has run all of its work.
+   */
+  void drain() {
+    if (Thread.currentThread() == thread) {
+      return;
+    }
+    CompletableFuture<Void> passed = new CompletableFuture<>();
+    try {
+      executor.execute(() -> passed.complete(null));
+    } catch (RejectedExecutionException closing) {
+      Uninterruptibly.awaitTermination(executor, Duration.ofMinutes(1));
+      return;
+    }
+    passed.join();
+  }
+
   @Override
   public void checkFailures() {
     Throwable t = failure;
@@ -87,12 +110,9 @@ final class CpuStream implements Stream {
     }
     executor.execute(lastOnThread); // after the stream's work, even past a failure
     executor.shutdown();
-    try {
-      if (!executor.awaitTermination(1, TimeUnit.MINUTES)) {
-        throw new BackendException("stream '" + label + "' did not drain within a minute");
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    // The backend frees oneDNN's objects and the buffers next: work still running would use them.
+    if (!Uninterruptibly.awaitTermination(executor, Duration.ofMinutes(1))) {
+      throw new BackendException("stream '" + label + "' did not drain within a minute");
     }
   }
 }

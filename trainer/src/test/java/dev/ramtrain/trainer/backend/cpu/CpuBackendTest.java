@@ -10,6 +10,8 @@ import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.CpuEngine;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.Event;
+import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
@@ -121,6 +123,27 @@ class CpuBackendTest extends BackendConformanceTest {
     try (CpuBackend java = new CpuBackend(1, CpuEngine.JAVA)) {
       assertEquals("java", java.engine());
       assertEquals(1, java.channelBlock(), "the Java kernels compute on NCHW");
+    }
+  }
+
+  /**
+   * Closing memory waits for the streams' work, as cudaFree does: a run cancelled mid-step closes
+   * its buffers from the trainer's thread while a stream still writes them, and freeing them under
+   * that write corrupted the native heap (glibc aborted the JVM in RamTrainTest). The copy here
+   * idles 200 ms on a simulated 1 MB/s bus before it writes, far longer than close's own path.
+   */
+  @Test
+  void closingMemoryWaitsForTheWorkStillWritingIt() {
+    int bytes = 200_000;
+    try (Backend slow = new CpuBackend(1, new SimulatedBus(1e6, 0, 1));
+        Stream copies = slow.createStream("copies");
+        Event copied = slow.createEvent("copied");
+        HostBuffer src = slow.allocateHost("src", bytes)) {
+      DeviceBuffer dst = slow.allocate("dst", DType.F32, bytes / Float.BYTES);
+      slow.copy(src, 0, dst, bytes, copies);
+      copied.record(copies);
+      dst.close();
+      assertTrue(copied.isDone(), "dst was freed while the copy into it was still to run");
     }
   }
 }
