@@ -43,7 +43,7 @@ public final class CudaBackend implements Backend {
 
   private final CudaProbe.Gpu device;
   private final CudaContext context;
-  private final DeviceArena arena = new DeviceArena();
+  private final DeviceArena arena = new DeviceArena(this::drainStreams);
   private final MemoryLedger host = new MemoryLedger();
   private final CudaKernels kernels;
   private final GemmEngine gemm;
@@ -313,6 +313,26 @@ public final class CudaBackend implements Backend {
       }
     }
     MemoryLedger.requireNothingOpen("cuda", arena.ledger(), host, liveEvents.values());
+  }
+
+  /**
+   * Waits for the work enqueued on every stream so far, as cudaFree waits for the device: the arena
+   * hands a freed block to the next allocation at once, and work still running on it would write
+   * the new owner's memory (a run cancelled mid-step closes its buffers while streams still work).
+   * Once the backend is closed the arena's memory is gone and there is nothing to wait for.
+   */
+  private void drainStreams() {
+    List<CudaStream> open;
+    synchronized (this) {
+      if (released) {
+        return;
+      }
+      open = new ArrayList<>(streams);
+      if (setup != null) { // null while the constructor still builds the backend
+        open.add(setup);
+      }
+    }
+    open.forEach(CudaStream::drain);
   }
 
   private static CudaStream on(Stream stream) {

@@ -130,17 +130,30 @@ final class CudaStream implements Stream {
     }
   }
 
-  @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
+  /**
+   * Waits until the work enqueued so far has run, its faults left for {@link #synchronize}: what
+   * freeing device memory waits for. A closed stream has run all of its work.
+   */
+  synchronized void drain() {
+    if (!closed) {
+      context.bind();
+      cuStreamSynchronize(handle);
     }
-    closed = true;
-    context.bind();
-    cuStreamSynchronize(handle); // its errors were the last synchronize's to report
-    CudaCalls.release(cuStreamDestroy(handle), () -> "destroying stream '" + label + "'");
-    CudaCalls.release(
-        cuMemFreeHost(statusHost), () -> "freeing the status word of '" + label + "'");
-    scratch.close();
+  }
+
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      context.bind();
+      cuStreamSynchronize(handle); // its errors were the last synchronize's to report
+      CudaCalls.release(cuStreamDestroy(handle), () -> "destroying stream '" + label + "'");
+      CudaCalls.release(
+          cuMemFreeHost(statusHost), () -> "freeing the status word of '" + label + "'");
+    }
+    scratch.close(); // outside the lock: freeing waits for the other streams, one lock at a time
   }
 }

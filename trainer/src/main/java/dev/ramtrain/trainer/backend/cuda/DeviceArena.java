@@ -25,6 +25,12 @@ final class DeviceArena implements AutoCloseable {
 
   private final List<Chunk> chunks = new ArrayList<>();
   private final MemoryLedger ledger = new MemoryLedger();
+  private final Runnable beforeGiveBack;
+
+  /** {@code beforeGiveBack} runs before a freed block returns to the arena (the streams' drain). */
+  DeviceArena(Runnable beforeGiveBack) {
+    this.beforeGiveBack = beforeGiveBack;
+  }
 
   /** One driver allocation and its free blocks (offset to size). */
   private static final class Chunk {
@@ -61,6 +67,9 @@ final class DeviceArena implements AutoCloseable {
     }
 
     void free(long requestedBytes) {
+      if (!freed) {
+        beforeGiveBack.run(); // outside the arena's lock: other threads allocate meanwhile
+      }
       synchronized (DeviceArena.this) {
         if (freed) {
           return;

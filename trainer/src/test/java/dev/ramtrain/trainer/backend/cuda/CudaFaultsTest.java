@@ -94,6 +94,29 @@ class CudaFaultsTest {
     }
   }
 
+  /**
+   * A buffer closed while a copy into it is still to land waits for it, as cudaFree does: the arena
+   * hands the block to the next allocation at once, and a run cancelled mid-step closes its buffers
+   * while its streams still work. The copy waits 200 ms on the emulated bus first.
+   */
+  @Test
+  void closingABufferWaitsForTheWorkStillWritingIt() {
+    try (Backend b = EmulatorFaults.open(SPEC, "slow-copy-us=200000")) {
+      Stream copies = b.createStream("copies");
+      Event copied = b.createEvent("copied");
+      HostBuffer src = b.allocateHost("src", 16);
+      DeviceBuffer dst = b.allocate("dst", DType.F32, 4);
+      b.copy(src, 0, dst, 16, copies);
+      copied.record(copies);
+      dst.close();
+      boolean landedBeforeTheFree = copied.isDone();
+      copies.synchronize(); // the event and the source outlive the copy whatever close did
+      copied.close();
+      src.close();
+      assertTrue(landedBeforeTheFree, "dst went back to the arena while the copy into it ran");
+    }
+  }
+
   @Test
   void aFailingKernelSurfacesAtSynchronizeAndTheBackendStillCloses() {
     try (Backend b = EmulatorFaults.open(SPEC, "fail-launch=relu_f32")) {
