@@ -111,6 +111,25 @@ class ArchitectureTest {
   }
 
   /**
+   * A training run is assembled in one place, the trainer's {@code run} package: jobs read
+   * settings, open data and start Spark, and hand a {@code RunSpec} to {@code TrainingSession};
+   * they never build the loop or a learner themselves.
+   */
+  @Test
+  void onlyTheTrainersRunPackageAssemblesATrainingRun() {
+    check(
+        noClasses()
+            .that()
+            .resideOutsideOfPackages("dev.ramtrain.trainer..")
+            .should()
+            .dependOnClassesThat()
+            .haveFullyQualifiedName("dev.ramtrain.trainer.Trainer")
+            .orShould()
+            .dependOnClassesThat()
+            .areAssignableTo("dev.ramtrain.trainer.Learner"));
+  }
+
+  /**
    * Layers, optimizers, loaders and the offload schedule speak to {@code Backend} only; a concrete
    * backend (cpu, and cuda next) is chosen in one place, {@code Backends}.
    */

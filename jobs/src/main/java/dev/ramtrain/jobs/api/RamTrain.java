@@ -2,7 +2,6 @@ package dev.ramtrain.jobs.api;
 
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.PreprocessJob;
-import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.EtlSettings;
@@ -12,7 +11,7 @@ import dev.ramtrain.jobs.train.DistributedTraining;
 import dev.ramtrain.jobs.train.ImageClassifier;
 import dev.ramtrain.jobs.train.ImageFiles;
 import dev.ramtrain.jobs.train.InMemoryTraining;
-import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.JobSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.settings.ConfigException;
@@ -20,12 +19,10 @@ import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
-import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
-import dev.ramtrain.trainer.run.ModelChoice;
 import dev.ramtrain.trainer.run.Placement;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -152,18 +149,12 @@ public final class RamTrain {
    * image}: HEIGHTxWIDTHxCHANNELS, for cnn and resnet specs.
    */
   public Dataset<Row> plan(String model, int batchSize, String image) {
-    RamtrainConfig c = set("ramtrain.train.model", model).config();
+    RamtrainConfig c =
+        set("ramtrain.train.model", model).set("ramtrain.train.batch-size", batchSize).config();
     OffloadSpec offload = TrainSettings.offload(c);
-    ImageShape shape;
-    try {
-      shape = ImageShape.parse(image);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("plan image " + e.getMessage());
-    }
-    Precision precision = c.choice("ramtrain.train.precision", Precision.class);
+    int batch = TrainSettings.batchSize(c);
     Supplier<List<Layer>> layers =
-        () -> ModelChoice.parse("ramtrain.train.model", model, shape, precision);
-    layers.get(); // a bad spec fails here, naming the key
+        TrainSettings.modelLayers(c, TrainSettings.planImage("plan image", image));
     StructType schema =
         new StructType()
             .add("device", DataTypes.StringType)
@@ -184,7 +175,7 @@ public final class RamTrain {
       for (DeviceProfile profile : profiles) {
         long budget = Placement.budget(offload, profile.memoryBytes());
         try {
-          PlacementPlan p = Placement.plan(offload, costs, batchSize, budget, profile);
+          PlacementPlan p = Placement.plan(offload, costs, batch, budget, profile);
           boolean resident = p.mode() == PlacementPlan.Mode.RESIDENT;
           rows.add(
               RowFactory.create(
@@ -237,7 +228,7 @@ public final class RamTrain {
   private Training train(String dataset, String output, boolean resume) {
     RamtrainConfig c =
         set("ramtrain.train.dataset", dataset).set("ramtrain.train.output", output).config();
-    RunSpec settings = resume ? TrainSettings.read(c).resuming(false) : TrainSettings.read(c);
+    JobSpec settings = resume ? TrainSettings.read(c).resuming(false) : TrainSettings.read(c);
     TrainSettings.Dist dist = TrainSettings.dist(c);
     TrainSettings.Dist ranks = dist.withRanks(dist.ranksOr(1));
     Manifest manifest;
@@ -250,19 +241,23 @@ public final class RamTrain {
     }
     // Checked here, before the run starts: a model that does not fit the data is a usage error.
     List<String> classes = manifest.classes();
-    RunSpec spec = settings.forClasses(classes);
-    spec.model().requireFits(spec.data().train().inputShape(manifest.image().shape()), classes);
+    JobSpec spec = settings.withRun(settings.run().forClasses(classes));
+    spec.run()
+        .model()
+        .requireFits(spec.run().data().train().inputShape(manifest.image().shape()), classes);
     return Training.start(spark, spec, classes, () -> DistributedTraining.run(spark, spec, ranks));
   }
 
   /** Starts training on in-memory shards (one rank per executor holding them, by default). */
   public Training train(InMemoryShards shards, String output) {
     RamtrainConfig c = set("ramtrain.train.output", output).config();
-    RunSpec spec = TrainSettings.read(c).forClasses(shards.manifest().classes());
+    JobSpec read = TrainSettings.read(c);
+    JobSpec spec = read.withRun(read.run().forClasses(shards.manifest().classes()));
     TrainSettings.Dist dist = TrainSettings.dist(c);
-    spec.model()
+    spec.run()
+        .model()
         .requireFits(
-            spec.data().train().inputShape(shards.manifest().image().shape()),
+            spec.run().data().train().inputShape(shards.manifest().image().shape()),
             shards.manifest().classes());
     return Training.start(
         spark,
@@ -278,7 +273,7 @@ public final class RamTrain {
 
   /** A checkpoint (or a run directory's latest) evaluated on {@code split} of {@code dataset}. */
   public Evaluated evaluate(String checkpoint, String dataset, String split) throws IOException {
-    RunSpec s = TrainSettings.read(set("ramtrain.train.dataset", dataset).config());
+    JobSpec s = TrainSettings.read(set("ramtrain.train.dataset", dataset).config());
     TrainedCheckpoint trained = TrainedCheckpoint.open(Path.of(checkpoint));
     EvalResult eval =
         CheckpointEvaluation.run(
@@ -305,12 +300,7 @@ public final class RamTrain {
             .add("error", DataTypes.StringType);
     List<Row> rows = new ArrayList<>();
     try (ImageClassifier classifier =
-        ImageClassifier.open(
-            trained,
-            TrainSettings.backend(c),
-            c.longValue("ramtrain.etl.max-pixels"),
-            c.bytes("ramtrain.etl.max-file-bytes"),
-            64)) {
+        ImageClassifier.open(trained, TrainSettings.backend(c), EtlSettings.imageLimits(c), 64)) {
       for (ImageClassifier.Prediction p : classifier.classify(files)) {
         rows.add(
             RowFactory.create(

@@ -3,8 +3,8 @@ package dev.ramtrain.jobs.api;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.ramtrain.etl.dataset.DirectoryLock;
 import dev.ramtrain.jobs.report.RunRecord;
+import dev.ramtrain.jobs.train.JobSpec;
 import dev.ramtrain.jobs.train.RunReports;
-import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.trainer.EvalResult;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -50,12 +50,12 @@ public final class Training {
   public record Result(double accuracy, double loss, long samples, String report) {}
 
   private final SparkSession spark;
-  private final RunSpec spec;
+  private final JobSpec spec;
   private final String jobGroup;
   private final CompletableFuture<Result> result;
 
   private Training(
-      SparkSession spark, RunSpec spec, String jobGroup, CompletableFuture<Result> result) {
+      SparkSession spark, JobSpec spec, String jobGroup, CompletableFuture<Result> result) {
     this.spark = spark;
     this.spec = spec;
     this.jobGroup = jobGroup;
@@ -63,7 +63,7 @@ public final class Training {
   }
 
   static Training start(
-      SparkSession spark, RunSpec spec, List<String> classes, Callable<EvalResult> work) {
+      SparkSession spark, JobSpec spec, List<String> classes, Callable<EvalResult> work) {
     CompletableFuture<Result> result = new CompletableFuture<>();
     String jobGroup = "ramtrain-training-" + java.util.UUID.randomUUID();
     Thread thread =
@@ -95,7 +95,7 @@ public final class Training {
    * and released the run directory: until they have (the lock file gone, at most two minutes), a
    * resume would find it taken. A remote run's lock is not watched.
    */
-  private static void awaitTasksGone(RunSpec spec) {
+  private static void awaitTasksGone(JobSpec spec) {
     if (spec.output().remote()) {
       return;
     }

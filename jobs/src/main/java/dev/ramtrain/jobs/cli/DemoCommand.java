@@ -7,7 +7,7 @@ import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
-import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.JobSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.settings.ConfigException;
@@ -101,7 +101,7 @@ public final class DemoCommand implements Callable<Integer> {
         RamtrainConfig trainConfig =
             common.load(
                 flags(work, model != null ? model : MODEL + "-" + manifest.classes().size()));
-        RunSpec spec = TrainSettings.read(trainConfig);
+        JobSpec spec = TrainSettings.read(trainConfig);
         EvalResult eval =
             PipelineCommand.train(spec, TrainSettings.dist(trainConfig), shards).eval();
 

@@ -6,8 +6,8 @@ import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.report.StaticCharts;
 import dev.ramtrain.jobs.train.CheckpointEvaluation;
+import dev.ramtrain.jobs.train.JobSpec;
 import dev.ramtrain.jobs.train.RunJournal;
-import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.trainer.EvalResult;
@@ -82,8 +82,8 @@ public final class EvaluateCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     Map<String, String> flags = new LinkedHashMap<>();
     flags.put("ramtrain.train.dataset", dataset);
-    RunSpec s = TrainSettings.read(common.load(flags));
-    String location = s.data().requireLocation();
+    JobSpec s = TrainSettings.read(common.load(flags));
+    String location = s.run().data().requireLocation();
     TrainedCheckpoint trained;
     if (checkpoint.pretrained()) { // the dataset's classes and image size
       Manifest m = Dataset.open(location, new Configuration()).manifest();

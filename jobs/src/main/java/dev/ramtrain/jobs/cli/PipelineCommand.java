@@ -6,7 +6,7 @@ import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.train.InMemoryTraining;
-import dev.ramtrain.jobs.train.RunSpec;
+import dev.ramtrain.jobs.train.JobSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -40,7 +40,7 @@ public final class PipelineCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     RamtrainConfig config = common.load(flags());
-    RunSpec spec = TrainSettings.read(config);
+    JobSpec spec = TrainSettings.read(config);
     TrainSettings.Dist dist = TrainSettings.dist(config);
     var options = EtlSettings.preprocessOptions(config);
     try (SparkSession spark = SparkSessions.open("ramtrain pipeline", common.master())) {
@@ -62,7 +62,7 @@ public final class PipelineCommand implements Callable<Integer> {
 
   /** Trains on {@code shards} and says what the ranks read and what crossed the network. */
   static InMemoryTraining.Result train(
-      RunSpec spec, TrainSettings.Dist dist, InMemoryShards shards) {
+      JobSpec spec, TrainSettings.Dist dist, InMemoryShards shards) {
     InMemoryTraining.Result result = InMemoryTraining.run(spec, dist, shards);
     System.out.printf(
         "%s read %.1f MB of shard blocks, %.1f MB of it over the network (%d shards given"

@@ -1,6 +1,5 @@
 package dev.ramtrain.jobs.cli;
 
-import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.train.TrainSettings;
@@ -9,12 +8,10 @@ import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
-import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
-import dev.ramtrain.trainer.run.ModelChoice;
 import dev.ramtrain.trainer.run.Placement;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -104,13 +101,11 @@ public final class PlanCommand implements Callable<Integer> {
       TrainedCheckpoint trained = TrainedCheckpoint.open(checkpoint);
       spec = trained.model();
       layers = trained::layers;
+      layers.get(); // a model the checkpoint cannot build fails here, exit 2
     } else {
       spec = c.string("ramtrain.train.model");
-      ImageShape shape = shape(image);
-      Precision precision = c.choice("ramtrain.train.precision", Precision.class);
-      layers = () -> ModelChoice.parse("ramtrain.train.model", spec, shape, precision);
+      layers = TrainSettings.modelLayers(c, TrainSettings.planImage("--image", image));
     }
-    layers.get(); // a bad spec fails here, exit 2
     try (Backend backend = Backends.open(TrainSettings.backend(c))) {
       String deviceName = c.string("ramtrain.plan.device");
       DeviceProfile profile =
@@ -127,13 +122,5 @@ public final class PlanCommand implements Callable<Integer> {
       System.out.print(plan.render(spec, profile, budgetBytes));
     }
     return 0;
-  }
-
-  private static ImageShape shape(String text) {
-    try {
-      return ImageShape.parse(text);
-    } catch (IllegalArgumentException e) {
-      throw new ConfigException("--image " + e.getMessage());
-    }
   }
 }

@@ -2,6 +2,7 @@ package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.console.Printable;
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.train.ImageClassifier;
@@ -115,12 +116,7 @@ public final class PredictCommand implements Callable<Integer> {
     }
     int[] failed = {0};
     try (ImageClassifier classifier =
-        ImageClassifier.open(
-            trained,
-            backendSpec,
-            config.longValue("ramtrain.etl.max-pixels"),
-            config.bytes("ramtrain.etl.max-file-bytes"),
-            batchSize)) {
+        ImageClassifier.open(trained, backendSpec, EtlSettings.imageLimits(config), batchSize)) {
       AtomicFile.Body csv = out -> failed[0] = write(trained, classifier, files, out);
       if (output == null) {
         csv.writeTo(System.out);

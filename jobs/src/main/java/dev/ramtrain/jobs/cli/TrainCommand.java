@@ -6,15 +6,15 @@ import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.DistributedTraining;
 import dev.ramtrain.jobs.train.ExecutorRanks;
+import dev.ramtrain.jobs.train.JobSpec;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunReports;
-import dev.ramtrain.jobs.train.RunSpec;
 import dev.ramtrain.jobs.train.TrainSettings;
-import dev.ramtrain.jobs.train.TrainingData;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.run.TrainingData;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -79,7 +79,7 @@ public final class TrainCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     RamtrainConfig config = common.load(flags());
-    RunSpec spec = TrainSettings.read(config);
+    JobSpec spec = TrainSettings.read(config);
     if (resume) {
       spec = spec.resuming(resumeAnyway);
     } else if (resumeAnyway) {
@@ -91,12 +91,14 @@ public final class TrainCommand implements Callable<Integer> {
     if (!cluster) {
       dist = dist.withRanks(dist.ranksOr(1)); // on a cluster: one per executor, once they are known
     }
-    String location = spec.data().requireLocation();
+    String location = spec.run().data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
-    spec = spec.forClasses(ds.manifest().classes());
-    spec.model()
+    spec = spec.withRun(spec.run().forClasses(ds.manifest().classes()));
+    spec.run()
+        .model()
         .requireFits(
-            spec.data().train().inputShape(ds.manifest().image().shape()), ds.manifest().classes());
+            spec.run().data().train().inputShape(ds.manifest().image().shape()),
+            ds.manifest().classes());
     // A run directory on HDFS or S3A is written by a trainer task, which publishes checkpoints.
     boolean onSpark = cluster || dist.ranks() > 1 || master != null;
     if (onSpark || spec.output().remote()) {
@@ -105,9 +107,9 @@ public final class TrainCommand implements Callable<Integer> {
     // The run directory first: refusing it is quick, checksumming every shard is not.
     try (RunDirectory run = RunDirectory.open(spec.output().path(), spec.output().mode());
         ShardSet train =
-            DatasetShards.open(ds, Manifest.TRAIN, shard -> true, spec.data().shardWindow());
+            DatasetShards.open(ds, Manifest.TRAIN, shard -> true, spec.run().data().shardWindow());
         ShardSet val =
-            DatasetShards.open(ds, Manifest.VAL, shard -> true, spec.data().shardWindow())) {
+            DatasetShards.open(ds, Manifest.VAL, shard -> true, spec.run().data().shardWindow())) {
       EvalResult eval =
           TrainingRun.run(spec, new TrainingData(train, val, ds.manifest(), location), run);
       Path report = TrainingRun.report(spec.output().path(), eval, train.classes());
@@ -122,11 +124,12 @@ public final class TrainCommand implements Callable<Integer> {
    * One trainer task per rank in a Spark barrier stage; rank 0 writes the run directory. Ranks not
    * given: one per executor.
    */
-  private int trainOnSpark(RunSpec spec, TrainSettings.Dist dist, List<String> classes)
+  private int trainOnSpark(JobSpec spec, TrainSettings.Dist dist, List<String> classes)
       throws IOException, InterruptedException {
     try (SparkSession spark = SparkSessions.open("ramtrain train", common.master())) {
       if (dist.ranks() == TrainSettings.AUTO_RANKS) {
-        ExecutorRanks.Choice choice = ExecutorRanks.choose(spark.sparkContext(), spec.batchSize());
+        ExecutorRanks.Choice choice =
+            ExecutorRanks.choose(spark.sparkContext(), spec.run().batchSize());
         System.out.printf("training with %d ranks: %s%n", choice.ranks(), choice.why());
         dist = dist.withRanks(choice.ranks());
       }
@@ -142,7 +145,7 @@ public final class TrainCommand implements Callable<Integer> {
    * filesystems when remote).
    */
   static void printResult(
-      RunSpec spec, EvalResult eval, int ranks, List<String> classes, Configuration conf)
+      JobSpec spec, EvalResult eval, int ranks, List<String> classes, Configuration conf)
       throws IOException {
     System.out.printf(
         "val accuracy %.4f, loss %.4f over %,d samples (%d ranks)%n",

@@ -87,6 +87,7 @@ public final class EtlSettings {
             new ImageShape(height, width, channels),
             c.choice("ramtrain.etl.resize", ResizeMode.class),
             augmentation(c));
+    ImageLimits limits = imageLimits(c);
     var mode = c.choice("ramtrain.etl.mode", PreprocessSpec.Output.class);
     String output = c.string("ramtrain.etl.output");
     require(
@@ -97,8 +98,8 @@ public final class EtlSettings {
       return new PreprocessSpec(
           transform,
           c.choice("ramtrain.etl.decoder", ImageDecoder.Kind.class),
-          c.longValue("ramtrain.etl.max-pixels"),
-          c.bytes("ramtrain.etl.max-file-bytes"),
+          limits.maxPixels(),
+          limits.maxFileBytes(),
           c.number("ramtrain.etl.val-fraction"),
           c.longValue("ramtrain.seed"),
           c.bytes("ramtrain.etl.shard-target-bytes"),
@@ -118,6 +119,22 @@ public final class EtlSettings {
     } catch (IllegalArgumentException e) {
       throw new ConfigException(e.getMessage());
     }
+  }
+
+  /**
+   * What one image may be, for preprocess and predict alike: at most {@code maxPixels} decoded
+   * pixels and {@code maxFileBytes} on disk ({@code ramtrain.etl.max-pixels}, {@code
+   * .max-file-bytes}).
+   */
+  public record ImageLimits(long maxPixels, long maxFileBytes) {}
+
+  /** {@code ramtrain.etl.max-pixels} and {@code .max-file-bytes}, each checked here. */
+  public static ImageLimits imageLimits(RamtrainConfig c) {
+    long pixels = c.longValue("ramtrain.etl.max-pixels");
+    require(pixels > 0, "ramtrain.etl.max-pixels", "must be > 0, got " + pixels);
+    long bytes = c.bytes("ramtrain.etl.max-file-bytes");
+    require(bytes > 0, "ramtrain.etl.max-file-bytes", "must be > 0, got " + bytes);
+    return new ImageLimits(pixels, bytes);
   }
 
   /** {@code ramtrain.etl.exif-orientation}. */

@@ -7,6 +7,7 @@ import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueFactory;
 import com.typesafe.config.ConfigValueType;
 import dev.ramtrain.settings.ConfigException;
+import dev.ramtrain.settings.Spelling;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -239,7 +240,7 @@ public final class RamtrainConfig {
   public <E extends Enum<E>> E choice(String key, Class<E> type) {
     String value = string(key);
     for (E constant : type.getEnumConstants()) {
-      if (spelling(constant).equals(value.toLowerCase(Locale.ROOT))) {
+      if (Spelling.of(constant).equals(value.toLowerCase(Locale.ROOT))) {
         return constant;
       }
     }
@@ -250,13 +251,7 @@ public final class RamtrainConfig {
             + "' is not allowed ("
             + origin(key)
             + "); allowed values: "
-            + String.join(
-                ", ",
-                Arrays.stream(type.getEnumConstants()).map(RamtrainConfig::spelling).toList()));
-  }
-
-  public static String spelling(Enum<?> constant) {
-    return constant.name().toLowerCase(Locale.ROOT).replace('_', '-');
+            + String.join(", ", Arrays.stream(type.getEnumConstants()).map(Spelling::of).toList()));
   }
 
   /** Fails when a value is outside a range, naming the key. */

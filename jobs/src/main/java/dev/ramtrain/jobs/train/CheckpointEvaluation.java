@@ -31,7 +31,7 @@ public final class CheckpointEvaluation {
 
   /** {@code s}: the backend and evaluation batches ({@code ramtrain.train.*}). */
   public static EvalResult run(
-      RunSpec s, TrainedCheckpoint trained, String location, String split, Configuration conf)
+      JobSpec s, TrainedCheckpoint trained, String location, String split, Configuration conf)
       throws IOException {
     Checkpoints.Loaded c = trained.loaded();
     Dataset ds = Dataset.open(location, conf);
@@ -49,7 +49,10 @@ public final class CheckpointEvaluation {
     // A run trained on random resized crops evaluates as timm does: each stored image resized and
     // centre-cropped to the model's input, whatever size it is stored at.
     LoaderSpec eval =
-        s.data().eval().withResize(trained.evalCrop() == null ? null : trained.evalCrop().crop());
+        s.run()
+            .data()
+            .eval()
+            .withResize(trained.evalCrop() == null ? null : trained.evalCrop().crop());
     if (!shape.equals(eval.inputShape(m.image().shape()))
         || shape.channels() != m.image().shape().channels()) {
       throw new IOException(
@@ -73,25 +76,31 @@ public final class CheckpointEvaluation {
     }
     String spec = trained.model();
     Normalization norm = trained.normalization();
-    try (Backend backend = Backends.open(s.backend());
-        ShardSet shards = DatasetShards.open(ds, split, shard -> true, s.data().shardWindow());
+    try (Backend backend = Backends.open(s.run().backend());
+        ShardSet shards =
+            DatasetShards.open(ds, split, shard -> true, s.run().data().shardWindow());
         DataLoader loader =
-            s.data()
+            s.run()
+                .data()
                 .loader(
                     backend,
                     shards,
                     eval,
-                    trained.evalCrop() == null ? s.data().filter() : trained.evalCrop().filter())) {
+                    trained.evalCrop() == null
+                        ? s.run().data().filter()
+                        : trained.evalCrop().filter(),
+                    new EtlImageNatives())) {
       Stream stream = backend.createStream("evaluate");
-      try (Model model = Model.build(spec, trained.layers(), backend, stream, s.batchSize(), 0);
+      try (Model model =
+              Model.build(spec, trained.layers(), backend, stream, s.run().batchSize(), 0);
           CrossEntropyLoss loss =
-              new CrossEntropyLoss(backend, s.batchSize(), m.classes().size(), 0f);
+              new CrossEntropyLoss(backend, s.run().batchSize(), m.classes().size(), 0f);
           DeviceInputs inputs =
               new DeviceInputs(
                   backend,
                   stream,
                   shape,
-                  s.batchSize(),
+                  s.run().batchSize(),
                   m.classes().size(),
                   norm.mean(),
                   norm.std())) {

@@ -4,6 +4,7 @@ import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.run.TrainingData;
 import java.io.IOException;
 import java.util.Iterator;
 
@@ -26,16 +27,16 @@ final class DatasetRanks implements RankInputs<Integer> {
   }
 
   @Override
-  public Opened open(RunSpec spec, int rank, int world, Iterator<Integer> slot) throws IOException {
-    String location = spec.data().requireLocation();
+  public Opened open(JobSpec spec, int rank, int world, Iterator<Integer> slot) throws IOException {
+    String location = spec.run().data().requireLocation();
     Dataset ds = Dataset.open(location, hadoop.get());
     ShardSet train = shards(spec, ds, Manifest.TRAIN, rank);
     try {
       ShardSet val = shards(spec, ds, Manifest.VAL, rank);
-      RunSpec mine =
+      JobSpec mine =
           assignment == null
-              ? spec.forRank(rank, world)
-              : spec.forRankWithOwnShards(rank, world, trainPerEpoch);
+              ? spec.withRun(spec.run().forRank(rank, world))
+              : spec.withRun(spec.run().forRankWithOwnShards(rank, world, trainPerEpoch));
       return new Opened(mine, new TrainingData(train, val, ds.manifest(), location));
     } catch (IOException | RuntimeException e) {
       train.close();
@@ -44,8 +45,8 @@ final class DatasetRanks implements RankInputs<Integer> {
   }
 
   /** The shards of {@code split} this rank reads: all, or those assigned to it. */
-  private ShardSet shards(RunSpec spec, Dataset ds, String split, int rank) throws IOException {
-    int window = spec.data().shardWindow();
+  private ShardSet shards(JobSpec spec, Dataset ds, String split, int rank) throws IOException {
+    int window = spec.run().data().shardWindow();
     if (assignment == null) {
       return DatasetShards.open(ds, split, shard -> true, window);
     }

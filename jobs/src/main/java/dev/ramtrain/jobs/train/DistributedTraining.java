@@ -13,6 +13,7 @@ import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.RanksDivergedException;
 import dev.ramtrain.trainer.dist.TcpRing;
 import dev.ramtrain.trainer.run.HostLimit;
+import dev.ramtrain.trainer.run.RankContext;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -70,7 +71,7 @@ public final class DistributedTraining<T>
   private static final Logger LOG = LoggerFactory.getLogger(DistributedTraining.class);
   private static final String JOB_KEY = "dist_job";
 
-  private final RunSpec spec;
+  private final JobSpec spec;
   private final int world;
   private final TrainSettings.Dist dist;
   private final String job; // names this job's checkpoints: a retried stage resumes only from those
@@ -81,7 +82,7 @@ public final class DistributedTraining<T>
   private final HadoopConf hadoop; // the driver's: run directories on HDFS, S3A, ...
 
   private DistributedTraining(
-      RunSpec spec,
+      JobSpec spec,
       TrainSettings.Dist dist,
       RankInputs<T> inputs,
       HadoopConf hadoop,
@@ -102,7 +103,7 @@ public final class DistributedTraining<T>
    * Trains the ranks {@code dist} asks for as {@code spec} says, each opening every shard of the
    * committed dataset; the evaluation over all of them.
    */
-  public static EvalResult run(SparkSession spark, RunSpec spec, TrainSettings.Dist dist)
+  public static EvalResult run(SparkSession spark, JobSpec spec, TrainSettings.Dist dist)
       throws IOException {
     int world = dist.ranks();
     List<Integer> ranks = IntStream.range(0, world).boxed().toList();
@@ -111,11 +112,11 @@ public final class DistributedTraining<T>
     ShardAssignment assignment = null;
     long trainPerEpoch = 0;
     if (dist.ownShards()) {
-      spec.forRank(0, world); // an uneven batch split is refused first, as the stage does
-      Manifest manifest = Dataset.open(spec.data().requireLocation(), conf).manifest();
+      spec.run().forRank(0, world); // an uneven batch split is refused first, as the stage does
+      Manifest manifest = Dataset.open(spec.run().data().requireLocation(), conf).manifest();
       assignment = ShardAssignment.of(manifest, world);
-      assignment.requireABatchPerRank(spec.batchSize());
-      boolean pad = spec.data().train().sampling().remainder() == LoaderSpec.Remainder.PAD;
+      assignment.requireABatchPerRank(spec.run().batchSize());
+      boolean pad = spec.run().data().train().sampling().remainder() == LoaderSpec.Remainder.PAD;
       trainPerEpoch = assignment.trainPerEpoch(pad);
     }
     DatasetRanks inputs = new DatasetRanks(new HadoopConf(conf), assignment, trainPerEpoch);
@@ -129,7 +130,7 @@ public final class DistributedTraining<T>
   static <T> EvalResult run(
       RDD<T> onePartitionPerRank,
       RankInputs<T> inputs,
-      RunSpec spec,
+      JobSpec spec,
       TrainSettings.Dist dist,
       String what) {
     int world = dist.ranks();
@@ -145,7 +146,7 @@ public final class DistributedTraining<T>
       throw new IllegalArgumentException(
           onePartitionPerRank.getNumPartitions() + " input partitions for " + world + " ranks");
     }
-    spec.forRank(0, world); // an uneven batch split is a usage error before anything starts
+    spec.run().forRank(0, world); // an uneven batch split is a usage error before anything starts
     LongAccumulator steps = sc.longAccumulator("ramtrain.train.steps");
     LongAccumulator total = sc.longAccumulator("ramtrain.train.steps-to-run");
     DistributedTraining<T> rank =
@@ -195,7 +196,7 @@ public final class DistributedTraining<T>
     int rank = task.partitionId();
     // The GPU Spark assigned this task, as a CUDA ordinal (the CPU backend has none to drive).
     int device =
-        spec.backend().kind() == BackendSpec.Kind.CPU
+        spec.run().backend().kind() == BackendSpec.Kind.CPU
             ? 0
             : TrainerResources.cudaOrdinal(task.resourcesJMap(), System.getenv(), rank);
     try (ServerSocketChannel listener = TcpRing.listen(InetAddress.getByName(host(task, rank)));
@@ -230,10 +231,11 @@ public final class DistributedTraining<T>
   private EvalResult train(
       BarrierTaskContext task, DataParallel ranks, int device, java.util.Iterator<T> input)
       throws IOException {
-    RunSpec.Output output = task.stageAttemptNumber() == 0 ? spec.output() : afterFailure();
-    TrainingRun.StepListener steps = stepListener(task, ranks.rank());
+    JobSpec.Output output = task.stageAttemptNumber() == 0 ? spec.output() : afterFailure();
+    RankContext.StepListener steps = stepListener(task, ranks.rank());
     try (RankInputs.Opened opened = inputs.open(spec, ranks.rank(), world, input)) {
-      RunSpec mine = opened.spec().withOutput(output).withBackend(spec.backend().onDevice(device));
+      JobSpec mine = opened.spec().withOutput(output);
+      mine = mine.withRun(mine.run().withBackend(spec.run().backend().onDevice(device)));
       if (ranks.leader()) {
         // A remote run directory (HDFS, S3A): the run trains into a local copy that publishes
         // each checkpoint there.
@@ -247,20 +249,14 @@ public final class DistributedTraining<T>
           run.recordInCheckpoints(Map.of(JOB_KEY, job));
           task.barrier(); // the run directory is settled: the others may read its checkpoint
           return TrainingRun.run(
-              mine,
-              opened.data(),
-              run,
-              new TrainingRun.RankContext(ranks, null, steps, hostLimit()));
+              mine, opened.data(), run, new RankContext(ranks, steps, hostLimit()), null);
         }
       }
       task.barrier();
       Checkpoints.Loaded resumeFrom =
           output.mode() == RunDirectory.Mode.RESUME ? latestCheckpoint(output) : null;
       return TrainingRun.run(
-          mine,
-          opened.data(),
-          null,
-          new TrainingRun.RankContext(ranks, resumeFrom, steps, hostLimit()));
+          mine, opened.data(), null, new RankContext(ranks, steps, hostLimit()), resumeFrom);
     }
   }
 
@@ -272,8 +268,8 @@ public final class DistributedTraining<T>
    * since, so the run files there are its own; they are moved aside (OVERWRITE) and deleted once
    * the retry has saved its first checkpoint.
    */
-  private RunSpec.Output afterFailure() throws IOException {
-    RunSpec.Output output = spec.output();
+  private JobSpec.Output afterFailure() throws IOException {
+    JobSpec.Output output = spec.output();
     Map<String, Object> latest =
         output.remote()
             ? RemoteRun.readLatest(output, hadoop.get(), Checkpoints::latestState)
@@ -295,7 +291,7 @@ public final class DistributedTraining<T>
   }
 
   /** The run's latest checkpoint, read where the run directory is. */
-  private Checkpoints.Loaded latestCheckpoint(RunSpec.Output output) throws IOException {
+  private Checkpoints.Loaded latestCheckpoint(JobSpec.Output output) throws IOException {
     if (!output.remote()) {
       return Checkpoints.loadLatest(output.path().toAbsolutePath().normalize());
     }
@@ -311,10 +307,10 @@ public final class DistributedTraining<T>
    * when its task was killed; the last rank fails once if a recovery test asks it to ({@code
    * ramtrain.dist.fail-once-at-step}, first attempt only).
    */
-  private TrainingRun.StepListener stepListener(BarrierTaskContext task, int rank) {
+  private RankContext.StepListener stepListener(BarrierTaskContext task, int rank) {
     boolean counts = rank == 0;
     long failAt = rank == world - 1 && task.stageAttemptNumber() == 0 ? dist.failOnceAtStep() : -1;
-    return new TrainingRun.StepListener() {
+    return new RankContext.StepListener() {
       @Override
       public void starting(long stepsToRun) {
         if (counts) {

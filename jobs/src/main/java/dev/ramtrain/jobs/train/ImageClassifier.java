@@ -7,6 +7,7 @@ import dev.ramtrain.etl.source.RawSample;
 import dev.ramtrain.etl.source.RejectedImageException;
 import dev.ramtrain.etl.source.SampleBytes;
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.jobs.config.EtlSettings;
 import dev.ramtrain.trainer.Predictor;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
@@ -59,18 +60,16 @@ public final class ImageClassifier implements AutoCloseable {
     this.predictor = predictor;
     // one at a time: batches are classified in turn
     this.cropper =
-        trained.evalCrop() == null ? null : trained.evalCrop().filter().resamplers().get();
+        trained.evalCrop() == null
+            ? null
+            : trained.evalCrop().filter().resamplers(new EtlImageNatives()).get();
   }
 
-  /**
-   * {@code maxPixels}, {@code maxFileBytes}: limits per image (ramtrain.etl.max-pixels,
-   * max-file-bytes), as preprocessing applies them.
-   */
+  /** {@code limits}: what one image may be, as preprocessing applies them. */
   public static ImageClassifier open(
       TrainedCheckpoint trained,
       BackendSpec backendSpec,
-      long maxPixels,
-      long maxFileBytes,
+      EtlSettings.ImageLimits limits,
       int batchSize) {
     // A run trained on random resized crops sees its images as evaluation does: preprocessed to
     // the stored shape, then resized and centre-cropped (TrainedCheckpoint.EvalCrop).
@@ -79,7 +78,7 @@ public final class ImageClassifier implements AutoCloseable {
         new ImageProcessor(
                 new ImageTransform(decoded, trained.resize(), Augmentation.NONE),
                 trained.decoder(),
-                maxPixels,
+                limits.maxPixels(),
                 0)
             .withExifOrientation(trained.exifOrientation());
     Backend backend = Backends.open(backendSpec);
@@ -97,7 +96,7 @@ public final class ImageClassifier implements AutoCloseable {
               trained.normalization().std());
       Checkpoints.restore(trained.loaded(), model, null, backend, stream);
       return new ImageClassifier(
-          trained, processor, batchSize, maxFileBytes, backend, model, predictor);
+          trained, processor, batchSize, limits.maxFileBytes(), backend, model, predictor);
     } catch (RuntimeException | Error e) {
       try (Backend closing = backend;
           Model closingModel = model) {

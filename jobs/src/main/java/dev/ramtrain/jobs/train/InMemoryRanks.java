@@ -5,6 +5,7 @@ import dev.ramtrain.etl.spark.ShardResult;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.format.ShardReader;
 import dev.ramtrain.trainer.data.ShardSet;
+import dev.ramtrain.trainer.run.TrainingData;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -26,7 +27,7 @@ final class InMemoryRanks implements RankInputs<ShardResult> {
   }
 
   @Override
-  public Opened open(RunSpec spec, int rank, int world, Iterator<ShardResult> partition)
+  public Opened open(JobSpec spec, int rank, int world, Iterator<ShardResult> partition)
       throws IOException {
     List<ShardResult> blocks = new ArrayList<>();
     partition.forEachRemaining(blocks::add);
@@ -35,7 +36,7 @@ final class InMemoryRanks implements RankInputs<ShardResult> {
     try {
       ShardSet val = open(blocks, Manifest.VAL);
       return new Opened(
-          spec.forRankWithOwnShards(rank, world, trainPerEpoch),
+          spec.withRun(spec.run().forRankWithOwnShards(rank, world, trainPerEpoch)),
           new TrainingData(train, val, manifest, "in-memory shards"));
     } catch (IOException | RuntimeException e) {
       train.close();

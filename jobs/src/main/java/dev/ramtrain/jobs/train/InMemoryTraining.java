@@ -41,14 +41,14 @@ public final class InMemoryTraining {
   public record Result(
       EvalResult eval, int ranks, int movedShards, long shardBytes, long networkBytes) {}
 
-  public static Result run(RunSpec spec, TrainSettings.Dist dist, InMemoryShards shards) {
+  public static Result run(JobSpec spec, TrainSettings.Dist dist, InMemoryShards shards) {
     List<ShardResult> placed = shards.placed();
     int executors = (int) placed.stream().map(ShardResult::executor).distinct().count();
     int world = dist.ranksOr(Math.max(1, executors));
-    spec.forRank(0, world); // an uneven batch split is a usage error before anything starts
+    spec.run().forRank(0, world); // an uneven batch split is a usage error before anything starts
     ShardAssignment assignment = ShardAssignment.of(placed, world);
-    assignment.requireABatchPerRank(spec.batchSize());
-    boolean pad = spec.data().train().sampling().remainder() == LoaderSpec.Remainder.PAD;
+    assignment.requireABatchPerRank(spec.run().batchSize());
+    boolean pad = spec.run().data().train().sampling().remainder() == LoaderSpec.Remainder.PAD;
     JavaRDD<ShardResult> byRank =
         shards
             .blocks()

@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.train;
 
+import dev.ramtrain.trainer.run.TrainingData;
 import java.io.IOException;
 import java.io.Serializable;
 import java.util.Iterator;
@@ -14,12 +15,12 @@ interface RankInputs<T> extends Serializable {
 
   /**
    * Opens rank {@code rank}'s data from {@code partition}, with {@code spec} as that rank loads it
-   * ({@link RunSpec#forRank} or its own-shards variant).
+   * ({@code RunSpec.forRank} or its own-shards variant).
    */
-  Opened open(RunSpec spec, int rank, int world, Iterator<T> partition) throws IOException;
+  Opened open(JobSpec spec, int rank, int world, Iterator<T> partition) throws IOException;
 
   /** A rank's spec and opened data; closing closes its shards. */
-  record Opened(RunSpec spec, TrainingData data) implements AutoCloseable {
+  record Opened(JobSpec spec, TrainingData data) implements AutoCloseable {
     @Override
     public void close() {
       try (var train = data.train();

@@ -58,7 +58,7 @@ public final class RemoteRun implements RunDirectory.CheckpointPublisher, AutoCl
    * what an earlier attempt of the same job published (before its first checkpoint was complete)
    * clears it; anything else there is refused.
    */
-  public static RemoteRun open(RunSpec.Output output, Configuration conf, String job)
+  public static RemoteRun open(JobSpec.Output output, Configuration conf, String job)
       throws IOException {
     Path root = new Path(output.dir());
     FileSystem fs = root.getFileSystem(conf);
@@ -238,7 +238,7 @@ public final class RemoteRun implements RunDirectory.CheckpointPublisher, AutoCl
    * {@code checkpoints/latest} into a local folder laid out as a run directory (deleted
    * afterwards); null when the run has no checkpoint yet.
    */
-  public static <T> T readLatest(RunSpec.Output output, Configuration conf, LocalReader<T> reader)
+  public static <T> T readLatest(JobSpec.Output output, Configuration conf, LocalReader<T> reader)
       throws IOException {
     Path root = new Path(output.dir());
     FileSystem fs = root.getFileSystem(conf);

@@ -8,8 +8,8 @@ import dev.ramtrain.files.PausePoints;
 import dev.ramtrain.jobs.report.TrainingReport;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.MetricsLog;
-import dev.ramtrain.trainer.checkpoint.CheckpointSink;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.run.RunFolder;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -48,7 +48,7 @@ import org.slf4j.LoggerFactory;
  * report/slides.pdf}, {@code notes.txt}) is never moved or deleted; one at a path a run writes
  * refuses the run before anything is touched.
  */
-public final class RunDirectory implements CheckpointSink, AutoCloseable {
+public final class RunDirectory implements RunFolder, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RunDirectory.class);
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -192,6 +192,7 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
     }
   }
 
+  @Override
   public Path path() {
     return dir;
   }
@@ -205,6 +206,7 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
    * The run's metrics file: new for a new run; for a resumed one, cut back to the checkpoint and
    * continued (called once the run is known to go ahead, so a refused resume changes nothing).
    */
+  @Override
   public MetricsLog metrics() throws IOException {
     journal.record(dir.resolve(METRICS));
     if (checkpoint != null) {
@@ -219,6 +221,7 @@ public final class RunDirectory implements CheckpointSink, AutoCloseable {
   }
 
   /** What every checkpoint's state.json records besides the loop's position. */
+  @Override
   public void recordInCheckpoints(Map<String, Object> info) {
     this.info.putAll(info);
   }

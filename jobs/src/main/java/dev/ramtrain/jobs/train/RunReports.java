@@ -23,7 +23,7 @@ public final class RunReports {
    * index.html is, or null when the run wrote no metrics (it stopped before its first epoch).
    */
   public static String write(
-      RunSpec.Output output, EvalResult eval, List<String> classes, Configuration conf)
+      JobSpec.Output output, EvalResult eval, List<String> classes, Configuration conf)
       throws IOException {
     if (!output.remote()) {
       java.nio.file.Path dir = output.path();

@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.train;
 import static dev.ramtrain.jobs.config.RamtrainConfig.checked;
 import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.BatchAugmentation;
@@ -16,6 +17,7 @@ import dev.ramtrain.trainer.data.CenterCrop;
 import dev.ramtrain.trainer.data.InputResize;
 import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.RandomResizedCrop;
+import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.optim.AdamWSpec;
@@ -24,14 +26,18 @@ import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.ScheduleSpec;
 import dev.ramtrain.trainer.optim.SgdSpec;
 import dev.ramtrain.trainer.run.ModelChoice;
+import dev.ramtrain.trainer.run.ResizeFilter;
+import dev.ramtrain.trainer.run.RunData;
+import dev.ramtrain.trainer.run.RunSpec;
 import java.io.Serializable;
 import java.util.List;
 import java.util.SortedMap;
 import java.util.TreeMap;
+import java.util.function.Supplier;
 
 /**
  * Reads {@code ramtrain.train.*}, {@code ramtrain.offload.*} and the seed once into a {@link
- * RunSpec}: every value is checked here, and a bad one is a usage error naming its key.
+ * JobSpec}: every value is checked here, and a bad one is a usage error naming its key.
  */
 public final class TrainSettings {
   private static final String P = "ramtrain.train.";
@@ -114,8 +120,30 @@ public final class TrainSettings {
     return batch;
   }
 
+  /**
+   * The layers {@code ramtrain.train.model} names at {@code ramtrain.train.precision} for inputs of
+   * {@code shape}, built again each time they are asked for (plan measures them): a bad spec fails
+   * here, naming the key.
+   */
+  public static Supplier<List<Layer>> modelLayers(RamtrainConfig c, ImageShape shape) {
+    String spec = c.string(P + "model");
+    Precision precision = c.choice(P + "precision", Precision.class);
+    Supplier<List<Layer>> layers = () -> ModelChoice.parse(P + "model", spec, shape, precision);
+    layers.get();
+    return layers;
+  }
+
+  /** The HEIGHTxWIDTHxCHANNELS a plan sizes a model for; a usage error names {@code what}. */
+  public static ImageShape planImage(String what, String text) {
+    try {
+      return ImageShape.parse(text);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(what + " " + e.getMessage());
+    }
+  }
+
   /** The run the settings describe. */
-  public static RunSpec read(RamtrainConfig c) {
+  public static JobSpec read(RamtrainConfig c) {
     require(c.integer(P + "epochs") >= 1, P + "epochs", "must be >= 1");
     require(c.integer(P + "accumulate") >= 1, P + "accumulate", "must be >= 1");
     require(c.number(P + "lr") > 0, P + "lr", "must be > 0");
@@ -133,21 +161,24 @@ public final class TrainSettings {
         "must be >= 1");
     long seed = c.longValue("ramtrain.seed");
     ScheduleSpec schedule = schedule(c);
-    return new RunSpec(
-        data(c, seed),
-        new ModelChoice(
-            c.string(P + "model"),
-            seed,
-            c.choice(P + "precision", Precision.class),
-            c.string(P + "weights"),
-            (float) c.number(P + "drop-path"),
-            (float) ema),
-        checked(P + "optimizer", () -> optimizer(c)),
-        schedule,
-        loop(c).withBatchAugmentation(batchAugmentation(c, seed)),
-        offload(c),
-        backend(c),
-        new RunSpec.Output(
+    RunSpec run =
+        new RunSpec(
+            data(c, seed),
+            new ModelChoice(
+                c.string(P + "model"),
+                seed,
+                c.choice(P + "precision", Precision.class),
+                c.string(P + "weights"),
+                (float) dropPath,
+                (float) ema),
+            checked(P + "optimizer", () -> optimizer(c)),
+            schedule,
+            loop(c).withBatchAugmentation(batchAugmentation(c, seed)),
+            offload(c),
+            backend(c));
+    return new JobSpec(
+        run,
+        new JobSpec.Output(
             c.string(P + "output"),
             RunDirectory.Mode.of(false, c.bool(P + "overwrite")),
             false,
@@ -194,7 +225,7 @@ public final class TrainSettings {
                 hostThreads == 0 ? Runtime.getRuntime().availableProcessors() : hostThreads));
   }
 
-  private static RunSpec.Data data(RamtrainConfig c, long seed) {
+  private static RunData data(RamtrainConfig c, long seed) {
     int batch = batchSize(c);
     int workers = c.integer(P + "workers");
     boolean resizedCrop = c.choice(A + "mode", AugmentMode.class) == AugmentMode.RRC;
@@ -233,7 +264,7 @@ public final class TrainSettings {
                     new CenterCrop(
                         c.integer(A + "height"), c.integer(A + "width"), c.number(A + "crop-pct")))
             : null;
-    return new RunSpec.Data(
+    return new RunData(
         c.string(P + "dataset"),
         train,
         LoaderSpec.evaluation(batch, workers, evalResize),

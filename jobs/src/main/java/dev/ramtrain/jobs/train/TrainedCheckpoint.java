@@ -4,8 +4,8 @@ import dev.ramtrain.etl.image.ImageDecoder;
 import dev.ramtrain.etl.image.ResizeMode;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.EtlSettings;
-import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.settings.ConfigException;
+import dev.ramtrain.settings.Spelling;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.checkpoint.PretrainedWeights;
 import dev.ramtrain.trainer.checkpoint.Safetensors;
@@ -16,6 +16,7 @@ import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.run.ModelChoice;
+import dev.ramtrain.trainer.run.ResizeFilter;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -140,7 +141,7 @@ public record TrainedCheckpoint(
       return Precision.FP32;
     }
     for (Precision p : Precision.values()) {
-      if (RamtrainConfig.spelling(p).equals(recorded)) {
+      if (Spelling.of(p).equals(recorded)) {
         return p;
       }
     }
@@ -235,7 +236,7 @@ public record TrainedCheckpoint(
 
   private static ResizeFilter filter(String spelling) {
     for (ResizeFilter f : ResizeFilter.values()) {
-      if (RamtrainConfig.spelling(f).equals(spelling)) {
+      if (Spelling.of(f).equals(spelling)) {
         return f;
       }
     }
@@ -249,7 +250,7 @@ public record TrainedCheckpoint(
       return fallback; // checkpoints written before the key existed
     }
     for (E constant : type.getEnumConstants()) {
-      if (RamtrainConfig.spelling(constant).equals(value)) {
+      if (Spelling.of(constant).equals(value)) {
         return constant;
       }
     }

@@ -73,7 +73,7 @@ class ExecutorMemoryTest {
                 "ramtrain.train.model", "mlp:3072-4096-4096-10",
                 "ramtrain.offload.mode", "on",
                 "ramtrain.train.batch-size", "8"));
-    RunSpec spec = TrainSettings.read(c);
+    JobSpec spec = TrainSettings.read(c);
     try (Backend backend = new CpuBackend(1)) {
       var setup = backend.createStream("setup");
       ConfigException e =
@@ -97,7 +97,7 @@ class ExecutorMemoryTest {
             null,
             Map.of(),
             Map.of("ramtrain.train.model", "mlp:3072-64-10", "ramtrain.train.batch-size", "8"));
-    RunSpec spec = TrainSettings.read(c);
+    JobSpec spec = TrainSettings.read(c);
     try (Backend backend = new CpuBackend(1)) {
       var setup = backend.createStream("setup");
       try (var learner = inDefaultExecutor(spec, backend, setup)) {
@@ -107,12 +107,11 @@ class ExecutorMemoryTest {
   }
 
   /** The learner for 32x32x3 images as a rank in an executor of Spark's defaults (1g heap). */
-  private static Learner inDefaultExecutor(RunSpec spec, Backend backend, Stream setup) {
+  private static Learner inDefaultExecutor(JobSpec spec, Backend backend, Stream setup) {
     return Placement.learner(
-        spec.model().blueprint(new ImageShape(32, 32, 3), spec.batchSize()),
-        spec.optimizer(),
-        spec.offload(),
-        spec.loop(),
+        spec.run(),
+        new ImageShape(32, 32, 3),
+        spec.run().loop(),
         backend,
         setup,
         DataParallel.single(),

@@ -21,15 +21,15 @@ import org.junit.jupiter.api.io.TempDir;
 class RemoteRunTest {
   @TempDir Path tmp;
 
-  private RunSpec.Output output(Path dir, RunDirectory.Mode mode) {
-    return new RunSpec.Output("remote://" + dir, mode, false, 0);
+  private JobSpec.Output output(Path dir, RunDirectory.Mode mode) {
+    return new JobSpec.Output("remote://" + dir, mode, false, 0);
   }
 
   @Test
   void onlyTheJobThatStartedARunMayStartItAgain() throws Exception {
     Path dir = tmp.resolve("run");
     Configuration conf = new Configuration();
-    RunSpec.Output fresh = output(dir, RunDirectory.Mode.FRESH);
+    JobSpec.Output fresh = output(dir, RunDirectory.Mode.FRESH);
     assertTrue(fresh.remote());
     Path staging;
     try (RemoteRun first = RemoteRun.open(fresh, conf, "job-a")) {

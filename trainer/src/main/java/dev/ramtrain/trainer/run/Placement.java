@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.run;
 
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.LoopSpec;
@@ -30,12 +31,32 @@ public final class Placement {
   private Placement() {}
 
   /**
-   * The learner for {@code model} (its largest batch, the run's) with {@code optimizer}, placed as
-   * {@code offload} says, one rank of {@code ranks}; {@code loop}'s clip norm (0: none) and
-   * gradient accumulation. A model that cannot be placed, or settings that cannot work together,
-   * are a {@link ConfigException} naming the key, before anything is allocated.
+   * The learner of {@code run} for inputs of {@code shape}: its model at the run's batch size with
+   * its optimizer, placed as its offload settings say, one rank of {@code ranks}; {@code loop}'s
+   * clip norm (0: none) and gradient accumulation ({@code loop} is the run's, its normalization
+   * filled in). A model that cannot be placed, or settings that cannot work together, are a {@link
+   * ConfigException} naming the key, before anything is allocated.
    */
   public static Learner learner(
+      RunSpec run,
+      ImageShape shape,
+      LoopSpec loop,
+      Backend backend,
+      Stream setup,
+      DataParallel ranks,
+      HostLimit hostLimit) {
+    return learner(
+        run.model().blueprint(shape, run.batchSize()),
+        run.optimizer(),
+        run.offload(),
+        loop,
+        backend,
+        setup,
+        ranks,
+        hostLimit);
+  }
+
+  private static Learner learner(
       ModelBlueprint model,
       OptimizerSpec optimizer,
       OffloadSpec offload,

@@ -1,4 +1,4 @@
-package dev.ramtrain.jobs.train;
+package dev.ramtrain.trainer.run;
 
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.trainer.data.ShardSet;

@@ -1,10 +1,9 @@
-package dev.ramtrain.jobs.train;
+package dev.ramtrain.trainer.run;
 
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.data.DataLoader;
 import dev.ramtrain.trainer.offload.PlacementPlan;
-import dev.ramtrain.trainer.run.HostLimit;
 
 /**
  * The host memory a run's shards take, said at start: windows of shards are memory the loaders own,
