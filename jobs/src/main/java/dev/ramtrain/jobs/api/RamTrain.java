@@ -240,25 +240,16 @@ public final class RamTrain {
       throw new UncheckedIOException(e);
     }
     // Checked here, before the run starts: a model that does not fit the data is a usage error.
-    List<String> classes = manifest.classes();
-    JobSpec spec = settings.withRun(settings.run().forClasses(classes));
-    spec.run()
-        .model()
-        .requireFits(spec.run().data().train().inputShape(manifest.image().shape()), classes);
-    return Training.start(spark, spec, classes, () -> DistributedTraining.run(spark, spec, ranks));
+    JobSpec spec = settings.forDataset(manifest);
+    return Training.start(
+        spark, spec, manifest.classes(), () -> DistributedTraining.run(spark, spec, ranks));
   }
 
   /** Starts training on in-memory shards (one rank per executor holding them, by default). */
   public Training train(InMemoryShards shards, String output) {
     RamtrainConfig c = set("ramtrain.train.output", output).config();
-    JobSpec read = TrainSettings.read(c);
-    JobSpec spec = read.withRun(read.run().forClasses(shards.manifest().classes()));
+    JobSpec spec = TrainSettings.read(c).forDataset(shards.manifest());
     TrainSettings.Dist dist = TrainSettings.dist(c);
-    spec.run()
-        .model()
-        .requireFits(
-            spec.run().data().train().inputShape(shards.manifest().image().shape()),
-            shards.manifest().classes());
     return Training.start(
         spark,
         spec,

@@ -93,12 +93,7 @@ public final class TrainCommand implements Callable<Integer> {
     }
     String location = spec.run().data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
-    spec = spec.withRun(spec.run().forClasses(ds.manifest().classes()));
-    spec.run()
-        .model()
-        .requireFits(
-            spec.run().data().train().inputShape(ds.manifest().image().shape()),
-            ds.manifest().classes());
+    spec = spec.forDataset(ds.manifest()); // a model that does not fit is refused before Spark
     // A run directory on HDFS or S3A is written by a trainer task, which publishes checkpoints.
     boolean onSpark = cluster || dist.ranks() > 1 || master != null;
     if (onSpark || spec.output().remote()) {

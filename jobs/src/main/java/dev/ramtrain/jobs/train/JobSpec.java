@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.train;
 
+import dev.ramtrain.format.Manifest;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.run.RunSpec;
 import java.io.Serializable;
@@ -80,6 +81,11 @@ public record JobSpec(
         return null; // a local path with characters a URI does not take
       }
     }
+  }
+
+  /** This job for the dataset {@code manifest} describes ({@link RunSpec#forDataset}). */
+  public JobSpec forDataset(Manifest manifest) {
+    return withRun(run.forDataset(manifest.image().shape(), manifest.classes()));
   }
 
   /** This job computing {@code other} (for a rank, on a device, for a dataset's classes). */

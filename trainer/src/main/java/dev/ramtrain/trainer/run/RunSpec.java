@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.run;
 
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.LoopSpec;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.data.LoaderSpec;
@@ -29,6 +30,18 @@ public record RunSpec(
   /** The samples per step (the largest batch the model runs). */
   public int batchSize() {
     return data.train().batchSize();
+  }
+
+  /**
+   * This run for a dataset of {@code classes} stored as {@code stored} images: its model sized to
+   * the classes ({@link #forClasses}) and checked to take the loaders' input and give one output
+   * per class, a usage error naming the setting otherwise. Commands call it before they start a
+   * job, so a model that does not fit is refused before anything runs.
+   */
+  public RunSpec forDataset(ImageShape stored, List<String> classes) {
+    RunSpec fitted = forClasses(classes);
+    fitted.model().requireFits(data.train().inputShape(stored), classes);
+    return fitted;
   }
 
   /**

@@ -60,8 +60,7 @@ public final class TrainingSession {
     requireBothSplits(data);
     ImageShape shape = spec.data().train().inputShape(train.shape()); // the model's input
     List<String> classes = train.classes();
-    spec = spec.forClasses(classes);
-    spec.model().requireFits(shape, classes);
+    spec = spec.forDataset(train.shape(), classes);
     RunFolder run = output.folder();
     Checkpoints.Loaded checkpoint = output.resumeFrom();
     RunData d = spec.data();

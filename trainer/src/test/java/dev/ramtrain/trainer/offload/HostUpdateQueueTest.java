@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.trainer.SlowWork;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.Stream;
 import java.util.ArrayList;
@@ -55,25 +56,14 @@ class HostUpdateQueueTest {
           1,
           2,
           (from, to) -> {
-            sleepThroughInterrupts(200); // long beside the failure's report, so a report that did
-            ran.add("update " + from); //   not wait comes before this line
+            SlowWork.run(200);
+            ran.add("update " + from);
           },
           false,
           () -> ran.add("copies"));
       IllegalStateException e = assertThrows(IllegalStateException.class, queue::awaitAll);
       assertTrue(e.getMessage().contains("layer 0 diverged"), e.getMessage());
       assertEquals(List.of("update 1", "copies"), ran, "the second layer's work had ended");
-    }
-  }
-
-  private static void sleepThroughInterrupts(long millis) {
-    long end = System.nanoTime() + millis * 1_000_000;
-    for (long left; (left = end - System.nanoTime()) > 0; ) {
-      try {
-        Thread.sleep(Math.max(1, left / 1_000_000));
-      } catch (InterruptedException e) {
-        // an update runs to its end
-      }
     }
   }
 }

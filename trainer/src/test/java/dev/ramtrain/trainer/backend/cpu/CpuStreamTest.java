@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.backend.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.trainer.SlowWork;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
@@ -21,8 +22,8 @@ class CpuStreamTest {
     stream.enqueue(
         () -> {
           running.countDown();
-          sleepThroughInterrupts(200); // long beside close's own path, so a close that did not
-          workEnded.set(true); //          wait returns before this line
+          SlowWork.run(200);
+          workEnded.set(true);
         });
     running.await();
     Thread.currentThread().interrupt();
@@ -33,16 +34,5 @@ class CpuStreamTest {
     }
     assertTrue(workEnded.get(), "close returned while the stream's work still ran");
     assertTrue(releasedAfter.get(), "the release on the stream's thread ran after its work");
-  }
-
-  private static void sleepThroughInterrupts(long millis) {
-    long end = System.nanoTime() + millis * 1_000_000;
-    for (long left; (left = end - System.nanoTime()) > 0; ) {
-      try {
-        Thread.sleep(Math.max(1, left / 1_000_000));
-      } catch (InterruptedException e) {
-        // a stream's work is not interrupted; it runs to its end
-      }
-    }
   }
 }
