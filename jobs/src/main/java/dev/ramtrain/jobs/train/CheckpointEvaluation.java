@@ -17,6 +17,7 @@ import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
 import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.run.RunData;
 import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
 
@@ -33,6 +34,8 @@ public final class CheckpointEvaluation {
   public static EvalResult run(
       JobSpec s, TrainedCheckpoint trained, String location, String split, Configuration conf)
       throws IOException {
+    RunData data = s.run().data();
+    int batch = s.run().batchSize();
     Checkpoints.Loaded c = trained.loaded();
     Dataset ds = Dataset.open(location, conf);
     Manifest m = ds.manifest();
@@ -49,10 +52,7 @@ public final class CheckpointEvaluation {
     // A run trained on random resized crops evaluates as timm does: each stored image resized and
     // centre-cropped to the model's input, whatever size it is stored at.
     LoaderSpec eval =
-        s.run()
-            .data()
-            .eval()
-            .withResize(trained.evalCrop() == null ? null : trained.evalCrop().crop());
+        data.eval().withResize(trained.evalCrop() == null ? null : trained.evalCrop().crop());
     if (!shape.equals(eval.inputShape(m.image().shape()))
         || shape.channels() != m.image().shape().channels()) {
       throw new IOException(
@@ -77,33 +77,20 @@ public final class CheckpointEvaluation {
     String spec = trained.model();
     Normalization norm = trained.normalization();
     try (Backend backend = Backends.open(s.run().backend());
-        ShardSet shards =
-            DatasetShards.open(ds, split, shard -> true, s.run().data().shardWindow());
+        ShardSet shards = DatasetShards.open(ds, split, shard -> true, data.shardWindow());
         DataLoader loader =
-            s.run()
-                .data()
-                .loader(
-                    backend,
-                    shards,
-                    eval,
-                    trained.evalCrop() == null
-                        ? s.run().data().filter()
-                        : trained.evalCrop().filter(),
-                    new EtlImageNatives())) {
+            data.loader(
+                backend,
+                shards,
+                eval,
+                trained.evalCrop() == null ? data.filter() : trained.evalCrop().filter(),
+                new EtlImageNatives())) {
       Stream stream = backend.createStream("evaluate");
-      try (Model model =
-              Model.build(spec, trained.layers(), backend, stream, s.run().batchSize(), 0);
-          CrossEntropyLoss loss =
-              new CrossEntropyLoss(backend, s.run().batchSize(), m.classes().size(), 0f);
+      try (Model model = Model.build(spec, trained.layers(), backend, stream, batch, 0);
+          CrossEntropyLoss loss = new CrossEntropyLoss(backend, batch, m.classes().size(), 0f);
           DeviceInputs inputs =
               new DeviceInputs(
-                  backend,
-                  stream,
-                  shape,
-                  s.run().batchSize(),
-                  m.classes().size(),
-                  norm.mean(),
-                  norm.std())) {
+                  backend, stream, shape, batch, m.classes().size(), norm.mean(), norm.std())) {
         Checkpoints.restore(c, model, null, backend, stream);
         return Evaluator.evaluate(model, loss, inputs, loader);
       }
