@@ -286,6 +286,8 @@ void Stream::enqueue(std::function<void()> task) {
   ready.notify_all();
 }
 
+bool Stream::on_worker() const { return std::this_thread::get_id() == worker.get_id(); }
+
 bool Stream::idle() {
   std::lock_guard<std::mutex> g(lock);
   return unfinished == 0;
@@ -339,6 +341,21 @@ int context_error() { return current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : w
 
 using emu::Stream;
 typedef Stream* CUstream;
+
+// Every live stream and its context, for what the driver does to all of a context's streams.
+static std::mutex streams_lock;
+static std::map<Stream*, Context*> stream_contexts;
+
+// Waits for the work queued so far on every stream of the context, as the driver does in
+// cuCtxSynchronize and before it frees memory (cuMemFree, cuMemFreeHost): memory is never freed
+// under work still using it. A stream is not destroyed meanwhile (streams_lock); its own thread
+// would wait for itself, so that stream is skipped.
+static void drain_streams(Context* context) {
+  std::lock_guard<std::mutex> g(streams_lock);
+  for (auto& [stream, owner] : stream_contexts) {
+    if (owner == context && !stream->on_worker()) stream->drain();
+  }
+}
 
 // ---- initialization and devices -------------------------------------------------------------
 
@@ -466,6 +483,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* pointer, size_t bytes) {
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr pointer) {
   if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  drain_streams(current);
   std::lock_guard<std::mutex> g(current->lock);
   auto it = current->device.find(pointer);
   if (it == current->device.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -496,6 +514,7 @@ EXPORT CUresult cuMemHostAlloc(void** pointer, size_t bytes, unsigned int flags)
 
 EXPORT CUresult cuMemFreeHost(void* pointer) {
   if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  drain_streams(current);
   std::lock_guard<std::mutex> g(current->lock);
   auto it = current->pinned.find(pointer);
   if (it == current->pinned.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -571,11 +590,17 @@ EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
   REQUIRE_CONTEXT();
   (void)flags;
   *stream = new Stream();
+  std::lock_guard<std::mutex> g(streams_lock);
+  stream_contexts[*stream] = current;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
   if (stream == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  {
+    std::lock_guard<std::mutex> g(streams_lock);
+    stream_contexts.erase(stream);
+  }
   delete stream;  // runs what is queued, then stops its thread
   return current == nullptr ? CUDA_SUCCESS : current->sticky.load();
 }
@@ -594,6 +619,7 @@ EXPORT CUresult cuStreamQuery(CUstream stream) {
 
 EXPORT CUresult cuCtxSynchronize() {
   if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  drain_streams(current);
   return current->sticky.load();
 }
 

@@ -19,6 +19,7 @@ class EMU_SHARED Stream {
   void enqueue(std::function<void()> task);
   void drain();  // blocks until everything enqueued so far has run
   bool idle();   // nothing queued or running
+  bool on_worker() const;  // called from the stream's own thread
 
  private:
   void run();

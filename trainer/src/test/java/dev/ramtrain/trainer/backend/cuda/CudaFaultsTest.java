@@ -117,6 +117,28 @@ class CudaFaultsTest {
     }
   }
 
+  /**
+   * Pinned memory freed while a copy still reads it waits for the copy, as cuMemFreeHost does on a
+   * GPU (the emulator drains the context's streams first, as the driver synchronizes).
+   */
+  @Test
+  void freeingPinnedMemoryWaitsForTheCopyReadingIt() {
+    try (Backend b = EmulatorFaults.open(SPEC, "slow-copy-us=200000")) {
+      Stream copies = b.createStream("copies");
+      Event copied = b.createEvent("copied");
+      DeviceBuffer dst = b.allocate("dst", DType.F32, 4);
+      HostBuffer src = b.allocateHost("src", 16);
+      b.copy(src, 0, dst, 16, copies);
+      copied.record(copies);
+      src.close();
+      boolean readBeforeTheFree = copied.isDone();
+      copies.synchronize();
+      copied.close();
+      dst.close();
+      assertTrue(readBeforeTheFree, "src was freed while the copy from it was still to run");
+    }
+  }
+
   @Test
   void aFailingKernelSurfacesAtSynchronizeAndTheBackendStillCloses() {
     try (Backend b = EmulatorFaults.open(SPEC, "fail-launch=relu_f32")) {
