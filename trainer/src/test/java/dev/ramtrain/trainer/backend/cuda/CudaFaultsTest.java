@@ -97,24 +97,12 @@ class CudaFaultsTest {
   /**
    * A buffer closed while a copy into it is still to land waits for it, as cudaFree does: the arena
    * hands the block to the next allocation at once, and a run cancelled mid-step closes its buffers
-   * while its streams still work. The copy waits 200 ms on the emulated bus first.
+   * while its streams still work.
    */
   @Test
   void closingABufferWaitsForTheWorkStillWritingIt() {
-    try (Backend b = EmulatorFaults.open(SPEC, "slow-copy-us=200000")) {
-      Stream copies = b.createStream("copies");
-      Event copied = b.createEvent("copied");
-      HostBuffer src = b.allocateHost("src", 16);
-      DeviceBuffer dst = b.allocate("dst", DType.F32, 4);
-      b.copy(src, 0, dst, 16, copies);
-      copied.record(copies);
-      dst.close();
-      boolean landedBeforeTheFree = copied.isDone();
-      copies.synchronize(); // the event and the source outlive the copy whatever close did
-      copied.close();
-      src.close();
-      assertTrue(landedBeforeTheFree, "dst went back to the arena while the copy into it ran");
-    }
+    assertTrue(
+        copyLandedBeforeClosing(false), "dst went back to the arena while the copy into it ran");
   }
 
   /**
@@ -123,19 +111,36 @@ class CudaFaultsTest {
    */
   @Test
   void freeingPinnedMemoryWaitsForTheCopyReadingIt() {
+    assertTrue(copyLandedBeforeClosing(true), "src was freed while the copy from it still ran");
+  }
+
+  /**
+   * Whether a host-to-device copy that waits 200 ms on the emulated bus had landed when its source
+   * ({@code closeSource}) or its destination had been closed right after it was enqueued. Whatever
+   * that close did, the event and the other buffer outlive the copy.
+   */
+  private static boolean copyLandedBeforeClosing(boolean closeSource) {
     try (Backend b = EmulatorFaults.open(SPEC, "slow-copy-us=200000")) {
       Stream copies = b.createStream("copies");
       Event copied = b.createEvent("copied");
-      DeviceBuffer dst = b.allocate("dst", DType.F32, 4);
       HostBuffer src = b.allocateHost("src", 16);
+      DeviceBuffer dst = b.allocate("dst", DType.F32, 4);
       b.copy(src, 0, dst, 16, copies);
       copied.record(copies);
-      src.close();
-      boolean readBeforeTheFree = copied.isDone();
+      if (closeSource) {
+        src.close();
+      } else {
+        dst.close();
+      }
+      boolean landed = copied.isDone();
       copies.synchronize();
       copied.close();
-      dst.close();
-      assertTrue(readBeforeTheFree, "src was freed while the copy from it was still to run");
+      if (closeSource) {
+        dst.close();
+      } else {
+        src.close();
+      }
+      return landed;
     }
   }
 
