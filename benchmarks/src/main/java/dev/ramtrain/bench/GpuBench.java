@@ -168,36 +168,8 @@ public final class GpuBench {
         double fp32 = Double.MAX_VALUE;
         double bf16 = Double.MAX_VALUE;
         for (int i = 0; i < 5; i++) {
-          start.record(s);
-          b.run(
-              s,
-              new Gemm(
-                  n,
-                  n,
-                  n,
-                  1f,
-                  GemmOperand.of(a, n),
-                  GemmOperand.of(a, n),
-                  0f,
-                  GemmOperand.of(c, n)));
-          end.record(s);
-          end.synchronize();
-          fp32 = Math.min(fp32, end.millisSince(start) / 1e3);
-          start.record(s);
-          b.run(
-              s,
-              new Gemm(
-                  n,
-                  n,
-                  n,
-                  1f,
-                  GemmOperand.of(half, n),
-                  GemmOperand.of(half, n),
-                  0f,
-                  GemmOperand.of(c, n)));
-          end.record(s);
-          end.synchronize();
-          bf16 = Math.min(bf16, end.millisSince(start) / 1e3);
+          fp32 = Math.min(fp32, seconds(b, s, start, end, square(n, a, c)));
+          bf16 = Math.min(bf16, seconds(b, s, start, end, square(n, half, c)));
         }
         double flops = 2.0 * n * n * n;
         System.out.printf(
@@ -205,6 +177,21 @@ public final class GpuBench {
             n, b.describe().replaceAll(".*GEMM by ", ""), flops / fp32 / 1e12, flops / bf16 / 1e12);
       }
     }
+  }
+
+  /** C = A A for n×n matrices. */
+  private static Gemm square(int n, DeviceBuffer a, DeviceBuffer c) {
+    return new Gemm(
+        n, n, n, 1f, GemmOperand.of(a, n), GemmOperand.of(a, n), 0f, GemmOperand.of(c, n));
+  }
+
+  /** Seconds {@code gemm} takes on the device, between two events on {@code s}. */
+  private static double seconds(Backend b, Stream s, Event start, Event end, Gemm gemm) {
+    start.record(s);
+    b.run(s, gemm);
+    end.record(s);
+    end.synchronize();
+    return end.millisSince(start) / 1e3;
   }
 
   /** Resident steps of {@code model} at {@code batch}: step time, device peak against the plan. */

@@ -48,7 +48,7 @@ public record RunSpec(
    * This run for a dataset of {@code classes}: a model named without a class count (a timm name)
    * gets one output per class, as timm's num_classes; other specs are kept as they are.
    */
-  public RunSpec forClasses(List<String> classes) {
+  private RunSpec forClasses(List<String> classes) {
     String resolved = ModelSpec.withClasses(model.spec(), classes.size());
     if (resolved.equals(model.spec())) {
       return this;

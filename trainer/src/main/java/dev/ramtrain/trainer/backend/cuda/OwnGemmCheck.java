@@ -48,30 +48,8 @@ final class OwnGemmCheck {
       for (int t = 0; t < 4; t++) {
         boolean ta = (t & 1) != 0;
         boolean tb = (t & 2) != 0;
-        int lda = ta ? M : K; // the same values read as op(A), whichever way they are stored
-        int ldb = tb ? K : N;
-        own.gemm(
-            stream,
-            new Gemm(
-                M,
-                N,
-                K,
-                1f,
-                new GemmOperand(fa, lda, 0, ta),
-                new GemmOperand(fb, ldb, 0, tb),
-                0f,
-                GemmOperand.of(c32, N)));
-        own.gemm(
-            stream,
-            new Gemm(
-                M,
-                N,
-                K,
-                1f,
-                new GemmOperand(ha, lda, 0, ta),
-                new GemmOperand(hb, ldb, 0, tb),
-                0f,
-                GemmOperand.of(c16, N)));
+        own.gemm(stream, product(fa, fb, c32, ta, tb));
+        own.gemm(stream, product(ha, hb, c16, ta, tb));
         backend.copy(c32, host, 0, c32.bytes(), stream);
         backend.copy(c16, host, c32.bytes(), c16.bytes(), stream);
         stream.synchronize();
@@ -88,6 +66,20 @@ final class OwnGemmCheck {
         }
       }
     }
+  }
+
+  /** C = op(A) op(B), A and B read as op(A), op(B) whichever way they are stored. */
+  private static Gemm product(
+      DeviceBuffer a, DeviceBuffer b, DeviceBuffer c, boolean ta, boolean tb) {
+    return new Gemm(
+        M,
+        N,
+        K,
+        1f,
+        new GemmOperand(a, ta ? M : K, 0, ta),
+        new GemmOperand(b, tb ? K : N, 0, tb),
+        0f,
+        GemmOperand.of(c, N));
   }
 
   private static void upload(
