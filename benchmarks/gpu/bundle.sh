@@ -30,16 +30,20 @@ mvn -q -B -f "$ROOT/trainer/pom.xml" dependency:build-classpath -Dmdep.includeSc
   -Dmdep.outputFile="$CP" >/dev/null
 # Not needed by the GPU bench: the CPU backend's BLAS and oneDNN (the CUDA tests' CPU reference is
 # the Java engine; without oneDNN's natives `auto` falls back to it), and what the build scopes too
-# widely.
+# widely. JavaCPP itself stays: the CUDA presets' wrappers load through it.
 if $TESTS; then
   SKIP='/(dnnl|opencl|junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
 else
-  SKIP='/(openblas|javacpp|dnnl|opencl|junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
+  SKIP='/(openblas|dnnl|opencl|junit|jqwik|opentest4j|apiguardian|log4j)[-.]'
 fi
 tr ':' '\n' <"$CP" | grep -v -E "$SKIP" | while read -r jar; do cp "$jar" "$OUT/lib/"; done
 # Natives nothing here loads (the PTX compiler; OpenBLAS's LAPACK builds and headers: the CPU
 # backend binds openblas_nolapack), so the bundle travels to a lent machine under its 64 MiB.
 zip -q -d "$OUT"/lib/jcuda-natives-*.jar '*JNvPTXCompiler*'
+# Of JavaCPP's CUDA wrappers, the three the engine loads (cudart's, which cuBLAS's and cuDNN's
+# extend, cuBLAS's, cuDNN's); NVIDIA's libraries themselves come from the GPU machine.
+zip -q -d "$OUT"/lib/cuda-*-linux-x86_64.jar $(unzip -Z1 "$OUT"/lib/cuda-*-linux-x86_64.jar '*.so' |
+  grep -v -E '/libjni(cudart|cublas|cudnn)\.so$')
 if $TESTS; then
   zip -q -d "$OUT"/lib/openblas-*-linux-x86_64.jar '*/libjniopenblas.so' '*/libjniopenblas_full.so' '*/include/*'
 fi

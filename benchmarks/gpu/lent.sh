@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# What a session runs on a lent GPU machine (only an NVIDIA driver and PyTorch there), in one call
-# and under ten minutes: the CUDA tests on the real device, then the ImageNet models' resident steps
-# beside PyTorch's (device peak against max_memory_allocated, step time, same batch, fp32), then
-# GpuBench's resident against streamed ViT-L/16 and ConvNeXt-L. Each part has its own time limit, so
-# a slow one leaves the others their turn; every log lands in OUT_DIR.
+# What a session runs on a lent GPU machine (only an NVIDIA driver and PyTorch there: cuBLAS 13 and
+# cuDNN 9 come from PyTorch's pip wheels, which bundle/run.sh finds), in one call of under ten
+# minutes: GEMM TFLOP/s through the engine beside torch.matmul; the ImageNet models' resident steps
+# beside PyTorch's in three rows (fp32 with TF32 off on both sides, PyTorch's defaults with TF32 in
+# convolutions, bf16 autocast with channels_last on PyTorch's side), device peak against
+# max_memory_allocated and the host's launch time; GpuBench's resident against streamed ViT-L/16 and
+# ConvNeXt-L (a quarter of the weights' state on the device); then the CUDA tests on the real
+# device. Each part has its own time limit, so a slow one leaves the others their turn; every log
+# lands in OUT_DIR (summary.txt has the figures).
 # Made here: bash benchmarks/gpu/bundle.sh --tests .gpu/bundle && tar -C .gpu -cJf .gpu/bundle.tar.xz bundle
-# Run there: benchmarks/gpu/lent.sh .gpu/bundle.tar.xz "$OUT" [BATCH=32]
+# Run there: benchmarks/gpu/lent.sh .gpu/bundle.tar.xz "$OUT" [BATCH=32 [PARTS=gemm,steps,torch,streamed,tests]]
+# (PARTS splits the work over two calls where one would not do: e.g. gemm,steps,torch then streamed,tests)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TAR="$1"
 LOGS="$2"
 BATCH="${3:-32}"
+PARTS=",${4:-gemm,steps,torch,streamed,tests},"
 WORK="$(mktemp -d)"
 tar -C "$WORK" -xJf "$TAR"
 RUN="$WORK/bundle/run.sh"
+MODELS=(resnet50 vit_base_patch16_224 convnext_tiny vit_large_patch16_224)
+TORCH_MODELS=(resnet50 vit_b_16 convnext_tiny vit_l_16)
 part() { # part LOG SECONDS COMMAND...: one time-limited step, appended to LOG (at most 8 files
   local log="$1" limit="$2" # come back from a lent machine)
   shift 2
@@ -21,17 +29,31 @@ part() { # part LOG SECONDS COMMAND...: one time-limited step, appended to LOG (
   timeout "$limit" "$@" >>"$LOGS/$log.log" 2>&1
   echo "   exit $? $(date -u +%T)" | tee -a "$LOGS/summary.txt"
 }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/summary.txt"
-part tests 150 "$RUN" tests
-grep -E "tests (successful|failed)|✘" "$LOGS/tests.log" | head -20 | tee -a "$LOGS/summary.txt"
-# ramtrain's resident steps and PyTorch's, the same models, batch and arithmetic (fp32, no TF32).
-for m in resnet50 vit_base_patch16_224 convnext_tiny vit_large_patch16_224 convnext_large; do
-  part memory 60 "$RUN" memory "$m" "$BATCH" 4
-done
-grep -h "^memory" "$LOGS/memory.log" | tee -a "$LOGS/summary.txt"
-part torch 90 python3 "$HERE/torch_anchor.py" "$BATCH" resnet50 vit_b_16 convnext_tiny vit_l_16 convnext_large
-grep -h "^pytorch" "$LOGS/torch.log" | tee -a "$LOGS/summary.txt"
-for m in vit_large_patch16_224 convnext_large; do
-  part bench 90 "$RUN" "$m" 2048 5 4
-done
-grep -h -E "^(model|batch|  streamed)" "$LOGS/bench.log" | tee -a "$LOGS/summary.txt"
+wanted() { [[ "$PARTS" == *",$1,"* ]]; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$LOGS/summary.txt"
+python3 -c 'import torch; print("pytorch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' | tee -a "$LOGS/summary.txt"
+if wanted gemm; then
+  part gemm 60 "$RUN" gemm 4096 8192
+  part gemm 40 python3 "$HERE/torch_anchor.py" matmul 4096 8192
+  grep -h -E "^(# device|GEMM|pytorch .* matmul|.*cuda backend on)" "$LOGS/gemm.log" | tee -a "$LOGS/summary.txt"
+fi
+if wanted steps; then # one JVM per model, its three rows in it
+  for m in "${MODELS[@]}"; do
+    part memory 75 "$RUN" memory "$m" "$BATCH" 5 fp32,tf32,bf16
+  done
+  grep -h -E "^memory|cuda: " "$LOGS/memory.log" | sort -u | tee -a "$LOGS/summary.txt"
+fi
+if wanted torch; then
+  part torch 120 python3 "$HERE/torch_anchor.py" "$BATCH" fp32,tf32,bf16 "${TORCH_MODELS[@]}"
+  grep -h "^pytorch" "$LOGS/torch.log" | tee -a "$LOGS/summary.txt"
+fi
+if wanted streamed; then
+  for m in vit_large_patch16_224 convnext_large; do
+    part bench 75 "$RUN" "$m" 2048 5 4
+  done
+  grep -h -E "^(model|batch|  streamed)" "$LOGS/bench.log" | tee -a "$LOGS/summary.txt"
+fi
+if wanted tests; then
+  part tests 150 "$RUN" tests
+  grep -E "tests (successful|failed)|✘" "$LOGS/tests.log" | head -20 | tee -a "$LOGS/summary.txt"
+fi

@@ -1,6 +1,9 @@
-// The cuBLAS calls the CUDA backend makes, as libcublas.so.12 over OpenBLAS, for the emulated
+// The cuBLAS calls the CUDA backend makes, as libcublas.so.13 over OpenBLAS, for the emulated
 // device (cuda_emulator.cpp): device pointers are host pointers there, and each GEMM is enqueued
-// on the handle's stream like any other device work. Column-major, as cuBLAS is.
+// on the handle's stream like any other device work. Column-major, as cuBLAS is. The exports are
+// exactly the functions the backend binds (EmulatorStubsTest compares the two lists): a function
+// the engine calls and the stub lacks would kill the JVM at its first call. TF32 compute is
+// computed in full fp32 here: a stricter result than a GPU's, within every TF32 bound.
 #include <cblas.h>
 
 #include <cstdio>
@@ -66,8 +69,11 @@ EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-EXPORT cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int* version) {
-  *version = 120602;  // the cuBLAS JCuda 12.6.0 was built against
+// MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL: the cuBLAS of CUDA 13.1.
+EXPORT cublasStatus_t cublasGetProperty(int type, int* value) {
+  static const int version[] = {13, 1, 0};
+  if (type < 0 || type > 2) return CUBLAS_STATUS_INVALID_VALUE;
+  *value = version[type];
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -83,46 +89,16 @@ EXPORT cublasStatus_t cublasSetMathMode(cublasHandle_t handle, int mode) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-EXPORT cublasStatus_t cublasGetMathMode(cublasHandle_t handle, int* mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  *mode = handle->math_mode;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-// Scalars (alpha, beta) are read from host memory: the only pointer mode the emulator offers.
-EXPORT cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, int* mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  *mode = 0;  // CUBLAS_POINTER_MODE_HOST
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-EXPORT cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, int mode) {
-  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  return mode == 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
-}
-
-EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, int ta, int tb, int m, int n, int k,
-                                     const float* alpha, const float* a, int lda, const float* b,
-                                     int ldb, const float* beta, float* c, int ldc) {
-  float al = *alpha, be = *beta;  // host pointer mode: read now
-  return enqueue(handle, [=] {
-    cblas_sgemm(CblasColMajor, op(ta), op(tb), m, n, k, al, a, lda, b, ldb, be, c, ldc);
-  });
-}
-
-EXPORT cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, int ta, int tb, int m,
-                                                int n, int k, const float* alpha, const float* a,
-                                                int lda, long long stride_a, const float* b,
-                                                int ldb, long long stride_b, const float* beta,
-                                                float* c, int ldc, long long stride_c,
-                                                int count) {
-  float al = *alpha, be = *beta;
-  return enqueue(handle, [=] {
-    for (int i = 0; i < count; i++) {
-      cblas_sgemm(CblasColMajor, op(ta), op(tb), m, n, k, al, a + i * stride_a, lda,
-                  b + i * stride_b, ldb, be, c + i * stride_c, ldc);
-    }
-  });
+// As cuBLAS: both inputs of one type (fp32 or bf16), an fp32 output, fp32 compute (TF32 allowed).
+static bool supported(const char* call, int a_type, int b_type, int c_type, int compute) {
+  bool types_ok = a_type == b_type && (a_type == CUDA_R_32F || a_type == CUDA_R_16BF) &&
+                  c_type == CUDA_R_32F;
+  bool compute_ok = compute == CUBLAS_COMPUTE_32F || compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (!types_ok || !compute_ok) {
+    std::fprintf(stderr, "cublas emulator: %s types %d x %d -> %d, compute %d\n", call, a_type,
+                 b_type, c_type, compute);
+  }
+  return types_ok && compute_ok;
 }
 
 EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, int ta, int tb, int m, int n, int k,
@@ -130,12 +106,7 @@ EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, int ta, int tb, int m,
                                    const void* b, int b_type, int ldb, const void* beta, void* c,
                                    int c_type, int ldc, int compute, int algo) {
   (void)algo;
-  // As cuBLAS: both inputs of one type (fp32 or bf16), an fp32 output.
-  bool types_ok = a_type == b_type && (a_type == CUDA_R_32F || a_type == CUDA_R_16BF) &&
-                  c_type == CUDA_R_32F;
-  if (!types_ok || (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_FAST_TF32)) {
-    std::fprintf(stderr, "cublas emulator: cublasGemmEx types %d x %d -> %d, compute %d\n",
-                 a_type, b_type, c_type, compute);
+  if (!supported("cublasGemmEx", a_type, b_type, c_type, compute)) {
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
@@ -145,5 +116,32 @@ EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, int ta, int tb, int m,
     const float* fa = as_floats(a, a_type, span(ta, m, k, lda), wide_a);
     const float* fb = as_floats(b, b_type, span(tb, k, n, ldb), wide_b);
     cblas_sgemm(CblasColMajor, op(ta), op(tb), m, n, k, al, fa, lda, fb, ldb, be, out, ldc);
+  });
+}
+
+EXPORT cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, int ta, int tb, int m,
+                                                 int n, int k, const void* alpha, const void* a,
+                                                 int a_type, int lda, long long stride_a,
+                                                 const void* b, int b_type, int ldb,
+                                                 long long stride_b, const void* beta, void* c,
+                                                 int c_type, int ldc, long long stride_c,
+                                                 int count, int compute, int algo) {
+  (void)algo;
+  if (!supported("cublasGemmStridedBatchedEx", a_type, b_type, c_type, compute)) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+  int a_size = a_type == CUDA_R_32F ? 4 : 2, b_size = b_type == CUDA_R_32F ? 4 : 2;
+  const char* ab = static_cast<const char*>(a);
+  const char* bb = static_cast<const char*>(b);
+  float* out = static_cast<float*>(c);
+  return enqueue(handle, [=] {
+    std::vector<float> wide_a, wide_b;
+    for (int i = 0; i < count; i++) {
+      const float* fa = as_floats(ab + i * stride_a * a_size, a_type, span(ta, m, k, lda), wide_a);
+      const float* fb = as_floats(bb + i * stride_b * b_size, b_type, span(tb, k, n, ldb), wide_b);
+      cblas_sgemm(CblasColMajor, op(ta), op(tb), m, n, k, al, fa, lda, fb, ldb, be,
+                  out + i * stride_c, ldc);
+    }
   });
 }

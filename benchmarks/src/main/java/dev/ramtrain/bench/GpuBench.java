@@ -15,6 +15,7 @@ import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
@@ -26,6 +27,7 @@ import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.PlacementPlan;
@@ -46,7 +48,7 @@ import jcuda.driver.JCudaDriver;
  * <ul>
  *   <li>host-device bandwidth, pageable and pinned (synchronous driver copies), and what the
  *       backend's asynchronous copies reach against that pinned peak (target: 90%);
- *   <li>GEMM TFLOP/s, fp32 and bf16, by cuBLAS (when libcublas.so.12 loads) and by ramtrain's own
+ *   <li>GEMM TFLOP/s, fp32 and bf16, by cuBLAS (when libcublas.so.13 loads) and by ramtrain's own
  *       kernels;
  *   <li>training steps of a model, resident against streamed for a device budget that holds its
  *       activations and a quarter of its weights' state (RATIO), at the planner's smallest batch
@@ -55,18 +57,39 @@ import jcuda.driver.JCudaDriver;
  *       resident there), and the plan's predicted step times beside them.
  * </ul>
  *
- * <p>{@code GpuBench memory SPEC BATCH STEPS} instead times resident steps at one batch and prints
- * the backend's device peak beside the plan's figure: what benchmarks/gpu/torch_anchor.py measures
- * for PyTorch (max_memory_allocated) at the same batch.
+ * <p>{@code GpuBench memory SPEC BATCH STEPS [MODE,...]} instead times resident steps at one batch
+ * and prints the backend's device peak beside the plan's figure and the host's launch time: what
+ * benchmarks/gpu/torch_anchor.py measures for PyTorch (max_memory_allocated) at the same batch, in
+ * the same modes: {@code fp32} (TF32 off on both sides), {@code tf32} (PyTorch's defaults: TF32 in
+ * convolutions) and {@code bf16} (autocast). {@code GpuBench gemm N...} times n³ GEMMs through the
+ * engine's default choice, fp32 (TF32 off) and bf16, beside torch_anchor.py's {@code matmul}.
  *
- * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO]]]] | GpuBench memory SPEC BATCH STEPS
+ * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO]]]] | GpuBench memory SPEC BATCH STEPS [MODES] |
+ * GpuBench gemm N...
  */
 public final class GpuBench {
   private static final long COPY_BYTES = 256L << 20;
 
   public static void main(String[] args) {
-    if (args.length == 4 && args[0].equals("memory")) {
-      memory(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+    if ((args.length == 4 || args.length == 5) && args[0].equals("memory")) {
+      for (String mode : (args.length == 5 ? args[4] : "fp32").split(",")) {
+        memory(
+            args[1],
+            Integer.parseInt(args[2]),
+            Integer.parseInt(args[3]),
+            Mode.valueOf(mode.toUpperCase()));
+      }
+      return;
+    }
+    if (args.length >= 2 && args[0].equals("gemm")) {
+      BackendSpec fp32 =
+          new BackendSpec(
+              BackendSpec.Kind.CUDA,
+              Runtime.getRuntime().availableProcessors(),
+              CudaSpec.defaults().withTf32(CudaSpec.Tf32.OFF));
+      for (int i = 1; i < args.length; i++) {
+        gemm(fp32, Integer.parseInt(args[i]));
+      }
       return;
     }
     String spec = args.length > 0 ? args[0] : "mlp:4096-8192-8192-8192-8192-8192-8192-1000";
@@ -74,9 +97,8 @@ public final class GpuBench {
     int steps = args.length > 2 ? Integer.parseInt(args[2]) : 20;
     double ratio = args.length > 3 ? Double.parseDouble(args[3]) : 4;
     int threads = Runtime.getRuntime().availableProcessors();
-    BackendSpec kernels =
-        new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.GemmChoice.KERNELS);
-    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.GemmChoice.AUTO);
+    BackendSpec kernels = new BackendSpec(BackendSpec.Kind.CUDA, threads, CudaSpec.ownKernels());
+    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, CudaSpec.defaults());
     try (CudaBackend b = CudaBackend.open(auto)) {
       System.out.println("# device: " + b.describe());
       long copyBytes = Math.min(COPY_BYTES, b.freeMemoryBytes() / 8);
@@ -194,32 +216,62 @@ public final class GpuBench {
     return end.millisSince(start) / 1e3;
   }
 
-  /** Resident steps of {@code model} at {@code batch}: step time, device peak against the plan. */
-  private static void memory(String model, int batch, int steps) {
+  /** The arithmetic of a {@code memory} row, as torch_anchor.py's modes. */
+  private enum Mode {
+    FP32(CudaSpec.Tf32.OFF, Precision.FP32),
+    TF32(CudaSpec.Tf32.CONVOLUTIONS, Precision.FP32),
+    BF16(CudaSpec.Tf32.CONVOLUTIONS, Precision.BF16);
+
+    final CudaSpec.Tf32 tf32;
+    final Precision precision;
+
+    Mode(CudaSpec.Tf32 tf32, Precision precision) {
+      this.tf32 = tf32;
+      this.precision = precision;
+    }
+  }
+
+  /**
+   * Resident steps of {@code model} at {@code batch} in {@code mode}: step time, device peak
+   * against the plan, the host's launch time.
+   */
+  private static void memory(String model, int batch, int steps, Mode mode) {
     int threads = Runtime.getRuntime().availableProcessors();
-    BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, BackendSpec.GemmChoice.AUTO);
+    BackendSpec spec =
+        new BackendSpec(BackendSpec.Kind.CUDA, threads, CudaSpec.defaults().withTf32(mode.tf32));
     ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
     List<LayerCost> costs;
     DeviceProfile profile;
-    try (CudaBackend b = CudaBackend.open(auto)) {
-      costs = LayerCost.measure(() -> ModelSpec.parse(model, image), b);
+    try (CudaBackend b = CudaBackend.open(spec)) {
+      costs = LayerCost.measure(() -> ModelSpec.parse(model, image, mode.precision), b);
       profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
     }
     long planned =
         PlacementPlan.plan(costs, batch, Long.MAX_VALUE, 2, false, profile).deviceBytes();
     TrainingSteps.Run run =
-        TrainingSteps.run(() -> CudaBackend.open(auto), model, image, batch, threads, null, steps);
+        TrainingSteps.run(
+            () -> CudaBackend.open(spec),
+            model,
+            image,
+            mode.precision,
+            batch,
+            threads,
+            null,
+            steps);
     System.out.printf(
-        "memory %s batch %d (%s): resident step %.2f ms = %.1f samples/s; device peak %s, plan"
-            + " %s (%+.1f%%)%n",
+        "memory %s batch %d (%s) %s: resident step %.2f ms = %.1f samples/s; device peak %s, plan"
+            + " %s (%+.1f%%); host launch %.2f ms = %.1f%% of the step%n",
         model,
         batch,
         image,
+        mode.name().toLowerCase(),
         run.medianStepSeconds() * 1e3,
         batch / run.medianStepSeconds(),
         PlacementPlan.bytes(run.devicePeakBytes()),
         PlacementPlan.bytes(planned),
-        100.0 * (planned - run.devicePeakBytes()) / run.devicePeakBytes());
+        100.0 * (planned - run.devicePeakBytes()) / run.devicePeakBytes(),
+        run.medianHostSeconds() * 1e3,
+        100 * run.medianHostSeconds() / run.medianStepSeconds());
   }
 
   /** Resident against streamed training steps at the planned batch and a quarter of it. */

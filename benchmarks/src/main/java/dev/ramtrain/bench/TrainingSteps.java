@@ -37,14 +37,17 @@ final class TrainingSteps {
 
   /**
    * The median step (the first two left out: warm-up), each step's loss, the last step's metrics,
-   * and the most device memory the backend held at once (its arena's peak: on a GPU what
-   * torch.cuda.max_memory_allocated reports for PyTorch).
+   * the most device memory the backend held at once (its arena's peak: on a GPU what
+   * torch.cuda.max_memory_allocated reports for PyTorch), and the median time the host spent
+   * issuing a step's work (from its start until everything is enqueued: on a GPU, the launch
+   * overhead a CUDA graph would remove, hidden while it stays below the device's time).
    */
   record Run(
       double medianStepSeconds,
       double[] losses,
       Map<String, Object> lastMetrics,
-      long devicePeakBytes) {}
+      long devicePeakBytes,
+      double medianHostSeconds) {}
 
   private TrainingSteps() {}
 
@@ -89,6 +92,7 @@ final class TrainingSteps {
         }
         b.copy(staging, 0, labels, 4L * batch, s);
         long[] starts = new long[steps + 1];
+        double[] host = new double[steps];
         double[] losses = new double[steps];
         Map<String, Object> metrics = Map.of();
         for (int step = 0; step < steps; step++) {
@@ -98,6 +102,7 @@ final class TrainingSteps {
           DeviceBuffer logits = learner.forward(s, x, batch, true);
           DeviceBuffer dlogits = loss.compute(s, logits, labels, batch);
           learner.backwardAndUpdate(s, dlogits, batch, 1e-3f);
+          host[step] = (System.nanoTime() - starts[step]) / 1e9;
           if (step == steps - 1) {
             metrics = learner.stepMetrics(s); // waits for the step and its update
           }
@@ -112,11 +117,16 @@ final class TrainingSteps {
         for (int step = 0; step < steps; step++) {
           times[step] = (starts[step + 1] - starts[step]) / 1e9;
         }
-        double[] measured = Arrays.copyOfRange(times, Math.min(2, steps - 1), steps);
-        Arrays.sort(measured);
-        return new Run(measured[measured.length / 2], losses, metrics, b.peakAllocatedBytes());
+        return new Run(median(times), losses, metrics, b.peakAllocatedBytes(), median(host));
       }
     }
+  }
+
+  /** The median of {@code values} after the first two (warm-up). */
+  private static double median(double[] values) {
+    double[] measured = Arrays.copyOfRange(values, Math.min(2, values.length - 1), values.length);
+    Arrays.sort(measured);
+    return measured[measured.length / 2];
   }
 
   private static Learner learner(

@@ -8,6 +8,7 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendException;
 import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.backend.cuda.EmulatorFaults;
@@ -411,43 +412,54 @@ class TrainerTest {
         "offloaded, resumed after epoch 1");
   }
 
-  private static Supplier<Backend> cuda(BackendSpec.GemmChoice gemm, String... faults) {
-    return () -> EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 2, gemm), faults);
+  private static Supplier<Backend> cuda(CudaSpec spec, String... faults) {
+    return () -> EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 2, spec), faults);
   }
 
   /**
    * The same training (loader with augmentation, batch norm, dropout, AdamW, clipping) on the
-   * emulated GPU, with cuBLAS and with the backend's own GEMM: the CPU run's weights up to
-   * summation order, and an offloaded CUDA run the resident CUDA run's bit for bit.
+   * emulated GPU, with NVIDIA's libraries (the default: cuBLAS and cuDNN) and with the backend's
+   * own kernels: the CPU run's weights up to summation order, and an offloaded CUDA run the
+   * resident CUDA run's bit for bit on both paths.
    */
   @Test
   void theCudaBackendTrainsAsTheCpuBackendDoes() throws Exception {
     float[] cpu = run(tmp.resolve("cpu"), 0, 3, false, Placement.RESIDENT);
-    for (BackendSpec.GemmChoice gemm :
-        new BackendSpec.GemmChoice[] {
-          BackendSpec.GemmChoice.CUBLAS, BackendSpec.GemmChoice.KERNELS
-        }) {
+    Map<String, CudaSpec> paths =
+        Map.of(
+            // TF32 off: the comparison with the CPU's fp32 holds on a real GPU too (lent.sh)
+            "libraries",
+            CudaSpec.defaults().withTf32(CudaSpec.Tf32.OFF),
+            "kernels",
+            CudaSpec.ownKernels());
+    for (Map.Entry<String, CudaSpec> path : paths.entrySet()) {
+      String name = path.getKey();
       float[] gpu =
-          run(tmp.resolve("cuda-" + gemm), 0, 3, false, Placement.RESIDENT, cuda(gemm), () -> {});
+          run(
+              tmp.resolve("cuda-" + name),
+              0,
+              3,
+              false,
+              Placement.RESIDENT,
+              cuda(path.getValue()),
+              () -> {});
       double worst = 0;
       for (int i = 0; i < cpu.length; i++) {
         worst = Math.max(worst, Math.abs(cpu[i] - gpu[i]) / Math.max(1, Math.abs(cpu[i])));
       }
-      assertTrue(worst < 1e-3, gemm + ": largest difference from the cpu run " + worst);
-      System.out.printf("cuda (%s) vs cpu after 3 epochs: largest difference %.2e%n", gemm, worst);
-      if (gemm == BackendSpec.GemmChoice.KERNELS) {
-        org.junit.jupiter.api.Assertions.assertArrayEquals(
-            gpu,
-            run(
-                tmp.resolve("cuda-offloaded"),
-                0,
-                3,
-                false,
-                Placement.OFFLOADED,
-                cuda(gemm),
-                () -> {}),
-            "offloaded on cuda, bit for bit");
-      }
+      assertTrue(worst < 1e-3, name + ": largest difference from the cpu run " + worst);
+      System.out.printf("cuda (%s) vs cpu after 3 epochs: largest difference %.2e%n", name, worst);
+      org.junit.jupiter.api.Assertions.assertArrayEquals(
+          gpu,
+          run(
+              tmp.resolve("cuda-offloaded-" + name),
+              0,
+              3,
+              false,
+              Placement.OFFLOADED,
+              cuda(path.getValue()),
+              () -> {}),
+          "offloaded on cuda (" + name + "), bit for bit");
     }
   }
 
@@ -468,7 +480,7 @@ class TrainerTest {
                     3,
                     false,
                     Placement.RESIDENT,
-                    cuda(BackendSpec.GemmChoice.AUTO, "lose-device-when=" + unplugged),
+                    cuda(CudaSpec.defaults(), "lose-device-when=" + unplugged),
                     () -> {
                       try {
                         Files.writeString(unplugged, "gone");
@@ -502,7 +514,7 @@ class TrainerTest {
             3,
             false,
             Placement.RESIDENT_BF16,
-            cuda(BackendSpec.GemmChoice.KERNELS),
+            cuda(CudaSpec.ownKernels()),
             () -> {});
     double fromCpu = largestDifference(bf16, gpu);
     System.out.printf("bf16: cuda vs cpu %.2e, bf16 vs fp32 %.2e%n", fromCpu, fromFp32);

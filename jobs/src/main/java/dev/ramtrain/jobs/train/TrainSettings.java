@@ -6,12 +6,14 @@ import static dev.ramtrain.jobs.config.RamtrainConfig.require;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.settings.ConfigException;
+import dev.ramtrain.settings.Spelling;
 import dev.ramtrain.trainer.BatchAugmentation;
 import dev.ramtrain.trainer.BestEpoch;
 import dev.ramtrain.trainer.LoopSpec;
 import dev.ramtrain.trainer.Mixup;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import dev.ramtrain.trainer.data.BadSamples;
 import dev.ramtrain.trainer.data.CenterCrop;
 import dev.ramtrain.trainer.data.InputResize;
@@ -189,7 +191,7 @@ public final class TrainSettings {
 
   /**
    * The backend {@code ramtrain.train.backend} and {@code .threads} ask for, with {@code
-   * ramtrain.cuda.gemm} and {@code ramtrain.cpu.engine}.
+   * ramtrain.cuda.*} and {@code ramtrain.cpu.engine}.
    */
   public static BackendSpec backend(RamtrainConfig c) {
     int t = c.integer(P + "threads");
@@ -197,8 +199,17 @@ public final class TrainSettings {
     return new BackendSpec(
         c.choice(P + "backend", BackendSpec.Kind.class),
         t == 0 ? Runtime.getRuntime().availableProcessors() : t,
-        c.choice("ramtrain.cuda.gemm", BackendSpec.GemmChoice.class),
+        cuda(c),
         c.choice("ramtrain.cpu.engine", CpuEngine.class));
+  }
+
+  /** {@code ramtrain.cuda.*}: who multiplies and convolves, TF32, where the libraries are. */
+  public static CudaSpec cuda(RamtrainConfig c) {
+    return new CudaSpec(
+        c.choice("ramtrain.cuda.gemm", CudaSpec.GemmChoice.class),
+        c.choice("ramtrain.cuda.conv", CudaSpec.ConvChoice.class),
+        c.choice("ramtrain.cuda.tf32", CudaSpec.Tf32.class),
+        c.strings("ramtrain.cuda.library-path"));
   }
 
   /** {@code ramtrain.offload.*}. */
@@ -418,8 +429,10 @@ public final class TrainSettings {
 
   /**
    * The settings a resumed run must share with its checkpoint: every {@code ramtrain.train.*} value
-   * that changes the numbers, and the seed. {@code epochs} only counts where the learning rate
-   * schedule depends on the run's length; otherwise a finished run may be extended.
+   * that changes the numbers, the seed, and {@code ramtrain.cuda.tf32} (TF32 rounds fp32 operands:
+   * a run resumed with another setting would not repeat its numbers). {@code epochs} only counts
+   * where the learning rate schedule depends on the run's length; otherwise a finished run may be
+   * extended.
    */
   private static SortedMap<String, String> resumeSettings(
       RamtrainConfig c, ScheduleSpec schedule, long seed) {
@@ -437,6 +450,8 @@ public final class TrainSettings {
       settings.remove(P + "epochs");
     }
     settings.put("ramtrain.seed", Long.toString(seed));
+    settings.put(
+        "ramtrain.cuda.tf32", Spelling.of(c.choice("ramtrain.cuda.tf32", CudaSpec.Tf32.class)));
     return settings;
   }
 

@@ -10,6 +10,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.CpuEngine;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -165,8 +166,13 @@ class MixedPrecisionTest {
         new Engine(
             () ->
                 EmulatorFaults.open(
-                    new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.GemmChoice.KERNELS)),
+                    new BackendSpec(BackendSpec.Kind.CUDA, 1, CudaSpec.ownKernels())),
             true));
+    check.accept( // cuBLAS and cuDNN: another summation order than the own kernels
+        new Engine(
+            () ->
+                EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, CudaSpec.defaults())),
+            false));
   }
 
   @Test

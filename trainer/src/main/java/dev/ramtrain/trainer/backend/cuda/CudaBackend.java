@@ -12,6 +12,7 @@ import static jcuda.driver.JCudaDriver.cuMemsetD8Async;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.BackendUnavailableException;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
@@ -33,10 +34,11 @@ import org.slf4j.LoggerFactory;
 /**
  * The CUDA backend: JCuda's driver API (no runtime API, so the driver's libcuda.so.1 is the only
  * CUDA library it needs), the project's kernels from one fatbin (launched by {@link
- * CudaOperations}), and GEMM by cuBLAS or by its own kernels. Device memory comes from an arena,
- * host staging from pinned memory; every kernel and copy is enqueued on the caller's stream and
- * returns at once. Arguments are checked where each operation's record is made, so every engine
- * rejects the same calls alike.
+ * CudaOperations}), GEMM by cuBLAS or by its own kernels, and convolutions by cuDNN (a table over
+ * the own one) or lowered to im2col and GEMM, NVIDIA's libraries where they load ({@link
+ * NvidiaLibraries}). Device memory comes from an arena, host staging from pinned memory; every
+ * kernel and copy is enqueued on the caller's stream and returns at once. Arguments are checked
+ * where each operation's record is made, so every engine rejects the same calls alike.
  */
 public final class CudaBackend implements Backend {
   private static final Logger LOG = LoggerFactory.getLogger(CudaBackend.class);
@@ -47,6 +49,7 @@ public final class CudaBackend implements Backend {
   private final MemoryLedger host = new MemoryLedger();
   private final CudaKernels kernels;
   private final GemmEngine gemm;
+  private final CudnnConvolutions convolutions; // null: im2col and GEMM
   private final OperationTable<CudaStream> operations;
   private final CudaStream setup;
   private final List<CudaStream> streams = new ArrayList<>();
@@ -54,27 +57,32 @@ public final class CudaBackend implements Backend {
   private boolean released;
 
   /**
-   * Opens the device {@code spec} names, or fails naming what is missing (driver, device, cuBLAS
-   * when insisted on).
+   * Opens the device {@code spec} names, or fails naming what is missing (driver, device, cuBLAS or
+   * cuDNN when insisted on).
    */
   public static CudaBackend open(BackendSpec spec) {
     CudaProbe.Result probe = CudaProbe.result(spec.device());
     if (!probe.available()) {
       throw new BackendUnavailableException("backend cuda: " + probe.unavailable());
     }
-    return new CudaBackend(probe.device(), spec.gemm());
+    return new CudaBackend(probe.device(), spec.cuda());
   }
 
-  private CudaBackend(CudaProbe.Gpu device, BackendSpec.GemmChoice gemmChoice) {
+  private CudaBackend(CudaProbe.Gpu device, CudaSpec cuda) {
     this.device = device;
     this.context = new CudaContext(device.handle());
     CudaKernels loaded = null;
     GemmEngine engine = null;
+    CudnnConvolutions convolving = null;
     try {
       loaded = new CudaKernels(context);
-      engine = chooseGemm(gemmChoice, loaded);
+      engine = chooseGemm(cuda, loaded);
+      convolving = chooseConvolutions(cuda);
       this.setup = new CudaStream("cuda.setup", context, scratch("cuda.setup"));
     } catch (RuntimeException | LinkageError e) {
+      if (convolving != null) {
+        convolving.close();
+      }
       if (engine != null) {
         engine.close();
       }
@@ -87,7 +95,14 @@ public final class CudaBackend implements Backend {
     }
     this.kernels = loaded;
     this.gemm = engine;
-    this.operations = CudaOperations.table(loaded, engine);
+    this.convolutions = convolving;
+    OperationTable<CudaStream> own = CudaOperations.table(loaded, engine);
+    this.operations = convolving == null ? own : convolving.over(own);
+    LOG.info(
+        "cuda backend on {}: GEMM by {}; convolutions by {}",
+        device.describe(),
+        engine.describe(),
+        convolving == null ? "im2col and GEMM" : convolving.describe());
     try {
       OwnGemmCheck.verify(this, new KernelGemm(loaded), setup, device.describe());
     } catch (RuntimeException e) {
@@ -96,26 +111,64 @@ public final class CudaBackend implements Backend {
     }
   }
 
-  private GemmEngine chooseGemm(BackendSpec.GemmChoice choice, CudaKernels loaded) {
-    if (choice == BackendSpec.GemmChoice.KERNELS) {
-      LOG.info(
-          "cuda backend on {}: GEMM by {} (ramtrain.cuda.gemm=kernels)",
-          device.describe(),
-          "ramtrain's own kernels");
+  private GemmEngine chooseGemm(CudaSpec cuda, CudaKernels loaded) {
+    if (cuda.gemm() == CudaSpec.GemmChoice.KERNELS) {
       return new KernelGemm(loaded);
     }
-    try {
-      GemmEngine cublas = new CublasGemm(context, new KernelGemm(loaded));
-      LOG.info("cuda backend on {}: GEMM by {}", device.describe(), cublas.describe());
-      return cublas;
-    } catch (LinkageError | RuntimeException e) {
-      String why = "libcublas.so.12 could not be used (" + CudaProbe.whyNotLoaded(e) + ")";
-      if (choice == BackendSpec.GemmChoice.CUBLAS) {
-        throw new BackendUnavailableException("backend cuda: ramtrain.cuda.gemm=cublas but " + why);
-      }
-      LOG.info("cuda backend on {}: GEMM by ramtrain's own kernels, as {}", device.describe(), why);
-      return new KernelGemm(loaded);
+    NvidiaLibraries.Availability cublas = NvidiaLibraries.cublas(cuda.libraryPath());
+    if (cublas.loaded()) {
+      return new CublasGemm(
+          context, new KernelGemm(loaded), cublas.version(), cuda.tf32().matmul());
     }
+    fallBack(
+        cublas,
+        "cuBLAS",
+        cuda.gemm() == CudaSpec.GemmChoice.CUBLAS,
+        "gemm=cublas",
+        "GEMM by ramtrain's own kernels");
+    return new KernelGemm(loaded);
+  }
+
+  /** cuDNN's convolutions, or null for im2col and GEMM. */
+  private CudnnConvolutions chooseConvolutions(CudaSpec cuda) {
+    if (cuda.conv() == CudaSpec.ConvChoice.KERNELS) {
+      return null;
+    }
+    NvidiaLibraries.Availability cudnn = NvidiaLibraries.cudnn(cuda.libraryPath());
+    if (cudnn.loaded()) {
+      return new CudnnConvolutions(context, cudnn.version(), cuda.tf32().convolutions());
+    }
+    fallBack(
+        cudnn,
+        "cuDNN 9",
+        cuda.conv() == CudaSpec.ConvChoice.CUDNN,
+        "conv=cudnn",
+        "convolutions by im2col and GEMM");
+    return null;
+  }
+
+  /**
+   * A library that did not load: the start fails where {@code insisted} ({@code
+   * ramtrain.cuda.<setting>}), else one warning says what runs instead, what is missing and how to
+   * get it.
+   */
+  private static void fallBack(
+      NvidiaLibraries.Availability library,
+      String name,
+      boolean insisted,
+      String setting,
+      String instead) {
+    String why = name + " could not be loaded (" + library.missing() + ")";
+    if (insisted) {
+      throw new BackendUnavailableException(
+          "backend cuda: ramtrain.cuda."
+              + setting
+              + " but "
+              + why
+              + "; "
+              + NvidiaLibraries.HOW_TO_GET);
+    }
+    LOG.warn("cuda: {}, several times slower, as {}; {}", instead, why, NvidiaLibraries.HOW_TO_GET);
   }
 
   @Override
@@ -123,9 +176,13 @@ public final class CudaBackend implements Backend {
     return "cuda";
   }
 
-  /** The device and who multiplies matrices, for logs and benchmarks. */
+  /** The device, who multiplies matrices and who convolves, for logs and benchmarks. */
   public String describe() {
-    return device.describe() + ", GEMM by " + gemm.describe();
+    return device.describe()
+        + ", GEMM by "
+        + gemm.describe()
+        + ", convolutions by "
+        + (convolutions == null ? "im2col and GEMM" : convolutions.describe());
   }
 
   // ---- memory, streams, events ---------------------------------------------------------------
@@ -305,6 +362,9 @@ public final class CudaBackend implements Backend {
         streams.forEach(CudaStream::close);
         streams.clear();
         setup.close();
+        if (convolutions != null) {
+          convolutions.close();
+        }
         gemm.close();
         kernels.close();
       } finally {

@@ -34,6 +34,12 @@ final class CudaBuffer extends OffsetBuffer<DeviceArena.Block> {
     return memory().pointer(byteOffset());
   }
 
+  /** The raw device address of the first element, checked to be live (for NVIDIA's libraries). */
+  DevicePointer address() {
+    requireLive();
+    return new DevicePointer(memory().address(byteOffset()));
+  }
+
   @Override
   public void requireLive() {
     if (!memory().live()) {

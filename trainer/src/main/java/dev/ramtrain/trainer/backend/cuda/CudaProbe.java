@@ -142,14 +142,30 @@ public final class CudaProbe {
    * open shared object file: ..."): JCuda's own message runs to dozens of lines of nested traces.
    */
   static String whyNotLoaded(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) { // JavaCPP's own error wraps the dlopen's
+      String missing = missingLibrary(t);
+      if (missing != null) {
+        return missing;
+      }
+      for (Throwable suppressed : t.getSuppressed()) {
+        missing = missingLibrary(suppressed);
+        if (missing != null) {
+          return missing;
+        }
+      }
+    }
     String message = String.valueOf(e.getMessage());
-    for (String line : message.split("\n")) {
+    return message.lines().findFirst().orElse(e.getClass().getSimpleName()).strip();
+  }
+
+  private static String missingLibrary(Throwable e) {
+    for (String line : String.valueOf(e.getMessage()).split("\n")) {
       int cannot = line.indexOf(": cannot open shared object file");
       if (cannot > 0) { // "...: /tmp/libJCudaDriver...so: libcuda.so.1: cannot open ..."
         return line.substring(line.lastIndexOf(": ", cannot - 1) + 2).strip();
       }
     }
-    return message.lines().findFirst().orElse(e.getClass().getSimpleName()).strip();
+    return null;
   }
 
   private static int attribute(CUdevice device, int attribute) {

@@ -19,6 +19,7 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
 import jcuda.driver.JCudaDriver;
+import org.bytedeco.cuda.cudart.CUstream_st;
 
 /**
  * A CUDA stream (non-blocking: it never waits for the legacy default stream) with what its kernels
@@ -37,6 +38,7 @@ final class CudaStream implements Stream {
   private final ByteBuffer status;
   private final CUdeviceptr statusDevice = new CUdeviceptr();
   private final CudaBuffer scratch;
+  private final CUstream_st library; // the same stream as NVIDIA's libraries take it
   private boolean closed;
 
   CudaStream(String label, CudaContext context, CudaBuffer scratch) {
@@ -58,6 +60,7 @@ final class CudaStream implements Stream {
     CudaCalls.check(
         cuMemHostGetDevicePointer(statusDevice, statusHost, 0),
         () -> "mapping the status word of stream '" + label + "'");
+    library = new CUstream_st(new DevicePointer(RawHandles.of(handle, scratch.pointer(), context)));
   }
 
   @Override
@@ -67,6 +70,11 @@ final class CudaStream implements Stream {
 
   CUstream handle() {
     return handle;
+  }
+
+  /** This stream for cuBLAS and cuDNN calls (JavaCPP's type for a CUstream). */
+  CUstream_st library() {
+    return library;
   }
 
   /** Where kernels on this stream report bad input (an RtStatus). */

@@ -35,11 +35,13 @@ final class DeviceArena implements AutoCloseable {
   /** One driver allocation and its free blocks (offset to size). */
   private static final class Chunk {
     final CUdeviceptr base;
+    final long address; // base's raw value, for NVIDIA's libraries
     final long size;
     final TreeMap<Long, Long> free = new TreeMap<>();
 
-    Chunk(CUdeviceptr base, long size) {
+    Chunk(CUdeviceptr base, long address, long size) {
       this.base = base;
+      this.address = address;
       this.size = size;
       free.put(0L, size);
     }
@@ -60,6 +62,11 @@ final class DeviceArena implements AutoCloseable {
 
     CUdeviceptr pointer(long byteOffset) {
       return chunk.base.withByteOffset(offset + byteOffset);
+    }
+
+    /** The raw device address {@code byteOffset} bytes into the block. */
+    long address(long byteOffset) {
+      return chunk.address + offset + byteOffset;
     }
 
     boolean live() {
@@ -150,7 +157,8 @@ final class DeviceArena implements AutoCloseable {
               chunks.size(),
               ledger.allocated()));
     }
-    chunks.add(new Chunk(base, size));
+    // A fresh chunk's first 8 bytes are unused: the word its own address is read through.
+    chunks.add(new Chunk(base, RawHandles.of(base, base, context), size));
   }
 
   private long largestFree() {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendException;
 import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
@@ -28,7 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CudaFaultsTest {
   private static final BackendSpec SPEC =
-      new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.GemmChoice.AUTO);
+      new BackendSpec(BackendSpec.Kind.CUDA, 1, CudaSpec.defaults());
 
   @Test
   void outOfMemoryNamesTheBufferAndWhatTheArenaHolds() {

@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.backend.cuda;
 
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import dev.ramtrain.trainer.backend.cpu.SimulatedBus;
 import dev.ramtrain.trainer.offload.OffloadedTrainingTest;
 
@@ -13,7 +14,7 @@ import dev.ramtrain.trainer.offload.OffloadedTrainingTest;
 class CudaOffloadedTrainingTest extends OffloadedTrainingTest {
   @Override
   protected Backend open(SimulatedBus bus) {
-    BackendSpec spec = new BackendSpec(BackendSpec.Kind.CUDA, 2, BackendSpec.GemmChoice.AUTO);
+    BackendSpec spec = new BackendSpec(BackendSpec.Kind.CUDA, 2, CudaSpec.defaults());
     return bus == SimulatedBus.NONE
         ? EmulatorFaults.open(spec)
         : EmulatorFaults.open(spec, "slow-copy-us=500");

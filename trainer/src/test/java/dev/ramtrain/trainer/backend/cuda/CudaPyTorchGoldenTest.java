@@ -2,13 +2,16 @@ package dev.ramtrain.trainer.backend.cuda;
 
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import dev.ramtrain.trainer.nn.PyTorchGoldenTest;
 
-/** The PyTorch goldens on the CUDA backend (the emulated device: the kernels' own sources). */
+/**
+ * The PyTorch goldens on the CUDA backend's own kernels (on the emulator: the kernels' own
+ * sources).
+ */
 class CudaPyTorchGoldenTest extends PyTorchGoldenTest {
   @Override
   protected Backend create() {
-    return CudaBackend.open(
-        new BackendSpec(BackendSpec.Kind.CUDA, 1, BackendSpec.GemmChoice.KERNELS));
+    return CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, CudaSpec.ownKernels()));
   }
 }
