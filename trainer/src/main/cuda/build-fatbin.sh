@@ -4,7 +4,7 @@
 #   bash trainer/src/main/cuda/build-fatbin.sh
 # SASS for Turing to Hopper, and PTX for the newest so later GPUs JIT it. No FMA contraction:
 # the elementwise kernels then give the CPU backend's bits (the GEMM asks for fmaf itself).
-# Committed (2 MB) because a build must work without nvcc; left uncompressed (--compress-mode
+# Committed (3 MB) because a build must work without nvcc; left uncompressed (--compress-mode
 # would make it 0.4 MB) so that KernelSourcesTest can see every kernel and target in it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

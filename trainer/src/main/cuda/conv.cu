@@ -135,3 +135,101 @@ extern "C" __global__ void max_pool_backward_f32(const float* dy, const int* arg
   }
 }
 RT_KERNEL(max_pool_backward_f32)
+
+// Depthwise k x k convolution, stride 1, "same" padding (ConvNeXt's conv_dw): NCHW input,
+// channels-last output y[n][py][px][ch]. A thread per output, numbered in NCHW order so that a
+// warp reads neighbouring input; its in-image taps summed in row order in fp32, as
+// DepthwiseKernels.forward (bit for bit: no FMA contraction).
+extern "C" __global__ void depthwise_forward_f32(const float* x, const float* weight, float* y,
+                                                 int n, int c, int h, int w, int k) {
+  long long total = (long long)n * c * h * w;
+  int p = k / 2;
+  RT_FOR_EACH(o, total) {
+    int px = (int)(o % w);
+    int py = (int)((o / w) % h);
+    long long nc = o / ((long long)w * h);
+    int ch = (int)(nc % c);
+    long long img = nc / c;
+    const float* plane = x + nc * h * w;
+    const float* taps = weight + (long long)ch * k * k;
+    float acc = 0.0f;
+    for (int ky = 0; ky < k; ky++) {
+      int iy = py + ky - p;
+      if (iy < 0 || iy >= h) {
+        continue;
+      }
+      for (int kx = 0; kx < k; kx++) {
+        int ix = px + kx - p;
+        if (ix >= 0 && ix < w) {
+          acc += plane[iy * w + ix] * taps[ky * k + kx];
+        }
+      }
+    }
+    y[((img * h + py) * w + px) * c + ch] = acc;
+  }
+}
+RT_KERNEL(depthwise_forward_f32)
+
+// Its input gradient dx[n][ch][iy][ix] from channels-last dy and the flipped taps: a thread per
+// input, as DepthwiseKernels.backwardData.
+extern "C" __global__ void depthwise_backward_data_f32(const float* dy, const float* weight,
+                                                       float* dx, int n, int c, int h, int w,
+                                                       int k) {
+  long long total = (long long)n * c * h * w;
+  int p = k / 2;
+  RT_FOR_EACH(i, total) {
+    int ix = (int)(i % w);
+    int iy = (int)((i / w) % h);
+    long long nc = i / ((long long)w * h);
+    int ch = (int)(nc % c);
+    long long img = nc / c;
+    const float* taps = weight + (long long)ch * k * k;
+    float acc = 0.0f;
+    for (int ky = 0; ky < k; ky++) {
+      int py = iy - ky + p;
+      if (py < 0 || py >= h) {
+        continue;
+      }
+      for (int kx = 0; kx < k; kx++) {
+        int px = ix - kx + p;
+        if (px >= 0 && px < w) {
+          acc += dy[((img * h + py) * w + px) * c + ch] * taps[ky * k + kx];
+        }
+      }
+    }
+    dx[i] = acc;
+  }
+}
+RT_KERNEL(depthwise_backward_data_f32)
+
+// Its weight gradient: a block per (channel, tap), each thread's products over a strided share
+// of the batch's positions summed in double, then the block's fixed-order tree (deterministic:
+// no atomics), added to dw.
+extern "C" __global__ void depthwise_backward_weight_f32(const float* x, const float* dy,
+                                                         float* dw, int n, int c, int h, int w,
+                                                         int k) {
+  __shared__ double scratch[RT_BLOCK];
+  int ch = blockIdx.x / (k * k);
+  int ky = blockIdx.x % (k * k) / k;
+  int kx = blockIdx.x % k;
+  int p = k / 2;
+  long long hw = (long long)h * w;
+  long long positions = (long long)n * hw;
+  double partial = 0;
+  for (long long o = threadIdx.x; o < positions; o += RT_BLOCK) {
+    long long img = o / hw;
+    int py = (int)(o % hw) / w;
+    int px = (int)(o % hw) % w;
+    int iy = py + ky - p;
+    int ix = px + kx - p;
+    if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
+      partial += (double)(x[((img * c + ch) * h + iy) * w + ix] *
+                          dy[((img * h + py) * w + px) * c + ch]);
+    }
+  }
+  double total = rt_block_sum(partial, scratch);
+  if (threadIdx.x == 0) {
+    dw[blockIdx.x] = dw[blockIdx.x] + (float)total;
+  }
+}
+RT_KERNEL_WITH_BARRIERS(depthwise_backward_weight_f32)

@@ -67,27 +67,45 @@ extern "C" __global__ void layernorm_backward_dx_f32(const float* x, const float
 }
 RT_KERNEL(layernorm_backward_dx_f32)
 
-// dgamma[j] += Σ dy * xhat and dbeta[j] += Σ dy over every group, outer index first.
+// dgamma[j] += Σ dy * xhat and dbeta[j] += Σ dy over every group r = o * inner + i. A block of
+// RT_LN_FEATURES x RT_LN_LANES threads per RT_LN_FEATURES features: lane l sums, in double, the
+// groups r ≡ l (mod RT_LN_LANES) in increasing order; the lanes' sums are then added in lane
+// order (NormKernels.layerNormBackward's order, so the CPU's bits). Neighbouring threads read
+// neighbouring features of one group, and the batch's groups are shared by RT_LN_LANES threads
+// a feature instead of one.
 extern "C" __global__ void layernorm_backward_params_f32(const float* x, const float* dy,
                                                          int outer, int size, int inner,
                                                          const float* saved_mean,
                                                          const float* saved_inv_std,
                                                          float* dgamma, float* dbeta) {
-  RT_FOR_EACH(j, size) {
-    double sum_dy_xhat = 0;
-    double sum_dy = 0;
-    for (long long o = 0; o < outer; o++) {
-      for (long long i = 0; i < inner; i++) {
-        long long at = (o * size + j) * inner + i;
-        sum_dy_xhat += dy[at] * rt_xhat(x[at], saved_mean, saved_inv_std, o * inner + i);
-        sum_dy += dy[at];
-      }
+  __shared__ double lane_dy_xhat[RT_LN_LANES][RT_LN_FEATURES];
+  __shared__ double lane_dy[RT_LN_LANES][RT_LN_FEATURES];
+  int j = blockIdx.x * RT_LN_FEATURES + threadIdx.x;
+  long long groups = (long long)outer * inner;
+  double sum_dy_xhat = 0;
+  double sum_dy = 0;
+  if (j < size) {
+    for (long long r = threadIdx.y; r < groups; r += RT_LN_LANES) {
+      long long at = ((r / inner) * size + j) * inner + r % inner;
+      sum_dy_xhat += dy[at] * rt_xhat(x[at], saved_mean, saved_inv_std, r);
+      sum_dy += dy[at];
     }
-    dgamma[j] = (float)(dgamma[j] + sum_dy_xhat);
-    dbeta[j] = (float)(dbeta[j] + sum_dy);
+  }
+  lane_dy_xhat[threadIdx.y][threadIdx.x] = sum_dy_xhat;
+  lane_dy[threadIdx.y][threadIdx.x] = sum_dy;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < size) {
+    double total_dy_xhat = 0;
+    double total_dy = 0;
+    for (int l = 0; l < RT_LN_LANES; l++) {
+      total_dy_xhat += lane_dy_xhat[l][threadIdx.x];
+      total_dy += lane_dy[l][threadIdx.x];
+    }
+    dgamma[j] = (float)(dgamma[j] + total_dy_xhat);
+    dbeta[j] = (float)(dbeta[j] + total_dy);
   }
 }
-RT_KERNEL(layernorm_backward_params_f32)
+RT_KERNEL_WITH_BARRIERS(layernorm_backward_params_f32)
 
 extern "C" __global__ void softmax_f32(const float* x, int rows, int cols, float* y) {
   RT_FOR_EACH(r, rows) {

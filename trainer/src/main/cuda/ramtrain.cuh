@@ -20,6 +20,9 @@
 
 // Threads per block of the elementwise kernels and of the block reductions (a power of two).
 #define RT_BLOCK 256
+// Layer norm's parameter gradients: features a block, and lanes a feature (NormKernels.LANES).
+#define RT_LN_FEATURES 32
+#define RT_LN_LANES 16
 
 // A grid-stride loop over [0, n): correct for any grid size, so launches can cap their grids.
 #define RT_FOR_EACH(i, n)                                                        \

@@ -38,6 +38,17 @@ public interface Backend extends Device {
   }
 
   /**
+   * Whether layers should convolve depthwise with the direct {@link
+   * dev.ramtrain.trainer.backend.ops.DepthwiseConvolution} rather than im2col and GEMM. Every
+   * engine computes the operation (the CPU's Java loops are its reference); the engines say where
+   * it is the faster path: on a GPU the im2col columns of a 7×7 depthwise convolution are 49 times
+   * the input, written and read per image.
+   */
+  default boolean convolvesDepthwise() {
+    return false;
+  }
+
+  /**
    * Bytes of the mask a batch norm over {@code n × c × hw} values in layout {@code channelBlock}
    * keeps when it fuses the ReLU after it ({@code BatchNormTrain} with a ReLU mask), or 0 where
    * this engine does not fuse them: there the ReLU runs as its own operation, as it computes the

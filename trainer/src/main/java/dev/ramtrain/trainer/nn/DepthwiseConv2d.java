@@ -6,6 +6,8 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.AddBias;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolution;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.backend.ops.GemmStridedBatched;
 import dev.ramtrain.trainer.backend.ops.Im2col;
@@ -19,7 +21,10 @@ import java.util.List;
  * one batched GEMM over the channels. The output is channels last, each image's [h·w, c] rows
  * (ConvNeXt's permute before its norm, which PyTorch has as a view: no NCHW output is kept beside a
  * channels-last copy), so each channel's product is a column of them. The columns live in the
- * shared workspace and are made again from the kept input in backward, as {@link Conv2d}'s.
+ * shared workspace and are made again from the kept input in backward, as {@link Conv2d}'s. An
+ * engine with a direct depthwise convolution ({@link
+ * dev.ramtrain.trainer.backend.Backend#convolvesDepthwise}, the GPU) runs that instead, one
+ * operation per batch; the columns' workspace is kept in the plan either way.
  */
 public final class DepthwiseConv2d extends BaseLayer {
   private final int c;
@@ -108,6 +113,12 @@ public final class DepthwiseConv2d extends BaseLayer {
     input = x;
     int hw = h * w;
     DeviceBuffer yb = y.view(0, (long) batch * outputSize());
+    if (backend.convolvesDepthwise()) {
+      DeviceBuffer xb = x.view(0, (long) batch * inputSize());
+      backend.run(s, new DepthwiseConvolution(xb, weight, yb, batch, c, h, w, k));
+      backend.run(s, new AddBias(yb, bias, batch * hw, c));
+      return yb;
+    }
     for (int i = 0; i < batch; i++) {
       backend.run(s, new Im2col(image(x, i), window(), cols));
       // y_i[:, ch] (hw × 1, a column of the rows) = cols[ch]ᵀ (hw × k·k) · W[ch]ᵀ (k·k × 1)
@@ -133,6 +144,22 @@ public final class DepthwiseConv2d extends BaseLayer {
     int hw = h * w;
     backend.run(s, new SumRows(dy, biasGrad, batch * hw, c, 1f));
     DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
+    if (backend.convolvesDepthwise()) {
+      backend.run(
+          s,
+          new DepthwiseConvolutionBackward(
+              input.view(0, (long) batch * inputSize()),
+              dy.view(0, (long) batch * outputSize()),
+              weight,
+              weightGrad,
+              needInputGrad ? dxb : null,
+              batch,
+              c,
+              h,
+              w,
+              k));
+      return needInputGrad ? dxb : null;
+    }
     for (int i = 0; i < batch; i++) {
       DeviceBuffer g = image(dy, i); // dy_i[ch]: a column of the rows, stride c
       backend.run(s, new Im2col(image(input, i), window(), cols));

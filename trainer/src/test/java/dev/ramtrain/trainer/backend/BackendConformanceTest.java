@@ -21,6 +21,8 @@ import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.CutMixBatch;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolution;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -2183,6 +2185,105 @@ public abstract class BackendConformanceTest {
       assertEquals(
           "backend " + backend.name() + " does not implement Unimplemented", unknown.getMessage());
       stream.synchronize(); // nothing was enqueued
+    }
+  }
+
+  // ---- depthwise convolution ------------------------------------------------------------------
+
+  /**
+   * The direct depthwise convolution against a double-precision reference, each element within the
+   * bound of fp32 summation in any order (n terms: n·2⁻²⁴ of the terms' absolute sum), with the
+   * weight gradient accumulated onto what it held and padding contributing nothing.
+   */
+  @Test
+  void depthwiseConvolutionForwardAndBackwardMatchTheReference() {
+    int[][] shapes = {{2, 3, 5, 6, 3}, {1, 2, 9, 8, 7}, {2, 1, 1, 1, 1}};
+    Random rng = new Random(77);
+    for (int[] shape : shapes) {
+      int n = shape[0], c = shape[1], h = shape[2], w = shape[3], k = shape[4], p = k / 2;
+      int size = n * c * h * w;
+      float[] x = random(rng, size);
+      float[] weight = random(rng, c * k * k);
+      float[] dy = random(rng, size); // channels last, as y
+      float[] held = random(rng, c * k * k); // what the weight gradient holds before
+      double[] y = new double[size], yBound = new double[size];
+      double[] dx = new double[size], dxBound = new double[size];
+      double[] dw = new double[c * k * k], dwBound = new double[c * k * k];
+      for (int i = 0; i < dw.length; i++) {
+        dw[i] = held[i];
+        dwBound[i] = Math.abs(held[i]);
+      }
+      for (int img = 0; img < n; img++) {
+        for (int ch = 0; ch < c; ch++) {
+          for (int py = 0; py < h; py++) {
+            for (int px = 0; px < w; px++) {
+              int out = ((img * h + py) * w + px) * c + ch;
+              for (int ky = 0; ky < k; ky++) {
+                for (int kx = 0; kx < k; kx++) {
+                  int iy = py + ky - p, ix = px + kx - p;
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                    continue;
+                  }
+                  int in = ((img * c + ch) * h + iy) * w + ix;
+                  int tap = (ch * k + ky) * k + kx;
+                  double product = (double) x[in] * weight[tap];
+                  y[out] += product;
+                  yBound[out] += Math.abs(product);
+                  dx[in] += (double) dy[out] * weight[tap];
+                  dxBound[in] += Math.abs((double) dy[out] * weight[tap]);
+                  dw[tap] += (double) x[in] * dy[out];
+                  dwBound[tap] += Math.abs((double) x[in] * dy[out]);
+                }
+              }
+            }
+          }
+        }
+      }
+      try (DeviceBuffer xd = upload("x", x);
+          DeviceBuffer wd = upload("w", weight);
+          DeviceBuffer yd = upload("y", new float[size]);
+          DeviceBuffer dyd = upload("dy", dy);
+          DeviceBuffer dwd = upload("dw", held);
+          DeviceBuffer dxd = upload("dx", new float[size])) {
+        backend.run(stream, new DepthwiseConvolution(xd, wd, yd, n, c, h, w, k));
+        backend.run(stream, new DepthwiseConvolutionBackward(xd, dyd, wd, dwd, dxd, n, c, h, w, k));
+        String what =
+            "depthwise "
+                + String.join(
+                    "x", java.util.Arrays.stream(shape).mapToObj(String::valueOf).toList());
+        int terms = Math.max(k * k, n * h * w) + 2;
+        assertWithin(y, yBound, download(yd), terms, what + " forward");
+        assertWithin(dx, dxBound, download(dxd), terms, what + " input gradient");
+        assertWithin(dw, dwBound, download(dwd), terms, what + " weight gradient");
+      }
+    }
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> {
+          try (DeviceBuffer any = upload("x", new float[16])) {
+            backend.run(stream, new DepthwiseConvolution(any, any, any, 1, 1, 4, 4, 2));
+          }
+        },
+        "an even kernel has no centre");
+  }
+
+  /** {@code actual} within fp32 rounding of {@code terms} summands of {@code bound}'s size. */
+  private static void assertWithin(
+      double[] expected, double[] bound, float[] actual, int terms, String what) {
+    for (int i = 0; i < expected.length; i++) {
+      double allowed = terms * 0x1p-24 * bound[i] + Float.MIN_NORMAL;
+      assertTrue(
+          Math.abs(expected[i] - actual[i]) <= allowed,
+          what
+              + "["
+              + i
+              + "]: expected "
+              + expected[i]
+              + " got "
+              + actual[i]
+              + " (bound "
+              + allowed
+              + ")");
     }
   }
 }

@@ -72,7 +72,11 @@ public final class CpuBackend implements Backend {
     Parallel parallel = new Parallel(pool);
     CpuKernels kernels = new CpuKernels(parallel);
     OperationTable<CpuStream> java =
-        JavaOperations.table(kernels, new NormKernels(parallel), new CopyKernels(parallel));
+        JavaOperations.table(
+            kernels,
+            new NormKernels(parallel),
+            new CopyKernels(parallel),
+            new DepthwiseKernels(parallel));
     this.operations = oneDnn == null ? java : OneDnnOperations.table(oneDnn, kernels, java);
     if (oneDnn == null) {
       // OpenBLAS only multiplies on the Java engine: on oneDNN's its idle workers, which spin,

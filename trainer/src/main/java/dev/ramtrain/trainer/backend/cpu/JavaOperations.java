@@ -21,6 +21,8 @@ import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.CutMixBatch;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolution;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -59,16 +61,19 @@ final class JavaOperations {
   private final CpuKernels kernels;
   private final NormKernels norms;
   private final CopyKernels copies;
+  private final DepthwiseKernels depthwise;
 
-  private JavaOperations(CpuKernels kernels, NormKernels norms, CopyKernels copies) {
+  private JavaOperations(
+      CpuKernels kernels, NormKernels norms, CopyKernels copies, DepthwiseKernels depthwise) {
     this.kernels = kernels;
     this.norms = norms;
     this.copies = copies;
+    this.depthwise = depthwise;
   }
 
   static OperationTable<CpuStream> table(
-      CpuKernels kernels, NormKernels norms, CopyKernels copies) {
-    JavaOperations ops = new JavaOperations(kernels, norms, copies);
+      CpuKernels kernels, NormKernels norms, CopyKernels copies, DepthwiseKernels depthwise) {
+    JavaOperations ops = new JavaOperations(kernels, norms, copies, depthwise);
     return new OperationTable<CpuStream>("cpu")
         .add(Gemm.class, ops::gemm)
         .add(GemmStridedBatched.class, ops::gemmStridedBatched)
@@ -99,6 +104,8 @@ final class JavaOperations {
         .add(Softmax.class, ops::softmax)
         .add(SoftmaxBackward.class, ops::softmaxBackward)
         .add(StridedCopy.class, ops::stridedCopy)
+        .add(DepthwiseConvolution.class, ops::depthwiseConvolution)
+        .add(DepthwiseConvolutionBackward.class, ops::depthwiseConvolutionBackward)
         .addNchw(MaxPool.class, MaxPool::channelBlock, ops::maxPool)
         .addNchw(MaxPoolBackward.class, MaxPoolBackward::channelBlock, ops::maxPoolBackward)
         .addNchw(BatchNormTrain.class, BatchNormTrain::channelBlock, ops::batchNormTrain)
@@ -315,6 +322,33 @@ final class JavaOperations {
     CpuBuffer y = cpu(op.y());
     CpuBuffer bias = cpu(op.bias());
     s.enqueue(() -> kernels.addBias(y.floats(), bias.floats(), op.rows(), op.cols()));
+  }
+
+  private void depthwiseConvolution(DepthwiseConvolution op, CpuStream s) {
+    CpuBuffer x = cpu(op.x());
+    CpuBuffer weight = cpu(op.weight());
+    CpuBuffer y = cpu(op.y());
+    s.enqueue(
+        () ->
+            depthwise.forward(
+                x.floats(), weight.floats(), y.floats(), op.n(), op.c(), op.h(), op.w(), op.k()));
+  }
+
+  private void depthwiseConvolutionBackward(DepthwiseConvolutionBackward op, CpuStream s) {
+    CpuBuffer x = cpu(op.x());
+    CpuBuffer dy = cpu(op.dy());
+    CpuBuffer weight = cpu(op.weight());
+    CpuBuffer weightGrad = cpu(op.weightGrad());
+    CpuBuffer dx = op.dx() == null ? null : cpu(op.dx());
+    s.enqueue(
+        () -> {
+          depthwise.backwardWeight(
+              x.floats(), dy.floats(), weightGrad.floats(), op.n(), op.c(), op.h(), op.w(), op.k());
+          if (dx != null) {
+            depthwise.backwardData(
+                dy.floats(), weight.floats(), dx.floats(), op.n(), op.c(), op.h(), op.w(), op.k());
+          }
+        });
   }
 
   private void sumRows(SumRows op, CpuStream s) {

@@ -11,6 +11,9 @@ import java.util.Arrays;
  * case (inner 1) and the channels of NCHW (inner h·w) stream through memory in order.
  */
 final class NormKernels {
+  /** Lanes a feature's parameter gradient is summed in (norm.cu's RT_LN_LANES). */
+  static final int LANES = 16;
+
   private static final int GRAIN = 1 << 15;
 
   private final Parallel parallel;
@@ -122,7 +125,8 @@ final class NormKernels {
             dx.put(o * block, d);
           }
         });
-    // dgamma and dbeta: each j sums over every group, outer index first, in the kernel's order.
+    // dgamma and dbeta: each j sums over every group r = o * inner + i in the CUDA kernel's order:
+    // lane l the groups r ≡ l (mod LANES) in increasing order, then the lanes in lane order.
     parallel.forRange(
         size,
         Math.max(1, GRAIN / Math.max(1, outer * inner)),
@@ -130,22 +134,30 @@ final class NormKernels {
           int span = (to - from) * inner;
           float[] v = new float[span];
           float[] d = new float[span];
-          double[] sumDyXhat = new double[to - from];
-          double[] sumDy = new double[to - from];
+          double[] laneDyXhat = new double[(to - from) * LANES];
+          double[] laneDy = new double[(to - from) * LANES];
           for (int o = 0; o < outer; o++) {
             x.get((o * size + from) * inner, v);
             dy.get((o * size + from) * inner, d);
             for (int j = 0; j < to - from; j++) {
               for (int i = 0; i < inner; i++) {
                 int at = j * inner + i;
-                sumDyXhat[j] += d[at] * xhat(v[at], savedMean, savedInvStd, o * inner + i);
-                sumDy[j] += d[at];
+                int r = o * inner + i;
+                int lane = j * LANES + r % LANES;
+                laneDyXhat[lane] += d[at] * xhat(v[at], savedMean, savedInvStd, r);
+                laneDy[lane] += d[at];
               }
             }
           }
           for (int j = 0; j < to - from; j++) {
-            dgamma.put(from + j, (float) (dgamma.get(from + j) + sumDyXhat[j]));
-            dbeta.put(from + j, (float) (dbeta.get(from + j) + sumDy[j]));
+            double sumDyXhat = 0;
+            double sumDy = 0;
+            for (int lane = j * LANES; lane < (j + 1) * LANES; lane++) {
+              sumDyXhat += laneDyXhat[lane];
+              sumDy += laneDy[lane];
+            }
+            dgamma.put(from + j, (float) (dgamma.get(from + j) + sumDyXhat));
+            dbeta.put(from + j, (float) (dbeta.get(from + j) + sumDy));
           }
         });
   }

@@ -224,8 +224,23 @@ final class CublasGemm implements GemmEngine {
 
   private static void check(int status, String what) {
     if (status != CUBLAS_STATUS_SUCCESS) {
-      throw new BackendException("cuda: " + what + " failed: cuBLAS status " + status);
+      throw new BackendException("cuda: " + what + " failed: " + statusName(status));
     }
+  }
+
+  /** cublasStatus_t's names (cublasGetStatusName would be one more function to bind and stub). */
+  static String statusName(int status) {
+    return switch (status) {
+      case 1 -> "CUBLAS_STATUS_NOT_INITIALIZED";
+      case 3 -> "CUBLAS_STATUS_ALLOC_FAILED";
+      case 7 -> "CUBLAS_STATUS_INVALID_VALUE";
+      case 8 -> "CUBLAS_STATUS_ARCH_MISMATCH";
+      case 11 -> "CUBLAS_STATUS_MAPPING_ERROR";
+      case 13 -> "CUBLAS_STATUS_EXECUTION_FAILED";
+      case 14 -> "CUBLAS_STATUS_INTERNAL_ERROR";
+      case 15 -> "CUBLAS_STATUS_NOT_SUPPORTED";
+      default -> "cuBLAS status " + status;
+    };
   }
 
   @Override
@@ -235,7 +250,7 @@ final class CublasGemm implements GemmEngine {
       int status = cublasDestroy_v2(handle);
       if (status != CUBLAS_STATUS_SUCCESS) {
         LoggerFactory.getLogger(CublasGemm.class)
-            .warn("cuda: destroying a cuBLAS handle reported status {}", status);
+            .warn("cuda: destroying a cuBLAS handle reported {}", statusName(status));
       }
     }
     handles.clear();

@@ -32,13 +32,13 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The CUDA backend: JCuda's driver API (no runtime API, so the driver's libcuda.so.1 is the only
- * CUDA library it needs), the project's kernels from one fatbin (launched by {@link
- * CudaOperations}), GEMM by cuBLAS or by its own kernels, and convolutions by cuDNN (a table over
- * the own one) or lowered to im2col and GEMM, NVIDIA's libraries where they load ({@link
- * NvidiaLibraries}). Device memory comes from an arena, host staging from pinned memory; every
- * kernel and copy is enqueued on the caller's stream and returns at once. Arguments are checked
- * where each operation's record is made, so every engine rejects the same calls alike.
+ * The CUDA backend: JCuda's driver API (the own kernels need nothing but the driver's
+ * libcuda.so.1), the project's kernels from one fatbin (launched by {@link CudaOperations}), GEMM
+ * by cuBLAS or by its own kernels, and convolutions by cuDNN (a table over the own one) or lowered
+ * to im2col and GEMM, NVIDIA's libraries where they load ({@link NvidiaLibraries}). Device memory
+ * comes from an arena, host staging from pinned memory; every kernel and copy is enqueued on the
+ * caller's stream and returns at once. Arguments are checked where each operation's record is made,
+ * so every engine rejects the same calls alike.
  */
 public final class CudaBackend implements Backend {
   private static final Logger LOG = LoggerFactory.getLogger(CudaBackend.class);
@@ -98,11 +98,7 @@ public final class CudaBackend implements Backend {
     this.convolutions = convolving;
     OperationTable<CudaStream> own = CudaOperations.table(loaded, engine);
     this.operations = convolving == null ? own : convolving.over(own);
-    LOG.info(
-        "cuda backend on {}: GEMM by {}; convolutions by {}",
-        device.describe(),
-        engine.describe(),
-        convolving == null ? "im2col and GEMM" : convolving.describe());
+    LOG.info("cuda backend on {}", describe());
     try {
       OwnGemmCheck.verify(this, new KernelGemm(loaded), setup, device.describe());
     } catch (RuntimeException e) {
@@ -174,6 +170,12 @@ public final class CudaBackend implements Backend {
   @Override
   public String name() {
     return "cuda";
+  }
+
+  /** The direct kernels: one pass over the input where im2col would write 49 copies of it. */
+  @Override
+  public boolean convolvesDepthwise() {
+    return true;
   }
 
   /** The device, who multiplies matrices and who convolves, for logs and benchmarks. */

@@ -22,6 +22,8 @@ import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Convolution;
 import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.CutMixBatch;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolution;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
@@ -53,6 +55,11 @@ import dev.ramtrain.trainer.backend.ops.SumRows;
  * the per-channel reductions one block per channel.
  */
 final class CudaOperations {
+  /** Layer norm's parameter gradients: features a block, lanes a feature (norm.cu's RT_LN_*). */
+  private static final int LN_FEATURES = 32;
+
+  private static final int LN_LANES = 16;
+
   private final CudaKernels kernels;
 
   private CudaOperations(CudaKernels kernels) {
@@ -100,7 +107,9 @@ final class CudaOperations {
         .add(LayerNormBackward.class, ops::layerNormBackward)
         .add(Softmax.class, ops::softmax)
         .add(SoftmaxBackward.class, ops::softmaxBackward)
-        .add(StridedCopy.class, ops::stridedCopy);
+        .add(StridedCopy.class, ops::stridedCopy)
+        .add(DepthwiseConvolution.class, ops::depthwiseConvolution)
+        .add(DepthwiseConvolutionBackward.class, ops::depthwiseConvolutionBackward);
   }
 
   private void convert(Convert op, CudaStream s) {
@@ -398,6 +407,53 @@ final class CudaOperations {
             .buffer(cuda(op.dx())));
   }
 
+  private void depthwiseConvolution(DepthwiseConvolution op, CudaStream s) {
+    kernels.launchOver(
+        Kernel.DEPTHWISE_FORWARD,
+        s,
+        op.y().count(),
+        depthwiseArgs(
+            cuda(op.x()), cuda(op.weight()), cuda(op.y()), op.n(), op.c(), op.h(), op.w(), op.k()));
+  }
+
+  /** The weight gradient (a block per channel and tap), then the input gradient. */
+  private void depthwiseConvolutionBackward(DepthwiseConvolutionBackward op, CudaStream s) {
+    perChannel(
+        Kernel.DEPTHWISE_BACKWARD_WEIGHT,
+        s,
+        op.c() * op.k() * op.k(),
+        depthwiseArgs(
+            cuda(op.x()),
+            cuda(op.dy()),
+            cuda(op.weightGrad()),
+            op.n(),
+            op.c(),
+            op.h(),
+            op.w(),
+            op.k()));
+    if (op.dx() != null) {
+      kernels.launchOver(
+          Kernel.DEPTHWISE_BACKWARD_DATA,
+          s,
+          op.dx().count(),
+          depthwiseArgs(
+              cuda(op.dy()),
+              cuda(op.weight()),
+              cuda(op.dx()),
+              op.n(),
+              op.c(),
+              op.h(),
+              op.w(),
+              op.k()));
+    }
+  }
+
+  /** The depthwise kernels' arguments: two inputs, the output, then n, c, h, w, k. */
+  private static KernelArgs depthwiseArgs(
+      CudaBuffer a, CudaBuffer b, CudaBuffer out, int n, int c, int h, int w, int k) {
+    return new KernelArgs().buffer(a).buffer(b).buffer(out).i32(n).i32(c).i32(h).i32(w).i32(k);
+  }
+
   private void stridedCopy(StridedCopy op, CudaStream s) {
     kernels.launchOver(
         Kernel.STRIDED_COPY,
@@ -418,7 +474,10 @@ final class CudaOperations {
             .i32(op.accumulate()));
   }
 
-  /** Two launches: each group's dx, then each feature's dgamma and dbeta over the groups. */
+  /**
+   * Two launches: each group's dx, then each feature's dgamma and dbeta over the groups (a block of
+   * features, the groups split over lanes).
+   */
   private void layerNormBackward(LayerNormBackward op, CudaStream s) {
     kernels.launchOver(
         Kernel.LAYERNORM_BACKWARD_DX,
@@ -434,10 +493,14 @@ final class CudaOperations {
             .buffer(cuda(op.savedMean()))
             .buffer(cuda(op.savedInvStd()))
             .buffer(cuda(op.dx())));
-    kernels.launchOver(
+    kernels.launch(
         Kernel.LAYERNORM_BACKWARD_PARAMS,
         s,
-        op.size(),
+        (op.size() + LN_FEATURES - 1) / LN_FEATURES,
+        1,
+        1,
+        LN_FEATURES,
+        LN_LANES,
         new KernelArgs()
             .buffer(cuda(op.x()))
             .buffer(cuda(op.dy()))

@@ -157,8 +157,14 @@ final class DeviceArena implements AutoCloseable {
               chunks.size(),
               ledger.allocated()));
     }
-    // A fresh chunk's first 8 bytes are unused: the word its own address is read through.
-    chunks.add(new Chunk(base, RawHandles.of(base, base, context), size));
+    long address;
+    try { // a fresh chunk's first 8 bytes are unused: the word its own address is read through
+      address = RawHandles.of(base, base, context);
+    } catch (RuntimeException e) {
+      CudaCalls.release(cuMemFree(base), () -> "freeing a device memory chunk");
+      throw e;
+    }
+    chunks.add(new Chunk(base, address, size));
   }
 
   private long largestFree() {

@@ -16,7 +16,10 @@ import dev.ramtrain.trainer.backend.ops.ClipGradNorm;
 import dev.ramtrain.trainer.backend.ops.Col2im;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolution;
+import dev.ramtrain.trainer.backend.ops.DepthwiseConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.DropoutMask;
+import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gelu;
 import dev.ramtrain.trainer.backend.ops.GeluBackward;
 import dev.ramtrain.trainer.backend.ops.LayerNormBackward;
@@ -268,6 +271,52 @@ class CudaMatchesCpuTest {
         0,
         (b, s, x) -> b.run(s, new SgdStep(x[0], x[1], x[2], 0.05f, 0.9f, 1e-4f, true)));
     sameBits("clip", state, 1, (b, s, x) -> b.run(s, new ClipGradNorm(x[1], 10f, x[4].view(0, 1))));
+  }
+
+  /**
+   * The direct depthwise convolution's output and input gradient (taps summed in row order in fp32
+   * on both); its weight gradient sums in double in another order, checked within bounds by the
+   * conformance suite, and is cleared here before the comparison.
+   */
+  @Test
+  void depthwiseConvolutionAndItsInputGradient() {
+    int n = 2, c = 5, h = 9, w = 11, k = 7, size = n * c * h * w;
+    sameBits(
+        "depthwise forward",
+        new float[][] {awkward(11, N), awkward(12, N)},
+        1,
+        (b, s, x) ->
+            b.run(
+                s,
+                new DepthwiseConvolution(
+                    x[0].view(0, size),
+                    x[1].view(0, c * k * k),
+                    x[2].view(0, size),
+                    n,
+                    c,
+                    h,
+                    w,
+                    k)));
+    sameBits(
+        "depthwise input gradient",
+        new float[][] {awkward(13, N), awkward(14, N), awkward(15, N)},
+        2,
+        (b, s, x) -> {
+          b.run(
+              s,
+              new DepthwiseConvolutionBackward(
+                  x[0].view(0, size),
+                  x[1].view(0, size),
+                  x[2].view(0, c * k * k),
+                  x[3].view(0, c * k * k),
+                  x[4].view(0, size),
+                  n,
+                  c,
+                  h,
+                  w,
+                  k));
+          b.run(s, new Fill(x[3], 0f));
+        });
   }
 
   @Test
