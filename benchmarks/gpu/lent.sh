@@ -9,14 +9,15 @@
 # device. Each part has its own time limit, so a slow one leaves the others their turn; every log
 # lands in OUT_DIR (summary.txt has the figures).
 # Made here: bash benchmarks/gpu/bundle.sh --tests .gpu/bundle && tar -C .gpu -cJf .gpu/bundle.tar.xz bundle
-# Run there: benchmarks/gpu/lent.sh .gpu/bundle.tar.xz "$OUT" [BATCH=32 [PARTS=gemm,steps,torch,streamed,tests]]
-# (PARTS splits the work over two calls where one would not do: e.g. gemm,steps,torch then streamed,tests)
+# Run there: benchmarks/gpu/lent.sh .gpu/bundle.tar.xz "$OUT" [BATCH=32 [PARTS=gemm,steps,torch,streamed,tests,ops]]
+# (PARTS splits the work over two calls where one would not do: gemm,steps,torch then
+# streamed,tests,ops; ops ranks each model's operation types by device time, for what to improve)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TAR="$1"
 LOGS="$2"
 BATCH="${3:-32}"
-PARTS=",${4:-gemm,steps,torch,streamed,tests},"
+PARTS=",${4:-gemm,steps,torch,streamed,tests,ops},"
 WORK="$(mktemp -d)"
 tar -C "$WORK" -xJf "$TAR"
 RUN="$WORK/bundle/run.sh"
@@ -52,6 +53,12 @@ if wanted streamed; then
     part bench 75 "$RUN" "$m" 2048 5 4
   done
   grep -h -E "^(model|batch|  streamed)" "$LOGS/bench.log" | tee -a "$LOGS/summary.txt"
+fi
+if wanted ops; then
+  for m in resnet50 vit_base_patch16_224 convnext_tiny; do
+    part ops 60 "$RUN" ops "$m" "$BATCH" 2 fp32
+  done
+  grep -h -A14 "^ops " "$LOGS/ops.log" | tee -a "$LOGS/summary.txt"
 fi
 if wanted tests; then
   part tests 150 "$RUN" tests

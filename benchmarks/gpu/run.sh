@@ -5,11 +5,12 @@
 # the PyTorch goldens (ViT, ResNet, ConvNeXt).
 # A timm-named SPEC (vit_large_patch16_224, convnext_large) runs at its 224x224 pretraining size.
 # `run.sh memory SPEC BATCH STEPS [MODES]`: resident steps, device peak beside the plan, in fp32,
-# tf32 and/or bf16 (torch_anchor.py's modes); `run.sh gemm N...`: GEMM TFLOP/s through the engine.
+# tf32 and/or bf16 (torch_anchor.py's modes); `run.sh gemm N...`: GEMM TFLOP/s through the engine;
+# `run.sh ops SPEC BATCH STEPS [MODE]`: a resident step's device time by operation type.
 # NVIDIA's libraries (cuBLAS 13, cuDNN 9) come from LD_LIBRARY_PATH or, as bin/ramtrain finds them,
 # from a PyTorch install's site-packages/nvidia/*/lib; without them the engine runs its own kernels.
 # Usage: bundle/run.sh [SPEC [GEMM_N [STEPS [RATIO]]]] | bundle/run.sh memory SPEC BATCH STEPS [MODES]
-#        | bundle/run.sh gemm N... | bundle/run.sh tests
+#        | bundle/run.sh gemm N... | bundle/run.sh ops SPEC BATCH STEPS [MODE] | bundle/run.sh tests
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 for python in python3 python; do

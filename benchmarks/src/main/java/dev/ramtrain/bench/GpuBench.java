@@ -65,7 +65,7 @@ import jcuda.driver.JCudaDriver;
  * engine's default choice, fp32 (TF32 off) and bf16, beside torch_anchor.py's {@code matmul}.
  *
  * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO]]]] | GpuBench memory SPEC BATCH STEPS [MODES] |
- * GpuBench gemm N...
+ * GpuBench gemm N... | GpuBench ops SPEC BATCH STEPS [MODE] (time by operation type).
  */
 public final class GpuBench {
   private static final long COPY_BYTES = 256L << 20;
@@ -79,6 +79,11 @@ public final class GpuBench {
             Integer.parseInt(args[3]),
             Mode.valueOf(mode.toUpperCase()));
       }
+      return;
+    }
+    if ((args.length == 4 || args.length == 5) && args[0].equals("ops")) {
+      Mode mode = Mode.valueOf((args.length == 5 ? args[4] : "fp32").toUpperCase());
+      operations(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), mode);
       return;
     }
     if (args.length >= 2 && args[0].equals("gemm")) {
@@ -275,6 +280,35 @@ public final class GpuBench {
         100.0 * (planned - run.devicePeakBytes()) / run.devicePeakBytes(),
         run.medianHostSeconds() * 1e3,
         100 * run.medianHostSeconds() / run.medianStepSeconds());
+  }
+
+  /**
+   * Where a resident step's device time goes, by operation type ({@link OperationTimes}: each
+   * operation drained and timed alone), over {@code steps} steps after two of warm-up.
+   */
+  private static void operations(String model, int batch, int steps, Mode mode) {
+    int threads = Runtime.getRuntime().availableProcessors();
+    BackendSpec spec =
+        new BackendSpec(BackendSpec.Kind.CUDA, threads, CudaSpec.defaults().withTf32(mode.tf32));
+    ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
+    OperationTimes[] timed = new OperationTimes[1];
+    TrainingSteps.run(
+        () -> timed[0] = new OperationTimes(CudaBackend.open(spec)),
+        model,
+        image,
+        mode.precision,
+        batch,
+        threads,
+        null,
+        steps + 2,
+        step -> {
+          if (step == 2) {
+            timed[0].startCounting();
+          }
+        });
+    System.out.printf(
+        "ops %s batch %d (%s) %s: device time by operation, each drained alone%n%s",
+        model, batch, image, mode.name().toLowerCase(), timed[0].report(steps));
   }
 
   /** Resident against streamed training steps at the planned batch and a quarter of it. */

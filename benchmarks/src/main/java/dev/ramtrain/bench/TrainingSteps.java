@@ -23,6 +23,7 @@ import dev.ramtrain.trainer.optim.AdamWSpec;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Random;
+import java.util.function.IntConsumer;
 import java.util.function.Supplier;
 
 /**
@@ -79,6 +80,20 @@ final class TrainingSteps {
       int threads,
       Streaming how,
       int steps) {
+    return run(backend, spec, image, precision, batch, threads, how, steps, step -> {});
+  }
+
+  /** The same, telling {@code beforeStep} each step's number as it starts. */
+  static Run run(
+      Supplier<Backend> backend,
+      String spec,
+      ImageShape image,
+      Precision precision,
+      int batch,
+      int threads,
+      Streaming how,
+      int steps,
+      IntConsumer beforeStep) {
     try (Backend b = backend.get()) {
       Stream s = b.createStream("compute");
       try (Learner learner = learner(spec, image, precision, batch, threads, how, b, s);
@@ -96,6 +111,7 @@ final class TrainingSteps {
         double[] losses = new double[steps];
         Map<String, Object> metrics = Map.of();
         for (int step = 0; step < steps; step++) {
+          beforeStep.accept(step);
           starts[step] = System.nanoTime();
           b.run(s, new Fill(x, 0.1f + 0.01f * (step % 7)));
           learner.beginStep(s, step);
