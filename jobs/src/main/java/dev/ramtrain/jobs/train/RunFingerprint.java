@@ -69,15 +69,27 @@ public final class RunFingerprint {
    */
   private static final Map<String, String> ADDED_LATER =
       Map.of(
-          "ramtrain.train.precision", "fp32",
-          "ramtrain.train.accumulate", "1",
-          "ramtrain.train.weights", "",
-          "ramtrain.train.layer-decay", "1.0",
-          "ramtrain.train.freeze", "",
-          "ramtrain.train.drop-path", "0",
-          "ramtrain.train.ema", "0",
+          "ramtrain.train.precision",
+          "fp32",
+          "ramtrain.train.accumulate",
+          "1",
+          "ramtrain.train.weights",
+          "",
+          "ramtrain.train.layer-decay",
+          "1.0",
+          "ramtrain.train.freeze",
+          "",
+          "ramtrain.train.drop-path",
+          "0",
+          "ramtrain.train.ema",
+          "0",
           // before the setting existed, weight decay applied to every parameter
-          "ramtrain.train.weight-decay-groups", "all");
+          "ramtrain.train.weight-decay-groups",
+          "all",
+          // no release computed with TF32 before the setting; its default resumes such runs, as
+          // the engines' other changes between releases do, and a changed value is still refused
+          "ramtrain.cuda.tf32",
+          "convolutions");
 
   public static void requireSameRun(
       Checkpoints.Loaded c, SortedMap<String, String> settings, String data, boolean anyway) {

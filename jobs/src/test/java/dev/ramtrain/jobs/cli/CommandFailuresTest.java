@@ -276,6 +276,10 @@ class CommandFailuresTest {
         "--resume-anyway");
     assertArrayEquals(
         metrics, bytes(run.resolve("metrics.jsonl")), "a refused resume changes nothing");
+    assertOneLine( // TF32 rounds fp32 operands on a GPU: another setting computes other numbers
+        train(run, "--resume", "--epochs", "3", "--set", "ramtrain.cuda.tf32=all"),
+        Main.EXIT_USAGE,
+        "ramtrain.cuda.tf32 convolutions -> all");
     Path other = tmp.resolve("other");
     assertEquals(
         0,

@@ -10,6 +10,7 @@ import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CpuEngine;
+import dev.ramtrain.trainer.backend.CudaSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -243,6 +244,33 @@ class RamtrainConfigTest {
     RamtrainConfig bad = RamtrainConfig.load(null, Map.of(), Map.of("ramtrain.cpu.engine", "mkl"));
     var e = assertThrows(ConfigException.class, () -> TrainSettings.backend(bad));
     assertMessage(e, "ramtrain.cpu.engine", "mkl", "auto, onednn, java");
+  }
+
+  @Test
+  void theCudaSettingsBecomeItsSpec() {
+    RamtrainConfig defaults = RamtrainConfig.load(null, Map.of(), Map.of());
+    assertEquals(CudaSpec.defaults(), TrainSettings.backend(defaults).cuda(), "PyTorch's defaults");
+    RamtrainConfig set =
+        RamtrainConfig.load(
+            null,
+            Map.of(),
+            Map.of(
+                "ramtrain.cuda.gemm", "kernels",
+                "ramtrain.cuda.conv", "cudnn",
+                "ramtrain.cuda.tf32", "off",
+                "ramtrain.cuda.library-path", "/opt/cuda/lib64,/opt/cudnn/lib"));
+    CudaSpec cuda = TrainSettings.backend(set).cuda();
+    assertEquals(
+        new CudaSpec(
+            CudaSpec.GemmChoice.KERNELS,
+            CudaSpec.ConvChoice.CUDNN,
+            CudaSpec.Tf32.OFF,
+            List.of("/opt/cuda/lib64", "/opt/cudnn/lib")),
+        cuda);
+    assertEquals(cuda, TrainSettings.backend(set).onDevice(1).cuda(), "kept on another device");
+    RamtrainConfig bad = RamtrainConfig.load(null, Map.of(), Map.of("ramtrain.cuda.tf32", "on"));
+    var e = assertThrows(ConfigException.class, () -> TrainSettings.backend(bad));
+    assertMessage(e, "ramtrain.cuda.tf32", "on", "convolutions, all, off");
   }
 
   @Test
