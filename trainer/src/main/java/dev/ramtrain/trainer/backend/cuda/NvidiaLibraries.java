@@ -111,8 +111,9 @@ final class NvidiaLibraries {
   }
 
   /**
-   * Loads each of {@code libraries} found in {@code directories} by its path; one that fails to
-   * load there is left to the system's search, which reports it if the wrapper needs it.
+   * Loads each of {@code libraries} from the first of {@code directories} where it loads, by its
+   * path; one that loads nowhere there is left to the system's search, which reports it if the
+   * wrapper needs it.
    */
   private static void preload(List<String> libraries, List<String> directories) {
     for (String library : libraries) {
@@ -121,10 +122,10 @@ final class NvidiaLibraries {
         if (Files.isRegularFile(file)) {
           try {
             System.load(file.toAbsolutePath().toString());
-          } catch (UnsatisfiedLinkError e) {
-            LOG.debug("cuda: {} did not load: {}", file, CudaProbe.whyNotLoaded(e));
+            break;
+          } catch (UnsatisfiedLinkError e) { // not a library, another architecture, ...
+            LOG.warn("cuda: {} did not load: {}", file, CudaProbe.whyNotLoaded(e));
           }
-          break;
         }
       }
     }

@@ -9,15 +9,18 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code ramtrain.cuda.library-path} finds NVIDIA's libraries in a folder the system does not
  * search (run with the driver alone on LD_LIBRARY_PATH, in a JVM of its own: see {@link
- * CudaWithoutLibrariesTest}); a folder that does not exist is passed over.
+ * CudaWithoutLibrariesTest}); a folder that does not exist, and a file of the right name that is no
+ * library, are passed over for the next folder.
  */
 class CudaLibraryPathTest {
   @Test
-  void theLibrariesLoadFromTheConfiguredFolders() {
+  void theLibrariesLoadFromTheConfiguredFolders(@TempDir Path decoy) throws Exception {
+    Files.writeString(decoy.resolve("libcublas.so.13"), "not a library");
     String stubs = System.getProperty("ramtrain.cuda.emulator.dir");
     assumeTrue(
         !Files.exists(
@@ -28,7 +31,7 @@ class CudaLibraryPathTest {
             CudaSpec.GemmChoice.CUBLAS,
             CudaSpec.ConvChoice.CUDNN,
             CudaSpec.Tf32.CONVOLUTIONS,
-            List.of("/nonexistent/folder", stubs));
+            List.of("/nonexistent/folder", decoy.toString(), stubs));
     try (CudaBackend backend = CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, spec))) {
       String described = backend.describe();
       assertTrue(described.contains("GEMM by cuBLAS 13.1.0"), described);
