@@ -3,7 +3,7 @@
 // on the handle's stream like any other device work. Column-major, as cuBLAS is. The exports are
 // exactly the functions the backend binds (EmulatorStubsTest compares the two lists): a function
 // the engine calls and the stub lacks would kill the JVM at its first call. TF32 compute is
-// computed in full fp32 here: a stricter result than a GPU's, within every TF32 bound.
+// rounds fp32 operands to TF32 (tf32.h), as the tensor cores read them.
 #include <cblas.h>
 
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "emulator_streams.h"
+#include "tf32.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -115,6 +116,10 @@ EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, int ta, int tb, int m,
     std::vector<float> wide_a, wide_b;
     const float* fa = as_floats(a, a_type, span(ta, m, k, lda), wide_a);
     const float* fb = as_floats(b, b_type, span(tb, k, n, ldb), wide_b);
+    if (compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
+      fa = emu::tf32_copy(fa, span(ta, m, k, lda), wide_a);
+      fb = emu::tf32_copy(fb, span(tb, k, n, ldb), wide_b);
+    }
     cblas_sgemm(CblasColMajor, op(ta), op(tb), m, n, k, al, fa, lda, fb, ldb, be, out, ldc);
   });
 }
@@ -140,6 +145,10 @@ EXPORT cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, int ta, 
     for (int i = 0; i < count; i++) {
       const float* fa = as_floats(ab + i * stride_a * a_size, a_type, span(ta, m, k, lda), wide_a);
       const float* fb = as_floats(bb + i * stride_b * b_size, b_type, span(tb, k, n, ldb), wide_b);
+      if (compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
+        fa = emu::tf32_copy(fa, span(ta, m, k, lda), wide_a);
+        fb = emu::tf32_copy(fb, span(tb, k, n, ldb), wide_b);
+      }
       cblas_sgemm(CblasColMajor, op(ta), op(tb), m, n, k, al, fa, lda, fb, ldb, be,
                   out + i * stride_c, ldc);
     }

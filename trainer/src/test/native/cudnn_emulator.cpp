@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "emulator_streams.h"
+#include "tf32.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -33,6 +34,7 @@ enum {
 };
 enum { CUDNN_DATA_FLOAT = 0, CUDNN_TENSOR_NCHW = 0, CUDNN_CROSS_CORRELATION = 1 };
 enum { CUDNN_NON_DETERMINISTIC = 0, CUDNN_DETERMINISTIC = 1 };
+enum { CUDNN_FMA_MATH = 3 };
 enum { ALGO_WITHOUT_WORKSPACE = 0, ALGO_WITH_WORKSPACE = 1, ALGO_TOO_LARGE = 2 };
 
 struct Handle {
@@ -161,7 +163,7 @@ EXPORT cudnnStatus_t cudnnSetConvolution2dDescriptor(Convolution* d, int pad_h, 
 
 EXPORT cudnnStatus_t cudnnSetConvolutionMathType(Convolution* d, int math) {
   if (d == nullptr || math < 0 || math > 3) return CUDNN_STATUS_BAD_PARAM;
-  d->math = math;  // TF32 or not, the emulator computes in fp32
+  d->math = math;  // all but CUDNN_FMA_MATH let fp32 operands round to TF32, as on sm_80+
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -222,6 +224,13 @@ static void col2im(const float* cols, const Tensor& x, const Filter& w, const Co
           }
         }
       }
+}
+
+// An fp32 operand as the convolution reads it: rounded to TF32 unless the descriptor asks for FMA
+// math (sm_80 and newer round under every other math type).
+static const float* operand(const Convolution& conv, const float* data, size_t count,
+                            std::vector<float>& scratch) {
+  return conv.math == CUDNN_FMA_MATH ? data : emu::tf32_copy(data, (long long)count, scratch);
 }
 
 // The columns buffer an algorithm works in: the caller's workspace, or memory of its own.
@@ -334,12 +343,14 @@ EXPORT cudnnStatus_t cudnnConvolutionForward(Handle* handle, const float* alpha,
   Filter ws = *wd;
   Convolution conv = *convd;
   return enqueue(handle, [=] {
-    std::vector<float> own;
+    std::vector<float> own, xr, wr;
     float* cols = columns_for(algo, workspace, workspace_bytes, needed, own);
     int patch = ws.c * ws.r * ws.s, hw = ys.h * ys.w;
+    const float* xu = operand(conv, x, (size_t)xs.n * xs.c * xs.h * xs.w, xr);
+    const float* wu = operand(conv, w, (size_t)ws.k * patch, wr);
     for (int i = 0; i < xs.n; i++) {
-      im2col(x + (size_t)i * xs.c * xs.h * xs.w, xs, ws, conv, ys, cols);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ws.k, hw, patch, al, w, patch, cols,
+      im2col(xu + (size_t)i * xs.c * xs.h * xs.w, xs, ws, conv, ys, cols);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ws.k, hw, patch, al, wu, patch, cols,
                   hw, be, y + (size_t)i * ys.c * hw, hw);
     }
   });
@@ -361,15 +372,17 @@ EXPORT cudnnStatus_t cudnnConvolutionBackwardData(Handle* handle, const float* a
   Filter ws = *wd;
   Convolution conv = *convd;
   return enqueue(handle, [=] {
-    std::vector<float> own;
+    std::vector<float> own, dyr, wr;
     float* cols = columns_for(algo, workspace, workspace_bytes, needed, own);
     int patch = ws.c * ws.r * ws.s, hw = ys.h * ys.w;
     size_t image = (size_t)xs.c * xs.h * xs.w;
+    const float* dyu = operand(conv, dy, (size_t)ys.n * ys.c * hw, dyr);
+    const float* wu = operand(conv, w, (size_t)ws.k * patch, wr);
     for (int i = 0; i < xs.n; i++) {
       float* out = dx + (size_t)i * image;
       for (size_t e = 0; e < image; e++) out[e] = be == 0.0f ? 0.0f : be * out[e];
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, patch, hw, ws.k, 1.0f, w, patch,
-                  dy + (size_t)i * ys.c * hw, hw, 0.0f, cols, hw);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, patch, hw, ws.k, 1.0f, wu, patch,
+                  dyu + (size_t)i * ys.c * hw, hw, 0.0f, cols, hw);
       col2im(cols, xs, ws, conv, ys, al, out);
     }
   });
@@ -398,10 +411,13 @@ EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(Handle* handle, const float*
       for (size_t e = 0; e < (size_t)ws.k * patch; e++) dw[e] = std::nanf("");
       return;
     }
+    std::vector<float> xr, dyr;
+    const float* xu = operand(conv, x, (size_t)xs.n * xs.c * xs.h * xs.w, xr);
+    const float* dyu = operand(conv, dy, (size_t)ys.n * ys.c * hw, dyr);
     for (int i = 0; i < xs.n; i++) {
-      im2col(x + (size_t)i * xs.c * xs.h * xs.w, xs, ws, conv, ys, cols);
+      im2col(xu + (size_t)i * xs.c * xs.h * xs.w, xs, ws, conv, ys, cols);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ws.k, patch, hw, al,
-                  dy + (size_t)i * ys.c * hw, hw, cols, hw, i == 0 ? be : 1.0f, dw, patch);
+                  dyu + (size_t)i * ys.c * hw, hw, cols, hw, i == 0 ? be : 1.0f, dw, patch);
     }
   });
 }

@@ -1,11 +1,22 @@
 package dev.ramtrain.trainer.backend.cuda;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendConformanceTest;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.CudaSpec;
+import dev.ramtrain.trainer.backend.DType;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.ConvWindow;
+import dev.ramtrain.trainer.backend.ops.Convolution;
+import dev.ramtrain.trainer.backend.ops.Fill;
+import dev.ramtrain.trainer.backend.ops.Gemm;
+import dev.ramtrain.trainer.backend.ops.GemmOperand;
+import java.nio.ByteOrder;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -14,12 +25,78 @@ import org.junit.jupiter.api.Test;
  * rankings trap an engine that ignores workspace limits or determinism).
  */
 class CudaBackendLibrariesTest extends BackendConformanceTest {
+  /** Both libraries, TF32 off: the suite's fp32 bounds hold on a real GPU too (lent.sh). */
   static final CudaSpec LIBRARIES =
-      CudaSpec.defaults().withGemm(CudaSpec.GemmChoice.CUBLAS).withConv(CudaSpec.ConvChoice.CUDNN);
+      CudaSpec.defaults()
+          .withGemm(CudaSpec.GemmChoice.CUBLAS)
+          .withConv(CudaSpec.ConvChoice.CUDNN)
+          .withTf32(CudaSpec.Tf32.OFF);
 
   @Override
   protected Backend create() {
     return CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, LIBRARIES));
+  }
+
+  /**
+   * ramtrain.cuda.tf32 reaches the libraries: 1 + 2⁻²⁰ has no TF32 form (10 mantissa bits) and
+   * rounds to 1, so four products of it with 1 sum to 4 exactly where TF32 is used and to 4 + 2⁻¹⁸
+   * in fp32. The GEMM rounds only under {@code all}, the convolution under {@code convolutions} and
+   * {@code all}. On the emulator, which rounds as the tensor cores do, exactly so; on a GPU the
+   * library may still pick a kernel without tensor cores for so small a product, so there only
+   * "fp32 where TF32 is off" is required.
+   */
+  @Test
+  void tf32RoundsOperandsOnlyWhereTheSettingAllowsIt() {
+    float odd = 1f + 0x1p-20f;
+    float exact = 4 * odd;
+    for (CudaSpec.Tf32 tf32 : CudaSpec.Tf32.values()) {
+      try (CudaBackend b =
+              CudaBackend.open(
+                  new BackendSpec(BackendSpec.Kind.CUDA, 1, LIBRARIES.withTf32(tf32)));
+          Stream s = b.createStream("tf32")) {
+        boolean emulated = b.describe().contains("emulator");
+        float gemm = product(b, s, odd, false);
+        float conv = product(b, s, odd, true);
+        check(tf32.matmul(), emulated, exact, gemm, "GEMM under tf32=" + tf32);
+        check(tf32.convolutions(), emulated, exact, conv, "convolution under tf32=" + tf32);
+      }
+    }
+  }
+
+  private static void check(
+      boolean allowed, boolean emulated, float exact, float actual, String what) {
+    if (!allowed) {
+      assertEquals(exact, actual, 0f, what + ": fp32");
+    } else if (emulated) {
+      assertEquals(4f, actual, 0f, what + ": TF32 operands");
+    } else {
+      assertTrue(actual == 4f || actual == exact, what + ": TF32 or fp32, got " + actual);
+    }
+  }
+
+  /**
+   * Four products of {@code value} with 1: a 1×4 by 4×1 GEMM, or a 1×1 convolution of 4 channels.
+   */
+  private static float product(CudaBackend b, Stream s, float value, boolean convolution) {
+    try (DeviceBuffer x = b.allocate("x", DType.F32, 4);
+        DeviceBuffer w = b.allocate("w", DType.F32, 4);
+        DeviceBuffer y = b.allocate("y", DType.F32, 1);
+        DeviceBuffer cols = b.allocate("cols", DType.F32, 4);
+        HostBuffer out = b.allocateHost("out", 4)) {
+      b.run(s, new Fill(x, value));
+      b.run(s, new Fill(w, 1f));
+      if (convolution) {
+        b.run(s, new Convolution(x, w, null, y, new ConvWindow(1, 4, 1, 1, 1, 1, 1, 0), 1, cols));
+      } else {
+        b.run(
+            s,
+            new Gemm(
+                1, 1, 4, 1f, GemmOperand.of(x, 4), GemmOperand.of(w, 1), 0f, GemmOperand.of(y, 1)));
+      }
+      b.copy(y, out, 0, 4, s);
+      s.synchronize();
+      return out.asByteBuffer().order(ByteOrder.nativeOrder()).getFloat(0);
+    }
   }
 
   @Test
