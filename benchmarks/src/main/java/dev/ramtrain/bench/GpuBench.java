@@ -237,6 +237,14 @@ public final class GpuBench {
       this.tf32 = tf32;
       this.precision = precision;
     }
+
+    /** The CUDA backend with the libraries and this mode's TF32, on every host core. */
+    BackendSpec backend() {
+      return new BackendSpec(
+          BackendSpec.Kind.CUDA,
+          Runtime.getRuntime().availableProcessors(),
+          CudaSpec.defaults().withTf32(tf32));
+    }
   }
 
   /**
@@ -244,9 +252,8 @@ public final class GpuBench {
    * against the plan, the host's launch time.
    */
   private static void memory(String model, int batch, int steps, Mode mode) {
-    int threads = Runtime.getRuntime().availableProcessors();
-    BackendSpec spec =
-        new BackendSpec(BackendSpec.Kind.CUDA, threads, CudaSpec.defaults().withTf32(mode.tf32));
+    BackendSpec spec = mode.backend();
+    int threads = spec.threads();
     ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
     List<LayerCost> costs;
     DeviceProfile profile;
@@ -287,9 +294,8 @@ public final class GpuBench {
    * operation drained and timed alone), over {@code steps} steps after two of warm-up.
    */
   private static void operations(String model, int batch, int steps, Mode mode) {
-    int threads = Runtime.getRuntime().availableProcessors();
-    BackendSpec spec =
-        new BackendSpec(BackendSpec.Kind.CUDA, threads, CudaSpec.defaults().withTf32(mode.tf32));
+    BackendSpec spec = mode.backend();
+    int threads = spec.threads();
     ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
     OperationTimes[] timed = new OperationTimes[1];
     TrainingSteps.run(

@@ -111,39 +111,42 @@ public final class DepthwiseConv2d extends BaseLayer {
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     input = x;
-    int hw = h * w;
     DeviceBuffer yb = y.view(0, (long) batch * outputSize());
     if (backend.convolvesDepthwise()) {
       DeviceBuffer xb = x.view(0, (long) batch * inputSize());
       backend.run(s, new DepthwiseConvolution(xb, weight, yb, batch, c, h, w, k));
-      backend.run(s, new AddBias(yb, bias, batch * hw, c));
-      return yb;
+    } else {
+      for (int i = 0; i < batch; i++) {
+        forwardLowered(s, image(x, i), image(yb, i));
+      }
     }
-    for (int i = 0; i < batch; i++) {
-      backend.run(s, new Im2col(image(x, i), window(), cols));
-      // y_i[:, ch] (hw × 1, a column of the rows) = cols[ch]ᵀ (hw × k·k) · W[ch]ᵀ (k·k × 1)
-      backend.run(
-          s,
-          new GemmStridedBatched(
-              hw,
-              1,
-              taps,
-              1f,
-              GemmOperand.of(cols, hw).transposed().strided((long) taps * hw),
-              GemmOperand.of(weight, 1).strided(taps),
-              0f,
-              GemmOperand.of(image(yb, i), c).strided(1),
-              c));
-    }
-    backend.run(s, new AddBias(yb, bias, batch * hw, c));
+    backend.run(s, new AddBias(yb, bias, batch * h * w, c));
     return yb;
+  }
+
+  /** One image's output rows as im2col and one batched GEMM over the channels. */
+  private void forwardLowered(Stream s, DeviceBuffer x, DeviceBuffer y) {
+    int hw = h * w;
+    backend.run(s, new Im2col(x, window(), cols));
+    // y[:, ch] (hw × 1, a column of the rows) = cols[ch]ᵀ (hw × k·k) · W[ch]ᵀ (k·k × 1)
+    backend.run(
+        s,
+        new GemmStridedBatched(
+            hw,
+            1,
+            taps,
+            1f,
+            GemmOperand.of(cols, hw).transposed().strided((long) taps * hw),
+            GemmOperand.of(weight, 1).strided(taps),
+            0f,
+            GemmOperand.of(y, c).strided(1),
+            c));
   }
 
   @Override
   public DeviceBuffer backward(Stream s, DeviceBuffer dy, int batch, boolean needInputGrad) {
-    int hw = h * w;
-    backend.run(s, new SumRows(dy, biasGrad, batch * hw, c, 1f));
-    DeviceBuffer dxb = dx.view(0, (long) batch * inputSize());
+    backend.run(s, new SumRows(dy, biasGrad, batch * h * w, c, 1f));
+    DeviceBuffer dxb = needInputGrad ? dx.view(0, (long) batch * inputSize()) : null;
     if (backend.convolvesDepthwise()) {
       backend.run(
           s,
@@ -152,47 +155,52 @@ public final class DepthwiseConv2d extends BaseLayer {
               dy.view(0, (long) batch * outputSize()),
               weight,
               weightGrad,
-              needInputGrad ? dxb : null,
+              dxb,
               batch,
               c,
               h,
               w,
               k));
-      return needInputGrad ? dxb : null;
+    } else {
+      for (int i = 0; i < batch; i++) {
+        backwardLowered(s, image(input, i), image(dy, i), dxb == null ? null : image(dxb, i));
+      }
     }
-    for (int i = 0; i < batch; i++) {
-      DeviceBuffer g = image(dy, i); // dy_i[ch]: a column of the rows, stride c
-      backend.run(s, new Im2col(image(input, i), window(), cols));
-      // dW[ch]ᵀ (k·k × 1) += cols[ch] (k·k × hw) · dy_i[ch] (hw × 1)
+    return dxb;
+  }
+
+  /** One image's gradients: the weights' accumulated, the input's (dx not null) summed back. */
+  private void backwardLowered(Stream s, DeviceBuffer x, DeviceBuffer dy, DeviceBuffer dx) {
+    int hw = h * w; // dy[ch]: a column of the image's rows, stride c
+    backend.run(s, new Im2col(x, window(), cols));
+    // dW[ch]ᵀ (k·k × 1) += cols[ch] (k·k × hw) · dy[ch] (hw × 1)
+    backend.run(
+        s,
+        new GemmStridedBatched(
+            taps,
+            1,
+            hw,
+            1f,
+            GemmOperand.of(cols, hw).strided((long) taps * hw),
+            GemmOperand.of(dy, c).strided(1),
+            1f,
+            GemmOperand.of(weightGrad, 1).strided(taps),
+            c));
+    if (dx != null) {
+      // dcols[ch] (k·k × hw) = W[ch]ᵀ (k·k × 1) · dy[ch]ᵀ (1 × hw), then summed back
       backend.run(
           s,
           new GemmStridedBatched(
               taps,
-              1,
               hw,
+              1,
               1f,
-              GemmOperand.of(cols, hw).strided((long) taps * hw),
-              GemmOperand.of(g, c).strided(1),
-              1f,
-              GemmOperand.of(weightGrad, 1).strided(taps),
+              GemmOperand.of(weight, 1).strided(taps),
+              GemmOperand.of(dy, c).transposed().strided(1),
+              0f,
+              GemmOperand.of(dcols, hw).strided((long) taps * hw),
               c));
-      if (needInputGrad) {
-        // dcols[ch] (k·k × hw) = W[ch]ᵀ (k·k × 1) · dy_i[ch]ᵀ (1 × hw), then summed back
-        backend.run(
-            s,
-            new GemmStridedBatched(
-                taps,
-                hw,
-                1,
-                1f,
-                GemmOperand.of(weight, 1).strided(taps),
-                GemmOperand.of(g, c).transposed().strided(1),
-                0f,
-                GemmOperand.of(dcols, hw).strided((long) taps * hw),
-                c));
-        backend.run(s, new Col2im(dcols, window(), image(dxb, i)));
-      }
+      backend.run(s, new Col2im(dcols, window(), dx));
     }
-    return needInputGrad ? dxb : null;
   }
 }

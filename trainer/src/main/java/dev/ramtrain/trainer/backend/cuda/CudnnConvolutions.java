@@ -236,7 +236,8 @@ final class CudnnConvolutions implements AutoCloseable {
   }
 
   private Plan plan(ConvWindow win, int out, CudaStream s) {
-    Plan known = plans.get(new Shape(win, out));
+    Shape key = new Shape(win, out);
+    Plan known = plans.get(key);
     if (known != null) {
       return known;
     }
@@ -245,7 +246,7 @@ final class CudnnConvolutions implements AutoCloseable {
     check(cudnnCreateTensorDescriptor(plan.y), () -> "creating a tensor descriptor");
     check(cudnnCreateFilterDescriptor(plan.w), () -> "creating a filter descriptor");
     check(cudnnCreateConvolutionDescriptor(plan.conv), () -> "creating a convolution descriptor");
-    plans.put(new Shape(win, out), plan); // owned from here: closed with the others
+    plans.put(key, plan); // owned from here: closed with the others
     String shape = win + " with " + out + " filters";
     check(
         cudnnSetTensor4dDescriptor(
