@@ -9,19 +9,29 @@ extern "C" __global__ void add_bias_f32(float* y, const float* bias, int rows, i
 }
 RT_KERNEL(add_bias_f32)
 
-// out[c] = beta * out[c] + sum over r of x[r, c]: a thread per column, rows summed in order in
-// double, as the CPU backend does (so the two agree to the bit).
+// out[c] = beta * out[c] + sum over r of x[r, c], in double: a block of RT_COLUMNS x
+// RT_COLUMN_LANES threads per RT_COLUMNS columns, lane l summing the rows r ≡ l (mod
+// RT_COLUMN_LANES) in increasing order, the lanes then added in lane order, as the CPU backend
+// sums (so the two agree to the bit). Neighbouring threads read neighbouring columns of a row.
 extern "C" __global__ void sum_rows_f32(const float* x, float* out, int rows, int cols,
                                         float beta) {
-  RT_FOR_EACH(c, cols) {
-    double sum = 0;
-    for (int r = 0; r < rows; r++) {
-      sum += x[(long long)r * cols + c];
+  __shared__ double lane_sum[RT_COLUMN_LANES][RT_COLUMNS];
+  int c = blockIdx.x * RT_COLUMNS + threadIdx.x;
+  double sum = 0;
+  for (long long r = threadIdx.y; c < cols && r < rows; r += RT_COLUMN_LANES) {
+    sum += x[r * cols + c];
+  }
+  lane_sum[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    double total = 0;
+    for (int l = 0; l < RT_COLUMN_LANES; l++) {
+      total += lane_sum[l][threadIdx.x];
     }
-    out[c] = (float)(beta == 0.0f ? sum : (double)(beta * out[c]) + sum);
+    out[c] = (float)(beta == 0.0f ? total : (double)(beta * out[c]) + total);
   }
 }
-RT_KERNEL(sum_rows_f32)
+RT_KERNEL_WITH_BARRIERS(sum_rows_f32)
 
 // Softmax cross-entropy with label smoothing, a thread per row (a row is at most a few thousand
 // classes). A label outside [0, classes) is reported through the stream's status word and the

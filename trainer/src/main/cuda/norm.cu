@@ -1,38 +1,66 @@
-// Layer normalization and row softmax (transformers, ConvNeXt's LayerNorm2d): one thread per
-// normalized group or row, summing in double in the CPU backend's order (NormKernels), with its
-// expressions; no FMA contraction, so layer norm gives the CPU backend's bits.
+// Layer normalization and row softmax (transformers, ConvNeXt's LayerNorm2d): a warp per
+// normalized group or row, RT_ROWS a block, lane l summing the elements j ≡ l (mod RT_ROW_LANES)
+// in double and the lanes then added in lane order (rt_row_sum), as the CPU backend's Java engine
+// sums (NormKernels), with its expressions; no FMA contraction, so layer norm gives its bits.
 #include "ramtrain.cuh"
+
+// The largest of the lanes' maxima, taken in lane order as Java's Math.max (NaN wins).
+__device__ __forceinline__ float rt_row_max(float partial, double* lanes) {
+  double* row = lanes + threadIdx.y * RT_ROW_LANES;
+  row[threadIdx.x] = partial;
+  __syncthreads();
+  float max = -INFINITY;
+  for (int l = 0; l < RT_ROW_LANES; l++) {
+    float v = (float)row[l];
+    max = v != v || v > max ? v : max;
+  }
+  __syncthreads();
+  return max;
+}
+
+// The first of a block's rows in a grid-stride walk: the same count of turns for every thread of
+// the block, so the row sums' barriers are reached by all; threadIdx.y's row is first + y.
+#define RT_FOR_EACH_ROW_BLOCK(first, rows)                                           \
+  for (long long first = (long long)blockIdx.x * RT_ROWS; first < (rows); \
+       first += (long long)gridDim.x * RT_ROWS)
 
 // x as [outer, size, inner]: group g = (o, i) holds x[(o * size + j) * inner + i] for j < size.
 extern "C" __global__ void layernorm_f32(const float* x, int outer, int size, int inner,
                                          const float* gamma, const float* beta, float eps,
                                          float* y, float* saved_mean, float* saved_inv_std) {
+  __shared__ double lanes[RT_ROWS * RT_ROW_LANES];
   long long groups = (long long)outer * inner;
-  RT_FOR_EACH(g, groups) {
-    long long o = g / inner;
-    long long i = g % inner;
-    const float* v = x + o * size * inner + i;
-    double mean = 0;
-    for (int j = 0; j < size; j++) {
-      mean += v[(long long)j * inner];
+  RT_FOR_EACH_ROW_BLOCK(first, groups) {
+    long long g = first + threadIdx.y;
+    bool live = g < groups;
+    long long base = live ? (g / inner) * size * inner + g % inner : 0;
+    const float* v = x + base;
+    double sum = 0;
+    for (int j = threadIdx.x; live && j < size; j += RT_ROW_LANES) {
+      sum += v[(long long)j * inner];
     }
-    mean /= size;
+    double mean = rt_row_sum(sum, lanes) / size;
     double squares = 0;
-    for (int j = 0; j < size; j++) {
+    for (int j = threadIdx.x; live && j < size; j += RT_ROW_LANES) {
       double d = v[(long long)j * inner] - mean;
       squares += d * d;
     }
-    double inv_std = 1 / sqrt(squares / size + eps);
-    saved_mean[g] = (float)mean;
-    saved_inv_std[g] = (float)inv_std;
-    float* out = y + o * size * inner + i;
-    for (int j = 0; j < size; j++) {
+    double inv_std = 1 / sqrt(rt_row_sum(squares, lanes) / size + eps);
+    if (!live) {
+      continue;
+    }
+    if (threadIdx.x == 0) {
+      saved_mean[g] = (float)mean;
+      saved_inv_std[g] = (float)inv_std;
+    }
+    float* out = y + base;
+    for (int j = threadIdx.x; j < size; j += RT_ROW_LANES) {
       out[(long long)j * inner] =
           (float)((v[(long long)j * inner] - mean) * inv_std * gamma[j] + beta[j]);
     }
   }
 }
-RT_KERNEL(layernorm_f32)
+RT_KERNEL_WITH_BARRIERS(layernorm_f32)
 
 __device__ __forceinline__ double rt_xhat(float v, const float* mean, const float* inv_std,
                                           long long g) {
@@ -44,20 +72,28 @@ extern "C" __global__ void layernorm_backward_dx_f32(const float* x, const float
                                                      int size, int inner, const float* gamma,
                                                      const float* saved_mean,
                                                      const float* saved_inv_std, float* dx) {
+  __shared__ double lanes[RT_ROWS * RT_ROW_LANES];
   long long groups = (long long)outer * inner;
-  RT_FOR_EACH(g, groups) {
-    long long base = (g / inner) * size * inner + g % inner;
+  RT_FOR_EACH_ROW_BLOCK(first, groups) {
+    long long g = first + threadIdx.y;
+    bool live = g < groups;
+    long long base = live ? (g / inner) * size * inner + g % inner : 0;
     double sum_g = 0;
     double sum_g_xhat = 0;
-    for (int j = 0; j < size; j++) {
+    for (int j = threadIdx.x; live && j < size; j += RT_ROW_LANES) {
       long long at = base + (long long)j * inner;
       double xhat = rt_xhat(x[at], saved_mean, saved_inv_std, g);
       double gy = (double)dy[at] * gamma[j];
       sum_g += gy;
       sum_g_xhat += gy * xhat;
     }
+    sum_g = rt_row_sum(sum_g, lanes);
+    sum_g_xhat = rt_row_sum(sum_g_xhat, lanes);
+    if (!live) {
+      continue;
+    }
     double inv_std = saved_inv_std[g];
-    for (int j = 0; j < size; j++) {
+    for (int j = threadIdx.x; j < size; j += RT_ROW_LANES) {
       long long at = base + (long long)j * inner;
       double xhat = rt_xhat(x[at], saved_mean, saved_inv_std, g);
       double gy = (double)dy[at] * gamma[j];
@@ -65,27 +101,27 @@ extern "C" __global__ void layernorm_backward_dx_f32(const float* x, const float
     }
   }
 }
-RT_KERNEL(layernorm_backward_dx_f32)
+RT_KERNEL_WITH_BARRIERS(layernorm_backward_dx_f32)
 
 // dgamma[j] += Σ dy * xhat and dbeta[j] += Σ dy over every group r = o * inner + i. A block of
-// RT_LN_FEATURES x RT_LN_LANES threads per RT_LN_FEATURES features: lane l sums, in double, the
-// groups r ≡ l (mod RT_LN_LANES) in increasing order; the lanes' sums are then added in lane
+// RT_COLUMNS x RT_COLUMN_LANES threads per RT_COLUMNS features: lane l sums, in double, the
+// groups r ≡ l (mod RT_COLUMN_LANES) in increasing order; the lanes' sums are then added in lane
 // order (NormKernels.layerNormBackward's order, so the CPU's bits). Neighbouring threads read
-// neighbouring features of one group, and the batch's groups are shared by RT_LN_LANES threads
+// neighbouring features of one group, and the batch's groups are shared by RT_COLUMN_LANES threads
 // a feature instead of one.
 extern "C" __global__ void layernorm_backward_params_f32(const float* x, const float* dy,
                                                          int outer, int size, int inner,
                                                          const float* saved_mean,
                                                          const float* saved_inv_std,
                                                          float* dgamma, float* dbeta) {
-  __shared__ double lane_dy_xhat[RT_LN_LANES][RT_LN_FEATURES];
-  __shared__ double lane_dy[RT_LN_LANES][RT_LN_FEATURES];
-  int j = blockIdx.x * RT_LN_FEATURES + threadIdx.x;
+  __shared__ double lane_dy_xhat[RT_COLUMN_LANES][RT_COLUMNS];
+  __shared__ double lane_dy[RT_COLUMN_LANES][RT_COLUMNS];
+  int j = blockIdx.x * RT_COLUMNS + threadIdx.x;
   long long groups = (long long)outer * inner;
   double sum_dy_xhat = 0;
   double sum_dy = 0;
   if (j < size) {
-    for (long long r = threadIdx.y; r < groups; r += RT_LN_LANES) {
+    for (long long r = threadIdx.y; r < groups; r += RT_COLUMN_LANES) {
       long long at = ((r / inner) * size + j) * inner + r % inner;
       sum_dy_xhat += dy[at] * rt_xhat(x[at], saved_mean, saved_inv_std, r);
       sum_dy += dy[at];
@@ -97,7 +133,7 @@ extern "C" __global__ void layernorm_backward_params_f32(const float* x, const f
   if (threadIdx.y == 0 && j < size) {
     double total_dy_xhat = 0;
     double total_dy = 0;
-    for (int l = 0; l < RT_LN_LANES; l++) {
+    for (int l = 0; l < RT_COLUMN_LANES; l++) {
       total_dy_xhat += lane_dy_xhat[l][threadIdx.x];
       total_dy += lane_dy[l][threadIdx.x];
     }
@@ -108,36 +144,51 @@ extern "C" __global__ void layernorm_backward_params_f32(const float* x, const f
 RT_KERNEL_WITH_BARRIERS(layernorm_backward_params_f32)
 
 extern "C" __global__ void softmax_f32(const float* x, int rows, int cols, float* y) {
-  RT_FOR_EACH(r, rows) {
-    const float* row = x + r * cols;
+  __shared__ double lanes[RT_ROWS * RT_ROW_LANES];
+  RT_FOR_EACH_ROW_BLOCK(first, rows) {
+    long long r = first + threadIdx.y;
+    bool live = r < rows;
+    const float* row = x + (live ? r * cols : 0);
     float max = -INFINITY;
-    for (int c = 0; c < cols; c++) {
+    for (int c = threadIdx.x; live && c < cols; c += RT_ROW_LANES) {
       float v = row[c];
       max = v != v || v > max ? v : max;  // Java's Math.max: NaN wins
     }
+    max = rt_row_max(max, lanes);
     double sum = 0;
-    for (int c = 0; c < cols; c++) {
+    for (int c = threadIdx.x; live && c < cols; c += RT_ROW_LANES) {
       sum += exp((double)row[c] - max);
     }
-    float* out = y + r * cols;
-    for (int c = 0; c < cols; c++) {
+    sum = rt_row_sum(sum, lanes);
+    if (!live) {
+      continue;
+    }
+    float* out = y + r * cols;  // may be x: each element is read before it is written
+    for (int c = threadIdx.x; c < cols; c += RT_ROW_LANES) {
       out[c] = (float)(exp((double)row[c] - max) / sum);
     }
   }
 }
-RT_KERNEL(softmax_f32)
+RT_KERNEL_WITH_BARRIERS(softmax_f32)
 
 extern "C" __global__ void softmax_backward_f32(const float* y, const float* dy, int rows,
                                                 int cols, float* dx) {
-  RT_FOR_EACH(r, rows) {
-    long long base = r * cols;
+  __shared__ double lanes[RT_ROWS * RT_ROW_LANES];
+  RT_FOR_EACH_ROW_BLOCK(first, rows) {
+    long long r = first + threadIdx.y;
+    bool live = r < rows;
+    long long base = live ? r * cols : 0;
     double dot = 0;
-    for (int c = 0; c < cols; c++) {
+    for (int c = threadIdx.x; live && c < cols; c += RT_ROW_LANES) {
       dot += (double)dy[base + c] * y[base + c];
     }
-    for (int c = 0; c < cols; c++) {
+    dot = rt_row_sum(dot, lanes);
+    if (!live) {
+      continue;
+    }
+    for (int c = threadIdx.x; c < cols; c += RT_ROW_LANES) {
       dx[base + c] = (float)(y[base + c] * (dy[base + c] - dot));
     }
   }
 }
-RT_KERNEL(softmax_backward_f32)
+RT_KERNEL_WITH_BARRIERS(softmax_backward_f32)

@@ -20,9 +20,14 @@
 
 // Threads per block of the elementwise kernels and of the block reductions (a power of two).
 #define RT_BLOCK 256
-// Layer norm's parameter gradients: features a block, and lanes a feature (NormKernels.LANES).
-#define RT_LN_FEATURES 32
-#define RT_LN_LANES 16
+// Sums down columns (layer norm's parameter gradients, bias gradients): RT_COLUMNS columns a
+// block, RT_COLUMN_LANES lanes a column (NormKernels.COLUMN_LANES).
+#define RT_COLUMNS 32
+#define RT_COLUMN_LANES 16
+// Sums along rows (layer norm, softmax): a warp's RT_ROW_LANES lanes a row, RT_ROWS rows a block
+// (NormKernels.ROW_LANES).
+#define RT_ROW_LANES 32
+#define RT_ROWS 8
 
 // A grid-stride loop over [0, n): correct for any grid size, so launches can cap their grids.
 #define RT_FOR_EACH(i, n)                                                        \
@@ -67,6 +72,21 @@ __device__ __forceinline__ unsigned long long rt_splitmix64_at(unsigned long lon
 // CounterRng.uniform: 24 random bits as a float in [0, 1).
 __device__ __forceinline__ float rt_uniform(unsigned long long seed, unsigned long long i) {
   return (float)(rt_splitmix64_at(seed, i) >> 40) * 5.9604644775390625e-8f;
+}
+
+// A row's total of one partial sum per lane, each thread of a (RT_ROW_LANES, RT_ROWS) block
+// holding its row threadIdx.y's lane threadIdx.x: the lanes are added in lane order, from 0
+// (NormKernels' order), and every lane gets the total. Every thread of the block must call it.
+__device__ __forceinline__ double rt_row_sum(double partial, double* lanes) {
+  double* row = lanes + threadIdx.y * RT_ROW_LANES;
+  row[threadIdx.x] = partial;
+  __syncthreads();
+  double total = 0;
+  for (int l = 0; l < RT_ROW_LANES; l++) {
+    total += row[l];
+  }
+  __syncthreads();
+  return total;
 }
 
 // Sums one double per thread over a block of RT_BLOCK threads; every thread gets the total.

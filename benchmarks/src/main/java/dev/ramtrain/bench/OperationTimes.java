@@ -85,6 +85,11 @@ final class OperationTimes implements Backend {
   }
 
   @Override
+  public boolean batchesAcrossImages() {
+    return backend.batchesAcrossImages();
+  }
+
+  @Override
   public long normReluMaskBytes(int n, int c, int hw, int channelBlock) {
     return backend.normReluMaskBytes(n, c, hw, channelBlock);
   }

@@ -49,6 +49,17 @@ public interface Backend extends Device {
   }
 
   /**
+   * Whether layers should gather operands strided differently within and between images
+   * (attention's heads) into contiguous blocks, to run a product as one batched GEMM over the whole
+   * batch rather than one per image. On a GPU a launch costs more than the copy; on the CPU the
+   * copies cost more than the calls they save (ViT-B/16, batch 8: the step 5% slower,
+   * benchmarks/RESULTS.md).
+   */
+  default boolean batchesAcrossImages() {
+    return false;
+  }
+
+  /**
    * Bytes of the mask a batch norm over {@code n × c × hw} values in layout {@code channelBlock}
    * keeps when it fuses the ReLU after it ({@code BatchNormTrain} with a ReLU mask), or 0 where
    * this engine does not fuse them: there the ReLU runs as its own operation, as it computes the

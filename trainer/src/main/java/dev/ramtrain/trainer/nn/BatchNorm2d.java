@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -100,7 +101,7 @@ public final class BatchNorm2d extends BaseLayer {
    * convolutions declare nine times this for their columns, so it costs nothing there).
    */
   @Override
-  public long scratchBytes(int maxBatch) {
+  public long scratchBytes(Backend backend, int maxBatch) {
     return relu ? 4L * maxBatch * inputSize() : 0;
   }
 

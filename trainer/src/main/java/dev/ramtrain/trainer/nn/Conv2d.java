@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -185,7 +186,7 @@ public final class Conv2d extends BaseLayer {
   }
 
   @Override
-  public long scratchBytes(int maxBatch) {
+  public long scratchBytes(Backend backend, int maxBatch) {
     long bytes = colsBytes(maxBatch);
     if (precision == Precision.BF16) {
       bytes += 2 * colsHalfCount(maxBatch) + 2L * maxBatch * oh * ow * out;

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -83,8 +84,8 @@ public final class DepthwiseConv2d extends BaseLayer {
   }
 
   @Override
-  public long scratchBytes(int maxBatch) {
-    return 2 * 4L * c * taps * h * w;
+  public long scratchBytes(Backend backend, int maxBatch) {
+    return backend.convolvesDepthwise() ? 0 : 2 * 4L * c * taps * h * w;
   }
 
   @Override
@@ -95,9 +96,11 @@ public final class DepthwiseConv2d extends BaseLayer {
     biasGrad = params.grad(name + ".bias");
     y = own("out", (long) maxBatch * outputSize());
     dx = inputGradient((long) maxBatch * inputSize());
-    long block = (long) c * taps * h * w;
-    cols = scratch("cols", DType.F32, 0, block);
-    dcols = scratch("dcols", DType.F32, 4 * block, block);
+    if (!backend.convolvesDepthwise()) {
+      long block = (long) c * taps * h * w;
+      cols = scratch("cols", DType.F32, 0, block);
+      dcols = scratch("dcols", DType.F32, 4 * block, block);
+    }
   }
 
   private ConvWindow window() {

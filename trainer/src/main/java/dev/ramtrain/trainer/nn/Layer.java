@@ -30,10 +30,11 @@ public interface Layer extends AutoCloseable {
   void bind(Backend backend, ParameterSource params, int maxBatch);
 
   /**
-   * Bytes of scratch this layer uses within one forward or backward call at {@code maxBatch} and
-   * keeps for none: taken from the model's shared {@link Workspace}, sized for the largest need.
+   * Bytes of scratch this layer uses within one forward or backward call at {@code maxBatch} on
+   * {@code backend} (whose choices of method it may depend on) and keeps for none: taken from the
+   * model's shared {@link Workspace}, sized for the largest need.
    */
-  default long scratchBytes(int maxBatch) {
+  default long scratchBytes(Backend backend, int maxBatch) {
     return 0;
   }
 

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.nn;
 
+import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
@@ -84,7 +85,7 @@ public final class LayerScale extends BaseLayer {
   }
 
   @Override
-  public long scratchBytes(int maxBatch) {
+  public long scratchBytes(Backend backend, int maxBatch) {
     return 2 * 4L * maxBatch * inputSize(); // the factors and backward's products
   }
 

@@ -1,6 +1,7 @@
 package dev.ramtrain.trainer.nn;
 
 import dev.ramtrain.random.Seeds;
+import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Add;
@@ -82,8 +83,8 @@ public final class Residual extends BaseLayer {
   }
 
   @Override
-  public long scratchBytes(int maxBatch) {
-    return branch.stream().mapToLong(l -> l.scratchBytes(maxBatch)).max().orElse(0);
+  public long scratchBytes(Backend backend, int maxBatch) {
+    return branch.stream().mapToLong(l -> l.scratchBytes(backend, maxBatch)).max().orElse(0);
   }
 
   @Override

@@ -72,8 +72,8 @@ public final class ResidualBlock extends BaseLayer {
 
   /** Its layers run one at a time, so the largest of theirs is the block's. */
   @Override
-  public long scratchBytes(int maxBatch) {
-    return children().stream().mapToLong(l -> l.scratchBytes(maxBatch)).max().orElse(0);
+  public long scratchBytes(Backend backend, int maxBatch) {
+    return children().stream().mapToLong(l -> l.scratchBytes(backend, maxBatch)).max().orElse(0);
   }
 
   /** The main branch, the shortcut's layers and the closing ReLU, in that order. */

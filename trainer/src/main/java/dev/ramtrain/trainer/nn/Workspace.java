@@ -20,7 +20,7 @@ public final class Workspace implements AutoCloseable {
 
   /** A workspace for the largest scratch {@code layers} declare at {@code maxBatch}. */
   public static Workspace forLayers(Backend backend, List<Layer> layers, int maxBatch) {
-    long most = layers.stream().mapToLong(l -> l.scratchBytes(maxBatch)).max().orElse(0);
+    long most = layers.stream().mapToLong(l -> l.scratchBytes(backend, maxBatch)).max().orElse(0);
     return new Workspace(backend.allocate("workspace", DType.U8, most));
   }
 

@@ -2016,6 +2016,73 @@ public abstract class BackendConformanceTest {
     }
   }
 
+  /**
+   * Attention's split of [batch, tokens, 3, heads, headDim] rows into [batch, heads, tokens,
+   * headDim] blocks (one copy repeated over the images), the inverse back into a fresh buffer, and
+   * the refusal of repeats onto one destination: pure copies, so exactly equal.
+   */
+  @Test
+  void repeatedStridedCopySplitsAndJoinsHeads() {
+    int batch = 3;
+    int tokens = 5;
+    int heads = 2;
+    int headDim = 4;
+    int dim = heads * headDim;
+    int width = 3 * dim;
+    float[] rows = random(new Random(44), batch * tokens * width);
+    float[] expected = new float[batch * tokens * dim];
+    for (int b = 0; b < batch; b++) {
+      for (int h = 0; h < heads; h++) {
+        for (int t = 0; t < tokens; t++) {
+          for (int e = 0; e < headDim; e++) {
+            expected[((b * heads + h) * tokens + t) * headDim + e] =
+                rows[(b * tokens + t) * width + dim + h * headDim + e]; // k's columns
+          }
+        }
+      }
+    }
+    StridedCopy.Strides rowStrides = new StridedCopy.Strides(headDim, width, 1);
+    StridedCopy.Strides blockStrides = new StridedCopy.Strides((long) tokens * headDim, headDim, 1);
+    try (DeviceBuffer src = upload("qkv", rows);
+        DeviceBuffer blocks = backend.allocate("k", DType.F32, expected.length);
+        DeviceBuffer back = upload("rows", new float[rows.length])) {
+      DeviceBuffer kColumns = src.view(dim, rows.length - dim);
+      backend.run(
+          stream,
+          new StridedCopy(kColumns, rowStrides, blocks, blockStrides, heads, tokens, headDim, false)
+              .repeated(batch, (long) tokens * width, (long) tokens * dim));
+      assertArrayEquals(expected, download(blocks));
+      DeviceBuffer backColumns = back.view(dim, rows.length - dim);
+      backend.run(
+          stream,
+          new StridedCopy(
+                  blocks, blockStrides, backColumns, rowStrides, heads, tokens, headDim, false)
+              .repeated(batch, (long) tokens * dim, (long) tokens * width));
+      float[] joined = download(back);
+      for (int i = 0; i < rows.length; i++) {
+        boolean kColumn = i % width >= dim && i % width < 2 * dim;
+        assertEquals(kColumn ? rows[i] : 0f, joined[i], "element " + i);
+      }
+      var beyond =
+          assertThrows(
+              IllegalArgumentException.class,
+              () ->
+                  new StridedCopy(
+                          kColumns, rowStrides, blocks, blockStrides, heads, tokens, headDim, false)
+                      .repeated(batch + 1, (long) tokens * width, (long) tokens * dim));
+      assertEquals(
+          "qkv[8:360] has 352 elements, the strided copy reaches element 463", beyond.getMessage());
+      var racing =
+          assertThrows(
+              IllegalArgumentException.class,
+              () ->
+                  new StridedCopy(
+                          kColumns, rowStrides, blocks, blockStrides, heads, tokens, headDim, false)
+                      .repeated(batch, (long) tokens * width, 0));
+      assertEquals("k: 3 repeats onto one destination", racing.getMessage());
+    }
+  }
+
   private static float[] filled(int n, float value) {
     float[] out = new float[n];
     Arrays.fill(out, value);

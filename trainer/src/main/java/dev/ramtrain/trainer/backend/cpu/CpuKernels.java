@@ -62,26 +62,34 @@ final class CpuKernels {
   }
 
   void sumRows(FloatBuffer x, FloatBuffer out, int rows, int cols, float beta) {
-    // Each column's sum in double, row after row as before; the rows are read in order, a block
-    // of columns at a time (walking down a column touched a cache line per element).
+    // Each column's sum in double in the CUDA kernel's order (linear.cu): lane l the rows
+    // r ≡ l (mod COLUMN_LANES) in increasing order, then the lanes in lane order. The rows are read
+    // in order, a block of columns at a time (walking down a column touched a cache line per
+    // element).
+    int lanes = NormKernels.COLUMN_LANES;
     parallel.forRange(
         cols,
         Math.max(1, GRAIN / Math.max(1, rows)),
         (from, to) -> {
-          float[] row = new float[Math.min(BLOCK, to - from)];
-          double[] sums = new double[row.length];
+          float[] row = new float[Math.min(BLOCK / lanes, to - from)];
+          double[] sums = new double[lanes * row.length]; // [lane][column]
           for (int start = from; start < to; start += row.length) {
             int len = Math.min(row.length, to - start);
-            java.util.Arrays.fill(sums, 0, len, 0);
+            java.util.Arrays.fill(sums, 0);
             for (int r = 0; r < rows; r++) {
               x.get(r * cols + start, row, 0, len);
+              int at = (r % lanes) * row.length;
               for (int i = 0; i < len; i++) {
-                sums[i] += row[i];
+                sums[at + i] += row[i];
               }
             }
             for (int i = 0; i < len; i++) {
+              double sum = 0;
+              for (int lane = 0; lane < lanes; lane++) {
+                sum += sums[lane * row.length + i];
+              }
               int c = start + i;
-              out.put(c, (float) (beta == 0 ? sums[i] : beta * out.get(c) + sums[i]));
+              out.put(c, (float) (beta == 0 ? sum : beta * out.get(c) + sum));
             }
           }
         });

@@ -6,13 +6,18 @@ import java.util.Arrays;
 /**
  * Layer normalization and row softmax on the CPU: the reference arithmetic the CUDA kernels
  * (norm.cu) repeat expression for expression, in double with the same summation order, so the two
- * engines agree to the bit wherever exp is not involved. A group of layer norm is {@code size}
- * values {@code inner} apart; blocks of one outer index are read whole, so both the last-dimension
- * case (inner 1) and the channels of NCHW (inner h·w) stream through memory in order.
+ * engines agree to the bit wherever exp is not involved. A row (a group of layer norm) is summed as
+ * a warp sums it: lane l the elements j ≡ l (mod {@link #ROW_LANES}) in order, then the lanes in
+ * lane order. A group of layer norm is {@code size} values {@code inner} apart; blocks of one outer
+ * index are read whole, so both the last-dimension case (inner 1) and the channels of NCHW (inner
+ * h·w) stream through memory in order.
  */
 final class NormKernels {
-  /** Lanes a feature's parameter gradient is summed in (norm.cu's RT_LN_LANES). */
-  static final int LANES = 16;
+  /** Lanes a row is summed in (RT_ROW_LANES: a warp). */
+  static final int ROW_LANES = 32;
+
+  /** Lanes a column is summed in: parameter and bias gradients (RT_COLUMN_LANES). */
+  static final int COLUMN_LANES = 16;
 
   private static final int GRAIN = 1 << 15;
 
@@ -43,24 +48,29 @@ final class NormKernels {
           float[] v = new float[block];
           double[] mean = new double[inner];
           double[] invStd = new double[inner];
+          double[] lanes = new double[ROW_LANES * inner]; // [lane][i]
           for (int o = from; o < to; o++) {
             x.get(o * block, v);
-            Arrays.fill(mean, 0);
-            Arrays.fill(invStd, 0);
+            Arrays.fill(lanes, 0);
             for (int j = 0; j < size; j++) {
+              int lane = (j % ROW_LANES) * inner;
               for (int i = 0; i < inner; i++) {
-                mean[i] += v[j * inner + i];
+                lanes[lane + i] += v[j * inner + i];
               }
             }
+            laneTotals(lanes, inner, mean);
             for (int i = 0; i < inner; i++) {
               mean[i] /= size;
             }
-            for (int j = 0; j < size; j++) { // the squares, summed into invStd
+            Arrays.fill(lanes, 0);
+            for (int j = 0; j < size; j++) { // the squares
+              int lane = (j % ROW_LANES) * inner;
               for (int i = 0; i < inner; i++) {
                 double d = v[j * inner + i] - mean[i];
-                invStd[i] += d * d;
+                lanes[lane + i] += d * d;
               }
             }
+            laneTotals(lanes, inner, invStd);
             for (int i = 0; i < inner; i++) {
               invStd[i] = 1 / Math.sqrt(invStd[i] / size + eps);
               savedMean.put(o * inner + i, (float) mean[i]);
@@ -99,20 +109,25 @@ final class NormKernels {
           float[] d = new float[block];
           double[] sumG = new double[inner];
           double[] sumGXhat = new double[inner];
+          double[] lanesG = new double[ROW_LANES * inner]; // [lane][i]
+          double[] lanesGXhat = new double[ROW_LANES * inner];
           for (int o = from; o < to; o++) {
             x.get(o * block, v);
             dy.get(o * block, d);
-            Arrays.fill(sumG, 0);
-            Arrays.fill(sumGXhat, 0);
+            Arrays.fill(lanesG, 0);
+            Arrays.fill(lanesGXhat, 0);
             for (int j = 0; j < size; j++) {
+              int lane = (j % ROW_LANES) * inner;
               for (int i = 0; i < inner; i++) {
                 int at = j * inner + i;
                 double xhat = xhat(v[at], savedMean, savedInvStd, o * inner + i);
                 double gy = (double) d[at] * g[j];
-                sumG[i] += gy;
-                sumGXhat[i] += gy * xhat;
+                lanesG[lane + i] += gy;
+                lanesGXhat[lane + i] += gy * xhat;
               }
             }
+            laneTotals(lanesG, inner, sumG);
+            laneTotals(lanesGXhat, inner, sumGXhat);
             for (int j = 0; j < size; j++) {
               for (int i = 0; i < inner; i++) {
                 int at = j * inner + i;
@@ -126,7 +141,7 @@ final class NormKernels {
           }
         });
     // dgamma and dbeta: each j sums over every group r = o * inner + i in the CUDA kernel's order:
-    // lane l the groups r ≡ l (mod LANES) in increasing order, then the lanes in lane order.
+    // lane l the groups r ≡ l (mod COLUMN_LANES) in increasing order, then the lanes in lane order.
     parallel.forRange(
         size,
         Math.max(1, GRAIN / Math.max(1, outer * inner)),
@@ -134,8 +149,8 @@ final class NormKernels {
           int span = (to - from) * inner;
           float[] v = new float[span];
           float[] d = new float[span];
-          double[] laneDyXhat = new double[(to - from) * LANES];
-          double[] laneDy = new double[(to - from) * LANES];
+          double[] laneDyXhat = new double[(to - from) * COLUMN_LANES];
+          double[] laneDy = new double[(to - from) * COLUMN_LANES];
           for (int o = 0; o < outer; o++) {
             x.get((o * size + from) * inner, v);
             dy.get((o * size + from) * inner, d);
@@ -143,7 +158,7 @@ final class NormKernels {
               for (int i = 0; i < inner; i++) {
                 int at = j * inner + i;
                 int r = o * inner + i;
-                int lane = j * LANES + r % LANES;
+                int lane = j * COLUMN_LANES + r % COLUMN_LANES;
                 laneDyXhat[lane] += d[at] * xhat(v[at], savedMean, savedInvStd, r);
                 laneDy[lane] += d[at];
               }
@@ -152,7 +167,7 @@ final class NormKernels {
           for (int j = 0; j < to - from; j++) {
             double sumDyXhat = 0;
             double sumDy = 0;
-            for (int lane = j * LANES; lane < (j + 1) * LANES; lane++) {
+            for (int lane = j * COLUMN_LANES; lane < (j + 1) * COLUMN_LANES; lane++) {
               sumDyXhat += laneDyXhat[lane];
               sumDy += laneDy[lane];
             }
@@ -172,16 +187,18 @@ final class NormKernels {
         Math.max(1, GRAIN / cols),
         (from, to) -> {
           float[] row = new float[cols];
+          double[] lanes = new double[ROW_LANES];
           for (int r = from; r < to; r++) {
             x.get(r * cols, row);
             float max = Float.NEGATIVE_INFINITY;
             for (float v : row) {
               max = Math.max(max, v);
             }
-            double sum = 0;
-            for (float v : row) {
-              sum += Math.exp((double) v - max);
+            Arrays.fill(lanes, 0);
+            for (int c = 0; c < cols; c++) {
+              lanes[c % ROW_LANES] += Math.exp((double) row[c] - max);
             }
+            double sum = rowTotal(lanes);
             for (int c = 0; c < cols; c++) {
               row[c] = (float) (Math.exp((double) row[c] - max) / sum);
             }
@@ -197,19 +214,40 @@ final class NormKernels {
         (from, to) -> {
           float[] p = new float[cols];
           float[] g = new float[cols];
+          double[] lanes = new double[ROW_LANES];
           for (int r = from; r < to; r++) {
             y.get(r * cols, p);
             dy.get(r * cols, g);
-            double dot = 0;
+            Arrays.fill(lanes, 0);
             for (int c = 0; c < cols; c++) {
-              dot += (double) g[c] * p[c];
+              lanes[c % ROW_LANES] += (double) g[c] * p[c];
             }
+            double dot = rowTotal(lanes);
             for (int c = 0; c < cols; c++) {
               g[c] = (float) (p[c] * (g[c] - dot));
             }
             dx.put(r * cols, g);
           }
         });
+  }
+
+  /** Each i's total of its lanes ({@code lanes} as [lane][i]), added in lane order from 0. */
+  private static void laneTotals(double[] lanes, int inner, double[] totals) {
+    Arrays.fill(totals, 0);
+    for (int lane = 0; lane < ROW_LANES; lane++) {
+      for (int i = 0; i < inner; i++) {
+        totals[i] += lanes[lane * inner + i];
+      }
+    }
+  }
+
+  /** A row's lanes added in lane order from 0. */
+  private static double rowTotal(double[] lanes) {
+    double total = 0;
+    for (double lane : lanes) {
+      total += lane;
+    }
+    return total;
   }
 
   private static float[] array(FloatBuffer values, int count) {

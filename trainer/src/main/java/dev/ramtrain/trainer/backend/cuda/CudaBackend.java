@@ -178,6 +178,11 @@ public final class CudaBackend implements Backend {
     return true;
   }
 
+  @Override
+  public boolean batchesAcrossImages() {
+    return true;
+  }
+
   /** The device, who multiplies matrices and who convolves, for logs and benchmarks. */
   public String describe() {
     return device.describe()

@@ -24,6 +24,12 @@ final class CudaKernels implements AutoCloseable {
   /** Threads per block of the elementwise kernels and block reductions (RT_BLOCK). */
   static final int BLOCK = 256;
 
+  /** Lanes a row of the row kernels (RT_ROW_LANES): a warp. */
+  static final int ROW_LANES = 32;
+
+  /** Rows a block of the row kernels (RT_ROWS). */
+  static final int ROWS = 8;
+
   /** Grid-stride kernels need no more blocks than keep every multiprocessor busy. */
   private static final int MAX_GRID = 8192;
 
@@ -65,6 +71,15 @@ final class CudaKernels implements AutoCloseable {
     }
     int blocks = (int) Math.min(MAX_GRID, (n + BLOCK - 1) / BLOCK);
     launch(kernel, stream, blocks, 1, 1, BLOCK, 1, args);
+  }
+
+  /** A launch of a row kernel over {@code rows} rows: a warp a row, {@link #ROWS} a block. */
+  void launchRows(Kernel kernel, CudaStream stream, long rows, KernelArgs args) {
+    if (rows == 0) {
+      return;
+    }
+    int blocks = (int) Math.min(MAX_GRID, (rows + ROWS - 1) / ROWS);
+    launch(kernel, stream, blocks, 1, 1, ROW_LANES, ROWS, args);
   }
 
   void launch(

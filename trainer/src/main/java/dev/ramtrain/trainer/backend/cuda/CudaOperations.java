@@ -52,13 +52,15 @@ import dev.ramtrain.trainer.backend.ops.SumRows;
  * The CUDA engine's implementation of every operation: GEMM by the {@link GemmEngine}, the rest as
  * launches of the kernels in trainer/src/main/cuda, their arguments in the order the kernels
  * declare them. Elementwise kernels run one thread per element ({@link CudaKernels#launchOver});
- * the per-channel reductions one block per channel.
+ * the per-channel reductions one block per channel, the per-row ones (layer norm, softmax) a warp
+ * per row ({@link CudaKernels#launchRows}), the sums down columns (bias and layer norm parameter
+ * gradients) a block per {@link #COLUMNS} columns.
  */
 final class CudaOperations {
-  /** Layer norm's parameter gradients: features a block, lanes a feature (norm.cu's RT_LN_*). */
-  private static final int LN_FEATURES = 32;
+  /** Sums down columns: columns a block, lanes a column (RT_COLUMNS, RT_COLUMN_LANES). */
+  private static final int COLUMNS = 32;
 
-  private static final int LN_LANES = 16;
+  private static final int COLUMN_LANES = 16;
 
   private final CudaKernels kernels;
 
@@ -133,10 +135,17 @@ final class CudaOperations {
   }
 
   private void sumRows(SumRows op, CudaStream s) {
-    kernels.launchOver(
+    if (op.cols() == 0) {
+      return;
+    }
+    kernels.launch(
         Kernel.SUM_ROWS,
         s,
-        op.cols(),
+        (op.cols() + COLUMNS - 1) / COLUMNS,
+        1,
+        1,
+        COLUMNS,
+        COLUMN_LANES,
         new KernelArgs()
             .buffer(cuda(op.x()))
             .buffer(cuda(op.out()))
@@ -369,7 +378,7 @@ final class CudaOperations {
   }
 
   private void layerNormForward(LayerNormForward op, CudaStream s) {
-    kernels.launchOver(
+    kernels.launchRows(
         Kernel.LAYERNORM,
         s,
         (long) op.outer() * op.inner(),
@@ -387,7 +396,7 @@ final class CudaOperations {
   }
 
   private void softmax(Softmax op, CudaStream s) {
-    kernels.launchOver(
+    kernels.launchRows(
         Kernel.SOFTMAX,
         s,
         op.rows(),
@@ -395,7 +404,7 @@ final class CudaOperations {
   }
 
   private void softmaxBackward(SoftmaxBackward op, CudaStream s) {
-    kernels.launchOver(
+    kernels.launchRows(
         Kernel.SOFTMAX_BACKWARD,
         s,
         op.rows(),
@@ -458,7 +467,7 @@ final class CudaOperations {
     kernels.launchOver(
         Kernel.STRIDED_COPY,
         s,
-        (long) op.n1() * op.n2(),
+        (long) op.repeat().times() * op.n1() * op.n2(),
         new KernelArgs()
             .buffer(cuda(op.src()))
             .i64(op.srcStrides().s0())
@@ -471,7 +480,10 @@ final class CudaOperations {
             .i32(op.n0())
             .i32(op.n1())
             .i32(op.n2())
-            .i32(op.accumulate()));
+            .i32(op.accumulate())
+            .i32(op.repeat().times())
+            .i64(op.repeat().srcStep())
+            .i64(op.repeat().dstStep()));
   }
 
   /**
@@ -479,7 +491,7 @@ final class CudaOperations {
    * features, the groups split over lanes).
    */
   private void layerNormBackward(LayerNormBackward op, CudaStream s) {
-    kernels.launchOver(
+    kernels.launchRows(
         Kernel.LAYERNORM_BACKWARD_DX,
         s,
         (long) op.outer() * op.inner(),
@@ -496,11 +508,11 @@ final class CudaOperations {
     kernels.launch(
         Kernel.LAYERNORM_BACKWARD_PARAMS,
         s,
-        (op.size() + LN_FEATURES - 1) / LN_FEATURES,
+        (op.size() + COLUMNS - 1) / COLUMNS,
         1,
         1,
-        LN_FEATURES,
-        LN_LANES,
+        COLUMNS,
+        COLUMN_LANES,
         new KernelArgs()
             .buffer(cuda(op.x()))
             .buffer(cuda(op.dy()))
