@@ -1,10 +1,12 @@
 package dev.ramtrain.jobs;
 
 import dev.ramtrain.etl.dataset.DatasetCommitter;
+import dev.ramtrain.etl.dataset.NoDatasetException;
 import dev.ramtrain.etl.spark.PreprocessException;
 import dev.ramtrain.jobs.train.RankFailedException;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.BackendUnavailableException;
+import dev.ramtrain.trainer.backend.OutOfDeviceMemoryException;
 import dev.ramtrain.trainer.data.BadSampleException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -34,14 +36,15 @@ final class Failures {
   private Failures() {}
 
   /**
-   * Bad settings, flags, an output that cannot be written safely, or a backend this machine cannot
-   * give: exit 2.
+   * Bad settings, flags, an input that is not there, an output that cannot be written safely, or a
+   * backend this machine cannot give: exit 2.
    */
   static boolean isUsage(Throwable e) {
     return chain(e).stream()
         .anyMatch(
             t ->
                 t instanceof ConfigException
+                    || t instanceof NoDatasetException
                     || t instanceof DatasetCommitter.UnsafeOutputException
                     || t instanceof BackendUnavailableException);
   }
@@ -58,7 +61,7 @@ final class Failures {
                     || t instanceof RankFailedException
                     || t instanceof BackendUnavailableException
                     || t instanceof BadSampleException
-                    || t instanceof BadSampleException
+                    || t instanceof OutOfDeviceMemoryException
                     || t instanceof IllegalArgumentException);
   }
 

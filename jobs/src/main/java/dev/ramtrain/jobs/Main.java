@@ -99,6 +99,33 @@ public final class Main implements Callable<Integer> {
           }
           return usage ? EXIT_USAGE : EXIT_FAILURE;
         });
-    return cli.execute(args);
+    try {
+      return cli.execute(args);
+    } catch (OutOfMemoryError e) { // picocli hands Errors on: one line here too, the trace logged
+      return outOfMemory(cli, e);
+    }
+  }
+
+  /**
+   * The JVM's heap, or JavaCPP's native buffers (held to the heap's size by default), ran out: one
+   * line saying which and what raises it, the trace in the log.
+   */
+  private static int outOfMemory(CommandLine cli, OutOfMemoryError e) {
+    CommandLine.ParseResult parsed = cli.getParseResult();
+    String command =
+        parsed == null || parsed.subcommand() == null
+            ? "ramtrain"
+            : "ramtrain " + parsed.subcommand().commandSpec().name();
+    FAILURE.error("{} ran out of memory", command, e);
+    String log = System.getProperty(LOG_FILE_PROPERTY);
+    cli.getErr()
+        .println(
+            command
+                + ": error: out of memory: "
+                + Printable.of(Failures.describe(e))
+                + "; the JVM's heap and JavaCPP's native buffers are limited by -Xmx"
+                + " (bin/ramtrain's --driver-memory, RAMTRAIN_JAVA_OPTS)"
+                + (log == null ? "" : " (full log: " + log + ")"));
+    return EXIT_FAILURE;
   }
 }

@@ -288,7 +288,7 @@ class StandaloneClusterIT {
     assertTrue(ok.output().contains("finished on the cluster"), ok.output());
     assertEquals(1, epochs(tmp.resolve("cluster-mode")).size());
     assertTrue(
-        cluster.driverStdout().contains("(1 ranks)"), "trained on an executor, not the driver");
+        cluster.driverStdout().contains("(1 rank)"), "trained on an executor, not the driver");
 
     Result failed =
         ramtrain(

@@ -42,7 +42,7 @@ public final class Dataset {
           fs.exists(new Path(dir, DatasetLayout.STAGING))
               ? " (a preprocessing run started but never committed)"
               : fs.exists(dir) ? "" : " (the directory does not exist)";
-      throw new ShardFormatException(
+      throw new NoDatasetException(
           manifestPath.toString(), "no dataset here: manifest.json is missing" + why, e);
     } catch (IOException e) {
       throw new ShardFormatException(manifestPath.toString(), "cannot read manifest: " + e, e);

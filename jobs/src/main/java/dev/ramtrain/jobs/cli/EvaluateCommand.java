@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.console.Printable;
 import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.format.Manifest;
+import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.report.AtomicFile;
 import dev.ramtrain.jobs.report.StaticCharts;
 import dev.ramtrain.jobs.train.CheckpointEvaluation;
@@ -10,6 +11,7 @@ import dev.ramtrain.jobs.train.JobSpec;
 import dev.ramtrain.jobs.train.RunJournal;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import java.nio.file.Files;
@@ -42,8 +44,21 @@ public final class EvaluateCommand implements Callable<Integer> {
   @Option(
       names = {"-d", "--dataset"},
       paramLabel = "DIR",
-      description = "Dataset directory (ramtrain.train.dataset).")
+      description =
+          "Dataset directory (ramtrain.train.dataset). Default with --checkpoint: the dataset the"
+              + " checkpoint's run trained on.")
   String dataset;
+
+  /** Evaluation's default batch, as predict's: ramtrain.train.batch-size is sized for training. */
+  static final int DEFAULT_BATCH = 64;
+
+  @Option(
+      names = "--batch-size",
+      description =
+          "Images per forward pass. Default: ramtrain.train.batch-size, at most "
+              + DEFAULT_BATCH
+              + ".")
+  Integer batchSize;
 
   @Option(
       names = "--split",
@@ -78,18 +93,45 @@ public final class EvaluateCommand implements Callable<Integer> {
     return inRun ? parent.getParent() : null;
   }
 
+  /**
+   * The dataset a checkpoint's run trained on, as its state records it: given relative to where
+   * that run started, so used only where it still names a directory from here.
+   */
+  static String trainedOn(Checkpoints.Loaded checkpoint) {
+    Object recorded = checkpoint.state().get("dataset");
+    if (recorded == null || !Files.isDirectory(Path.of(recorded.toString()))) {
+      throw new ConfigException(
+          "--dataset: the checkpoint "
+              + checkpoint.dir()
+              + " was trained on "
+              + (recorded == null ? "a dataset it does not name" : "'" + recorded + "'")
+              + ", which is not a directory from here; give -d DIR");
+    }
+    return recorded.toString();
+  }
+
   @Override
   public Integer call() throws Exception {
+    if (batchSize != null && batchSize < 1) {
+      throw new ConfigException("evaluate --batch-size must be >= 1, got " + batchSize);
+    }
+    boolean pretrained = checkpoint.pretrained();
+    TrainedCheckpoint trained = pretrained ? null : checkpoint.open();
     Map<String, String> flags = new LinkedHashMap<>();
-    flags.put("ramtrain.train.dataset", dataset);
+    flags.put(
+        "ramtrain.train.dataset",
+        dataset != null || pretrained ? dataset : trainedOn(trained.loaded()));
+    RamtrainConfig config = common.load(flags);
+    int batch =
+        batchSize != null
+            ? batchSize
+            : Math.min(DEFAULT_BATCH, config.integer("ramtrain.train.batch-size"));
+    flags.put("ramtrain.train.batch-size", Integer.toString(batch));
     JobSpec s = TrainSettings.read(common.load(flags));
     String location = s.run().data().requireLocation();
-    TrainedCheckpoint trained;
-    if (checkpoint.pretrained()) { // the dataset's classes and image size
+    if (pretrained) { // the dataset's classes and image size
       Manifest m = Dataset.open(location, new Configuration()).manifest();
       trained = checkpoint.openPretrained(checkpoint.readWeights(), m.classes(), m.image().shape());
-    } else {
-      trained = checkpoint.open();
     }
     Checkpoints.Loaded c = trained.loaded();
     EvalResult eval = CheckpointEvaluation.run(s, trained, location, split, new Configuration());

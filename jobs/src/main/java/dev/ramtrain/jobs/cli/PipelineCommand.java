@@ -67,7 +67,7 @@ public final class PipelineCommand implements Callable<Integer> {
     System.out.printf(
         "%s read %.1f MB of shard blocks, %.1f MB of it over the network (%d shards given"
             + " to another rank than their executor's, to balance the ranks)%n",
-        result.ranks() == 1 ? "1 rank" : result.ranks() + " ranks",
+        TrainCommand.ranks(result.ranks()),
         result.shardBytes() / 1e6,
         result.networkBytes() / 1e6,
         result.movedShards());

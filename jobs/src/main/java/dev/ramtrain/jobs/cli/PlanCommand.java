@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.cli;
 
+import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.train.TrainSettings;
@@ -93,6 +94,7 @@ public final class PlanCommand implements Callable<Integer> {
     OffloadSpec offload = TrainSettings.offload(c);
     int batch = TrainSettings.batchSize(c);
     String spec;
+    ImageShape shape;
     Supplier<List<Layer>> layers;
     if (checkpoint != null) {
       if (model != null) {
@@ -100,11 +102,13 @@ public final class PlanCommand implements Callable<Integer> {
       }
       TrainedCheckpoint trained = TrainedCheckpoint.open(checkpoint);
       spec = trained.model();
+      shape = trained.shape();
       layers = trained::layers;
       layers.get(); // a model the checkpoint cannot build fails here, exit 2
     } else {
       spec = c.string("ramtrain.train.model");
-      layers = TrainSettings.modelLayers(c, TrainSettings.planImage("--image", image));
+      shape = TrainSettings.planImage("--image", image);
+      layers = TrainSettings.modelLayers(c, shape);
     }
     try (Backend backend = Backends.open(TrainSettings.backend(c))) {
       String deviceName = c.string("ramtrain.plan.device");
@@ -119,7 +123,12 @@ public final class PlanCommand implements Callable<Integer> {
         costs = LayerCost.timed(costs, layers, backend, batch, offload.hostThreads());
       }
       PlacementPlan plan = Placement.plan(offload, costs, batch, budgetBytes, profile);
-      System.out.print(plan.render(spec, profile, budgetBytes));
+      System.out.print(plan.render(spec + " on " + shape + " images", profile, budgetBytes));
+      if (plan.mode() == PlacementPlan.Mode.OFFLOADED) {
+        System.out.printf(
+            "resident needs %s at this batch%n",
+            PlacementPlan.bytes(Placement.residentBytes(costs, batch)));
+      }
     }
     return 0;
   }

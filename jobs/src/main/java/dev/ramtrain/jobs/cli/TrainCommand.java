@@ -125,13 +125,18 @@ public final class TrainCommand implements Callable<Integer> {
       if (dist.ranks() == TrainSettings.AUTO_RANKS) {
         ExecutorRanks.Choice choice =
             ExecutorRanks.choose(spark.sparkContext(), spec.run().batchSize());
-        System.out.printf("training with %d ranks: %s%n", choice.ranks(), choice.why());
+        System.out.printf("training with %s: %s%n", ranks(choice.ranks()), choice.why());
         dist = dist.withRanks(choice.ranks());
       }
       EvalResult eval = DistributedTraining.run(spark, spec, dist);
       printResult(spec, eval, dist.ranks(), classes, spark.sparkContext().hadoopConfiguration());
     }
     return 0;
+  }
+
+  /** "1 rank", "2 ranks". */
+  static String ranks(int count) {
+    return count == 1 ? "1 rank" : count + " ranks";
   }
 
   /**
@@ -143,8 +148,8 @@ public final class TrainCommand implements Callable<Integer> {
       JobSpec spec, EvalResult eval, int ranks, List<String> classes, Configuration conf)
       throws IOException {
     System.out.printf(
-        "val accuracy %.4f, loss %.4f over %,d samples (%d ranks)%n",
-        eval.accuracy(), eval.loss(), eval.samples(), ranks);
+        "val accuracy %.4f, loss %.4f over %,d samples (%s)%n",
+        eval.accuracy(), eval.loss(), eval.samples(), ranks(ranks));
     String report = RunReports.write(spec.output(), eval, classes, conf);
     if (report != null) {
       System.out.printf("report %s%n", report);

@@ -191,16 +191,20 @@ public final class TrainSettings {
 
   /**
    * The backend {@code ramtrain.train.backend} and {@code .threads} ask for, with {@code
-   * ramtrain.cuda.*} and {@code ramtrain.cpu.engine}.
+   * ramtrain.cuda.*} and {@code ramtrain.cpu.*}.
    */
   public static BackendSpec backend(RamtrainConfig c) {
     int t = c.integer(P + "threads");
     require(t >= 0, P + "threads", "must be >= 0 (0 = all cores)");
+    long cpuMemory = c.bytes("ramtrain.cpu.memory");
+    require(cpuMemory >= 0, "ramtrain.cpu.memory", "must be >= 0 (0 = the default)");
     return new BackendSpec(
         c.choice(P + "backend", BackendSpec.Kind.class),
         t == 0 ? Runtime.getRuntime().availableProcessors() : t,
         cuda(c),
-        c.choice("ramtrain.cpu.engine", CpuEngine.class));
+        0,
+        c.choice("ramtrain.cpu.engine", CpuEngine.class),
+        cpuMemory);
   }
 
   /** {@code ramtrain.cuda.*}: who multiplies and convolves, TF32, where the libraries are. */

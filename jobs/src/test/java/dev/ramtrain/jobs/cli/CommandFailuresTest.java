@@ -151,11 +151,48 @@ class CommandFailuresTest {
           Main.EXIT_USAGE,
           "ramtrain.train.model = '" + spec + "'");
     }
-    assertFalse(Files.exists(tmp.resolve("a")) || Files.exists(tmp.resolve("b")));
+    assertOneLine(
+        train(tmp.resolve("c"), "--drop-path", "0.1"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.model = 'mlp:192-16-3': has no stochastic depth, and"
+            + " ramtrain.train.drop-path = 0.1 asks for it");
+    assertFalse(
+        Files.exists(tmp.resolve("a"))
+            || Files.exists(tmp.resolve("b"))
+            || Files.exists(tmp.resolve("c")));
     assertOneLine(
         MainTest.run("plan", "--model", "cnn:zz"),
         Main.EXIT_USAGE,
         "ramtrain.train.model = 'cnn:zz'");
+  }
+
+  /**
+   * The cpu backend's memory is one number, planned with and enforced: a batch whose resident
+   * training exceeds it is a usage error naming --batch-size and both sizes, never an offload onto
+   * the same host memory or an allocator's trace.
+   */
+  @Test
+  void aBatchBeyondTheCpuBackendsMemoryIsAUsageErrorNamingTheBatchSize() {
+    // 512 MiB of margin and 30 MiB of budget: 3.3 M parameters' 16 bytes each of weights,
+    // gradients and moments do not fit, one layer's streaming slots would
+    MainTest.Run r =
+        train(
+            tmp.resolve("a"),
+            "--model",
+            "mlp:192-1024-1024-1024-1024-3",
+            "--set",
+            "ramtrain.cpu.memory=542MiB");
+    assertOneLine(
+        r,
+        Main.EXIT_USAGE,
+        "ramtrain.train.batch-size = 4: training resident at this batch needs 5",
+        "and it has 30.0 MiB (ramtrain.cpu.memory",
+        "use a smaller --batch-size");
+    assertFalse(Files.exists(tmp.resolve("a")));
+    assertOneLine(
+        train(tmp.resolve("b"), "--set", "ramtrain.cpu.memory=-1"),
+        Main.EXIT_USAGE,
+        "ramtrain.cpu.memory");
   }
 
   @Test
@@ -180,6 +217,10 @@ class CommandFailuresTest {
         Main.EXIT_USAGE,
         "--split test",
         "[train, val]");
+    assertOneLine(
+        MainTest.run("evaluate", "-c", run.toString(), "--batch-size", "0"),
+        Main.EXIT_USAGE,
+        "evaluate --batch-size must be >= 1, got 0");
     assertOneLine(
         MainTest.run("evaluate", "-c", tmp.resolve("nowhere").toString(), "-d", dataset.toString()),
         Main.EXIT_FAILURE,
@@ -599,7 +640,7 @@ class CommandFailuresTest {
     assertEquals(0, inspect.status(), inspect.err());
     assertTrue(inspect.out().contains("red\\x1b[31m\\x1b]0;owned\\x07"), inspect.out());
     MainTest.Run missing = MainTest.run("inspect", tmp.resolve("gone\u001b[2J").toString());
-    assertOneLine(missing, Main.EXIT_FAILURE, "gone\\x1b[2J");
+    assertOneLine(missing, Main.EXIT_USAGE, "gone\\x1b[2J");
     for (MainTest.Run r : List.of(p, inspect, missing)) {
       assertFalse((r.out() + r.err()).contains("\u001b"), "no raw escape: " + r.out() + r.err());
     }

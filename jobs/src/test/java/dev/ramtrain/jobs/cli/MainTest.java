@@ -458,6 +458,11 @@ class MainTest {
     assertTrue(offloaded.out().contains("placement      offloaded"), offloaded.out());
     assertTrue(offloaded.out().contains("streamed       3 layers"), offloaded.out());
     assertTrue(offloaded.out().contains("resident       1 layers"), offloaded.out());
+    // the image size it assumed, and what resident training would need: 16 bytes for each of the
+    // 4 x 4.2 M parameters (256 MiB) and the batch's activations
+    assertTrue(offloaded.out().contains("on 32x32x3 images, batch 32"), offloaded.out());
+    assertTrue(offloaded.out().contains("resident needs 258.4 MiB at this batch"), offloaded.out());
+    assertFalse(resident.out().contains("resident needs"), resident.out());
 
     Run measured = run("plan", "--model", "cnn:c8-p-10", "--image", "16x16x1");
     assertEquals(0, measured.status(), measured.err());
@@ -993,6 +998,11 @@ class MainTest {
     assertTrue(best.out().contains("epoch-0001 on "), best.out());
     Run latest = run("evaluate", "-c", tmp.resolve("run").toString(), "-d", dataset.toString());
     assertTrue(latest.out().contains("epoch-0003 on "), latest.out());
+    // Without -d, the dataset the run trained on; --batch-size changes no result.
+    Run itsOwn = run("evaluate", "-c", tmp.resolve("run").toString(), "--batch-size", "3");
+    assertEquals(0, itsOwn.status(), itsOwn.err());
+    String result = latest.out().lines().findFirst().orElseThrow();
+    assertEquals(result, itsOwn.out().lines().findFirst().orElseThrow());
   }
 
   /** The generated shapes, preprocessed to 8×8 into tmp/ds. */
@@ -1052,11 +1062,24 @@ class MainTest {
   }
 
   @Test
-  void missingDatasetFailsNamingTheManifest() {
+  void aMissingDatasetIsAUsageErrorNamingTheManifest() {
+    // a wrong path given, as preprocess's missing input: exit 2, as the README's table says
     Run r = run("inspect", tmp.resolve("nothing").toString());
-    assertEquals(Main.EXIT_FAILURE, r.status());
+    assertEquals(Main.EXIT_USAGE, r.status());
     assertTrue(r.err().contains("manifest.json is missing"), r.err());
     assertTrue(r.err().contains("does not exist"), r.err());
+    Run t =
+        run(
+            "train",
+            "-d",
+            tmp.resolve("nothing").toString(),
+            "-o",
+            tmp.resolve("run").toString(),
+            "--model",
+            "mlp:192-16-3");
+    assertEquals(Main.EXIT_USAGE, t.status(), t.err());
+    assertTrue(t.err().contains("manifest.json is missing"), t.err());
+    assertFalse(Files.exists(tmp.resolve("run")));
   }
 
   @Test

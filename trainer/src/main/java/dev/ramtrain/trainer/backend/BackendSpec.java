@@ -6,9 +6,11 @@ import java.io.Serializable;
  * Which backend a run asks for ({@code ramtrain.train.backend}), the host cores it may use, the
  * CUDA engine's choices ({@code ramtrain.cuda.*}) and which GPU: {@code device}, the CUDA ordinal
  * among the GPUs the process sees (0 but for a Spark task assigned another GPU); on the CPU who
- * convolves ({@code ramtrain.cpu.engine}).
+ * convolves ({@code ramtrain.cpu.engine}) and how much memory its "device" may take ({@code
+ * ramtrain.cpu.memory}, bytes; 0 for the default, see {@code CpuMemoryLimit}).
  */
-public record BackendSpec(Kind kind, int threads, CudaSpec cuda, int device, CpuEngine cpuEngine)
+public record BackendSpec(
+    Kind kind, int threads, CudaSpec cuda, int device, CpuEngine cpuEngine, long cpuMemory)
     implements Serializable {
 
   /** {@code auto}: CUDA when a usable GPU is found, else the CPU backend. */
@@ -28,6 +30,14 @@ public record BackendSpec(Kind kind, int threads, CudaSpec cuda, int device, Cpu
     if (device < 0) {
       throw new IllegalArgumentException("device must be >= 0, got " + device);
     }
+    if (cpuMemory < 0) {
+      throw new IllegalArgumentException("cpuMemory must be >= 0, got " + cpuMemory);
+    }
+  }
+
+  /** On CUDA device {@code device}, the cpu backend's memory by default. */
+  public BackendSpec(Kind kind, int threads, CudaSpec cuda, int device, CpuEngine cpuEngine) {
+    this(kind, threads, cuda, device, cpuEngine, 0);
   }
 
   /** {@code kind} with {@code threads} host cores, {@code cuda} and {@code cpuEngine}, device 0. */
@@ -47,6 +57,11 @@ public record BackendSpec(Kind kind, int threads, CudaSpec cuda, int device, Cpu
 
   /** The same on CUDA device {@code ordinal}. */
   public BackendSpec onDevice(int ordinal) {
-    return new BackendSpec(kind, threads, cuda, ordinal, cpuEngine);
+    return new BackendSpec(kind, threads, cuda, ordinal, cpuEngine, cpuMemory);
+  }
+
+  /** The same with the cpu backend's memory limited to {@code bytes} (0: the default). */
+  public BackendSpec withCpuMemory(long bytes) {
+    return new BackendSpec(kind, threads, cuda, device, cpuEngine, bytes);
   }
 }

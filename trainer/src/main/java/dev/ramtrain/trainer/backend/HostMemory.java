@@ -29,4 +29,11 @@ public final class HostMemory {
     }
     return os.getFreeMemorySize();
   }
+
+  /** The machine's memory as the JVM sees it (a container's limit where there is one). */
+  public static long totalBytes() {
+    var os =
+        (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    return os.getTotalMemorySize();
+  }
 }

@@ -62,12 +62,23 @@ public final class ModelSpec {
 
   /**
    * As above, with stochastic depth {@code dropPath} (timm's drop_path_rate: the last block's rate,
-   * rising linearly from 0 over depth) for the architectures that have it (ViTs).
+   * rising linearly from 0 over depth) for the architectures that have it (ViTs, ConvNeXts); a rate
+   * for another is refused.
    */
   public static List<Layer> parse(
       String spec, ImageShape shape, Precision precision, float dropPath) {
     String[] kindAndArgs = spec.split(":", 2);
     String kind = kindAndArgs[0];
+    boolean stochasticDepth =
+        ConvNeXt.NAMED.containsKey(kind)
+            || VisionTransformer.NAMED.containsKey(kind)
+            || kind.equals("vit");
+    if (dropPath > 0 && !stochasticDepth) {
+      throw new IllegalArgumentException(
+          "has no stochastic depth, and ramtrain.train.drop-path = "
+              + dropPath
+              + " asks for it (the ViTs and ConvNeXts have it); leave it at 0");
+    }
     ResNet.Config resnet = ResNet.NAMED.get(kind);
     if (resnet != null) {
       if (shape == null) {

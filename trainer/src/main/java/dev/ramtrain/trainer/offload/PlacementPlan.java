@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.offload;
 
+import dev.ramtrain.trainer.backend.ByteSize;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -371,8 +372,6 @@ public record PlacementPlan(
   }
 
   public static String bytes(long b) {
-    return b >= 1L << 30
-        ? String.format("%.2f GiB", b / (double) (1L << 30))
-        : String.format("%.1f MiB", b / (double) (1L << 20));
+    return ByteSize.of(b);
   }
 }

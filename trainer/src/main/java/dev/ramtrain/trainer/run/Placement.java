@@ -93,6 +93,20 @@ public final class Placement {
     // only feed the printed predictions of an offloaded run.
     PlacementPlan plan =
         plan(offload, costs, model.maxBatch(), budget, new DeviceProfile("unmeasured", free, 1, 1));
+    if (plan.mode() == PlacementPlan.Mode.OFFLOADED
+        && backend.sharesHostCores()
+        && offload.mode() == OffloadSpec.Mode.AUTO
+        && offload.budgetBytes() == 0) {
+      // The cpu backend's "device" is the host: offloading would only add host copies to it.
+      throw new ConfigException(
+          String.format(
+              "ramtrain.train.batch-size = %d: training resident at this batch needs %s of the cpu"
+                  + " backend's memory, and it has %s (ramtrain.cpu.memory, printed at start);"
+                  + " use a smaller --batch-size",
+              model.maxBatch(),
+              PlacementPlan.bytes(residentBytes(costs, model.maxBatch())),
+              PlacementPlan.bytes(budget)));
+    }
     if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
       backend.reserve(plan.deviceBytes()); // the run's device memory in one allocation
       backend.resetPeakAllocatedBytes();
@@ -209,6 +223,18 @@ public final class Placement {
     } catch (IllegalArgumentException e) {
       throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
     }
+  }
+
+  /** What {@code costs} need resident at {@code batch}, however large. */
+  public static long residentBytes(List<LayerCost> costs, int batch) {
+    return PlacementPlan.plan(
+            costs,
+            batch,
+            Long.MAX_VALUE,
+            1,
+            false,
+            new DeviceProfile("unmeasured", Long.MAX_VALUE, 1, 1))
+        .deviceBytes();
   }
 
   private static Learner resident(

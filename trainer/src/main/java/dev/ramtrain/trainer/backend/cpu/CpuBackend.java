@@ -5,12 +5,12 @@ import static dev.ramtrain.trainer.backend.ArgumentChecks.checkSameBytes;
 
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendUnavailableException;
+import dev.ramtrain.trainer.backend.ByteSize;
 import dev.ramtrain.trainer.backend.CpuEngine;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
-import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.backend.MemoryLedger;
 import dev.ramtrain.trainer.backend.Operation;
 import dev.ramtrain.trainer.backend.OperationTable;
@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class CpuBackend implements Backend {
   private static final Logger LOG = LoggerFactory.getLogger(CpuBackend.class);
-  private final CpuMemory device = new CpuMemory(this::drainStreams);
-  private final CpuMemory host = new CpuMemory(this::drainStreams);
+  private final CpuMemory device;
+  private final CpuMemory host = new CpuMemory(this::drainStreams, null);
   private final List<CpuStream> streams = new ArrayList<>();
   private final Map<CpuEvent, String> liveEvents = new ConcurrentHashMap<>();
   private final ForkJoinPool pool;
@@ -63,10 +63,17 @@ public final class CpuBackend implements Backend {
 
   /** The same with {@code bus} on the {@code engine} asked for. */
   public CpuBackend(int threads, SimulatedBus bus, CpuEngine engine) {
+    this(threads, bus, engine, CpuMemoryLimit.of(0));
+  }
+
+  /** The same, its device memory within {@code limit}. */
+  public CpuBackend(int threads, SimulatedBus bus, CpuEngine engine, CpuMemoryLimit limit) {
     this.bus = bus;
     if (threads < 1) {
       throw new IllegalArgumentException("threads must be >= 1, got " + threads);
     }
+    this.device = new CpuMemory(this::drainStreams, limit);
+    LOG.info("cpu backend: {} of memory ({})", ByteSize.of(limit.bytes()), limit.source());
     this.oneDnn = openEngine(engine);
     this.pool = new ForkJoinPool(threads);
     Parallel parallel = new Parallel(pool);
@@ -197,10 +204,13 @@ public final class CpuBackend implements Backend {
     return host.ledger().allocated();
   }
 
-  /** The CPU backend's device is host memory: what the host can still give. */
+  /**
+   * The CPU backend's device is host memory: what its limit ({@link CpuMemoryLimit}) still leaves,
+   * the number the plan and the allocator share.
+   */
   @Override
   public long freeMemoryBytes() {
-    return HostMemory.availableBytes();
+    return device.freeBytes();
   }
 
   @Override

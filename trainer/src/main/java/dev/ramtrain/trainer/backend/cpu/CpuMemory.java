@@ -1,21 +1,30 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import dev.ramtrain.trainer.backend.ByteSize;
 import dev.ramtrain.trainer.backend.MemoryLedger;
+import dev.ramtrain.trainer.backend.OutOfDeviceMemoryException;
 import java.nio.ByteBuffer;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 
-/** The backend's allocations: native memory, accounted in a {@link MemoryLedger}. */
+/**
+ * The backend's allocations: native memory from calloc, accounted in a {@link MemoryLedger} and
+ * held within a limit. Outside JavaCPP's accounting on purpose: that stops at the JVM's heap size
+ * (its default maxBytes), a second budget the plan knew nothing of; this one's limit is the plan's.
+ * Each block is freed by its owner's close; calloc's fresh pages cost nothing until written.
+ */
 final class CpuMemory {
   private final MemoryLedger ledger = new MemoryLedger();
   private final Runnable beforeFree;
+  private final CpuMemoryLimit limit; // null: host memory, bounded by the plan's pinned check
 
   /**
    * {@code beforeFree} runs before each block is freed: the backend's wait for its streams, whose
    * work may still be writing the block when its owner closes it (a cancelled run unwinding).
    */
-  CpuMemory(Runnable beforeFree) {
+  CpuMemory(Runnable beforeFree, CpuMemoryLimit limit) {
     this.beforeFree = beforeFree;
+    this.limit = limit;
   }
 
   /** One block of native memory; at most 2 GiB, as Java buffers index with ints. */
@@ -24,15 +33,19 @@ final class CpuMemory {
     private final ByteBuffer buffer;
     private final long bytes;
 
-    private Allocation(long bytes) {
+    private Allocation(String label, long bytes) {
       if (bytes > Integer.MAX_VALUE) {
         throw new IllegalArgumentException(
             "CPU allocations are limited to 2 GiB, asked for " + bytes + " bytes");
       }
       this.bytes = bytes;
-      this.pointer = new BytePointer(Math.max(1, bytes));
-      Pointer.memset(pointer, 0, Math.max(1, bytes));
-      this.buffer = pointer.capacity(Math.max(1, bytes)).asByteBuffer();
+      Pointer block = Pointer.calloc(Math.max(1, bytes), 1);
+      if (block == null || block.isNull()) {
+        throw new OutOfDeviceMemoryException(
+            "cpu backend: the host gave no memory for " + label + " (" + ByteSize.of(bytes) + ")");
+      }
+      this.pointer = new BytePointer(block).capacity(Math.max(1, bytes));
+      this.buffer = pointer.asByteBuffer();
     }
 
     long address() {
@@ -60,19 +73,36 @@ final class CpuMemory {
           return;
         }
         ledger.closed(this, bytes);
-        pointer.close();
+        Pointer.free(pointer);
         pointer = null;
       }
     }
   }
 
   synchronized Allocation allocate(String label, long bytes) {
-    Allocation a = new Allocation(bytes);
+    long inUse = ledger.allocated();
+    if (limit != null && bytes > limit.bytes() - inUse) {
+      throw new OutOfDeviceMemoryException(
+          String.format(
+              "cpu backend: %s needs %s, and %s of its %s are in use (%s; raise it, or use a"
+                  + " smaller --batch-size)",
+              label,
+              ByteSize.of(bytes),
+              ByteSize.of(inUse),
+              ByteSize.of(limit.bytes()),
+              limit.source()));
+    }
+    Allocation a = new Allocation(label, bytes);
     ledger.opened(a, label, bytes);
     return a;
   }
 
   MemoryLedger ledger() {
     return ledger;
+  }
+
+  /** What may still be allocated within the limit (for host memory, what the host has). */
+  long freeBytes() {
+    return limit == null ? Long.MAX_VALUE : Math.max(0, limit.bytes() - ledger.allocated());
   }
 }

@@ -3,6 +3,8 @@ package dev.ramtrain.trainer.backend.engines;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.backend.cpu.CpuMemoryLimit;
+import dev.ramtrain.trainer.backend.cpu.SimulatedBus;
 import dev.ramtrain.trainer.backend.cuda.CudaBackend;
 import dev.ramtrain.trainer.backend.cuda.CudaProbe;
 import org.slf4j.Logger;
@@ -23,7 +25,7 @@ public final class Backends {
    */
   public static Backend open(BackendSpec spec) {
     return switch (spec.kind()) {
-      case CPU -> new CpuBackend(spec.threads(), spec.cpuEngine());
+      case CPU -> cpu(spec);
       case CUDA -> CudaBackend.open(spec);
       case AUTO -> {
         CudaProbe.Result gpu = CudaProbe.result(spec.device());
@@ -31,8 +33,13 @@ public final class Backends {
           yield CudaBackend.open(spec);
         }
         LOG.info("backend auto: {}; using the cpu backend", gpu.unavailable());
-        yield new CpuBackend(spec.threads(), spec.cpuEngine());
+        yield cpu(spec);
       }
     };
+  }
+
+  private static CpuBackend cpu(BackendSpec spec) {
+    return new CpuBackend(
+        spec.threads(), SimulatedBus.NONE, spec.cpuEngine(), CpuMemoryLimit.of(spec.cpuMemory()));
   }
 }

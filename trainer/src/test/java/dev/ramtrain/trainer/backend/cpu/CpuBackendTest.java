@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.backend.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.trainer.backend.Backend;
@@ -12,6 +13,7 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.OutOfDeviceMemoryException;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convert;
@@ -145,5 +147,43 @@ class CpuBackendTest extends BackendConformanceTest {
       dst.close();
       assertTrue(copied.isDone(), "dst was freed while the copy into it was still to run");
     }
+  }
+
+  /**
+   * The device memory is held to its limit, the number the plan reads: free memory falls with each
+   * allocation and rises with each free, and one past the limit fails naming the buffer, its size,
+   * what is in use and the setting; host buffers are outside it.
+   */
+  @Test
+  void deviceMemoryIsHeldToItsLimit() {
+    CpuMemoryLimit limit = new CpuMemoryLimit(4L << 20, "ramtrain.cpu.memory=4.0 MiB");
+    try (CpuBackend b = new CpuBackend(1, SimulatedBus.NONE, CpuEngine.JAVA, limit)) {
+      assertEquals(4L << 20, b.freeMemoryBytes());
+      try (DeviceBuffer first = b.allocate("first", DType.F32, 1L << 19)) {
+        assertEquals(2L << 20, b.freeMemoryBytes());
+        var beyond =
+            assertThrows(
+                OutOfDeviceMemoryException.class,
+                () -> b.allocate("second", DType.F32, (1L << 19) + 1));
+        assertEquals(
+            "cpu backend: second needs 2.0 MiB, and 2.0 MiB of its 4.0 MiB are in use"
+                + " (ramtrain.cpu.memory=4.0 MiB; raise it, or use a smaller --batch-size)",
+            beyond.getMessage());
+        try (HostBuffer host = b.allocateHost("staging", 8L << 20)) {
+          assertEquals(8L << 20, host.bytes());
+        }
+      }
+      assertEquals(4L << 20, b.freeMemoryBytes());
+    }
+  }
+
+  /** The default: what is available less the heap's room to grow and a tenth for the page cache. */
+  @Test
+  void theDefaultLimitLeavesTheHeapAndThePageCacheTheirShare() {
+    long gib = 1L << 30;
+    CpuMemoryLimit limit = CpuMemoryLimit.auto(20 * gib, 5 * gib, 24 * gib);
+    assertEquals(20 * gib - 5 * gib - 24 * gib / 10, limit.bytes());
+    assertTrue(limit.source().startsWith("ramtrain.cpu.memory=auto: 20.00 GiB available"));
+    assertEquals(0, CpuMemoryLimit.auto(gib, 5 * gib, 24 * gib).bytes(), "never negative");
   }
 }
