@@ -100,7 +100,9 @@ public final class TrainCommand implements Callable<Integer> {
       return trainOnSpark(spec, dist, ds.manifest().classes());
     }
     // The run directory first: refusing it is quick, checksumming every shard is not.
-    try (RunDirectory run = RunDirectory.open(spec.output().path(), spec.output().mode());
+    try (RunDirectory run =
+            RunDirectory.open(
+                spec.output().path(), spec.output().mode(), spec.output().keepCheckpoints());
         ShardSet train =
             DatasetShards.open(ds, Manifest.TRAIN, shard -> true, spec.run().data().shardWindow());
         ShardSet val =

@@ -242,7 +242,9 @@ public final class DistributedTraining<T>
         try (RemoteRun remote = output.remote() ? RemoteRun.open(output, hadoop.get(), job) : null;
             RunDirectory run =
                 RunDirectory.open(
-                    remote != null ? remote.staging() : output.path(), output.mode())) {
+                    remote != null ? remote.staging() : output.path(),
+                    output.mode(),
+                    output.keepCheckpoints())) {
           if (remote != null) {
             run.afterEachCheckpoint(remote);
           }

@@ -35,12 +35,21 @@ public record JobSpec(
   /**
    * The run directory and what to do with a run already there; {@code resumeAnyway} resumes even
    * though the settings or data differ from the checkpoint's; {@code checkpointEvery}: steps
-   * between checkpoints within an epoch (0: at the end of each epoch only).
+   * between checkpoints within an epoch (0: at the end of each epoch only); {@code
+   * keepCheckpoints}: the newest epoch checkpoints kept besides the best (0: every one).
    */
   public record Output(
-      String dir, RunDirectory.Mode mode, boolean resumeAnyway, int checkpointEvery)
+      String dir,
+      RunDirectory.Mode mode,
+      boolean resumeAnyway,
+      int checkpointEvery,
+      int keepCheckpoints)
       implements Serializable {
     public Output {
+      if (keepCheckpoints < 0) {
+        throw new ConfigException(
+            "ramtrain.train.keep-checkpoints must be >= 0 (0: every checkpoint)");
+      }
       if (resumeAnyway && mode != RunDirectory.Mode.RESUME) {
         throw new ConfigException("--resume-anyway goes with --resume");
       }
@@ -53,7 +62,11 @@ public record JobSpec(
     /** The same directory and cadence, opened in {@code other} mode. */
     public Output in(RunDirectory.Mode other) {
       return new Output(
-          dir, other, resumeAnyway && other == RunDirectory.Mode.RESUME, checkpointEvery);
+          dir,
+          other,
+          resumeAnyway && other == RunDirectory.Mode.RESUME,
+          checkpointEvery,
+          keepCheckpoints);
     }
 
     /**
@@ -103,6 +116,10 @@ public record JobSpec(
     boolean overwrite = output.mode() == RunDirectory.Mode.OVERWRITE;
     return withOutput(
         new Output(
-            output.dir(), RunDirectory.Mode.of(true, overwrite), anyway, output.checkpointEvery()));
+            output.dir(),
+            RunDirectory.Mode.of(true, overwrite),
+            anyway,
+            output.checkpointEvery(),
+            output.keepCheckpoints()));
   }
 }

@@ -82,6 +82,8 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
   private final Map<String, Object> info = new TreeMap<>();
   private boolean previousPending;
   private CheckpointPublisher publisher;
+  private final Thread onInterrupt; // while open: Ctrl-C says where the run stopped, frees the lock
+  private int keepCheckpoints; // the newest epoch checkpoints kept besides the best; 0: all
 
   /** Hears of each checkpoint once it is saved and made the latest here, and of the best. */
   public interface CheckpointPublisher {
@@ -104,6 +106,9 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
     this.checkpoint = checkpoint;
     this.journal = journal;
     this.previousPending = moved;
+    this.onInterrupt =
+        new Thread(new InterruptedRunNotice(dir, lock, System.err), "ramtrain-interrupted-run");
+    Runtime.getRuntime().addShutdownHook(onInterrupt);
   }
 
   /** What a run directory holds: ramtrain's recorded files, and everything else. */
@@ -114,6 +119,21 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
    * and refuses what the mode does not allow (naming {@code ramtrain.train.output}).
    */
   public static RunDirectory open(Path dir, Mode mode) throws IOException {
+    return open(dir, mode, 0);
+  }
+
+  /**
+   * As {@link #open(Path, Mode)}, keeping the newest {@code keepCheckpoints} epoch checkpoints
+   * besides the best and the latest (0: every checkpoint), each save and each new best pruning the
+   * rest.
+   */
+  public static RunDirectory open(Path dir, Mode mode, int keepCheckpoints) throws IOException {
+    RunDirectory run = openKeepingAll(dir, mode);
+    run.keepCheckpoints = keepCheckpoints;
+    return run;
+  }
+
+  private static RunDirectory openKeepingAll(Path dir, Mode mode) throws IOException {
     Path run = dir.toAbsolutePath().normalize();
     if (Files.exists(run) && !Files.isDirectory(run)) {
       throw new ConfigException(
@@ -240,6 +260,7 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
     files.add(dir.resolve(CHECKPOINTS).resolve(Checkpoints.LATEST));
     journal.record(files.toArray(Path[]::new));
     Path saved = Checkpoints.save(dir, name, epochsDone, globalStep, snapshot, info);
+    pruneCheckpoints();
     if (previousPending) {
       PausePoints.reach("overwrite.before-discard");
       deleteTree(dir.resolve(PREVIOUS));
@@ -256,14 +277,83 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
   public void markBest(String name) throws IOException {
     journal.record(dir.resolve(CHECKPOINTS).resolve(Checkpoints.BEST));
     Checkpoints.point(dir, Checkpoints.BEST, name);
+    pruneCheckpoints();
     if (publisher != null) {
       publisher.publishBest(name);
     }
   }
 
+  /**
+   * Removes the checkpoint folders the run no longer keeps: every one but the latest, the best and
+   * the newest {@link #keepCheckpoints} epoch checkpoints (so a step checkpoint goes once the next
+   * is saved). Only folders whose every file the journal records: a folder holding anything else is
+   * left, and said so.
+   */
+  private void pruneCheckpoints() throws IOException {
+    if (keepCheckpoints == 0) {
+      return;
+    }
+    Path root = dir.resolve(CHECKPOINTS);
+    List<String> names;
+    try (Stream<Path> folders = Files.list(root)) {
+      names =
+          folders
+              .map(p -> p.getFileName().toString())
+              .filter(Checkpoints::isName)
+              .sorted(Comparator.comparingLong(RunDirectory::checkpointNumber))
+              .toList();
+    }
+    List<String> epochs = names.stream().filter(n -> n.startsWith("epoch-")).toList();
+    java.util.Set<String> kept =
+        new java.util.HashSet<>(
+            epochs.subList(Math.max(0, epochs.size() - keepCheckpoints), epochs.size()));
+    kept.add(pointer(root, Checkpoints.LATEST));
+    kept.add(pointer(root, Checkpoints.BEST));
+    for (String name : names) {
+      if (kept.contains(name)) {
+        continue;
+      }
+      Path folder = root.resolve(name);
+      List<Path> files;
+      try (Stream<Path> inside = Files.list(folder)) {
+        files = inside.toList();
+      }
+      if (!files.stream()
+          .allMatch(f -> Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS) && journal.owns(f))) {
+        LOG.warn("{}: holds files ramtrain did not write; left as it is", folder);
+        continue;
+      }
+      java.util.Set<String> gone = new TreeSet<>();
+      for (Path f : files) {
+        gone.add(journal.relative(f));
+        Files.delete(f);
+      }
+      Files.delete(folder);
+      journal.forget(gone);
+    }
+  }
+
+  /** A checkpoint folder's epoch or step, for ordering (epoch-10000 after epoch-9999). */
+  private static long checkpointNumber(String name) {
+    return Long.parseLong(name.substring(name.indexOf('-') + 1));
+  }
+
+  /** The checkpoint {@code root/pointer} names, or null. */
+  private static String pointer(Path root, String pointer) throws IOException {
+    Path file = root.resolve(pointer);
+    return Files.isRegularFile(file)
+        ? Files.readString(file, StandardCharsets.UTF_8).strip()
+        : null;
+  }
+
   /** Puts a replaced run back if this one saved no checkpoint, then releases the directory. */
   @Override
   public void close() {
+    try {
+      Runtime.getRuntime().removeShutdownHook(onInterrupt);
+    } catch (IllegalStateException e) {
+      // the JVM is shutting down: the hook has run or runs now
+    }
     try {
       if (previousPending) {
         settlePrevious(dir);

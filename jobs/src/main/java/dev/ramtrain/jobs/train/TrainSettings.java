@@ -63,6 +63,7 @@ public final class TrainSettings {
           "prefetch",
           "log-every",
           "checkpoint-every",
+          "keep-checkpoints",
           // which checkpoint is called the best, and when a run stops early: not its numbers
           "best-metric",
           "early-stop-patience",
@@ -184,7 +185,8 @@ public final class TrainSettings {
             c.string(P + "output"),
             RunDirectory.Mode.of(false, c.bool(P + "overwrite")),
             false,
-            c.integer(P + "checkpoint-every")),
+            c.integer(P + "checkpoint-every"),
+            c.integer(P + "keep-checkpoints")),
         resumeSettings(c, schedule, seed),
         c.resolved());
   }

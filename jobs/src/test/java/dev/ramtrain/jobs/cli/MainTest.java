@@ -514,7 +514,9 @@ class MainTest {
             "--epochs",
             "3",
             "--set",
-            "ramtrain.train.threads=1");
+            "ramtrain.train.threads=1",
+            "--set",
+            "ramtrain.train.keep-checkpoints=0"); // every epoch's, compared below
     List<String> common = List.of(with(unbatched, "--batch-size", "8"));
     Run one =
         run(

@@ -22,7 +22,7 @@ class RemoteRunTest {
   @TempDir Path tmp;
 
   private JobSpec.Output output(Path dir, RunDirectory.Mode mode) {
-    return new JobSpec.Output("remote://" + dir, mode, false, 0);
+    return new JobSpec.Output("remote://" + dir, mode, false, 0, 0);
   }
 
   @Test

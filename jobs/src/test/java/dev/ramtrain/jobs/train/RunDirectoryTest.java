@@ -66,6 +66,54 @@ class RunDirectoryTest {
     return files;
   }
 
+  /** The checkpoint folders under {@code dir}/checkpoints, sorted. */
+  private static List<String> checkpointFolders(Path dir) throws Exception {
+    try (var folders = Files.list(dir.resolve("checkpoints"))) {
+      return folders
+          .filter(Files::isDirectory)
+          .map(p -> p.getFileName().toString())
+          .sorted()
+          .toList();
+    }
+  }
+
+  /**
+   * A run keeps the latest, the best and the newest N epoch checkpoints: each save and each new
+   * best removes the rest, a step checkpoint once the next is saved; a folder holding a file
+   * ramtrain did not write stays; resume reads the latest.
+   */
+  @Test
+  void checkpointsBeyondTheLatestTheBestAndTheNewestNAreRemoved() throws Exception {
+    Path dir = tmp.resolve("pruned");
+    try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.FRESH, 1)) {
+      run.save(Checkpoints.name(1, 10, true), 1, 10, snapshot(1));
+      run.markBest(Checkpoints.name(1, 10, true));
+      run.save(Checkpoints.name(1, 15, false), 1, 15, snapshot(1.5f));
+      assertEquals(List.of("epoch-0001", "step-000000015"), checkpointFolders(dir));
+      run.save(Checkpoints.name(2, 20, true), 2, 20, snapshot(2));
+      assertEquals(List.of("epoch-0001", "epoch-0002"), checkpointFolders(dir), "the step's gone");
+      run.save(Checkpoints.name(3, 30, true), 3, 30, snapshot(3));
+      assertEquals(List.of("epoch-0001", "epoch-0003"), checkpointFolders(dir), "1 is the best");
+      Files.writeString(dir.resolve("checkpoints/epoch-0003/notes.txt"), "mine");
+      run.save(Checkpoints.name(4, 40, true), 4, 40, snapshot(4));
+      run.markBest(Checkpoints.name(4, 40, true));
+      assertEquals(
+          List.of("epoch-0003", "epoch-0004"), checkpointFolders(dir), "a user's file keeps 3");
+      assertFalse(RunJournal.of(dir).owns("checkpoints/epoch-0001/model.safetensors"));
+    }
+    Files.delete(dir.resolve("checkpoints/epoch-0003/notes.txt")); // a resume refuses it
+    try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.RESUME, 1)) {
+      assertEquals(4, run.checkpoint().state().get("epochs_done"));
+    }
+    Path all = tmp.resolve("all");
+    try (RunDirectory run = RunDirectory.open(all, RunDirectory.Mode.FRESH, 0)) {
+      for (int e = 1; e <= 3; e++) {
+        run.save(Checkpoints.name(e, e * 10L, true), e, e * 10L, snapshot(e));
+      }
+    }
+    assertEquals(List.of("epoch-0001", "epoch-0002", "epoch-0003"), checkpointFolders(all));
+  }
+
   @Test
   void aNewRunNeedsANewOrEmptyDirectory() throws Exception {
     Path dir = tmp.resolve("run");
