@@ -7,6 +7,7 @@ import dev.ramtrain.jobs.train.DatasetShards;
 import dev.ramtrain.jobs.train.DistributedTraining;
 import dev.ramtrain.jobs.train.ExecutorRanks;
 import dev.ramtrain.jobs.train.JobSpec;
+import dev.ramtrain.jobs.train.RecordedSettings;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunReports;
 import dev.ramtrain.jobs.train.TrainSettings;
@@ -78,7 +79,23 @@ public final class TrainCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    RamtrainConfig config = common.load(flags());
+    Map<String, String> flags = flags();
+    if (resume) { // the run's own settings where nothing given sets them: what is given changes
+      RamtrainConfig given = common.load(flags);
+      Map<String, String> set = given.resolved();
+      Map<String, String> defaults = RamtrainConfig.flat(RamtrainConfig.defaults());
+      String output = given.string("ramtrain.train.output");
+      if (!output.isBlank() && !output.contains("://")) {
+        RecordedSettings.of(Path.of(output))
+            .forEach(
+                (key, value) -> {
+                  if (java.util.Objects.equals(set.get(key), defaults.get(key))) {
+                    flags.putIfAbsent(key, RamtrainConfig.flagText(key, value));
+                  }
+                });
+      }
+    }
+    RamtrainConfig config = common.load(flags);
     JobSpec spec = TrainSettings.read(config);
     if (resume) {
       spec = spec.resuming(resumeAnyway);

@@ -144,6 +144,19 @@ public final class RamtrainConfig {
     return flat;
   }
 
+  /**
+   * A value as {@link #flat} wrote it, as a flag gives it: a list ({@code [0.08, 1]}, Java's
+   * rendering) as its comma-separated items.
+   */
+  public static String flagText(String key, String flat) {
+    Config defaults = defaults();
+    boolean list =
+        defaults.hasPathOrNull(key) && defaults.getValue(key).valueType() == ConfigValueType.LIST;
+    return list && flat.startsWith("[") && flat.endsWith("]")
+        ? flat.substring(1, flat.length() - 1)
+        : flat;
+  }
+
   /** The merged settings as HOCON text: how they travel to a Spark task. */
   public String render() {
     return config.root().render(com.typesafe.config.ConfigRenderOptions.concise());

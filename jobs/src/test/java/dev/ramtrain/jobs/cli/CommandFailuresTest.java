@@ -365,6 +365,27 @@ class CommandFailuresTest {
         anyway.out().contains("resuming anyway with changes: ramtrain.train.lr"), anyway.out());
     // An extended run (constant learning rate) is the same run: no flag needed.
     assertEquals(0, train(run, "--resume", "--epochs", "4", "--lr", "0.01").status());
+    // A resume starts from the run's recorded settings: the model, batch and learning rate it
+    // trained with need not be repeated; a flag given is a change, checked as one.
+    MainTest.Run bare =
+        MainTest.run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            run.toString(),
+            "--resume",
+            "--epochs",
+            "5",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, bare.status(), bare.err());
+    assertTrue(bare.out().contains("mlp:192-16-3"), bare.out());
+    assertOneLine(
+        MainTest.run(
+            "train", "-d", dataset.toString(), "-o", run.toString(), "--resume", "--lr", "0.1"),
+        Main.EXIT_USAGE,
+        "ramtrain.train.lr 0.01 -> 0.1");
   }
 
   @Test
