@@ -101,11 +101,13 @@ public final class Placement {
       throw new ConfigException(
           String.format(
               "ramtrain.train.batch-size = %d: training resident at this batch needs %s of the cpu"
-                  + " backend's memory, and it has %s (ramtrain.cpu.memory, printed at start);"
-                  + " use a smaller --batch-size",
+                  + " backend's memory, and it has %s (%s); use a smaller --batch-size",
               model.maxBatch(),
               PlacementPlan.bytes(residentBytes(costs, model.maxBatch())),
-              PlacementPlan.bytes(budget)));
+              PlacementPlan.bytes(budget),
+              limited
+                  ? "this rank may take " + hostLimit.source()
+                  : "ramtrain.cpu.memory, printed at start"));
     }
     if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
       backend.reserve(plan.deviceBytes()); // the run's device memory in one allocation
