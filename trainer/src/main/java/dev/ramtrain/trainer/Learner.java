@@ -4,6 +4,7 @@ import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.nn.Network;
+import dev.ramtrain.trainer.optim.EmaDecay;
 import java.util.Map;
 
 /**
@@ -79,12 +80,13 @@ public interface Learner extends Network, AutoCloseable {
 
   /**
    * Starts keeping an exponential moving average of the weights and buffers (timm's ModelEma,
-   * {@code --ema}): {@code ema += (1 − decay)(w − ema)} after every optimizer step, from {@code
-   * resumed}'s average (a checkpoint of a run with {@code --ema}) or, null or without one, from the
-   * weights now. Resident, on the device; offloaded, on the host beside the masters, each layer's
-   * right after its update.
+   * {@code --ema}): {@code ema += (1 − decay)(w − ema)} after every optimizer step ({@link
+   * EmaDecay}: warmed up or not, counting {@code resumed}'s steps), from {@code resumed}'s average
+   * (a checkpoint of a run with {@code --ema}) or, null or without one, from the weights now.
+   * Resident, on the device; offloaded, on the host beside the masters, each layer's right after
+   * its update.
    */
-  default void averageWeights(float decay, Checkpoints.Loaded resumed, Stream compute) {
+  default void averageWeights(EmaDecay decay, Checkpoints.Loaded resumed, Stream compute) {
     throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no average");
   }
 

@@ -13,6 +13,7 @@ import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.GradientExchange;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.optim.EmaDecay;
 import dev.ramtrain.trainer.optim.MovingAverage;
 import dev.ramtrain.trainer.optim.Optimizer;
 import java.util.ArrayList;
@@ -134,9 +135,10 @@ public final class ResidentLearner implements Learner {
   }
 
   @Override
-  public void averageWeights(float decay, Checkpoints.Loaded resumed, Stream compute) {
+  public void averageWeights(EmaDecay decay, Checkpoints.Loaded resumed, Stream compute) {
     Parameters p = model.parameters();
-    average = new MovingAverage(backend, decay, List.of(p.values(), p.buffers()), compute);
+    long done = resumed == null ? 0 : resumed.optimizerSteps();
+    average = new MovingAverage(backend, decay, done, List.of(p.values(), p.buffers()), compute);
     if (resumed != null && !resumed.averaged().isEmpty()) {
       Checkpoints.Loaded avg = resumed.averagedAsWeights();
       List<Parameters.Entry> all = new ArrayList<>(p.entries());

@@ -17,6 +17,7 @@ import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.optim.AdamWSpec;
+import dev.ramtrain.trainer.optim.EmaDecay;
 import dev.ramtrain.trainer.optim.MovingAverage;
 import java.util.ArrayList;
 import java.util.List;
@@ -49,7 +50,7 @@ class ModelEmaTest {
           CrossEntropyLoss loss = new CrossEntropyLoss(b, BATCH, 3, 0f);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) BATCH * SHAPE.bytes());
           DeviceBuffer labels = b.allocate("labels", DType.I32, BATCH)) {
-        learner.averageWeights(decay, null, s);
+        learner.averageWeights(new EmaDecay(decay, false), null, s);
         List<float[]> states = new ArrayList<>(); // weights then buffers, after each step
         states.add(state(b, s, model.parameters()));
         Random rng = new Random(9);

@@ -233,14 +233,16 @@ public final class HtmlReport {
         .append(" best-metric is highlighted.</p>\n<table><tr><th>epoch</th><th>seconds</th>")
         .append("<th>samples/s</th><th>data stall</th><th>loader samples/s</th>")
         .append("<th>train loss</th><th>train acc</th>")
-        .append("<th>val loss</th><th>val acc</th></tr>\n");
+        .append("<th>val loss</th><th>val acc</th>");
+    boolean ema = run.epochs().stream().anyMatch(r -> r.has("val_loss_ema"));
+    h.append(ema ? "<th>val loss (EMA)</th><th>val acc (EMA)</th></tr>\n" : "</tr>\n");
     int bestEpoch = bestEpoch(run);
     for (JsonNode r : run.epochs()) {
       h.append(r.path("epoch").asInt() == bestEpoch ? "<tr class=\"changed\">" : "<tr>");
       h.append(
           String.format(
               "<td>%d</td><td>%s</td><td>%,.0f</td><td>%.1f%%</td><td>%s</td><td>%.4f</td>"
-                  + "<td>%.4f</td><td>%.4f</td><td>%.4f</td></tr>%n",
+                  + "<td>%.4f</td><td>%.4f</td><td>%.4f</td>",
               r.path("epoch").asInt(),
               r.has("seconds") ? String.format("%.1f", r.path("seconds").asDouble()) : "–",
               r.path("samples_per_s").asDouble(),
@@ -253,6 +255,15 @@ public final class HtmlReport {
               r.path("train_acc").asDouble(),
               r.path("val_loss").asDouble(),
               r.path("val_acc").asDouble()));
+      if (ema) {
+        h.append(
+            r.has("val_loss_ema")
+                ? String.format(
+                    "<td>%.4f</td><td>%.4f</td>",
+                    r.path("val_loss_ema").asDouble(), r.path("val_acc_ema").asDouble())
+                : "<td>–</td><td>–</td>");
+      }
+      h.append("</tr>\n");
     }
     h.append("</table>\n");
   }

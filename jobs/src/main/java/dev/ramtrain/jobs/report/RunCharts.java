@@ -51,7 +51,9 @@ public final class RunCharts {
             false,
             runs,
             r ->
-                List.of(
+                withAverage(
+                    r,
+                    "val_loss",
                     series("train", r.epochs(), "epoch", v -> v.path("train_loss").asDouble()),
                     series("val", r.epochs(), "epoch", v -> v.path("val_loss").asDouble()))));
     charts.add(
@@ -64,7 +66,9 @@ public final class RunCharts {
             false,
             runs,
             r ->
-                List.of(
+                withAverage(
+                    r,
+                    "val_acc",
                     series("train", r.epochs(), "epoch", v -> v.path("train_acc").asDouble()),
                     series("val", r.epochs(), "epoch", v -> v.path("val_acc").asDouble()))));
     charts.add(
@@ -205,6 +209,20 @@ public final class RunCharts {
       throw new IllegalStateException("chart " + id + " is missing from RunCharts.IDS");
     }
     return new Chart(id, title, xLabel, yLabel, log, smooth, all);
+  }
+
+  /**
+   * {@code train} and {@code val}, and, for a run with --ema, the average's {@code key} ({@code
+   * KEY_ema}) over the epochs that recorded it.
+   */
+  private static List<Chart.Series> withAverage(
+      RunRecord r, String key, Chart.Series train, Chart.Series val) {
+    List<JsonNode> averaged = r.epochs().stream().filter(v -> v.has(key + "_ema")).toList();
+    if (averaged.isEmpty()) {
+      return List.of(train, val);
+    }
+    return List.of(
+        train, val, series("val (EMA)", averaged, "epoch", v -> v.path(key + "_ema").asDouble()));
   }
 
   private static Chart.Series series(

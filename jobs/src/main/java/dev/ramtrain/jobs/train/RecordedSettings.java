@@ -36,6 +36,6 @@ public final class RecordedSettings {
     }
     JsonNode recorded = new ObjectMapper().readTree(state.toFile()).path(RunFingerprint.SETTINGS);
     recorded.fields().forEachRemaining(e -> settings.put(e.getKey(), e.getValue().asText()));
-    return settings;
+    return RunFingerprint.withSettingsAddedLater(settings);
   }
 }

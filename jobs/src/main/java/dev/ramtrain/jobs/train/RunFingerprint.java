@@ -60,10 +60,6 @@ public final class RunFingerprint {
   }
 
   /**
-   * Fails (a usage error) if {@code c} was written by a run with other settings or data, unless
-   * {@code anyway}, when the differences are only logged.
-   */
-  /**
    * Settings newer than some checkpoints, with the value that computes what those checkpoints' runs
    * computed: a checkpoint without the key resumes under that value as unchanged.
    */
@@ -89,8 +85,27 @@ public final class RunFingerprint {
           // no release computed with TF32 before the setting; its default resumes such runs, as
           // the engines' other changes between releases do, and a changed value is still refused
           "ramtrain.cuda.tf32",
-          "convolutions");
+          "convolutions",
+          // runs before the warm-up decayed by ema from the first step
+          "ramtrain.train.ema-warmup",
+          "false");
 
+  /**
+   * {@code recorded} (a checkpoint's settings) with the value each setting newer than it computed
+   * then: what a resume of that run starts from.
+   */
+  static Map<String, String> withSettingsAddedLater(Map<String, String> recorded) {
+    Map<String, String> all = new java.util.TreeMap<>(recorded);
+    if (!recorded.isEmpty()) {
+      ADDED_LATER.forEach(all::putIfAbsent);
+    }
+    return all;
+  }
+
+  /**
+   * Fails (a usage error) if {@code c} was written by a run with other settings or data, unless
+   * {@code anyway}, when the differences are only logged.
+   */
   public static void requireSameRun(
       Checkpoints.Loaded c, SortedMap<String, String> settings, String data, boolean anyway) {
     Object recorded = c.state().get(SETTINGS);

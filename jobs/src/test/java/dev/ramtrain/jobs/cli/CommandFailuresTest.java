@@ -386,6 +386,26 @@ class CommandFailuresTest {
             "train", "-d", dataset.toString(), "-o", run.toString(), "--resume", "--lr", "0.1"),
         Main.EXIT_USAGE,
         "ramtrain.train.lr 0.01 -> 0.1");
+    // A checkpoint older than a setting resumes under the value its run computed with, although
+    // the setting's default has changed since (ema-warmup: false before it existed, true now).
+    String latest = Files.readString(run.resolve("checkpoints/latest")).strip();
+    Path state = run.resolve("checkpoints").resolve(latest).resolve("state.json");
+    Files.writeString(
+        state, Files.readString(state).replace("\"ramtrain.train.ema-warmup\" : \"true\",", ""));
+    assertFalse(Files.readString(state).contains("ema-warmup"), "the older checkpoint's record");
+    MainTest.Run older =
+        MainTest.run(
+            "train",
+            "-d",
+            dataset.toString(),
+            "-o",
+            run.toString(),
+            "--resume",
+            "--epochs",
+            "6",
+            "--set",
+            "ramtrain.train.threads=1");
+    assertEquals(0, older.status(), older.err());
   }
 
   @Test

@@ -124,6 +124,37 @@ class TrainingReportTest {
     assertFalse(html.contains("<h2>Offload</h2>"));
   }
 
+  /** A run with --ema: the average's validation curves beside the weights', and its columns. */
+  @Test
+  void aRunWithAnAverageShowsItsCurvesAndColumns() throws Exception {
+    Path run = RunFixture.write(tmp.resolve("run"), 3, 0.01, false);
+    ObjectMapper json = new ObjectMapper();
+    StringBuilder metrics = new StringBuilder();
+    for (String line : Files.readAllLines(run.resolve("metrics.jsonl"))) {
+      var record = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(line);
+      if (record.path("type").asText().equals("epoch")) {
+        record.put("val_loss_ema", 0.25 * record.path("epoch").asInt());
+        record.put("val_acc_ema", 0.3);
+      }
+      metrics.append(json.writeValueAsString(record)).append('\n');
+    }
+    Files.writeString(run.resolve("metrics.jsonl"), metrics);
+    String html = Files.readString(TrainingReport.redraw(run, RunJournal.of(run)::claim));
+    assertTrue(html.contains("<th>val loss (EMA)</th><th>val acc (EMA)</th>"), html);
+    assertTrue(html.contains("<td>0.7500</td><td>0.3000</td></tr>"), html);
+    JsonNode loss = chart(chartData(html), "loss").get("series");
+    assertEquals("val (EMA)", loss.get(2).get("label").asText());
+    assertEquals(0.5, loss.get(2).get("y").get(1).asDouble(), 1e-12);
+    JsonNode accuracy = chart(chartData(html), "accuracy").get("series");
+    assertEquals("val (EMA)", accuracy.get(2).get("label").asText());
+    String plain =
+        Files.readString(
+            TrainingReport.redraw(
+                RunFixture.write(tmp.resolve("plain"), 1, 0.01, false),
+                RunJournal.of(tmp.resolve("plain"))::claim));
+    assertFalse(plain.contains("(EMA)"), "no average, no column");
+  }
+
   @Test
   void severalRunsAreOverlaidWithTheSettingsThatDiffer() throws Exception {
     Path a = RunFixture.write(tmp.resolve("lr-small"), 2, 0.01, false);

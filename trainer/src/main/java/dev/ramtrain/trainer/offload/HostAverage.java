@@ -2,7 +2,7 @@ package dev.ramtrain.trainer.offload;
 
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
-import dev.ramtrain.trainer.optim.MovingAverage;
+import dev.ramtrain.trainer.optim.EmaDecay;
 import java.nio.FloatBuffer;
 
 /**
@@ -15,12 +15,16 @@ final class HostAverage implements AutoCloseable {
   private final HostBuffer average;
   private final FloatBuffer avg;
   private final FloatBuffer masters;
-  private final float weight;
+  private final EmaDecay decay;
+  private long updates; // begun so far
+  private float weight; // this update's
   private final HostThreads threads;
 
-  /** An average of {@code masters}, starting as their copy. */
-  HostAverage(Backend backend, HostBuffer masters, float decay, HostThreads threads) {
-    this.weight = MovingAverage.weightOf(decay);
+  /** An average of {@code masters}, starting as their copy, after {@code updatesDone} updates. */
+  HostAverage(
+      Backend backend, HostBuffer masters, EmaDecay decay, long updatesDone, HostThreads threads) {
+    this.decay = decay;
+    this.updates = updatesDone;
     this.threads = threads;
     this.average = backend.allocateHost("masters.ema", masters.bytes());
     this.avg = average.asByteBuffer().asFloatBuffer();
@@ -28,15 +32,24 @@ final class HostAverage implements AutoCloseable {
     avg.put(0, masters.asByteBuffer().asFloatBuffer(), 0, this.masters.capacity());
   }
 
-  /** Moves elements [from, to) toward the masters: after their update. */
+  /** Starts an optimizer step's update: its ranges ({@link #update}) move by its weight. */
+  void beginUpdate() {
+    weight = decay.weightAt(++updates);
+  }
+
+  /**
+   * Moves elements [from, to) toward the masters: after their update, with the device's {@code
+   * Lerp} arithmetic (a weight of 1 copies, as the device average does).
+   */
   void update(int from, int to) {
+    float w = weight;
     threads.forRange(
         from,
         to,
         (a, b) -> {
           for (int i = a; i < b; i++) {
             float e = avg.get(i);
-            avg.put(i, Math.fma(weight, masters.get(i) - e, e));
+            avg.put(i, w == 1f ? masters.get(i) : Math.fma(w, masters.get(i) - e, e));
           }
         });
   }

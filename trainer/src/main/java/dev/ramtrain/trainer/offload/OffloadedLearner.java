@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.optim.EmaDecay;
 import dev.ramtrain.trainer.optim.MovingAverage;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
 import dev.ramtrain.trainer.optim.ParamGroups;
@@ -164,6 +165,7 @@ public final class OffloadedLearner implements Learner {
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
     if (bufferAverage != null) {
       bufferAverage.update(compute); // the buffers are final once forward has run
+      average.beginUpdate();
     }
     HostUpdate optimizerStep = optimizer.beginStep(lr);
     // With --ema each range's average follows right after its update, on the same host thread.
@@ -320,12 +322,13 @@ public final class OffloadedLearner implements Learner {
   }
 
   @Override
-  public void averageWeights(float decay, Checkpoints.Loaded resumed, Stream compute) {
+  public void averageWeights(EmaDecay decay, Checkpoints.Loaded resumed, Stream compute) {
     model.awaitUpdates();
     compute.synchronize();
     Parameters slabs = model.residentSlabs();
-    average = new HostAverage(backend, model.masters(), decay, threads);
-    bufferAverage = new MovingAverage(backend, decay, List.of(slabs.buffers()), compute);
+    long done = resumed == null ? 0 : resumed.optimizerSteps();
+    average = new HostAverage(backend, model.masters(), decay, done, threads);
+    bufferAverage = new MovingAverage(backend, decay, done, List.of(slabs.buffers()), compute);
     if (resumed != null && !resumed.averaged().isEmpty()) {
       Checkpoints.Loaded avg = resumed.averagedAsWeights();
       List<Parameters.Entry> all = new ArrayList<>(model.entries());

@@ -17,14 +17,20 @@ import java.util.function.Supplier;
  */
 public final class MovingAverage implements AutoCloseable {
   private final Backend backend;
-  private final float weight;
+  private final EmaDecay decay;
+  private long updates; // done so far
   private final List<DeviceBuffer> slabs;
   private final List<DeviceBuffer> averages = new ArrayList<>();
 
-  /** Averages of {@code slabs}, starting as copies of them. */
-  public MovingAverage(Backend backend, float decay, List<DeviceBuffer> slabs, Stream stream) {
+  /**
+   * Averages of {@code slabs}, starting as copies of them, after {@code updatesDone} updates (a
+   * resumed run's optimizer steps: where {@code decay}'s warm-up stands).
+   */
+  public MovingAverage(
+      Backend backend, EmaDecay decay, long updatesDone, List<DeviceBuffer> slabs, Stream stream) {
     this.backend = backend;
-    this.weight = weightOf(decay);
+    this.decay = decay;
+    this.updates = updatesDone;
     this.slabs = List.copyOf(slabs);
     try {
       for (DeviceBuffer slab : slabs) {
@@ -48,11 +54,19 @@ public final class MovingAverage implements AutoCloseable {
     return 1 - decay;
   }
 
-  /** Moves every average toward its slab: after each optimizer step. */
+  /**
+   * Moves every average toward its slab: after each optimizer step. A weight of 1 (warm-up's first
+   * update) copies, as PyTorch's lerp then gives the end exactly.
+   */
   public void update(Stream stream) {
+    float weight = decay.weightAt(++updates);
     for (int i = 0; i < slabs.size(); i++) {
       if (slabs.get(i).count() > 0) {
-        backend.run(stream, new Lerp(averages.get(i), slabs.get(i), weight));
+        if (weight == 1f) {
+          backend.copy(slabs.get(i), averages.get(i), stream);
+        } else {
+          backend.run(stream, new Lerp(averages.get(i), slabs.get(i), weight));
+        }
       }
     }
   }

@@ -7,6 +7,7 @@ import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.Precision;
+import dev.ramtrain.trainer.optim.EmaDecay;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -19,16 +20,28 @@ import java.util.Map;
  * ramtrain.train.model}), the seed of its initial weights, the GEMM layers' arithmetic ({@code
  * ramtrain.train.precision}), the pretrained weights it starts from ({@code
  * ramtrain.train.weights}: a timm or torchvision safetensors file; empty: none), timm's drop path
- * rate and the decay of the weights' moving average ({@code --ema}, 0 for none). Part of the run's
- * description; builds the {@link ModelBlueprint} the trainer binds.
+ * rate and the decay of the weights' moving average ({@code --ema}, 0 for none) and whether it is
+ * warmed up ({@code ramtrain.train.ema-warmup}). Part of the run's description; builds the {@link
+ * ModelBlueprint} the trainer binds.
  */
 public record ModelChoice(
-    String spec, long seed, Precision precision, String weights, float dropPath, float ema)
+    String spec,
+    long seed,
+    Precision precision,
+    String weights,
+    float dropPath,
+    float ema,
+    boolean emaWarmup)
     implements Serializable {
   private static final String KEY = "ramtrain.train.model";
 
   public ModelChoice(String spec, long seed, Precision precision) {
-    this(spec, seed, precision, "", 0f, 0f);
+    this(spec, seed, precision, "", 0f, 0f, false);
+  }
+
+  /** The moving average's decay schedule; {@link #ema} 0 keeps none. */
+  public EmaDecay emaDecay() {
+    return new EmaDecay(ema, emaWarmup);
   }
 
   /**

@@ -133,7 +133,7 @@ public final class TrainingSession {
               checkpoint.dir(), firstEpoch, checkpoint.globalStep());
         }
         if (spec.model().ema() > 0) { // from the checkpoint's average, or the weights now
-          learner.averageWeights(spec.model().ema(), checkpoint, setup);
+          learner.averageWeights(spec.model().emaDecay(), checkpoint, setup);
         }
         if (rank.steps() != null) {
           long start = checkpoint != null ? checkpoint.globalStep() : 0;

@@ -21,6 +21,7 @@ import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.optim.AdamWSpec;
+import dev.ramtrain.trainer.optim.EmaDecay;
 import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.SgdSpec;
@@ -268,7 +269,7 @@ public abstract class OffloadedTrainingTest {
           learner.restore(resumed, s);
         }
         if (emaDecay > 0) {
-          learner.averageWeights(emaDecay, resumed, s);
+          learner.averageWeights(new EmaDecay(emaDecay, true), resumed, s);
         }
         long deviceBytes = -1;
         long hostAllocations = -1;
@@ -330,10 +331,10 @@ public abstract class OffloadedTrainingTest {
   }
 
   /**
-   * --ema: the host's average of an offloaded run's masters, each layer's moved right after its
-   * update (on a slow host thread too), with the buffers' average on the device, ends where the
-   * resident run's device average ends, bit for bit; and a run resumed from a checkpoint goes on
-   * from the average it saved.
+   * --ema, warmed up: the host's average of an offloaded run's masters, each layer's moved right
+   * after its update (on a slow host thread too), with the buffers' average on the device, ends
+   * where the resident run's device average ends, bit for bit; and a run resumed from a checkpoint
+   * goes on from the average it saved, its warm-up where the checkpoint's steps left it.
    */
   @Test
   void theWeightsMovingAverageMatchesResidentBitForBitAndResumes(@TempDir Path dir)

@@ -100,7 +100,7 @@ class TrainingSessionTest {
             0);
     return new RunSpec(
         data,
-        new ModelChoice(model, 1, Precision.FP32, "", 0f, 0f),
+        new ModelChoice(model, 1, Precision.FP32, "", 0f, 0f, false),
         new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f),
         new ScheduleSpec(ScheduleSpec.Kind.CONSTANT, 3e-3, 1, 1, 0, 0),
         new LoopSpec(epochs, 0f, 1f, LoopSpec.NanPolicy.STOP, new float[0], new float[0], 5),
