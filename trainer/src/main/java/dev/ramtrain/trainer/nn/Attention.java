@@ -36,14 +36,14 @@ public final class Attention extends BaseLayer {
   private DeviceBuffer context; // [batch, tokens, dim]: the heads' outputs, proj's input
   private DeviceBuffer dqkv;
   private DeviceBuffer qkvOut;
-  // Scratch, each [batch, heads, tokens, headDim]: q, k and v, then their gradients (dk over k,
-  // dv over v); the fourth holds the heads' outputs in forward, dL/dcontext and then dq in
-  // backward.
+  // Across images only, scratch, each [batch, heads, tokens, headDim]: q, k and v, then their
+  // gradients (dk over k, dv over v); the fourth holds the heads' outputs in forward, dL/dcontext
+  // and then dq in backward.
   private DeviceBuffer q;
   private DeviceBuffer k;
   private DeviceBuffer v;
   private DeviceBuffer fourth;
-  private DeviceBuffer dprobs; // [batch, heads, tokens, tokens], scratch
+  private DeviceBuffer dprobs; // scratch: [batch (across images) or 1, heads, tokens, tokens]
 
   public Attention(String name, int tokens, int dim, int heads, Precision precision) {
     super(name);
