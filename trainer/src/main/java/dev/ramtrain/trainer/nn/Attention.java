@@ -145,14 +145,111 @@ public final class Attention extends BaseLayer {
     dprobs = scratch("dprobs", DType.F32, 16 * block, squaresCount(maxBatch));
   }
 
+  /**
+   * The operands of one batched GEMM a product over {@code count} heads: q, k, v, the heads'
+   * outputs (forward) or their gradient (backward), the probabilities of those heads, and where
+   * backward writes dq, dk and dv. One image's heads in place in the qkv rows, or every image's in
+   * the workspace blocks.
+   */
+  private record Heads(
+      int count,
+      GemmOperand q,
+      GemmOperand k,
+      GemmOperand v,
+      GemmOperand out,
+      DeviceBuffer probs,
+      GemmOperand dq,
+      GemmOperand dk,
+      GemmOperand dv) {}
+
+  /** Image b's heads, strided views of the rows; {@code out} its [tokens, dim] rows of them. */
+  private Heads imageHeads(int b, DeviceBuffer out, DeviceBuffer dqRows) {
+    long square = (long) tokens * tokens;
+    DeviceBuffer outRows = out.view((long) b * tokens * dim, (long) tokens * dim);
+    return new Heads(
+        heads,
+        GemmOperand.of(part(qkvOut, b, 0), 3 * dim).strided(headDim),
+        GemmOperand.of(part(qkvOut, b, 1), 3 * dim).strided(headDim),
+        GemmOperand.of(part(qkvOut, b, 2), 3 * dim).strided(headDim),
+        GemmOperand.of(outRows, dim).strided(headDim),
+        probs.view(b * heads * square, heads * square),
+        dqRows == null ? null : GemmOperand.of(part(dqRows, b, 0), 3 * dim).strided(headDim),
+        dqRows == null ? null : GemmOperand.of(part(dqRows, b, 1), 3 * dim).strided(headDim),
+        dqRows == null ? null : GemmOperand.of(part(dqRows, b, 2), 3 * dim).strided(headDim));
+  }
+
+  /**
+   * Every image's heads in the workspace blocks: the fourth holds the outputs or dL/dcontext, and
+   * backward writes dv over v (read only by dp), dq over the fourth (dL/dcontext is spent by then)
+   * and dk over k (dq has read it).
+   */
+  private Heads batchHeads(int batch) {
+    long block = (long) tokens * headDim;
+    return new Heads(
+        batch * heads,
+        GemmOperand.of(q, headDim).strided(block),
+        GemmOperand.of(k, headDim).strided(block),
+        GemmOperand.of(v, headDim).strided(block),
+        GemmOperand.of(fourth, headDim).strided(block),
+        probs.view(0, squaresCount(batch)),
+        GemmOperand.of(fourth, headDim).strided(block),
+        GemmOperand.of(k, headDim).strided(block),
+        GemmOperand.of(v, headDim).strided(block));
+  }
+
+  /** The GEMMs' groups of heads: each image's in place, or, batched, all of them at once. */
+  private List<Heads> groups(int batch, DeviceBuffer out, DeviceBuffer dqRows) {
+    if (backend.batchesAcrossImages()) {
+      return List.of(batchHeads(batch));
+    }
+    List<Heads> images = new ArrayList<>(batch);
+    for (int b = 0; b < batch; b++) {
+      images.add(imageHeads(b, out, dqRows));
+    }
+    return images;
+  }
+
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer x, int batch, boolean training) {
     qkvOut = qkv.forward(s, x, batch, training);
     DeviceBuffer ctx = context.view(0, headsCount(batch));
     if (backend.batchesAcrossImages()) {
-      mixAcrossImages(s, batch, ctx);
-    } else {
-      mixPerImage(s, batch);
+      splitHeads(s, batch);
+    }
+    List<Heads> groups = groups(batch, ctx, null);
+    long square = (long) tokens * tokens;
+    for (Heads h : groups) { // scores = scale · q kᵀ
+      backend.run(
+          s,
+          new GemmStridedBatched(
+              tokens,
+              tokens,
+              headDim,
+              scale,
+              h.q(),
+              h.k().transposed(),
+              0f,
+              GemmOperand.of(h.probs(), tokens).strided(square),
+              h.count()));
+    }
+    DeviceBuffer p = probs.view(0, squaresCount(batch));
+    backend.run(s, new Softmax(p, batch * heads * tokens, tokens, p));
+    for (Heads h : groups) { // the heads' outputs p v, side by side in each token's row
+      backend.run(
+          s,
+          new GemmStridedBatched(
+              tokens,
+              headDim,
+              tokens,
+              1f,
+              GemmOperand.of(h.probs(), tokens).strided(square),
+              h.v(),
+              0f,
+              h.out(),
+              h.count()));
+    }
+    if (backend.batchesAcrossImages()) {
+      backend.run(s, fromHeads(fourth, ctx, dim, 0, batch));
     }
     return proj.forward(s, ctx, batch, training);
   }
@@ -162,214 +259,47 @@ public final class Attention extends BaseLayer {
     DeviceBuffer dcontext = proj.backward(s, dy, batch, true);
     DeviceBuffer dq = dqkv.view(0, 3 * headsCount(batch));
     if (backend.batchesAcrossImages()) {
-      unmixAcrossImages(s, batch, dcontext, dq);
-    } else {
-      unmixPerImage(s, batch, dcontext, dq);
+      splitHeads(s, batch); // forward's scratch has served other layers since
+      backend.run(s, toHeads(dcontext, dim, 0, fourth, batch));
+    }
+    for (Heads h : groups(batch, dcontext, dq)) {
+      headGradients(s, h);
+    }
+    if (backend.batchesAcrossImages()) {
+      backend.run(s, fromHeads(fourth, dq, 3 * dim, 0, batch));
+      backend.run(s, fromHeads(k, dq, 3 * dim, dim, batch));
+      backend.run(s, fromHeads(v, dq, 3 * dim, 2 * dim, batch));
     }
     return qkv.backward(s, dq, batch, needInputGrad);
   }
 
-  private void mixAcrossImages(Stream s, int batch, DeviceBuffer ctx) {
-    splitHeads(s, batch);
-    int count = batch * heads;
-    long block = (long) tokens * headDim;
+  /** dq, dk and dv of {@code h}'s heads from dL/dout, their probability gradient in scratch. */
+  private void headGradients(Stream s, Heads h) {
     long square = (long) tokens * tokens;
-    DeviceBuffer p = probs.view(0, squaresCount(batch));
-    // scores = scale · q kᵀ
+    DeviceBuffer dp = dprobs.view(0, h.count() * square);
+    GemmOperand p = GemmOperand.of(h.probs(), tokens).strided(square);
+    GemmOperand dScores = GemmOperand.of(dp, tokens).strided(square);
+    // dp = dout vᵀ
     backend.run(
         s,
         new GemmStridedBatched(
-            tokens,
-            tokens,
-            headDim,
-            scale,
-            GemmOperand.of(q, headDim).strided(block),
-            GemmOperand.of(k, headDim).transposed().strided(block),
-            0f,
-            GemmOperand.of(p, tokens).strided(square),
-            count));
-    backend.run(s, new Softmax(p, count * tokens, tokens, p));
-    // the heads' outputs p v, then side by side in each token's row
+            tokens, tokens, headDim, 1f, h.out(), h.v().transposed(), 0f, dScores, h.count()));
+    // dv = pᵀ dout
     backend.run(
         s,
         new GemmStridedBatched(
-            tokens,
-            headDim,
-            tokens,
-            1f,
-            GemmOperand.of(p, tokens).strided(square),
-            GemmOperand.of(v, headDim).strided(block),
-            0f,
-            GemmOperand.of(fourth, headDim).strided(block),
-            count));
-    backend.run(s, fromHeads(fourth, ctx, dim, 0, batch));
-  }
-
-  private void unmixAcrossImages(Stream s, int batch, DeviceBuffer dcontext, DeviceBuffer dq) {
-    splitHeads(s, batch); // forward's scratch has served other layers since
-    backend.run(s, toHeads(dcontext, dim, 0, fourth, batch));
-    int count = batch * heads;
-    long block = (long) tokens * headDim;
-    long square = (long) tokens * tokens;
-    DeviceBuffer p = probs.view(0, squaresCount(batch));
-    DeviceBuffer dp = dprobs.view(0, squaresCount(batch));
-    // dp = dcontext vᵀ
-    backend.run(
-        s,
-        new GemmStridedBatched(
-            tokens,
-            tokens,
-            headDim,
-            1f,
-            GemmOperand.of(fourth, headDim).strided(block),
-            GemmOperand.of(v, headDim).transposed().strided(block),
-            0f,
-            GemmOperand.of(dp, tokens).strided(square),
-            count));
-    // dv = pᵀ dcontext, over v (read only by dp above)
-    backend.run(
-        s,
-        new GemmStridedBatched(
-            tokens,
-            headDim,
-            tokens,
-            1f,
-            GemmOperand.of(p, tokens).transposed().strided(square),
-            GemmOperand.of(fourth, headDim).strided(block),
-            0f,
-            GemmOperand.of(v, headDim).strided(block),
-            count));
+            tokens, headDim, tokens, 1f, p.transposed(), h.out(), 0f, h.dv(), h.count()));
     // the scores' gradient, in place: p ⊙ (dp - Σ dp ⊙ p)
-    backend.run(s, new SoftmaxBackward(p, dp, count * tokens, tokens, dp));
-    // dq = scale · dscores k over dL/dcontext, then dk = scale · dscoresᵀ q over k
+    backend.run(s, new SoftmaxBackward(h.probs(), dp, h.count() * tokens, tokens, dp));
+    // dq = scale · dscores k, then dk = scale · dscoresᵀ q
     backend.run(
         s,
         new GemmStridedBatched(
-            tokens,
-            headDim,
-            tokens,
-            scale,
-            GemmOperand.of(dp, tokens).strided(square),
-            GemmOperand.of(k, headDim).strided(block),
-            0f,
-            GemmOperand.of(fourth, headDim).strided(block),
-            count));
+            tokens, headDim, tokens, scale, dScores, h.k(), 0f, h.dq(), h.count()));
     backend.run(
         s,
         new GemmStridedBatched(
-            tokens,
-            headDim,
-            tokens,
-            scale,
-            GemmOperand.of(dp, tokens).transposed().strided(square),
-            GemmOperand.of(q, headDim).strided(block),
-            0f,
-            GemmOperand.of(k, headDim).strided(block),
-            count));
-    backend.run(s, fromHeads(fourth, dq, 3 * dim, 0, batch));
-    backend.run(s, fromHeads(k, dq, 3 * dim, dim, batch));
-    backend.run(s, fromHeads(v, dq, 3 * dim, 2 * dim, batch));
-  }
-
-  /** Each image's heads in place, one batched GEMM over its heads a product. */
-  private void mixPerImage(Stream s, int batch) {
-    long square = (long) tokens * tokens;
-    for (int b = 0; b < batch; b++) {
-      DeviceBuffer scores = probs.view(b * heads * square, heads * square);
-      // scores_h = scale · q_h k_hᵀ: rows of q and k are 3·dim apart, heads headDim apart
-      backend.run(
-          s,
-          new GemmStridedBatched(
-              tokens,
-              tokens,
-              headDim,
-              scale,
-              GemmOperand.of(part(qkvOut, b, 0), 3 * dim).strided(headDim),
-              GemmOperand.of(part(qkvOut, b, 1), 3 * dim).transposed().strided(headDim),
-              0f,
-              GemmOperand.of(scores, tokens).strided(square),
-              heads));
-    }
-    DeviceBuffer p = probs.view(0, batch * heads * square);
-    backend.run(s, new Softmax(p, batch * heads * tokens, tokens, p));
-    for (int b = 0; b < batch; b++) {
-      // context[:, h·headDim : (h+1)·headDim] = p_h v_h
-      backend.run(
-          s,
-          new GemmStridedBatched(
-              tokens,
-              headDim,
-              tokens,
-              1f,
-              GemmOperand.of(probs.view(b * heads * square, heads * square), tokens)
-                  .strided(square),
-              GemmOperand.of(part(qkvOut, b, 2), 3 * dim).strided(headDim),
-              0f,
-              GemmOperand.of(context.view((long) b * tokens * dim, (long) tokens * dim), dim)
-                  .strided(headDim),
-              heads));
-    }
-  }
-
-  private void unmixPerImage(Stream s, int batch, DeviceBuffer dcontext, DeviceBuffer dq) {
-    long square = (long) tokens * tokens;
-    for (int b = 0; b < batch; b++) {
-      DeviceBuffer p = probs.view(b * heads * square, heads * square);
-      DeviceBuffer dctx = dcontext.view((long) b * tokens * dim, (long) tokens * dim);
-      // dp_h = dcontext_h v_hᵀ
-      backend.run(
-          s,
-          new GemmStridedBatched(
-              tokens,
-              tokens,
-              headDim,
-              1f,
-              GemmOperand.of(dctx, dim).strided(headDim),
-              GemmOperand.of(part(qkvOut, b, 2), 3 * dim).transposed().strided(headDim),
-              0f,
-              GemmOperand.of(dprobs, tokens).strided(square),
-              heads));
-      // dv_h = p_hᵀ dcontext_h
-      backend.run(
-          s,
-          new GemmStridedBatched(
-              tokens,
-              headDim,
-              tokens,
-              1f,
-              GemmOperand.of(p, tokens).transposed().strided(square),
-              GemmOperand.of(dctx, dim).strided(headDim),
-              0f,
-              GemmOperand.of(part(dq, b, 2), 3 * dim).strided(headDim),
-              heads));
-      // the scores' gradient, in place: p ⊙ (dp - Σ dp ⊙ p)
-      backend.run(s, new SoftmaxBackward(p, dprobs, heads * tokens, tokens, dprobs));
-      // dq_h = scale · dscores_h k_h, dk_h = scale · dscores_hᵀ q_h
-      backend.run(
-          s,
-          new GemmStridedBatched(
-              tokens,
-              headDim,
-              tokens,
-              scale,
-              GemmOperand.of(dprobs, tokens).strided(square),
-              GemmOperand.of(part(qkvOut, b, 1), 3 * dim).strided(headDim),
-              0f,
-              GemmOperand.of(part(dq, b, 0), 3 * dim).strided(headDim),
-              heads));
-      backend.run(
-          s,
-          new GemmStridedBatched(
-              tokens,
-              headDim,
-              tokens,
-              scale,
-              GemmOperand.of(dprobs, tokens).transposed().strided(square),
-              GemmOperand.of(part(qkvOut, b, 0), 3 * dim).strided(headDim),
-              0f,
-              GemmOperand.of(part(dq, b, 1), 3 * dim).strided(headDim),
-              heads));
-    }
+            tokens, headDim, tokens, scale, dScores.transposed(), h.q(), 0f, h.dk(), h.count()));
   }
 
   /** Image b's q (0), k (1) or v (2) columns of the qkv rows, from the first token's row. */
