@@ -127,7 +127,7 @@ public final class PlanCommand implements Callable<Integer> {
       if (plan.mode() == PlacementPlan.Mode.OFFLOADED) {
         System.out.printf(
             "resident needs %s at this batch%n",
-            PlacementPlan.bytes(Placement.residentBytes(costs, batch)));
+            PlacementPlan.bytes(PlacementPlan.residentBytes(costs, batch)));
       }
     }
     return 0;

@@ -90,12 +90,7 @@ public record PlacementPlan(
               + budgetBytes);
     }
     long params = layers.stream().mapToLong(LayerCost::parameters).sum();
-    // Each layer's own activations, and what they share once: the model's workspace (scratch)
-    // and gradient slots.
-    long activations =
-        layers.stream().mapToLong(l -> l.activationBytes(batch)).sum()
-            + LayerCost.workspaceBytes(layers, batch)
-            + LayerCost.gradientSlotBytes(layers, batch);
+    long activations = activationBytes(layers, batch);
     // Measured layers take their measured time per sample; the others FLOPs over the profile's
     // rate.
     double compute =
@@ -109,7 +104,7 @@ public record PlacementPlan(
     // A resident step also runs the optimizer over every parameter on the device; offloaded, the
     // host runs it layer by layer behind backward (not modelled).
     double residentStep = compute + layers.stream().mapToDouble(LayerCost::updateSeconds).sum();
-    long residentBytes = params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER) + activations;
+    long residentBytes = residentBytes(layers, batch);
     // Layers without weights (activations, pooling) have nothing to place.
     List<String> names =
         layers.stream().filter(l -> l.parameters() > 0).map(LayerCost::name).toList();
@@ -369,6 +364,25 @@ public record PlacementPlan(
         + " more …, "
         + String.join(", ", layers.subList(layers.size() - 2, layers.size()))
         + "]";
+  }
+
+  /**
+   * What {@code layers} take resident at {@code batch}: weights, gradients and AdamW's moments of
+   * every parameter, and the activations.
+   */
+  public static long residentBytes(List<LayerCost> layers, int batch) {
+    long params = layers.stream().mapToLong(LayerCost::parameters).sum();
+    return params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER) + activationBytes(layers, batch);
+  }
+
+  /**
+   * Each layer's own activations, and what they share once: the model's workspace (scratch) and
+   * gradient slots.
+   */
+  private static long activationBytes(List<LayerCost> layers, int batch) {
+    return layers.stream().mapToLong(l -> l.activationBytes(batch)).sum()
+        + LayerCost.workspaceBytes(layers, batch)
+        + LayerCost.gradientSlotBytes(layers, batch);
   }
 
   public static String bytes(long b) {

@@ -103,7 +103,7 @@ public final class Placement {
               "ramtrain.train.batch-size = %d: training resident at this batch needs %s of the cpu"
                   + " backend's memory, and it has %s (%s); use a smaller --batch-size",
               model.maxBatch(),
-              PlacementPlan.bytes(residentBytes(costs, model.maxBatch())),
+              PlacementPlan.bytes(PlacementPlan.residentBytes(costs, model.maxBatch())),
               PlacementPlan.bytes(budget),
               limited
                   ? "this rank may take " + hostLimit.source()
@@ -225,18 +225,6 @@ public final class Placement {
     } catch (IllegalArgumentException e) {
       throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
     }
-  }
-
-  /** What {@code costs} need resident at {@code batch}, however large. */
-  public static long residentBytes(List<LayerCost> costs, int batch) {
-    return PlacementPlan.plan(
-            costs,
-            batch,
-            Long.MAX_VALUE,
-            1,
-            false,
-            new DeviceProfile("unmeasured", Long.MAX_VALUE, 1, 1))
-        .deviceBytes();
   }
 
   private static Learner resident(
