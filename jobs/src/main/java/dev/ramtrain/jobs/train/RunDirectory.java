@@ -314,6 +314,10 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
         continue;
       }
       Path folder = root.resolve(name);
+      if (Files.isSymbolicLink(folder)) {
+        LOG.warn("{}: a link ramtrain did not make; left as it is", folder);
+        continue;
+      }
       List<Path> files;
       try (Stream<Path> inside = Files.list(folder)) {
         files = inside.toList();

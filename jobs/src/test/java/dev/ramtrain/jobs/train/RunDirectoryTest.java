@@ -114,6 +114,32 @@ class RunDirectoryTest {
     assertEquals(List.of("epoch-0001", "epoch-0002", "epoch-0003"), checkpointFolders(all));
   }
 
+  /**
+   * A checkpoint folder replaced by a link to a user's folder is never pruned through: the link and
+   * every file behind it stay, although their names are those the journal records.
+   */
+  @Test
+  void pruningNeverFollowsALinkToAUsersFolder() throws Exception {
+    Path dir = tmp.resolve("linked");
+    Path mine = Files.createDirectories(tmp.resolve("mine"));
+    try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.FRESH, 1)) {
+      run.save(Checkpoints.name(1, 10, true), 1, 10, snapshot(1));
+      run.markBest(Checkpoints.name(1, 10, true));
+      run.save(Checkpoints.name(2, 20, true), 2, 20, snapshot(2));
+      Path second = dir.resolve("checkpoints/epoch-0002");
+      for (String file : Checkpoints.FILES) {
+        Files.move(second.resolve(file), mine.resolve(file));
+      }
+      Files.delete(second);
+      Files.createSymbolicLink(second, mine);
+      run.save(Checkpoints.name(3, 30, true), 3, 30, snapshot(3));
+      assertTrue(Files.isSymbolicLink(second));
+      for (String file : Checkpoints.FILES) {
+        assertTrue(Files.exists(mine.resolve(file)), file);
+      }
+    }
+  }
+
   @Test
   void aNewRunNeedsANewOrEmptyDirectory() throws Exception {
     Path dir = tmp.resolve("run");
