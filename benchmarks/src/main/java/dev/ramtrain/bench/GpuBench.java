@@ -256,13 +256,10 @@ public final class GpuBench {
     int threads = spec.threads();
     ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
     List<LayerCost> costs;
-    DeviceProfile profile;
     try (CudaBackend b = CudaBackend.open(spec)) {
       costs = LayerCost.measure(() -> ModelSpec.parse(model, image, mode.precision), b);
-      profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
     }
-    long planned =
-        PlacementPlan.plan(costs, batch, Long.MAX_VALUE, 2, false, profile).deviceBytes();
+    long planned = PlacementPlan.residentBytes(costs, batch);
     TrainingSteps.Run run =
         TrainingSteps.run(
             () -> CudaBackend.open(spec),
