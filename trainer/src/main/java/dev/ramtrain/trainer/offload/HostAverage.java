@@ -43,13 +43,17 @@ final class HostAverage implements AutoCloseable {
    */
   void update(int from, int to) {
     float w = weight;
+    if (w == 1f) {
+      avg.put(from, masters, from, to - from);
+      return;
+    }
     threads.forRange(
         from,
         to,
         (a, b) -> {
           for (int i = a; i < b; i++) {
             float e = avg.get(i);
-            avg.put(i, w == 1f ? masters.get(i) : Math.fma(w, masters.get(i) - e, e));
+            avg.put(i, Math.fma(w, masters.get(i) - e, e));
           }
         });
   }
