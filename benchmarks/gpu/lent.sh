@@ -11,7 +11,8 @@
 # Made here: bash benchmarks/gpu/bundle.sh --tests .gpu/bundle && tar -C .gpu -cJf .gpu/bundle.tar.xz bundle
 # Run there: benchmarks/gpu/lent.sh .gpu/bundle.tar.xz "$OUT" [BATCH=32 [PARTS=gemm,steps,torch,streamed,tests,ops]]
 # (PARTS splits the work over two calls where one would not do: gemm,steps,torch then
-# streamed,tests,ops; ops ranks each model's operation types by device time, for what to improve)
+# streamed,tests,ops; ops ranks each model's operation types by device time, in fp32 and bf16, with
+# the host's cost of issuing each, for what to improve)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TAR="$1"
@@ -55,8 +56,10 @@ if wanted streamed; then
   grep -h -E "^(model|batch|  streamed)" "$LOGS/bench.log" | tee -a "$LOGS/summary.txt"
 fi
 if wanted ops; then
-  for m in resnet50 vit_base_patch16_224 convnext_tiny; do
-    part ops 60 "$RUN" ops "$m" "$BATCH" 2 fp32
+  for mode in fp32 bf16; do
+    for m in resnet50 vit_base_patch16_224 convnext_tiny; do
+      part ops 60 "$RUN" ops "$m" "$BATCH" 2 "$mode"
+    done
   done
   grep -h -A14 "^ops " "$LOGS/ops.log" | tee -a "$LOGS/summary.txt"
 fi

@@ -118,20 +118,38 @@ extern "C" __global__ void max_pool_f32(const float* x, int n, int c, int h, int
 }
 RT_KERNEL(max_pool_f32)
 
-// Routes dy to the recorded winners, a thread per plane in output order (overlapping windows
-// add in the CPU backend's order, without atomics).
+// Routes dy to the recorded winners, gathered: a thread per input element adds the gradients of
+// the windows it won, in output order (row, then column), from 0 — the CPU backend's scatter in
+// output order gives each element the same additions in the same order, so the same bits.
 extern "C" __global__ void max_pool_backward_f32(const float* dy, const int* argmax, int planes,
-                                                 int hw, int ohw, float* dx) {
-  RT_FOR_EACH(nc, planes) {
-    float* plane = dx + nc * hw;
-    for (int p = 0; p < hw; p++) {
-      plane[p] = 0.0f;
+                                                 int h, int w, int k, int stride, int pad,
+                                                 int oh, int ow, float* dx) {
+  long long total = (long long)planes * h * w;
+  RT_FOR_EACH(i, total) {
+    int ix = (int)(i % w);
+    int iy = (int)((i / w) % h);
+    long long nc = i / ((long long)w * h);
+    int at = iy * w + ix;
+    // The windows holding (iy, ix): oy * stride - pad <= iy < oy * stride - pad + k.
+    int oy_from = (iy + pad - k + stride) / stride;
+    int oy_to = (iy + pad) / stride;
+    int ox_from = (ix + pad - k + stride) / stride;
+    int ox_to = (ix + pad) / stride;
+    oy_from = oy_from > 0 ? oy_from : 0;
+    ox_from = ox_from > 0 ? ox_from : 0;
+    oy_to = oy_to < oh - 1 ? oy_to : oh - 1;
+    ox_to = ox_to < ow - 1 ? ox_to : ow - 1;
+    const float* grad = dy + nc * oh * ow;
+    const int* where = argmax + nc * oh * ow;
+    float sum = 0.0f;
+    for (int oy = oy_from; oy <= oy_to; oy++) {
+      for (int ox = ox_from; ox <= ox_to; ox++) {
+        if (where[oy * ow + ox] == at) {
+          sum += grad[oy * ow + ox];
+        }
+      }
     }
-    const float* grad = dy + nc * ohw;
-    const int* where = argmax + nc * ohw;
-    for (int i = 0; i < ohw; i++) {
-      plane[where[i]] += grad[i];
-    }
+    dx[i] = sum;
   }
 }
 RT_KERNEL(max_pool_backward_f32)
@@ -171,18 +189,18 @@ extern "C" __global__ void depthwise_forward_f32(const float* x, const float* we
 RT_KERNEL(depthwise_forward_f32)
 
 // Its input gradient dx[n][ch][iy][ix] from channels-last dy and the flipped taps: a thread per
-// input, as DepthwiseKernels.backwardData.
+// input, as DepthwiseKernels.backwardData, numbered channels fastest, so that a warp's 49 reads of
+// dy are neighbours (its one write of dx is the strided access).
 extern "C" __global__ void depthwise_backward_data_f32(const float* dy, const float* weight,
                                                        float* dx, int n, int c, int h, int w,
                                                        int k) {
   long long total = (long long)n * c * h * w;
   int p = k / 2;
   RT_FOR_EACH(i, total) {
-    int ix = (int)(i % w);
-    int iy = (int)((i / w) % h);
-    long long nc = i / ((long long)w * h);
-    int ch = (int)(nc % c);
-    long long img = nc / c;
+    int ch = (int)(i % c);
+    int ix = (int)((i / c) % w);
+    int iy = (int)((i / ((long long)c * w)) % h);
+    long long img = i / ((long long)c * w * h);
     const float* taps = weight + (long long)ch * k * k;
     float acc = 0.0f;
     for (int ky = 0; ky < k; ky++) {
@@ -197,14 +215,88 @@ extern "C" __global__ void depthwise_backward_data_f32(const float* dy, const fl
         }
       }
     }
-    dx[i] = acc;
+    dx[((img * c + ch) * h + iy) * w + ix] = acc;
   }
 }
 RT_KERNEL(depthwise_backward_data_f32)
 
-// Its weight gradient: a block per (channel, tap), each thread's products over a strided share
-// of the batch's positions summed in double, then the block's fixed-order tree (deterministic:
-// no atomics), added to dw.
+// Its weight gradient for k = 3, 5 or 7, in two launches. First a block per (channel, chunk of
+// the batch's positions): each thread takes every RT_BLOCK-th position of the chunk, reads its dy
+// once and adds the K x K products with its input window to K x K float sums; the block then adds
+// its threads' sums tap by tap in double (a fixed tree) into partials[(ch * K * K + tap) * chunks
+// + chunk]. Deterministic: no atomics, the same order every run.
+template <int K>
+__device__ __forceinline__ void rt_depthwise_weight_partials(const float* x, const float* dy,
+                                                             double* partials, int n, int c,
+                                                             int h, int w, long long chunk,
+                                                             double* scratch) {
+  const int p = K / 2;
+  int ch = blockIdx.x;
+  long long hw = (long long)h * w;
+  long long positions = (long long)n * hw;
+  long long start = (long long)blockIdx.y * chunk;
+  long long end = start + chunk < positions ? start + chunk : positions;
+  float acc[K * K];
+  for (int t = 0; t < K * K; t++) {
+    acc[t] = 0.0f;
+  }
+  for (long long o = start + threadIdx.x; o < end; o += RT_BLOCK) {
+    long long img = o / hw;
+    int rest = (int)(o % hw);
+    int py = rest / w;
+    int px = rest % w;
+    float g = dy[((img * h + py) * w + px) * c + ch];
+    const float* plane = x + (img * c + ch) * hw;
+    for (int ky = 0; ky < K; ky++) {
+      int iy = py + ky - p;
+      if (iy < 0 || iy >= h) {
+        continue;
+      }
+      for (int kx = 0; kx < K; kx++) {
+        int ix = px + kx - p;
+        if (ix >= 0 && ix < w) {
+          acc[ky * K + kx] += plane[iy * w + ix] * g;
+        }
+      }
+    }
+  }
+  for (int t = 0; t < K * K; t++) {
+    double total = rt_block_sum((double)acc[t], scratch);
+    if (threadIdx.x == 0) {
+      partials[((long long)ch * K * K + t) * gridDim.y + blockIdx.y] = total;
+    }
+  }
+}
+
+extern "C" __global__ void depthwise_weight_partials_f32(const float* x, const float* dy,
+                                                         double* partials, int n, int c, int h,
+                                                         int w, int k, long long chunk) {
+  __shared__ double scratch[RT_BLOCK];
+  if (k == 3) {
+    rt_depthwise_weight_partials<3>(x, dy, partials, n, c, h, w, chunk, scratch);
+  } else if (k == 5) {
+    rt_depthwise_weight_partials<5>(x, dy, partials, n, c, h, w, chunk, scratch);
+  } else {
+    rt_depthwise_weight_partials<7>(x, dy, partials, n, c, h, w, chunk, scratch);
+  }
+}
+RT_KERNEL_WITH_BARRIERS(depthwise_weight_partials_f32)
+
+// Then dw[t] += the chunks' partial sums of tap t, added in chunk order.
+extern "C" __global__ void depthwise_weight_totals_f32(const double* partials, int chunks,
+                                                       int taps, float* dw) {
+  RT_FOR_EACH(t, taps) {
+    double total = 0;
+    for (int k = 0; k < chunks; k++) {
+      total += partials[t * chunks + k];
+    }
+    dw[t] = dw[t] + (float)total;
+  }
+}
+RT_KERNEL(depthwise_weight_totals_f32)
+
+// Any other k: a block per (channel, tap), each thread's products over a strided share of the
+// batch's positions summed in double, then the block's fixed-order tree, added to dw.
 extern "C" __global__ void depthwise_backward_weight_f32(const float* x, const float* dy,
                                                          float* dw, int n, int c, int h, int w,
                                                          int k) {

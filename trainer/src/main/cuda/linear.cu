@@ -9,16 +9,18 @@ extern "C" __global__ void add_bias_f32(float* y, const float* bias, int rows, i
 }
 RT_KERNEL(add_bias_f32)
 
-// out[c] = beta * out[c] + sum over r of x[r, c], in double: a block of RT_COLUMNS x
-// RT_COLUMN_LANES threads per RT_COLUMNS columns, lane l summing the rows r ≡ l (mod
-// RT_COLUMN_LANES) in increasing order, the lanes then added in lane order, as the CPU backend
-// sums (so the two agree to the bit). Neighbouring threads read neighbouring columns of a row.
-extern "C" __global__ void sum_rows_f32(const float* x, float* out, int rows, int cols,
-                                        float beta) {
+// Column sums in ColumnSumOrder's order, two launches. First each group's partial sums: a block of
+// RT_COLUMNS x RT_COLUMN_LANES threads per RT_COLUMNS columns and group blockIdx.y, lane
+// l = blockIdx.y * RT_COLUMN_LANES + threadIdx.y summing the rows r ≡ l (mod lanes) in increasing
+// order in double, the group's lanes then added in lane order into partials[group][c].
+// Neighbouring threads read neighbouring columns of a row.
+extern "C" __global__ void sum_rows_f32(const float* x, double* partials, int rows, int cols) {
   __shared__ double lane_sum[RT_COLUMN_LANES][RT_COLUMNS];
   int c = blockIdx.x * RT_COLUMNS + threadIdx.x;
+  long long lanes = (long long)RT_COLUMN_LANES * gridDim.y;
   double sum = 0;
-  for (long long r = threadIdx.y; c < cols && r < rows; r += RT_COLUMN_LANES) {
+  for (long long r = (long long)blockIdx.y * RT_COLUMN_LANES + threadIdx.y; c < cols && r < rows;
+       r += lanes) {
     sum += x[r * cols + c];
   }
   lane_sum[threadIdx.y][threadIdx.x] = sum;
@@ -28,10 +30,24 @@ extern "C" __global__ void sum_rows_f32(const float* x, float* out, int rows, in
     for (int l = 0; l < RT_COLUMN_LANES; l++) {
       total += lane_sum[l][threadIdx.x];
     }
-    out[c] = (float)(beta == 0.0f ? total : (double)(beta * out[c]) + total);
+    partials[(long long)blockIdx.y * cols + c] = total;
   }
 }
 RT_KERNEL_WITH_BARRIERS(sum_rows_f32)
+
+// Then out[c] = beta * out[c] + the groups' partial sums added in group order (beta 0: the sum
+// alone; beta 1: accumulated into a gradient).
+extern "C" __global__ void column_totals_f32(const double* partials, int groups, int cols,
+                                             float* out, float beta) {
+  RT_FOR_EACH(c, cols) {
+    double total = 0;
+    for (int g = 0; g < groups; g++) {
+      total += partials[(long long)g * cols + c];
+    }
+    out[c] = (float)(beta == 0.0f ? total : (double)(beta * out[c]) + total);
+  }
+}
+RT_KERNEL(column_totals_f32)
 
 // Softmax cross-entropy with label smoothing, a thread per row (a row is at most a few thousand
 // classes). A label outside [0, classes) is reported through the stream's status word and the

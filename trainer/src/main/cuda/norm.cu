@@ -103,25 +103,25 @@ extern "C" __global__ void layernorm_backward_dx_f32(const float* x, const float
 }
 RT_KERNEL_WITH_BARRIERS(layernorm_backward_dx_f32)
 
-// dgamma[j] += Σ dy * xhat and dbeta[j] += Σ dy over every group r = o * inner + i. A block of
-// RT_COLUMNS x RT_COLUMN_LANES threads per RT_COLUMNS features: lane l sums, in double, the
-// groups r ≡ l (mod RT_COLUMN_LANES) in increasing order; the lanes' sums are then added in lane
-// order (NormKernels.layerNormBackward's order, so the CPU's bits). Neighbouring threads read
-// neighbouring features of one group, and the batch's groups are shared by RT_COLUMN_LANES threads
-// a feature instead of one.
+// dgamma[j] += Σ dy * xhat and dbeta[j] += Σ dy over every group r = o * inner + i, in
+// ColumnSumOrder's order as sum_rows_f32 sums (the CPU's bits): this launch writes each row group's
+// partial sums, [groups][size] of Σ dy * xhat then [groups][size] of Σ dy, and column_totals_f32
+// adds them into dgamma and dbeta. Neighbouring threads read neighbouring features of one group.
 extern "C" __global__ void layernorm_backward_params_f32(const float* x, const float* dy,
                                                          int outer, int size, int inner,
                                                          const float* saved_mean,
                                                          const float* saved_inv_std,
-                                                         float* dgamma, float* dbeta) {
+                                                         double* partials) {
   __shared__ double lane_dy_xhat[RT_COLUMN_LANES][RT_COLUMNS];
   __shared__ double lane_dy[RT_COLUMN_LANES][RT_COLUMNS];
   int j = blockIdx.x * RT_COLUMNS + threadIdx.x;
   long long groups = (long long)outer * inner;
+  long long lanes = (long long)RT_COLUMN_LANES * gridDim.y;
   double sum_dy_xhat = 0;
   double sum_dy = 0;
   if (j < size) {
-    for (long long r = threadIdx.y; r < groups; r += RT_COLUMN_LANES) {
+    for (long long r = (long long)blockIdx.y * RT_COLUMN_LANES + threadIdx.y; r < groups;
+         r += lanes) {
       long long at = ((r / inner) * size + j) * inner + r % inner;
       sum_dy_xhat += dy[at] * rt_xhat(x[at], saved_mean, saved_inv_std, r);
       sum_dy += dy[at];
@@ -137,8 +137,8 @@ extern "C" __global__ void layernorm_backward_params_f32(const float* x, const f
       total_dy_xhat += lane_dy_xhat[l][threadIdx.x];
       total_dy += lane_dy[l][threadIdx.x];
     }
-    dgamma[j] = (float)(dgamma[j] + total_dy_xhat);
-    dbeta[j] = (float)(dbeta[j] + total_dy);
+    partials[(long long)blockIdx.y * size + j] = total_dy_xhat;
+    partials[((long long)gridDim.y + blockIdx.y) * size + j] = total_dy;
   }
 }
 RT_KERNEL_WITH_BARRIERS(layernorm_backward_params_f32)

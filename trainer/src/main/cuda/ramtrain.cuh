@@ -21,7 +21,7 @@
 // Threads per block of the elementwise kernels and of the block reductions (a power of two).
 #define RT_BLOCK 256
 // Sums down columns (layer norm's parameter gradients, bias gradients): RT_COLUMNS columns a
-// block, RT_COLUMN_LANES lanes a column (NormKernels.COLUMN_LANES).
+// block, RT_COLUMN_LANES lanes a column, row groups along the grid's y (ColumnSumOrder).
 #define RT_COLUMNS 32
 #define RT_COLUMN_LANES 16
 // Sums along rows (layer norm, softmax): a warp's RT_ROW_LANES lanes a row, RT_ROWS rows a block

@@ -17,11 +17,13 @@ import java.util.Map;
  * operation's record type. Draining serializes what the device would overlap and adds a
  * synchronization's latency to each operation (tens of microseconds on a GPU), so the figures rank
  * the operations rather than sum to the step; they say which kernels to improve next. Everything
- * else is the wrapped backend's own.
+ * else is the wrapped backend's own. Beside each type's time, the host's cost of issuing one call
+ * (from the call until it returns, the stream idle before it, so no queue is waited on): what a
+ * step's launch time is made of, and whether a CUDA graph would pay.
  */
 final class OperationTimes implements Backend {
   private final Backend backend;
-  private final Map<Class<?>, long[]> times = new HashMap<>(); // {nanos, count}
+  private final Map<Class<?>, long[]> times = new HashMap<>(); // {nanos, count, issue nanos}
   private boolean counting;
 
   OperationTimes(Backend backend) {
@@ -44,11 +46,13 @@ final class OperationTimes implements Backend {
             e ->
                 out.append(
                     String.format(
-                        "  %-30s %9.2f ms %6.1f%% %7d calls per step%n",
+                        "  %-30s %9.2f ms %6.1f%% %7d calls per step, issued in %6.1f us"
+                            + " a call%n",
                         e.getKey().getSimpleName(),
                         e.getValue()[0] / 1e6 / steps,
                         100 * e.getValue()[0] / total,
-                        e.getValue()[1] / steps)));
+                        e.getValue()[1] / steps,
+                        e.getValue()[2] / 1e3 / e.getValue()[1])));
     return out.append(
             String.format("  %-30s %9.2f ms per step%n", "all operations", total / 1e6 / steps))
         .toString();
@@ -63,10 +67,12 @@ final class OperationTimes implements Backend {
     stream.synchronize();
     long start = System.nanoTime();
     backend.run(stream, op);
+    long issued = System.nanoTime();
     stream.synchronize();
-    long[] t = times.computeIfAbsent(op.getClass(), k -> new long[2]);
+    long[] t = times.computeIfAbsent(op.getClass(), k -> new long[3]);
     t[0] += System.nanoTime() - start;
     t[1]++;
+    t[2] += issued - start;
   }
 
   @Override

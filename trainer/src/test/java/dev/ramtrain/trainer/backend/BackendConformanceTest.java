@@ -523,6 +523,39 @@ public abstract class BackendConformanceTest {
     }
   }
 
+  /**
+   * A tall matrix's column sums (the bias gradient of ConvNeXt's first stage: 100,352 rows at batch
+   * 32), which every engine sums in double over many lanes and row groups ({@code ColumnSumOrder}):
+   * a row dealt to no lane, or to two, moves a total by a whole element, while the double sums of
+   * 30,000 floats stay within 30,000 · 2^-53 of the sum of magnitudes, far below a float's half ulp
+   * here, so each total is the exact sum rounded once, give or take one ulp where the exact sum
+   * lies near a rounding boundary.
+   */
+  @Test
+  void columnSumsOfATallMatrixAreTheExactSumsRoundedOnce() {
+    Random rng = new Random(8);
+    int rows = 30_000, cols = 5;
+    float[] y = random(rng, rows * cols);
+    for (int i = 0; i < y.length; i++) {
+      y[i] += 0.25f; // sums far from 0, so an ulp is a relative bound
+    }
+    try (DeviceBuffer dy = upload("y", y);
+        DeviceBuffer dout = upload("out", new float[cols])) {
+      backend.run(stream, new SumRows(dy, dout, rows, cols, 0f));
+      float[] got = download(dout);
+      for (int c = 0; c < cols; c++) {
+        java.math.BigDecimal exact = java.math.BigDecimal.ZERO;
+        for (int r = 0; r < rows; r++) {
+          exact = exact.add(new java.math.BigDecimal(y[r * cols + c]));
+        }
+        float expected = exact.floatValue();
+        assertTrue(
+            Math.abs(got[c] - expected) <= Math.ulp(expected),
+            "column " + c + ": expected " + expected + " got " + got[c]);
+      }
+    }
+  }
+
   @Test
   void reluOnRandomValuesAndSignedZeros() {
     Random rng = new Random(52);
@@ -1501,13 +1534,14 @@ public abstract class BackendConformanceTest {
   @Test
   void batchNormTrainingNormalizesByBatchStatisticsAndMovesRunningOnes() {
     for (int block : channelBlocks()) {
-      checkBatchNormTraining(block == 1 ? 5 : 2 * block, block);
+      checkBatchNormTraining(block == 1 ? 5 : 2 * block, 3, 7, block);
     }
   }
 
-  private void checkBatchNormTraining(int c, int block) {
-    int n = 3;
-    int hw = 7;
+  /**
+   * Batch norm training over {@code n} images of {@code hw} positions: see the tolerances above.
+   */
+  protected void checkBatchNormTraining(int c, int n, int hw, int block) {
     Random rng = new Random(12);
     float[] x = random(rng, n * c * hw);
     for (int i = 0; i < x.length; i++) {
@@ -1572,13 +1606,12 @@ public abstract class BackendConformanceTest {
   @Test
   void batchNormBackwardMatchesTheClosedForm() {
     for (int block : channelBlocks()) {
-      checkBatchNormBackward(block == 1 ? 3 : 2 * block, block);
+      checkBatchNormBackward(block == 1 ? 3 : 2 * block, 4, 5, block);
     }
   }
 
-  private void checkBatchNormBackward(int c, int block) {
-    int n = 4;
-    int hw = 5;
+  /** Batch norm's backward over {@code n} images of {@code hw} positions. */
+  protected void checkBatchNormBackward(int c, int n, int hw, int block) {
     Random rng = new Random(13);
     float[] x = random(rng, n * c * hw);
     float[] dyv = random(rng, n * c * hw);
@@ -2017,6 +2050,70 @@ public abstract class BackendConformanceTest {
   }
 
   /**
+   * NCHW planes to channels-last rows and back (ConvNeXt's permutes), at sizes that span several 32
+   * × 32 tiles with ragged edges and repeated over two halves of the batch, and a broadcast of one
+   * row to many (layer scale's factors): pure copies, so exactly equal.
+   */
+  @Test
+  void stridedCopiesPermuteLayoutsAcrossTilesAndBroadcastRows() {
+    int batch = 4;
+    int channels = 37;
+    int positions = 70;
+    int sample = channels * positions;
+    float[] planes = random(new Random(45), batch * sample);
+    float[] rows = new float[planes.length];
+    for (int b = 0; b < batch; b++) {
+      for (int c = 0; c < channels; c++) {
+        for (int p = 0; p < positions; p++) {
+          rows[b * sample + p * channels + c] = planes[b * sample + c * positions + p];
+        }
+      }
+    }
+    StridedCopy.Strides planar = new StridedCopy.Strides(sample, 1, positions);
+    StridedCopy.Strides channelsLast = new StridedCopy.Strides(sample, channels, 1);
+    float[] factors = random(new Random(46), channels);
+    float[] broadcast = new float[positions * channels];
+    for (int i = 0; i < broadcast.length; i++) {
+      broadcast[i] = factors[i % channels];
+    }
+    try (DeviceBuffer src = upload("planes", planes);
+        DeviceBuffer last = backend.allocate("rows", DType.F32, rows.length);
+        DeviceBuffer back = backend.allocate("planes again", DType.F32, planes.length);
+        DeviceBuffer gamma = upload("gamma", factors);
+        DeviceBuffer spread = backend.allocate("factors", DType.F32, broadcast.length)) {
+      backend.run(
+          stream,
+          new StridedCopy(
+              src,
+              planar,
+              last,
+              channelsLast,
+              batch / 2,
+              positions,
+              channels,
+              false,
+              new StridedCopy.Repeat(2, 2L * sample, 2L * sample)));
+      assertArrayEquals(rows, download(last));
+      backend.run(
+          stream,
+          new StridedCopy(last, channelsLast, back, planar, batch, positions, channels, false));
+      assertArrayEquals(planes, download(back));
+      backend.run(
+          stream,
+          new StridedCopy(
+              gamma,
+              new StridedCopy.Strides(0, 0, 1),
+              spread,
+              new StridedCopy.Strides(channels, 0, 1),
+              positions,
+              1,
+              channels,
+              false));
+      assertArrayEquals(broadcast, download(spread));
+    }
+  }
+
+  /**
    * Attention's split of [batch, tokens, 3, heads, headDim] rows into [batch, heads, tokens,
    * headDim] blocks (one copy repeated over the images), the inverse back into a fresh buffer, and
    * the refusal of repeats onto one destination: pure copies, so exactly equal.
@@ -2264,7 +2361,10 @@ public abstract class BackendConformanceTest {
    */
   @Test
   void depthwiseConvolutionForwardAndBackwardMatchTheReference() {
-    int[][] shapes = {{2, 3, 5, 6, 3}, {1, 2, 9, 8, 7}, {2, 1, 1, 1, 1}};
+    // The last two: more positions than one block of the CUDA weight gradient takes (4,096).
+    int[][] shapes = {
+      {2, 3, 5, 6, 3}, {1, 2, 9, 8, 7}, {2, 1, 1, 1, 1}, {2, 3, 50, 45, 7}, {1, 2, 70, 70, 5}
+    };
     Random rng = new Random(77);
     for (int[] shape : shapes) {
       int n = shape[0], c = shape[1], h = shape[2], w = shape[3], k = shape[4], p = k / 2;

@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.backend.cpu;
 
 import dev.ramtrain.trainer.backend.AdamWMath;
 import dev.ramtrain.trainer.backend.Bf16;
+import dev.ramtrain.trainer.backend.ColumnSumOrder;
 import dev.ramtrain.trainer.backend.CounterRng;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.SgdMath;
@@ -62,16 +63,20 @@ final class CpuKernels {
   }
 
   void sumRows(FloatBuffer x, FloatBuffer out, int rows, int cols, float beta) {
-    // Each column's sum in double in the CUDA kernel's order (linear.cu): lane l the rows
-    // r ≡ l (mod COLUMN_LANES) in increasing order, then the lanes in lane order. The rows are read
-    // in order, a block of columns at a time (walking down a column touched a cache line per
-    // element).
-    int lanes = NormKernels.COLUMN_LANES;
+    // Each column's sum in ColumnSumOrder's order, as the CUDA kernel sums (linear.cu): lane l the
+    // rows r ≡ l (mod lanes) in increasing order, each group's 16 lanes in lane order, then the
+    // groups. The rows are read in order, a block of columns at a time (walking down a column
+    // touched a cache line per element).
+    int groups = ColumnSumOrder.groups(rows, cols);
+    int lanes = ColumnSumOrder.LANES * groups;
     parallel.forRange(
         cols,
         Math.max(1, GRAIN / Math.max(1, rows)),
         (from, to) -> {
-          float[] row = new float[Math.min(BLOCK / lanes, to - from)];
+          // At most 32,768 lane sums (256 KiB) at a time, so they stay in the core's cache.
+          int width = Math.max(8, (1 << 15) / lanes);
+          float[] row =
+              new float[Math.min(Math.min(BLOCK / ColumnSumOrder.LANES, width), to - from)];
           double[] sums = new double[lanes * row.length]; // [lane][column]
           for (int start = from; start < to; start += row.length) {
             int len = Math.min(row.length, to - start);
@@ -84,10 +89,7 @@ final class CpuKernels {
               }
             }
             for (int i = 0; i < len; i++) {
-              double sum = 0;
-              for (int lane = 0; lane < lanes; lane++) {
-                sum += sums[lane * row.length + i];
-              }
+              double sum = ColumnSumOrder.total(sums, row.length, i, groups);
               int c = start + i;
               out.put(c, (float) (beta == 0 ? sum : beta * out.get(c) + sum));
             }

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.backend.cpu;
 
+import dev.ramtrain.trainer.backend.ColumnSumOrder;
 import java.nio.FloatBuffer;
 import java.util.Arrays;
 
@@ -15,9 +16,6 @@ import java.util.Arrays;
 final class NormKernels {
   /** Lanes a row is summed in (RT_ROW_LANES: a warp). */
   static final int ROW_LANES = 32;
-
-  /** Lanes a column is summed in: parameter and bias gradients (RT_COLUMN_LANES). */
-  static final int COLUMN_LANES = 16;
 
   private static final int GRAIN = 1 << 15;
 
@@ -140,8 +138,11 @@ final class NormKernels {
             dx.put(o * block, d);
           }
         });
-    // dgamma and dbeta: each j sums over every group r = o * inner + i in the CUDA kernel's order:
-    // lane l the groups r ≡ l (mod COLUMN_LANES) in increasing order, then the lanes in lane order.
+    // dgamma and dbeta: each j sums over every group r = o * inner + i in ColumnSumOrder's order,
+    // as the CUDA kernels do: lane l the groups r ≡ l (mod lanes) in increasing order, each row
+    // group's 16 lanes in lane order, then the row groups.
+    int rowGroups = ColumnSumOrder.groups((long) outer * inner, size);
+    int lanes = ColumnSumOrder.LANES * rowGroups;
     parallel.forRange(
         size,
         Math.max(1, GRAIN / Math.max(1, outer * inner)),
@@ -149,8 +150,8 @@ final class NormKernels {
           int span = (to - from) * inner;
           float[] v = new float[span];
           float[] d = new float[span];
-          double[] laneDyXhat = new double[(to - from) * COLUMN_LANES];
-          double[] laneDy = new double[(to - from) * COLUMN_LANES];
+          double[] laneDyXhat = new double[(to - from) * lanes]; // [feature][lane]
+          double[] laneDy = new double[(to - from) * lanes];
           for (int o = 0; o < outer; o++) {
             x.get((o * size + from) * inner, v);
             dy.get((o * size + from) * inner, d);
@@ -158,19 +159,15 @@ final class NormKernels {
               for (int i = 0; i < inner; i++) {
                 int at = j * inner + i;
                 int r = o * inner + i;
-                int lane = j * COLUMN_LANES + r % COLUMN_LANES;
+                int lane = j * lanes + r % lanes;
                 laneDyXhat[lane] += d[at] * xhat(v[at], savedMean, savedInvStd, r);
                 laneDy[lane] += d[at];
               }
             }
           }
           for (int j = 0; j < to - from; j++) {
-            double sumDyXhat = 0;
-            double sumDy = 0;
-            for (int lane = j * COLUMN_LANES; lane < (j + 1) * COLUMN_LANES; lane++) {
-              sumDyXhat += laneDyXhat[lane];
-              sumDy += laneDy[lane];
-            }
+            double sumDyXhat = ColumnSumOrder.total(laneDyXhat, 1, j * lanes, rowGroups);
+            double sumDy = ColumnSumOrder.total(laneDy, 1, j * lanes, rowGroups);
             dgamma.put(from + j, (float) (dgamma.get(from + j) + sumDyXhat));
             dbeta.put(from + j, (float) (dbeta.get(from + j) + sumDy));
           }

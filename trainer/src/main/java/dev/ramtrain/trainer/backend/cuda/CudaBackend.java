@@ -218,8 +218,8 @@ public final class CudaBackend implements Backend {
     return new CudaBuffer(
         "stream '" + streamLabel + "' scratch",
         DType.F32,
-        256,
-        arena.take("stream '" + streamLabel + "' scratch", 1024, context),
+        CudaStream.SCRATCH_BYTES / Float.BYTES,
+        arena.take("stream '" + streamLabel + "' scratch", CudaStream.SCRATCH_BYTES, context),
         0,
         true);
   }

@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.backend.cuda;
 
 import dev.ramtrain.trainer.backend.AdamWMath;
 import dev.ramtrain.trainer.backend.ArgumentChecks;
+import dev.ramtrain.trainer.backend.ColumnSumOrder;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.OperationTable;
@@ -47,6 +48,7 @@ import dev.ramtrain.trainer.backend.ops.SoftmaxCrossEntropy;
 import dev.ramtrain.trainer.backend.ops.StridedCopy;
 import dev.ramtrain.trainer.backend.ops.SumChannels;
 import dev.ramtrain.trainer.backend.ops.SumRows;
+import jcuda.driver.CUdeviceptr;
 
 /**
  * The CUDA engine's implementation of every operation: GEMM by the {@link GemmEngine}, the rest as
@@ -57,10 +59,21 @@ import dev.ramtrain.trainer.backend.ops.SumRows;
  * gradients) a block per {@link #COLUMNS} columns.
  */
 final class CudaOperations {
-  /** Sums down columns: columns a block, lanes a column (RT_COLUMNS, RT_COLUMN_LANES). */
+  /** Sums down columns: columns a block (RT_COLUMNS), {@link ColumnSumOrder#LANES} lanes each. */
   private static final int COLUMNS = 32;
 
-  private static final int COLUMN_LANES = 16;
+  /** A transpose's tile edge and the thread rows that walk it (RT_TILE, RT_TILE_ROWS). */
+  private static final int TILE = 32;
+
+  private static final int TILE_ROWS = 8;
+
+  /** Positions a block of the depthwise weight gradient takes, and the most chunks. */
+  private static final long DEPTHWISE_CHUNK = 4_096;
+
+  private static final int MAX_DEPTHWISE_CHUNKS = 64;
+
+  /** The most blocks along a grid's z (the transpose's outer index; the kernel strides). */
+  private static final int MAX_GRID_Z = 65_535;
 
   private final CudaKernels kernels;
 
@@ -138,20 +151,28 @@ final class CudaOperations {
     if (op.cols() == 0) {
       return;
     }
+    int groups = ColumnSumOrder.groups(op.rows(), op.cols());
+    CUdeviceptr partials = s.scratch().pointer();
     kernels.launch(
         Kernel.SUM_ROWS,
         s,
         (op.cols() + COLUMNS - 1) / COLUMNS,
-        1,
+        groups,
         1,
         COLUMNS,
-        COLUMN_LANES,
-        new KernelArgs()
-            .buffer(cuda(op.x()))
-            .buffer(cuda(op.out()))
-            .i32(op.rows())
-            .i32(op.cols())
-            .f32(op.beta()));
+        ColumnSumOrder.LANES,
+        new KernelArgs().buffer(cuda(op.x())).pointer(partials).i32(op.rows()).i32(op.cols()));
+    columnTotals(s, partials, groups, op.cols(), cuda(op.out()), op.beta());
+  }
+
+  /** out = beta · out + the groups' partial sums at {@code partials}, in group order. */
+  private void columnTotals(
+      CudaStream s, CUdeviceptr partials, int groups, int cols, CudaBuffer out, float beta) {
+    kernels.launchOver(
+        Kernel.COLUMN_TOTALS,
+        s,
+        cols,
+        new KernelArgs().pointer(partials).i32(groups).i32(cols).buffer(out).f32(beta));
   }
 
   private void reluBackward(ReluBackward op, CudaStream s) {
@@ -294,13 +315,18 @@ final class CudaOperations {
     kernels.launchOver(
         Kernel.MAX_POOL_BACKWARD,
         s,
-        (long) op.n() * op.c(),
+        (long) op.n() * op.c() * op.h() * op.w(),
         new KernelArgs()
             .buffer(cuda(op.dy()))
             .buffer(cuda(op.argmax()))
             .i32(op.n() * op.c())
-            .i32(op.h() * op.w())
-            .i32(op.oh() * op.ow())
+            .i32(op.h())
+            .i32(op.w())
+            .i32(op.k())
+            .i32(op.stride())
+            .i32(op.pad())
+            .i32(op.oh())
+            .i32(op.ow())
             .buffer(cuda(op.dx())));
   }
 
@@ -317,26 +343,68 @@ final class CudaOperations {
             .i64(op.mask().count()));
   }
 
+  /**
+   * Three launches: each (chunk, channel) block's sums into the stream's scratch, a thread a
+   * channel for the statistics and the affine map (after the sums in the scratch), then the map.
+   */
   private void batchNormTrain(BatchNormTrain op, CudaStream s) {
     ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
-    perChannel(
-        Kernel.BATCHNORM_TRAIN,
+    BatchNormChunks chunks = BatchNormChunks.of(op.n(), op.c(), op.hw());
+    CUdeviceptr partials = s.scratch().pointer();
+    CUdeviceptr affine = partials.withByteOffset(chunks.partialBytes());
+    kernels.launch(
+        Kernel.BATCHNORM_SUMS,
         s,
+        chunks.count(),
         op.c(),
+        1,
+        CudaKernels.BLOCK,
+        1,
         new KernelArgs()
             .buffer(cuda(op.x()))
             .i32(op.n())
             .i32(op.c())
             .i32(op.hw())
+            .i64(chunks.length())
+            .pointer(partials));
+    kernels.launchOver(
+        Kernel.BATCHNORM_STATISTICS,
+        s,
+        op.c(),
+        new KernelArgs()
+            .pointer(partials)
+            .i32(chunks.count())
+            .i32(op.c())
+            .i64((long) op.n() * op.hw())
             .buffer(cuda(op.gamma()))
             .buffer(cuda(op.beta()))
             .f32(op.eps())
             .f32(op.momentum())
             .buffer(cuda(op.runningMean()))
             .buffer(cuda(op.runningVar()))
-            .buffer(cuda(op.y()))
             .buffer(cuda(op.savedMean()))
-            .buffer(cuda(op.savedInvStd())));
+            .buffer(cuda(op.savedInvStd()))
+            .pointer(affine));
+    perPlane(
+        Kernel.BATCHNORM_APPLY,
+        s,
+        op.n() * op.c(),
+        op.hw(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .i32(op.c())
+            .i32(op.hw())
+            .pointer(affine)
+            .buffer(cuda(op.y())));
+  }
+
+  /** A launch of a block row per plane: enough blocks along y to cover {@code hw} once. */
+  private void perPlane(Kernel kernel, CudaStream s, int planes, int hw, KernelArgs args) {
+    if (planes == 0 || hw == 0) {
+      return;
+    }
+    int across = Math.min(MAX_GRID_Z, (hw + CudaKernels.BLOCK - 1) / CudaKernels.BLOCK);
+    kernels.launch(kernel, s, planes, across, 1, Math.min(CudaKernels.BLOCK, hw), 1, args);
   }
 
   private void batchNormInference(BatchNormInference op, CudaStream s) {
@@ -357,23 +425,57 @@ final class CudaOperations {
             .buffer(cuda(op.y())));
   }
 
+  /** The same three steps as {@link #batchNormTrain}, over dy and dy · xhat. */
   private void batchNormBackward(BatchNormBackward op, CudaStream s) {
     ArgumentChecks.requireUnfused(op.reluMask(), "batch norm");
-    perChannel(
-        Kernel.BATCHNORM_BACKWARD,
+    BatchNormChunks chunks = BatchNormChunks.of(op.n(), op.c(), op.hw());
+    CUdeviceptr partials = s.scratch().pointer();
+    CUdeviceptr coefficients = partials.withByteOffset(chunks.partialBytes());
+    kernels.launch(
+        Kernel.BATCHNORM_BACKWARD_SUMS,
         s,
+        chunks.count(),
         op.c(),
+        1,
+        CudaKernels.BLOCK,
+        1,
         new KernelArgs()
             .buffer(cuda(op.x()))
             .buffer(cuda(op.dy()))
             .i32(op.n())
             .i32(op.c())
             .i32(op.hw())
-            .buffer(cuda(op.gamma()))
+            .i64(chunks.length())
             .buffer(cuda(op.savedMean()))
+            .buffer(cuda(op.savedInvStd()))
+            .pointer(partials));
+    kernels.launchOver(
+        Kernel.BATCHNORM_BACKWARD_STATISTICS,
+        s,
+        op.c(),
+        new KernelArgs()
+            .pointer(partials)
+            .i32(chunks.count())
+            .i32(op.c())
+            .i64((long) op.n() * op.hw())
+            .buffer(cuda(op.gamma()))
             .buffer(cuda(op.savedInvStd()))
             .buffer(cuda(op.dgamma()))
             .buffer(cuda(op.dbeta()))
+            .pointer(coefficients));
+    perPlane(
+        Kernel.BATCHNORM_BACKWARD_APPLY,
+        s,
+        op.n() * op.c(),
+        op.hw(),
+        new KernelArgs()
+            .buffer(cuda(op.x()))
+            .buffer(cuda(op.dy()))
+            .i32(op.c())
+            .i32(op.hw())
+            .buffer(cuda(op.savedMean()))
+            .buffer(cuda(op.savedInvStd()))
+            .pointer(coefficients)
             .buffer(cuda(op.dx())));
   }
 
@@ -426,20 +528,63 @@ final class CudaOperations {
   }
 
   /** The weight gradient (a block per channel and tap), then the input gradient. */
+  /**
+   * The weight gradient for k = 3, 5, 7 in chunks of about {@link #DEPTHWISE_CHUNK} positions a
+   * block (each position's dy read once), their partial sums in the stream's scratch; any other k,
+   * or more taps than the scratch holds, a block per (channel, tap). Then the input gradient.
+   */
   private void depthwiseConvolutionBackward(DepthwiseConvolutionBackward op, CudaStream s) {
-    perChannel(
-        Kernel.DEPTHWISE_BACKWARD_WEIGHT,
-        s,
-        op.c() * op.k() * op.k(),
-        depthwiseArgs(
-            cuda(op.x()),
-            cuda(op.dy()),
-            cuda(op.weightGrad()),
-            op.n(),
-            op.c(),
-            op.h(),
-            op.w(),
-            op.k()));
+    int taps = op.c() * op.k() * op.k();
+    long positions = (long) op.n() * op.h() * op.w();
+    long room = CudaStream.SCRATCH_BYTES / (Double.BYTES * (long) taps);
+    if ((op.k() == 3 || op.k() == 5 || op.k() == 7) && room >= 1) {
+      int chunks =
+          (int)
+              Math.max(
+                  1,
+                  Math.min(
+                      Math.min(room, MAX_DEPTHWISE_CHUNKS),
+                      (positions + DEPTHWISE_CHUNK - 1) / DEPTHWISE_CHUNK));
+      long chunk = (positions + chunks - 1) / chunks;
+      CUdeviceptr partials = s.scratch().pointer();
+      kernels.launch(
+          Kernel.DEPTHWISE_WEIGHT_PARTIALS,
+          s,
+          op.c(),
+          chunks,
+          1,
+          CudaKernels.BLOCK,
+          1,
+          new KernelArgs()
+              .buffer(cuda(op.x()))
+              .buffer(cuda(op.dy()))
+              .pointer(partials)
+              .i32(op.n())
+              .i32(op.c())
+              .i32(op.h())
+              .i32(op.w())
+              .i32(op.k())
+              .i64(chunk));
+      kernels.launchOver(
+          Kernel.DEPTHWISE_WEIGHT_TOTALS,
+          s,
+          taps,
+          new KernelArgs().pointer(partials).i32(chunks).i32(taps).buffer(cuda(op.weightGrad())));
+    } else {
+      perChannel(
+          Kernel.DEPTHWISE_BACKWARD_WEIGHT,
+          s,
+          taps,
+          depthwiseArgs(
+              cuda(op.x()),
+              cuda(op.dy()),
+              cuda(op.weightGrad()),
+              op.n(),
+              op.c(),
+              op.h(),
+              op.w(),
+              op.k()));
+    }
     if (op.dx() != null) {
       kernels.launchOver(
           Kernel.DEPTHWISE_BACKWARD_DATA,
@@ -463,24 +608,89 @@ final class CudaOperations {
     return new KernelArgs().buffer(a).buffer(b).buffer(out).i32(n).i32(c).i32(h).i32(w).i32(k);
   }
 
+  /**
+   * An accumulating copy walks i in order (a thread per (r, j, k)); a plain one runs a thread per
+   * element, or, where it transposes j and k (one contiguous in the source, the other in the
+   * destination: NCHW planes to channels-last rows), 32 × 32 tiles.
+   */
   private void stridedCopy(StridedCopy op, CudaStream s) {
-    kernels.launchOver(
-        Kernel.STRIDED_COPY,
-        s,
-        (long) op.repeat().times() * op.n1() * op.n2(),
+    StridedCopy.Strides from = op.srcStrides();
+    StridedCopy.Strides to = op.dstStrides();
+    StridedCopy.Repeat repeat = op.repeat();
+    long elements = (long) repeat.times() * op.n0() * op.n1() * op.n2();
+    if (elements == 0) {
+      return;
+    }
+    if (op.accumulate()) {
+      kernels.launchOver(
+          Kernel.STRIDED_COPY, s, (long) repeat.times() * op.n1() * op.n2(), stridedArgs(op, true));
+    } else if (from.s1() == 1 && to.s2() == 1 && tiles(op.n1(), op.n2())) {
+      transposeTiles(op, s, op.n1(), to.s1(), op.n2(), from.s2());
+    } else if (from.s2() == 1 && to.s1() == 1 && tiles(op.n2(), op.n1())) {
+      transposeTiles(op, s, op.n2(), to.s2(), op.n1(), from.s1());
+    } else {
+      kernels.launchOver(Kernel.STRIDED_ASSIGN, s, elements, stridedArgs(op, false));
+    }
+  }
+
+  /**
+   * A strided copy's kernel arguments: source and strides, destination and strides, the counts, the
+   * accumulate flag where the kernel takes one ({@code withFlag}), the repeat.
+   */
+  private static KernelArgs stridedArgs(StridedCopy op, boolean withFlag) {
+    StridedCopy.Strides from = op.srcStrides();
+    StridedCopy.Strides to = op.dstStrides();
+    KernelArgs args =
         new KernelArgs()
             .buffer(cuda(op.src()))
-            .i64(op.srcStrides().s0())
-            .i64(op.srcStrides().s1())
-            .i64(op.srcStrides().s2())
+            .i64(from.s0())
+            .i64(from.s1())
+            .i64(from.s2())
             .buffer(cuda(op.dst()))
-            .i64(op.dstStrides().s0())
-            .i64(op.dstStrides().s1())
-            .i64(op.dstStrides().s2())
+            .i64(to.s0())
+            .i64(to.s1())
+            .i64(to.s2())
             .i32(op.n0())
             .i32(op.n1())
-            .i32(op.n2())
-            .i32(op.accumulate())
+            .i32(op.n2());
+    if (withFlag) {
+      args.i32(op.accumulate());
+    }
+    return args.i32(op.repeat().times()).i64(op.repeat().srcStep()).i64(op.repeat().dstStep());
+  }
+
+  /** Whether a transpose of {@code na} by {@code nb} is worth tiles and fits a grid's y. */
+  private static boolean tiles(int na, int nb) {
+    return na > 1 && nb > 1 && (nb + TILE - 1) / TILE <= MAX_GRID_Z;
+  }
+
+  /**
+   * {@code op} as a transpose of axis a ({@code na} long, contiguous in the source, {@code da}
+   * apart in the destination) and axis b ({@code nb}, {@code sb} apart in the source, contiguous in
+   * the destination).
+   */
+  private void transposeTiles(StridedCopy op, CudaStream s, int na, long da, int nb, long sb) {
+    long outer = (long) op.n0() * op.repeat().times();
+    kernels.launch(
+        Kernel.TRANSPOSE_TILES,
+        s,
+        (na + TILE - 1) / TILE,
+        (nb + TILE - 1) / TILE,
+        (int) Math.min(outer, MAX_GRID_Z),
+        TILE,
+        TILE_ROWS,
+        new KernelArgs()
+            .buffer(cuda(op.src()))
+            .i64(1)
+            .i64(sb)
+            .buffer(cuda(op.dst()))
+            .i64(da)
+            .i64(1)
+            .i32(na)
+            .i32(nb)
+            .i64(op.srcStrides().s0())
+            .i64(op.dstStrides().s0())
+            .i32(op.n0())
             .i32(op.repeat().times())
             .i64(op.repeat().srcStep())
             .i64(op.repeat().dstStep()));
@@ -505,14 +715,16 @@ final class CudaOperations {
             .buffer(cuda(op.savedMean()))
             .buffer(cuda(op.savedInvStd()))
             .buffer(cuda(op.dx())));
+    int groups = ColumnSumOrder.groups((long) op.outer() * op.inner(), op.size());
+    CUdeviceptr partials = s.scratch().pointer();
     kernels.launch(
         Kernel.LAYERNORM_BACKWARD_PARAMS,
         s,
         (op.size() + COLUMNS - 1) / COLUMNS,
-        1,
+        groups,
         1,
         COLUMNS,
-        COLUMN_LANES,
+        ColumnSumOrder.LANES,
         new KernelArgs()
             .buffer(cuda(op.x()))
             .buffer(cuda(op.dy()))
@@ -521,8 +733,15 @@ final class CudaOperations {
             .i32(op.inner())
             .buffer(cuda(op.savedMean()))
             .buffer(cuda(op.savedInvStd()))
-            .buffer(cuda(op.dgamma()))
-            .buffer(cuda(op.dbeta())));
+            .pointer(partials));
+    columnTotals(s, partials, groups, op.size(), cuda(op.dgamma()), 1f);
+    columnTotals(
+        s,
+        partials.withByteOffset((long) Double.BYTES * groups * op.size()),
+        groups,
+        op.size(),
+        cuda(op.dbeta()),
+        1f);
   }
 
   private void fill(Fill op, CudaStream s) {

@@ -10,6 +10,7 @@ import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 import static jcuda.driver.JCudaDriver.cuStreamWaitEvent;
 
 import dev.ramtrain.trainer.backend.BackendException;
+import dev.ramtrain.trainer.backend.ColumnSumOrder;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.Stream;
 import java.nio.ByteBuffer;
@@ -25,11 +26,14 @@ import org.bytedeco.cuda.cudart.CUstream_st;
  * A CUDA stream (non-blocking: it never waits for the legacy default stream) with what its kernels
  * need beside it: a status word in mapped pinned memory, where a kernel reports bad input (a label
  * out of range) for {@link #synchronize} to raise without an extra copy, and a small device scratch
- * for multi-launch reductions (gradient clipping's partial sums).
+ * for multi-launch reductions (column sums' and gradient clipping's partial sums).
  */
 final class CudaStream implements Stream {
   static final int STATUS_BYTES = 16;
   static final int CLIP_CHUNKS = 64;
+
+  /** The scratch: column sums' partials ({@link ColumnSumOrder}), clipping's partial sums. */
+  static final int SCRATCH_BYTES = (int) ColumnSumOrder.SCRATCH_BYTES;
 
   private final String label;
   private final CudaContext context;

@@ -34,6 +34,7 @@ import dev.ramtrain.trainer.backend.ops.SgdStep;
 import dev.ramtrain.trainer.backend.ops.SumRows;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.Random;
 import java.util.function.BiConsumer;
 import org.junit.jupiter.api.Test;
@@ -185,7 +186,8 @@ class CudaMatchesCpuTest {
 
   /**
    * Layer norm sums in double in the same order on both engines and rounds once: the same bits,
-   * forward and backward, over features (inner 1) and over the channels of NCHW (inner 49).
+   * forward and backward, over features (inner 1) and over the channels of NCHW (inner 49), with
+   * the parameter gradients summed in one row group of lanes (at most 512 groups) and in several.
    */
   @Test
   void layerNormForwardAndBackward() {
@@ -196,7 +198,7 @@ class CudaMatchesCpuTest {
         values[i] = (float) (rng.nextGaussian() * 2 + 0.5);
       }
     }
-    for (int[] shape : new int[][] {{60, 768, 1}, {4, 96, 49}}) {
+    for (int[] shape : new int[][] {{60, 768, 1}, {4, 96, 49}, {1500, 32, 1}, {5, 8, 700}}) {
       int outer = shape[0];
       int size = shape[1];
       int inner = shape[2];
@@ -337,12 +339,26 @@ class CudaMatchesCpuTest {
                     x[0].view(0, cols),
                     new ConvWindow(n, c, h, w, k, k, stride, pad),
                     x[1].view(0, n * c * h * w))));
-    sameBits(
-        "sum rows",
-        new float[][] {big},
-        1,
-        (b, s, x) ->
-            b.run(s, new SumRows(x[0].view(0, 500 * 100), x[1].view(0, 100), 500, 100, 0.5f)));
+    // One row group of lanes (500 rows), several (4,000: 8) and the most (48,000: 64), over
+    // finite values (awkward's first ones hold NaN and infinities, which would hide a total).
+    float[] finite = Arrays.copyOfRange(big, 16, 16 + N);
+    for (int[] shape : new int[][] {{500, 100}, {4_000, 12}, {48_000, 1}}) {
+      int rows = shape[0];
+      int columns = shape[1];
+      sameBits(
+          "sum rows " + rows + "x" + columns,
+          new float[][] {finite},
+          1,
+          (b, s, x) ->
+              b.run(
+                  s,
+                  new SumRows(
+                      x[0].view(0, (long) rows * columns),
+                      x[1].view(0, columns),
+                      rows,
+                      columns,
+                      0.5f)));
+    }
     sameBits(
         "max pool forward and backward",
         new float[][] {awkward(6, N), awkward(7, N)},
@@ -373,6 +389,45 @@ class CudaMatchesCpuTest {
                     2,
                     2,
                     0,
+                    x[3].view(0, n * c * h * w)));
+            s.synchronize();
+          }
+        });
+    // ResNet's stem pooling, 3x3/2 padded by 1: windows overlap, so an input that wins several
+    // adds their gradients, in output order on both engines.
+    int oh3 = (h + 2 - 3) / 2 + 1;
+    int ow3 = (w + 2 - 3) / 2 + 1;
+    sameBits(
+        "overlapping max pool backward",
+        new float[][] {awkward(8, N), awkward(9, N)},
+        2,
+        (b, s, x) -> {
+          try (DeviceBuffer argmax = b.allocate("argmax", DType.I32, n * c * oh3 * ow3)) {
+            b.run(
+                s,
+                new MaxPool(
+                    x[0].view(0, n * c * h * w),
+                    n,
+                    c,
+                    h,
+                    w,
+                    3,
+                    2,
+                    1,
+                    x[2].view(0, n * c * oh3 * ow3),
+                    argmax));
+            b.run(
+                s,
+                new MaxPoolBackward(
+                    x[1].view(0, n * c * oh3 * ow3),
+                    argmax,
+                    n,
+                    c,
+                    h,
+                    w,
+                    3,
+                    2,
+                    1,
                     x[3].view(0, n * c * h * w)));
             s.synchronize();
           }
