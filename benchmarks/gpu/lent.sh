@@ -46,7 +46,7 @@ if wanted steps; then # one JVM per model, its three rows in it
   grep -h -E "^memory|cuda: " "$LOGS/memory.log" | sort -u | tee -a "$LOGS/summary.txt"
 fi
 if wanted torch; then
-  part torch 120 python3 "$HERE/torch_anchor.py" "$BATCH" fp32,tf32,bf16 "${TORCH_MODELS[@]}"
+  part torch 150 python3 "$HERE/torch_anchor.py" "$BATCH" fp32,tf32,bf16,det "${TORCH_MODELS[@]}"
   grep -h "^pytorch" "$LOGS/torch.log" | tee -a "$LOGS/summary.txt"
 fi
 if wanted streamed; then

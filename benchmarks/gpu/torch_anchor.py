@@ -6,7 +6,8 @@ batches; the median step after two warm-up steps and torch.cuda.max_memory_alloc
 beside ramtrain's. MODES is a comma list of
   fp32  TF32 off everywhere (as ramtrain's ramtrain.cuda.tf32=off),
   tf32  PyTorch's defaults: TF32 in cuDNN's convolutions, not in matmuls (ramtrain's default),
-  bf16  torch.autocast(dtype=bfloat16) with the model and input channels_last.
+  bf16  torch.autocast(dtype=bfloat16) with the model and input channels_last,
+  det   fp32 with cudnn.deterministic (ramtrain's convolutions keep to deterministic algorithms).
 torch_anchor.py matmul N...: torch.matmul of n x n matrices, fp32 (TF32 off) and bf16, TFLOP/s by
 CUDA events, best of 10 after warm-up (beside `GpuBench gemm`).
 Models are torchvision's names: resnet50 vit_b_16 convnext_tiny vit_l_16 convnext_large."""
@@ -47,7 +48,8 @@ def steps(batch, modes, names):
     import torchvision  # only here: matmul needs no torchvision
 
     for mode in modes:
-        tf32(mode != "fp32", False)
+        tf32(mode not in ("fp32", "det"), False)
+        torch.backends.cudnn.deterministic = mode == "det"
         for name in names:
             torch.manual_seed(0)
             model = getattr(torchvision.models, name)(num_classes=1000).cuda().train()
