@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "emulator_streams.h"
@@ -420,6 +421,300 @@ EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(Handle* handle, const float*
                   dyu + (size_t)i * ys.c * hw, hw, cols, hw, i == 0 ? be : 1.0f, dw, patch);
     }
   });
+}
+
+// ---- cudnn_graph: the graph ("backend") API, for single convolutions ---------------------------
+//
+// Descriptors hold their attributes as bytes; finalizing checks what the engine's convolutions
+// need. The heuristics rank four engines, so that the engine's filter is tested: one whose
+// workspace (twice the batch's columns) exceeds what is offered, a non-deterministic one (which
+// writes NaN if run), a tensor-core one (rounds fp32 operands to TF32: usable only where TF32 is
+// allowed), and one that keeps one image's columns in the workspace it is given. Execution runs
+// the legacy functions above.
+
+enum {
+  BK_CONVOLUTION = 1, BK_ENGINE = 2, BK_ENGINECFG = 3, BK_ENGINEHEUR = 4, BK_EXECUTION_PLAN = 5,
+  BK_CONV_FORWARD = 10, BK_CONV_FILTER = 11, BK_CONV_DATA = 12, BK_OPERATIONGRAPH = 15,
+  BK_VARIANT_PACK = 16, BK_TENSOR = 17
+};
+enum {
+  T_HANDLE = 0, T_DATA_TYPE = 1, T_BOOLEAN = 2, T_INT64 = 3, T_FLOAT = 4, T_DOUBLE = 5,
+  T_VOID_PTR = 6, T_CONVOLUTION_MODE = 7, T_HEUR_MODE = 8, T_NUMERICAL_NOTE = 11,
+  T_BACKEND_DESCRIPTOR = 15
+};
+enum { NOTE_TENSOR_CORE = 0, NOTE_NONDETERMINISTIC = 4 };
+enum { ENGINE_TOO_LARGE = 0, ENGINE_NONDETERMINISTIC = 1, ENGINE_TENSOR_CORE = 2, ENGINE_EXACT = 3 };
+static const int ENGINES = 4;
+
+struct Attribute {
+  int type;
+  std::vector<long long> values;  // every element widened to 64 bits (pointers, ints, floats' bits)
+};
+struct Graph;
+struct Desc {
+  int kind;
+  bool finalized = false;
+  std::map<int, Attribute> attributes;
+  int engine = -1;           // engines and engine configurations
+  Desc* graph = nullptr;     // what an engine, configuration or plan was made for
+  size_t workspace = 0;      // plans
+};
+
+static size_t element_bytes(int type) {
+  switch (type) {
+    case T_DATA_TYPE: case T_CONVOLUTION_MODE: case T_HEUR_MODE: case T_NUMERICAL_NOTE:
+    case T_FLOAT: return 4;
+    case T_BOOLEAN: return 1;
+    default: return 8;
+  }
+}
+
+static const Attribute* attribute(const Desc* d, int name) {
+  auto found = d->attributes.find(name);
+  return found == d->attributes.end() ? nullptr : &found->second;
+}
+
+static long long value(const Desc* d, int name, size_t i = 0) {
+  const Attribute* a = attribute(d, name);
+  return a != nullptr && i < a->values.size() ? a->values[i] : 0;
+}
+
+static Desc* descriptor(const Desc* d, int name) {
+  return reinterpret_cast<Desc*>(value(d, name));
+}
+
+EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(int kind, Desc** out) {
+  if (out == nullptr) return CUDNN_STATUS_BAD_PARAM;
+  *out = new Desc();
+  (*out)->kind = kind;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(Desc* d) {
+  delete d;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnBackendSetAttribute(Desc* d, int name, int type, long long count,
+                                              const void* elements) {
+  if (d == nullptr || count < 0 || (count > 0 && elements == nullptr)) {
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  if (d->finalized) return CUDNN_STATUS_BAD_PARAM;
+  Attribute a{type, {}};
+  size_t size = element_bytes(type);
+  for (long long i = 0; i < count; i++) {
+    long long v = 0;
+    std::memcpy(&v, static_cast<const char*>(elements) + i * size, size);
+    a.values.push_back(v);
+  }
+  d->attributes[name] = a;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// A tensor's NCHW shape from a finalized descriptor: four packed dimensions of fp32.
+static bool shape_of(const Desc* t, int dims[4]) {
+  if (t == nullptr) return false;
+  const Attribute* size = attribute(t, 902);
+  const Attribute* strides = attribute(t, 903);
+  if (t->kind != BK_TENSOR || size == nullptr || strides == nullptr ||
+      size->values.size() != 4 || strides->values.size() != 4 || value(t, 901) != CUDNN_DATA_FLOAT) {
+    return false;
+  }
+  long long packed = 1;
+  for (int i = 3; i >= 0; i--) {
+    if (strides->values[i] != packed || size->values[i] < 1) return false;
+    dims[i] = (int)size->values[i];
+    packed *= size->values[i];
+  }
+  return true;
+}
+
+// The legacy descriptors of a convolution operation: image, filter, output, convolution.
+struct Legacy {
+  Tensor image, output;
+  Filter filter;
+  Convolution conv;
+  long long image_id, filter_id, output_id;
+  float alpha, beta;
+};
+
+static bool legacy_of(const Desc* op, Legacy* out) {
+  if (op == nullptr) return false;
+  int base = op->kind == BK_CONV_FORWARD ? 700 : op->kind == BK_CONV_DATA ? 706 : 712;
+  Desc* conv = descriptor(op, base + 2);
+  Desc* filter = descriptor(op, base + 3);
+  Desc* image = descriptor(op, base + 4);
+  Desc* output = descriptor(op, base + 5);
+  int x[4], w[4], y[4];
+  if (conv == nullptr || !shape_of(image, x) || !shape_of(filter, w) || !shape_of(output, y)) {
+    return false;
+  }
+  if (value(conv, 106) != 2 || value(conv, 101) != CUDNN_CROSS_CORRELATION ||
+      value(conv, 100) != CUDNN_DATA_FLOAT || value(conv, 102, 0) != 1 || value(conv, 102, 1) != 1 ||
+      value(conv, 105, 0) != value(conv, 104, 0) || value(conv, 105, 1) != value(conv, 104, 1)) {
+    return false;
+  }
+  out->image = Tensor{x[0], x[1], x[2], x[3], CUDNN_DATA_FLOAT};
+  out->filter = Filter{w[0], w[1], w[2], w[3], CUDNN_DATA_FLOAT};
+  out->output = Tensor{y[0], y[1], y[2], y[3], CUDNN_DATA_FLOAT};
+  out->conv = Convolution();
+  out->conv.pad_h = (int)value(conv, 105, 0);
+  out->conv.pad_w = (int)value(conv, 105, 1);
+  out->conv.stride_h = (int)value(conv, 103, 0);
+  out->conv.stride_w = (int)value(conv, 103, 1);
+  out->conv.mode = CUDNN_CROSS_CORRELATION;
+  out->conv.type = CUDNN_DATA_FLOAT;
+  out->conv.math = CUDNN_FMA_MATH;
+  out->image_id = value(image, 906);
+  out->filter_id = value(filter, 906);
+  out->output_id = value(output, 906);
+  int alpha_bits = (int)value(op, base), beta_bits = (int)value(op, base + 1);
+  std::memcpy(&out->alpha, &alpha_bits, 4);
+  std::memcpy(&out->beta, &beta_bits, 4);
+  return fits(&out->image, &out->filter, &out->conv, &out->output);
+}
+
+static const Desc* operation_of(const Desc* graph) {
+  return graph == nullptr ? nullptr : descriptor(graph, 801);
+}
+
+EXPORT cudnnStatus_t cudnnBackendFinalize(Desc* d) {
+  if (d == nullptr) return CUDNN_STATUS_BAD_PARAM;
+  Legacy legacy;
+  int dims[4];
+  switch (d->kind) {
+    case BK_TENSOR:
+      if (!shape_of(d, dims) || value(d, 906) == 0 || value(d, 900) < 4) {
+        return CUDNN_STATUS_NOT_SUPPORTED;
+      }
+      break;
+    case BK_CONV_FORWARD: case BK_CONV_DATA: case BK_CONV_FILTER:
+      if (!legacy_of(d, &legacy)) return CUDNN_STATUS_NOT_SUPPORTED;
+      break;
+    case BK_OPERATIONGRAPH: {
+      const Attribute* ops = attribute(d, 801);
+      if (value(d, 800) == 0 || ops == nullptr || ops->values.size() != 1) {
+        return CUDNN_STATUS_NOT_SUPPORTED;
+      }
+      break;
+    }
+    case BK_ENGINEHEUR:
+      if (descriptor(d, 201) == nullptr || !descriptor(d, 201)->finalized) {
+        return CUDNN_STATUS_BAD_PARAM;
+      }
+      break;
+    case BK_EXECUTION_PLAN: {
+      Desc* config = descriptor(d, 401);
+      if (value(d, 400) == 0 || config == nullptr || config->engine < 0 ||
+          !legacy_of(operation_of(config->graph), &legacy)) {
+        return CUDNN_STATUS_BAD_PARAM;
+      }
+      d->engine = config->engine;
+      d->graph = config->graph;
+      size_t columns = columns_bytes(&legacy.image, &legacy.filter, &legacy.output);
+      d->workspace = d->engine == ENGINE_TOO_LARGE ? 2 * columns * legacy.image.n : columns;
+      break;
+    }
+    case BK_VARIANT_PACK:
+      if (attribute(d, 1000) == nullptr || attribute(d, 1001) == nullptr ||
+          attribute(d, 1000)->values.size() != attribute(d, 1001)->values.size()) {
+        return CUDNN_STATUS_BAD_PARAM;
+      }
+      break;
+    default:
+      break;
+  }
+  d->finalized = true;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+EXPORT cudnnStatus_t cudnnBackendGetAttribute(const Desc* d, int name, int type,
+                                              long long requested, long long* count,
+                                              void* elements) {
+  if (d == nullptr || !d->finalized || count == nullptr) return CUDNN_STATUS_BAD_PARAM;
+  if (d->kind == BK_ENGINEHEUR && name == 202) {  // results: the ranked configurations
+    *count = requested == 0 ? ENGINES : (requested < ENGINES ? requested : ENGINES);
+    for (long long i = 0; requested > 0 && i < *count; i++) {
+      Desc* config = static_cast<Desc**>(elements)[i];
+      config->engine = (int)i;
+      config->graph = descriptor(d, 201);
+      config->finalized = true;
+    }
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (d->kind == BK_ENGINECFG && name == 300) {  // its engine
+    Desc* engine = static_cast<Desc**>(elements)[0];
+    engine->engine = d->engine;
+    engine->graph = d->graph;
+    engine->finalized = true;
+    *count = 1;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (d->kind == BK_ENGINE && name == 1303 && type == T_NUMERICAL_NOTE) {
+    int notes[1];
+    int n = 0;
+    if (d->engine == ENGINE_NONDETERMINISTIC) notes[n++] = NOTE_NONDETERMINISTIC;
+    if (d->engine == ENGINE_TENSOR_CORE) notes[n++] = NOTE_TENSOR_CORE;
+    for (int i = 0; i < n && i < requested; i++) static_cast<int*>(elements)[i] = notes[i];
+    *count = n;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (d->kind == BK_EXECUTION_PLAN && name == 402 && type == T_INT64) {
+    *static_cast<long long*>(elements) = (long long)d->workspace;
+    *count = 1;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  return CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+EXPORT cudnnStatus_t cudnnBackendExecute(Handle* handle, const Desc* plan, const Desc* pack) {
+  if (handle == nullptr || plan == nullptr || pack == nullptr || !plan->finalized ||
+      !pack->finalized || plan->kind != BK_EXECUTION_PLAN) {
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  const Desc* op = operation_of(plan->graph);
+  Legacy l;
+  if (!legacy_of(op, &l)) return CUDNN_STATUS_BAD_PARAM;
+  std::map<long long, void*> data;
+  const Attribute* ids = attribute(pack, 1000);
+  const Attribute* pointers = attribute(pack, 1001);
+  for (size_t i = 0; i < ids->values.size(); i++) {
+    data[ids->values[i]] = reinterpret_cast<void*>(pointers->values[i]);
+  }
+  float* image = static_cast<float*>(data[l.image_id]);
+  float* filter = static_cast<float*>(data[l.filter_id]);
+  float* output = static_cast<float*>(data[l.output_id]);
+  void* workspace = reinterpret_cast<void*>(value(pack, 1003));
+  if (image == nullptr || filter == nullptr || output == nullptr ||
+      (plan->workspace > 0 && workspace == nullptr)) {
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  if (plan->engine == ENGINE_NONDETERMINISTIC) {  // a stand-in that fails every gradient test
+    float* written = op->kind == BK_CONV_FORWARD ? output : op->kind == BK_CONV_DATA ? image : filter;
+    size_t n = op->kind == BK_CONV_FORWARD
+                   ? (size_t)l.output.n * l.output.c * l.output.h * l.output.w
+               : op->kind == BK_CONV_DATA
+                   ? (size_t)l.image.n * l.image.c * l.image.h * l.image.w
+                   : (size_t)l.filter.k * l.filter.c * l.filter.r * l.filter.s;
+    return enqueue(handle, [=] {
+      for (size_t e = 0; e < n; e++) written[e] = std::nanf("");
+    });
+  }
+  l.conv.math = plan->engine == ENGINE_TENSOR_CORE ? 0 : CUDNN_FMA_MATH;
+  int algo = ALGO_WITH_WORKSPACE;
+  if (op->kind == BK_CONV_FORWARD) {
+    return cudnnConvolutionForward(handle, &l.alpha, &l.image, image, &l.filter, filter, &l.conv,
+                                   algo, workspace, plan->workspace, &l.beta, &l.output, output);
+  }
+  if (op->kind == BK_CONV_DATA) {
+    return cudnnConvolutionBackwardData(handle, &l.alpha, &l.filter, filter, &l.output, output,
+                                        &l.conv, algo, workspace, plan->workspace, &l.beta,
+                                        &l.image, image);
+  }
+  return cudnnConvolutionBackwardFilter(handle, &l.alpha, &l.image, image, &l.output, output,
+                                        &l.conv, algo, workspace, plan->workspace, &l.beta,
+                                        &l.filter, filter);
 }
 
 // ---- cudnn_adv: nothing the engine calls; its version node must exist for the wrapper to load --

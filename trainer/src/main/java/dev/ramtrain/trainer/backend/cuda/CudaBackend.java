@@ -125,6 +125,11 @@ public final class CudaBackend implements Backend {
     return new KernelGemm(loaded);
   }
 
+  /** cuDNN's convolutions, or null where the engine lowers them to im2col and GEMM. */
+  CudnnConvolutions convolutions() {
+    return convolutions;
+  }
+
   /** cuDNN's convolutions, or null for im2col and GEMM. */
   private CudnnConvolutions chooseConvolutions(CudaSpec cuda) {
     if (cuda.conv() == CudaSpec.ConvChoice.KERNELS) {

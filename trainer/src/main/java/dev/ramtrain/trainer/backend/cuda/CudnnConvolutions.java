@@ -58,14 +58,18 @@ import org.slf4j.LoggerFactory;
  * Convolutions by cuDNN 9 (libcudnn_cnn.so.9 through JavaCPP's preset): forward, backward-data and
  * backward-filter over NCHW fp32 tensors, as PyTorch's nn.Conv2d (cross-correlation).
  *
- * <p>Each shape's algorithms are chosen once, on its first call, from cuDNN's heuristics ({@code
- * cudnnGet*Algorithm_v7}, PyTorch's choice without {@code cudnn.benchmark}) and kept: the
- * best-ranked algorithm that is deterministic (the bit-for-bit promises: resumed, offloaded and
- * data-parallel runs repeat one process's arithmetic) and whose workspace fits the operation's
- * columns buffer. That buffer is the im2col scratch the plan already counts, so the library's
- * workspace comes from the arena and {@code plan} stays equal to the allocation. A shape with no
- * such algorithm, and bf16 or channel-blocked operands, are left to the own kernels ({@link
- * #forward} answers false).
+ * <p>Each shape's three directions become, on their first call, execution plans of cuDNN's graph
+ * API ({@link CudnnGraphPlan}), each later call one {@code cudnnBackendExecute}, as PyTorch's v8
+ * path runs them: the legacy {@code cudnnConvolution*} calls rebuild such a plan every time,
+ * 200–470 µs of host time a call on an H200. The legacy calls remain for a shape the graph API
+ * refuses (or a buffer it cannot take aligned), their algorithms chosen once from cuDNN's
+ * heuristics ({@code cudnnGet*Algorithm_v7}, PyTorch's choice without {@code cudnn.benchmark}).
+ * Either way the choice is deterministic (the bit-for-bit promises: resumed, offloaded and
+ * data-parallel runs repeat one process's arithmetic), keeps fp32 unless TF32 is allowed, and needs
+ * no more workspace than the operation's columns buffer: the im2col scratch the plan already
+ * counts, so the library's workspace comes from the arena and {@code plan} stays equal to the
+ * allocation. A shape with no such algorithm, and bf16 or channel-blocked operands, are left to the
+ * own kernels ({@link #forward} answers false).
  */
 final class CudnnConvolutions implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(CudnnConvolutions.class);
@@ -80,6 +84,7 @@ final class CudnnConvolutions implements AutoCloseable {
   private final boolean tf32;
   private final Map<CudaStream, cudnnContext> handles = new IdentityHashMap<>();
   private final Map<Shape, Plan> plans = new HashMap<>();
+  private long legacyCalls; // convolutions run by the legacy calls: shapes without a plan
   private final FloatPointer one = new FloatPointer(1f);
   private final FloatPointer zero = new FloatPointer(0f);
 
@@ -95,9 +100,18 @@ final class CudnnConvolutions implements AutoCloseable {
     int forward = -1;
     int backwardData = -1;
     int backwardFilter = -1;
+    // The same directions as execution plans of the graph API (null: the legacy call runs it).
+    CudnnGraphPlan forwardGraph;
+    CudnnGraphPlan dataGraph;
+    CudnnGraphPlan filterGraph;
 
     @Override
     public void close() {
+      for (CudnnGraphPlan graph : new CudnnGraphPlan[] {forwardGraph, dataGraph, filterGraph}) {
+        if (graph != null) {
+          graph.close();
+        }
+      }
       cudnnDestroyTensorDescriptor(x);
       cudnnDestroyTensorDescriptor(y);
       cudnnDestroyFilterDescriptor(w);
@@ -147,8 +161,16 @@ final class CudnnConvolutions implements AutoCloseable {
             });
   }
 
+  /** How many convolutions (forward, or a whole backward) ran on the legacy calls so far. */
+  synchronized long legacyCalls() {
+    return legacyCalls;
+  }
+
   String describe() {
-    return version + " (NCHW fp32, TF32 " + (tf32 ? "on" : "off") + ", deterministic algorithms)";
+    return version
+        + " (NCHW fp32, TF32 "
+        + (tf32 ? "on" : "off")
+        + ", deterministic algorithms, execution plans of the graph API)";
   }
 
   /** Runs {@code op}'s convolution (not its bias) on cuDNN, or answers false: the caller's turn. */
@@ -161,6 +183,14 @@ final class CudnnConvolutions implements AutoCloseable {
       return false;
     }
     CudaBuffer columns = CudaOperations.cuda(op.columns());
+    long x = CudaOperations.cuda(op.x()).address().address();
+    long w = CudaOperations.cuda(op.weight()).address().address();
+    long y = CudaOperations.cuda(op.y()).address().address();
+    if (plan.forwardGraph != null && CudnnGraphPlan.aligned(x, w, y)) {
+      plan.forwardGraph.execute(handle(s), x, w, y, columns.address().address());
+      return true;
+    }
+    legacyCalls++;
     check(
         cudnnConvolutionForward(
             handle(s),
@@ -194,6 +224,23 @@ final class CudnnConvolutions implements AutoCloseable {
     }
     CudaBuffer columns = CudaOperations.cuda(op.columns());
     CudaBuffer dy = CudaOperations.cuda(op.dy());
+    if (graphs(plan, op)) {
+      long x = CudaOperations.cuda(op.x()).address().address();
+      long g = dy.address().address();
+      long scratch = columns.address().address();
+      plan.filterGraph.execute(
+          handle(s), x, CudaOperations.cuda(op.weightGrad()).address().address(), g, scratch);
+      if (op.dx() != null) {
+        plan.dataGraph.execute(
+            handle(s),
+            CudaOperations.cuda(op.dx()).address().address(),
+            CudaOperations.cuda(op.weight()).address().address(),
+            g,
+            scratch);
+      }
+      return true;
+    }
+    legacyCalls++;
     check(
         cudnnConvolutionBackwardFilter(
             handle(s),
@@ -229,6 +276,21 @@ final class CudnnConvolutions implements AutoCloseable {
           () -> "cudnnConvolutionBackwardData " + op.window() + " on stream '" + s.label() + "'");
     }
     return true;
+  }
+
+  /** Whether {@code op}'s backward runs on the graph API's plans: both built, buffers aligned. */
+  private static boolean graphs(Plan plan, ConvolutionBackward op) {
+    if (plan.filterGraph == null || (op.dx() != null && plan.dataGraph == null)) {
+      return false;
+    }
+    long[] addresses = {
+      CudaOperations.cuda(op.x()).address().address(),
+      CudaOperations.cuda(op.dy()).address().address(),
+      CudaOperations.cuda(op.weightGrad()).address().address(),
+      CudaOperations.cuda(op.weight()).address().address(),
+      op.dx() == null ? 0 : CudaOperations.cuda(op.dx()).address().address()
+    };
+    return CudnnGraphPlan.aligned(addresses);
   }
 
   private static boolean takes(DType operands, int inBlock, int outBlock) {
@@ -336,6 +398,15 @@ final class CudnnConvolutions implements AutoCloseable {
         }
       }
     }
+    plan.forwardGraph = graph(handle, CudnnGraphPlan.Direction.FORWARD, win, out, workspace);
+    plan.dataGraph = graph(handle, CudnnGraphPlan.Direction.BACKWARD_DATA, win, out, workspace);
+    plan.filterGraph = graph(handle, CudnnGraphPlan.Direction.BACKWARD_FILTER, win, out, workspace);
+    LOG.debug(
+        "cudnn: {}: graph plans forward {}, backward data {}, backward filter {}",
+        shape,
+        plan.forwardGraph != null,
+        plan.dataGraph != null,
+        plan.filterGraph != null);
     LOG.debug(
         "cudnn: {}: algorithms forward {}, backward data {}, backward filter {} ({} bytes of"
             + " workspace at most)",
@@ -345,6 +416,24 @@ final class CudnnConvolutions implements AutoCloseable {
         plan.backwardFilter,
         workspace);
     return plan;
+  }
+
+  /**
+   * {@code direction}'s execution plan, or null where the graph API offers none that fits or
+   * refuses the shape: the legacy call then runs it (said once per shape in the log).
+   */
+  private CudnnGraphPlan graph(
+      cudnnContext handle,
+      CudnnGraphPlan.Direction direction,
+      ConvWindow win,
+      int out,
+      long workspace) {
+    try {
+      return CudnnGraphPlan.build(handle, direction, win, out, tf32, workspace).orElse(null);
+    } catch (BackendException e) {
+      LOG.info("cudnn: the legacy call runs {} {}: {}", direction, win, e.getMessage());
+      return null;
+    }
   }
 
   /** A ranked algorithm the engine may use: it runs, repeats its results and fits the workspace. */

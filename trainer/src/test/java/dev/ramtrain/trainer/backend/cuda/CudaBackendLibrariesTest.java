@@ -13,6 +13,7 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.ConvWindow;
 import dev.ramtrain.trainer.backend.ops.Convolution;
+import dev.ramtrain.trainer.backend.ops.ConvolutionBackward;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.backend.ops.Gemm;
 import dev.ramtrain.trainer.backend.ops.GemmOperand;
@@ -96,6 +97,35 @@ class CudaBackendLibrariesTest extends BackendConformanceTest {
       b.copy(y, out, 0, 4, s);
       s.synchronize();
       return out.asByteBuffer().order(ByteOrder.nativeOrder()).getFloat(0);
+    }
+  }
+
+  /**
+   * A convolution's three directions run on execution plans of cuDNN's graph API, built once per
+   * shape (on the emulator, past engines that need too much workspace, are not deterministic or use
+   * tensor cores with TF32 off), not on the legacy calls, which cost a GPU's host hundreds of
+   * microseconds each.
+   */
+  @Test
+  void convolutionsRunOnExecutionPlansNotLegacyCalls() {
+    ConvWindow window = new ConvWindow(2, 3, 6, 5, 3, 3, 1, 1);
+    int out = 4;
+    try (CudaBackend b = CudaBackend.open(new BackendSpec(BackendSpec.Kind.CUDA, 1, LIBRARIES));
+        Stream s = b.createStream("plans");
+        DeviceBuffer x = b.allocate("x", DType.F32, window.inputCount());
+        DeviceBuffer w = b.allocate("w", DType.F32, (long) out * 3 * 3 * 3);
+        DeviceBuffer dw = b.allocate("dw", DType.F32, (long) out * 3 * 3 * 3);
+        DeviceBuffer y = b.allocate("y", DType.F32, window.outputCount(out));
+        DeviceBuffer dx = b.allocate("dx", DType.F32, window.inputCount());
+        DeviceBuffer cols = b.allocate("cols", DType.F32, window.columnCount())) {
+      b.run(s, new Fill(x, 0.5f));
+      b.run(s, new Fill(w, 0.25f));
+      for (int step = 0; step < 2; step++) {
+        b.run(s, new Convolution(x, w, null, y, window, out, cols));
+        b.run(s, new ConvolutionBackward(x, y, w, dw, null, dx, window, out, cols));
+      }
+      s.synchronize();
+      assertEquals(0, b.convolutions().legacyCalls());
     }
   }
 
