@@ -36,8 +36,9 @@ import picocli.CommandLine.Parameters;
     header = "Classify images with a checkpoint or weights, as CSV.",
     description = {
       "Classify image files with a checkpoint; writes CSV: path, predicted class, its "
-          + "probability, every class's probability, and an error column for files that "
-          + "cannot be read. Images go through the preprocessing's decode and resize (mode "
+          + "probability, every class's probability (or, with --top-k, the K likeliest classes "
+          + "and their probabilities), and an error column for files that cannot be read. "
+          + "Images go through the preprocessing's decode and resize (mode "
           + "and decoder recorded in the checkpoint) and the training run's normalization, so "
           + "serving sees what training saw.",
       "Runs in this process, on the driver: --master does not distribute it."
@@ -67,6 +68,29 @@ public final class PredictCommand implements Callable<Integer> {
   Integer numClasses;
 
   @Option(
+      names = "--top-k",
+      paramLabel = "K",
+      description =
+          "Write the K likeliest classes and their probabilities instead of every class's"
+              + " (default: every class up to "
+              + ALL_CLASSES_UP_TO
+              + " classes, else the top 5).")
+  Integer topK;
+
+  @Option(
+      names = "--class-names",
+      paramLabel = "FILE",
+      description =
+          "With --weights: the classes' names, one per line in the head's order (as"
+              + " ImageNet's class lists); default: their numbers.")
+  Path classNames;
+
+  /** Up to this many classes the CSV has every class's probability by default; beyond, top 5. */
+  static final int ALL_CLASSES_UP_TO = 20;
+
+  static final int DEFAULT_TOP_K = 5;
+
+  @Option(
       names = "--image",
       paramLabel = "HxW",
       description =
@@ -94,9 +118,38 @@ public final class PredictCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       throw new ConfigException("--image " + size + ": expected HEIGHTxWIDTH, e.g. 224x224");
     }
-    List<String> names =
-        java.util.stream.IntStream.range(0, classes).mapToObj(String::valueOf).toList();
-    return checkpoint.openPretrained(file, names, shape);
+    return checkpoint.openPretrained(file, classNames(classes), shape);
+  }
+
+  /** The --class-names file's lines (as many as the head has classes), or the classes' numbers. */
+  private List<String> classNames(int classes) throws IOException {
+    if (classNames == null) {
+      return java.util.stream.IntStream.range(0, classes).mapToObj(String::valueOf).toList();
+    }
+    if (!Files.isRegularFile(classNames)) {
+      throw new ConfigException("--class-names " + classNames + ": no such file");
+    }
+    List<String> names;
+    try {
+      names =
+          Files.readAllLines(classNames, StandardCharsets.UTF_8).stream()
+              .map(String::strip)
+              .filter(line -> !line.isEmpty())
+              .toList();
+    } catch (java.nio.charset.MalformedInputException e) {
+      throw new ConfigException("--class-names " + classNames + ": not UTF-8 text");
+    }
+    if (names.size() != classes) {
+      throw new ConfigException(
+          "--class-names "
+              + classNames
+              + ": "
+              + names.size()
+              + " names for a head of "
+              + classes
+              + " classes");
+    }
+    return names;
   }
 
   /** The CSV's first fields: an existing -o file that starts so is a CSV ramtrain wrote. */
@@ -106,6 +159,13 @@ public final class PredictCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     if (batchSize < 1) {
       throw new ConfigException("predict --batch-size must be >= 1, got " + batchSize);
+    }
+    if (topK != null && topK < 1) {
+      throw new ConfigException("predict --top-k must be >= 1, got " + topK);
+    }
+    if (classNames != null && !checkpoint.pretrained()) {
+      throw new ConfigException(
+          "--class-names goes with --weights: a checkpoint names its classes itself");
     }
     RamtrainConfig config = common.load(Map.of());
     BackendSpec backendSpec = TrainSettings.backend(config);
@@ -117,7 +177,14 @@ public final class PredictCommand implements Callable<Integer> {
     int[] failed = {0};
     try (ImageClassifier classifier =
         ImageClassifier.open(trained, backendSpec, EtlSettings.imageLimits(config), batchSize)) {
-      AtomicFile.Body csv = out -> failed[0] = write(trained, classifier, files, out);
+      int classes = trained.classes().size();
+      int k =
+          topK != null
+              ? Math.min(topK, classes)
+              : classes <= ALL_CLASSES_UP_TO ? classes : DEFAULT_TOP_K;
+      boolean every = topK == null && classes <= ALL_CLASSES_UP_TO;
+      AtomicFile.Body csv =
+          out -> failed[0] = write(trained, classifier, files, every ? 0 : k, out);
       if (output == null) {
         csv.writeTo(System.out);
         System.out.flush();
@@ -132,14 +199,28 @@ public final class PredictCommand implements Callable<Integer> {
     return 0;
   }
 
-  /** Writes the CSV; returns how many files had an error row. */
+  /**
+   * Writes the CSV, with every class's probability ({@code topK} 0) or the {@code topK} likeliest
+   * classes and theirs; returns how many files had an error row.
+   */
   private static int write(
-      TrainedCheckpoint trained, ImageClassifier classifier, List<Path> files, OutputStream out) {
+      TrainedCheckpoint trained,
+      ImageClassifier classifier,
+      List<Path> files,
+      int topK,
+      OutputStream out) {
     PrintWriter csv = new PrintWriter(new OutputStreamWriter(out, StandardCharsets.UTF_8));
+    List<String> columns =
+        topK == 0
+            ? trained.classes()
+            : java.util.stream.IntStream.rangeClosed(1, topK)
+                .boxed()
+                .flatMap(i -> Stream.of("top" + i, "top" + i + "_probability"))
+                .toList();
     Stream<String> header =
         Stream.concat(
             Stream.of("path", "prediction", "probability"),
-            Stream.concat(trained.classes().stream(), Stream.of("error")));
+            Stream.concat(columns.stream(), Stream.of("error")));
     csv.println(String.join(",", header.map(PredictCommand::field).toList()));
     int failed = 0;
     for (ImageClassifier.Prediction p : classifier.classify(files)) {
@@ -149,13 +230,21 @@ public final class PredictCommand implements Callable<Integer> {
         failed++;
         row.add("");
         row.add("");
-        trained.classes().forEach(c -> row.add(""));
+        columns.forEach(c -> row.add(""));
         row.add(p.error());
       } else {
         row.add(p.label());
-        row.add(String.format(Locale.ROOT, "%.6f", p.probability()));
-        for (float v : p.probabilities()) {
-          row.add(String.format(Locale.ROOT, "%.6f", v));
+        row.add(probability(p.probability()));
+        float[] probabilities = p.probabilities();
+        if (topK == 0) {
+          for (float v : probabilities) {
+            row.add(probability(v));
+          }
+        } else {
+          for (int c : likeliest(probabilities, topK)) {
+            row.add(trained.classes().get(c));
+            row.add(probability(probabilities[c]));
+          }
         }
         row.add("");
       }
@@ -163,6 +252,24 @@ public final class PredictCommand implements Callable<Integer> {
     }
     csv.flush();
     return failed;
+  }
+
+  private static String probability(float p) {
+    return String.format(Locale.ROOT, "%.6f", p);
+  }
+
+  /** The {@code k} likeliest classes, likeliest first; equal probabilities by class order. */
+  static int[] likeliest(float[] probabilities, int k) {
+    return java.util.stream.IntStream.range(0, probabilities.length)
+        .boxed()
+        .sorted(
+            (a, b) -> {
+              int byProbability = Float.compare(probabilities[b], probabilities[a]);
+              return byProbability != 0 ? byProbability : Integer.compare(a, b);
+            })
+        .limit(k)
+        .mapToInt(Integer::intValue)
+        .toArray();
   }
 
   private static boolean isOurCsv(Path file) throws IOException {

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -149,6 +150,103 @@ class PretrainedCommandsTest {
     MainTest.Run neither = MainTest.run("predict", images.toString());
     assertEquals(2, neither.status(), neither.err());
     assertTrue(neither.err().contains("needs --checkpoint DIR, or --model NAME with --weights"));
+  }
+
+  /**
+   * ImageNet-style serving: --top-k writes the K likeliest classes (likeliest first, the first the
+   * prediction) instead of every class's column, and --class-names names a bare head's classes, one
+   * per line; a list of another length, K below 1, or names for a checkpoint are one-line usage
+   * errors that write nothing.
+   */
+  @Test
+  void predictWritesTheTopKClassesByTheirNames() throws Exception {
+    Path names = tmp.resolve("classes.txt");
+    Files.writeString(names, "circle\nsquare\n\ntriangle\ncross\nstar\n"); // a blank line
+    Path csv = tmp.resolve("top.csv");
+    MainTest.Run p =
+        MainTest.run(
+            "predict",
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "--image",
+            "16x16",
+            "--class-names",
+            names.toString(),
+            "--top-k",
+            "2",
+            "-o",
+            csv.toString(),
+            images.toString());
+    assertEquals(0, p.status(), p.err());
+    List<String> lines = Files.readAllLines(csv);
+    assertEquals(
+        "path,prediction,probability,top1,top1_probability,top2,top2_probability,error",
+        lines.get(0));
+    assertEquals(1 + 30, lines.size());
+    List<String> known = List.of("circle", "square", "triangle", "cross", "star");
+    for (String line : lines.subList(1, lines.size())) {
+      String[] f = line.split(",", -1);
+      assertEquals(f[1], f[3], "the first of the top k is the prediction: " + line);
+      assertEquals(f[2], f[4], line);
+      assertTrue(known.contains(f[3]) && known.contains(f[5]) && !f[3].equals(f[5]), line);
+      assertTrue(Double.parseDouble(f[4]) >= Double.parseDouble(f[6]), "likeliest first: " + line);
+    }
+    Path every = tmp.resolve("every.csv");
+    MainTest.Run named =
+        MainTest.run(
+            "predict",
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "--image",
+            "16x16",
+            "--class-names",
+            names.toString(),
+            "-o",
+            every.toString(),
+            images.toString());
+    assertEquals(0, named.status(), named.err());
+    assertEquals(
+        "path,prediction,probability,circle,square,triangle,cross,star,error",
+        Files.readAllLines(every).get(0),
+        "five classes: every class's column by default");
+    Path four = tmp.resolve("four.txt");
+    Files.writeString(four, "a\nb\nc\nd\n");
+    Path none = tmp.resolve("none.csv");
+    MainTest.Run wrong =
+        MainTest.run(
+            "predict",
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "--image",
+            "16x16",
+            "--class-names",
+            four.toString(),
+            "-o",
+            none.toString(),
+            images.toString());
+    assertEquals(2, wrong.status(), wrong.err());
+    assertTrue(wrong.err().contains(four + ": 4 names for a head of 5 classes"), wrong.err());
+    MainTest.Run zero =
+        MainTest.run(
+            "predict",
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "--top-k",
+            "0",
+            "-o",
+            none.toString(),
+            images.toString());
+    assertEquals(2, zero.status(), zero.err());
+    assertTrue(zero.err().contains("--top-k must be >= 1, got 0"), zero.err());
+    assertFalse(Files.exists(none), "nothing written");
   }
 
   /**
