@@ -102,6 +102,22 @@ public final class RunFingerprint {
     return all;
   }
 
+  private static final String EPOCHS = "ramtrain.train.epochs";
+
+  /** A setting the checkpoint does not record: why, where the reason is known. */
+  private static String notRecorded(String key) {
+    return key.equals(EPOCHS)
+        ? "(not recorded: that run's schedule did not depend on its length)"
+        : "(not recorded)";
+  }
+
+  /** A recorded setting this resume has no value for. */
+  private static String notUsed(String key) {
+    return key.equals(EPOCHS)
+        ? "(not used: this schedule does not depend on the run's length)"
+        : "(not set)";
+  }
+
   /**
    * Fails (a usage error) if {@code c} was written by a run with other settings or data, unless
    * {@code anyway}, when the differences are only logged.
@@ -126,9 +142,9 @@ public final class RunFingerprint {
         changes.add(
             key
                 + " "
-                + (wasText == null ? "(unset)" : wasText)
+                + (wasText == null ? notRecorded(key) : wasText)
                 + " -> "
-                + (now == null ? "(unset)" : now));
+                + (now == null ? notUsed(key) : now));
       }
     }
     Object recordedData = c.state().get(DATA);
