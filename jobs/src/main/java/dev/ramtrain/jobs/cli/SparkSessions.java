@@ -9,6 +9,7 @@ import org.apache.spark.sql.SparkSession;
 /** Builds the Spark session: the master spark-submit gave, or embedded local[*] by default. */
 public final class SparkSessions {
   private static final Pattern LOCAL = Pattern.compile("local\\[(\\d+)(?:,\\s*\\d+)?\\]");
+  private static final Pattern LOCAL_CLUSTER = Pattern.compile("local-cluster\\[.*\\]");
 
   private SparkSessions() {}
 
@@ -47,9 +48,20 @@ public final class SparkSessions {
 
   /**
    * local[N]: Spark starts a thread per task slot; a mistyped N (local[999999]) ran the machine out
-   * of native threads with a stack trace. More than 8 per core (at least 64) is refused.
+   * of native threads with a stack trace. More than 8 per core (at least 64) is refused, and so is
+   * local-cluster[...].
    */
   static void requireLocalThreads(String master) {
+    if (LOCAL_CLUSTER.matcher(master.strip()).matches()) {
+      // Spark's own test mode: it launches worker JVMs through SPARK_HOME's scripts, which a
+      // ramtrain install does not have, and failed as "Cannot call methods on a stopped
+      // SparkContext" (and local-cluster[999999,1,1024] asked for that many workers).
+      throw new ConfigException(
+          "--master "
+              + master
+              + ": local-cluster is Spark's test-only mode; use local[N] for N task slots in"
+              + " this process, or a standalone master spark://HOST:7077 for separate executors");
+    }
     Matcher m = LOCAL.matcher(master.strip());
     if (!m.matches()) {
       return;

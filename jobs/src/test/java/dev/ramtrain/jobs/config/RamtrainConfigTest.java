@@ -185,6 +185,15 @@ class RamtrainConfigTest {
             () -> dev.ramtrain.jobs.cli.SparkSessions.open("test", "local[999999]")),
         "--master local[999999]",
         "task threads");
+    for (String cluster :
+        new String[] {"local-cluster[2,1,1024]", "local-cluster[999999,1,1024]"}) {
+      assertMessage(
+          assertThrows(
+              ConfigException.class, () -> dev.ramtrain.jobs.cli.SparkSessions.open("t", cluster)),
+          "--master " + cluster,
+          "local-cluster is Spark's test-only mode",
+          "local[N]");
+    }
   }
 
   @Test
