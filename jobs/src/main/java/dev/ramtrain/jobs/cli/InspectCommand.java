@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import org.apache.hadoop.conf.Configuration;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -42,7 +43,11 @@ public final class InspectCommand implements Callable<Integer> {
   @Option(
       names = "--sheet",
       paramLabel = "PNG",
-      description = "Contact sheet path (ramtrain.inspect.sheet).")
+      showDefaultValue = CommandLine.Help.Visibility.NEVER,
+      description =
+          "Where the contact sheet goes (ramtrain.inspect.sheet). Default: DATASET-samples.png"
+              + " beside the dataset (a temporary folder where that cannot be written);"
+              + " --samples 0 draws none.")
   String sheet;
 
   @Option(
@@ -106,6 +111,7 @@ public final class InspectCommand implements Callable<Integer> {
           png = Path.of(sheet);
           OutputFile.requireReplaceable(
               png, "inspect --sheet", List.of(Path.of(location)), AtomicFile::isRamtrainPng);
+          requireOutsideSource(png, ds.manifest());
         }
         Manifest m = ds.manifest();
         ContactSheet.write(picked, m.image().shape(), m.classes(), png);
@@ -115,6 +121,31 @@ public final class InspectCommand implements Callable<Integer> {
       }
     }
     return out.toString();
+  }
+
+  /**
+   * A sheet inside the image folder the dataset was made from would be read as one more image (of a
+   * class named after its folder, or a stray file at the top) by the next preprocess of it.
+   */
+  static void requireOutsideSource(Path png, Manifest m) {
+    Manifest.Source source = m.source();
+    if (source == null || source.path() == null) {
+      return;
+    }
+    java.net.URI uri = new org.apache.hadoop.fs.Path(source.path()).toUri();
+    if (uri.getScheme() != null && !uri.getScheme().equals("file")) {
+      return;
+    }
+    Path images = Path.of(uri.getPath()).toAbsolutePath().normalize();
+    if (Files.isDirectory(images) && png.toAbsolutePath().normalize().startsWith(images)) {
+      throw new ConfigException(
+          "inspect --sheet "
+              + png
+              + ": inside "
+              + images
+              + ", the images this dataset was preprocessed from; the next preprocess would read"
+              + " the sheet as an image. Write it elsewhere");
+    }
   }
 
   /**

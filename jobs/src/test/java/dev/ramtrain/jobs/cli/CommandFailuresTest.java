@@ -622,6 +622,23 @@ class CommandFailuresTest {
     assertEquals("a file of mine", Files.readString(tmp.resolve("ds-samples.png")));
   }
 
+  /**
+   * A sheet asked into the image folder the dataset was made from is refused (the next preprocess
+   * would read it as an image), and --help says where the sheet goes by default.
+   */
+  @Test
+  void inspectKeepsItsSheetOutOfTheSourceImages() throws Exception {
+    Path inside = images.resolve("circle/sheet.png");
+    assertOneLine(
+        MainTest.run("inspect", dataset.toString(), "--sheet", inside.toString()),
+        Main.EXIT_USAGE,
+        "the images this dataset was preprocessed from");
+    assertFalse(Files.exists(inside), "nothing written");
+    String help = MainTest.run("inspect", "--help").out().replaceAll("\\s+", " ");
+    assertTrue(help.contains("DATASET-samples.png beside the dataset"), help);
+    assertFalse(help.contains("Default: none"), help);
+  }
+
   /** A named pipe among the images is a listed reject; the job does not wait on it. */
   @Test
   @Timeout(120)
