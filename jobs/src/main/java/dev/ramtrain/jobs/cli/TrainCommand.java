@@ -8,6 +8,7 @@ import dev.ramtrain.jobs.train.DistributedTraining;
 import dev.ramtrain.jobs.train.ExecutorRanks;
 import dev.ramtrain.jobs.train.JobSpec;
 import dev.ramtrain.jobs.train.RecordedSettings;
+import dev.ramtrain.jobs.train.RemainderNotice;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunReports;
 import dev.ramtrain.jobs.train.TrainSettings;
@@ -111,6 +112,16 @@ public final class TrainCommand implements Callable<Integer> {
     String location = spec.run().data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
     spec = spec.forDataset(ds.manifest()); // a model that does not fit is refused before Spark
+    Manifest.Split trainSplit = ds.manifest().splits().get(Manifest.TRAIN);
+    if (trainSplit != null) {
+      RemainderNotice.of(
+              trainSplit.rows(),
+              spec.run().batchSize(),
+              Math.max(1, dist.ranks()),
+              spec.run().loop().accumulate(),
+              spec.run().data().train().sampling().remainder())
+          .ifPresent(System.out::println);
+    }
     // A run directory on HDFS or S3A is written by a trainer task, which publishes checkpoints.
     boolean onSpark = cluster || dist.ranks() > 1 || master != null;
     if (onSpark || spec.output().remote()) {

@@ -85,15 +85,41 @@ public record ModelChoice(
     if (in != shape.bytes()) {
       throw new ConfigException(
           String.format(
-              "%s = '%s' takes %d values per sample; the dataset's images are %dx%dx%d = %d",
-              KEY, spec, in, shape.height(), shape.width(), shape.channels(), shape.bytes()));
+              "%s = '%s' takes %d values per sample; the dataset's images are %dx%dx%d = %d: %s"
+                  + " fits them",
+              KEY,
+              spec,
+              in,
+              shape.height(),
+              shape.width(),
+              shape.channels(),
+              shape.bytes(),
+              suggestion(shape, classes.size())));
     }
     if (out != classes.size()) {
+      String fixed = spec.replaceFirst("-\\d+$", "-" + classes.size());
       throw new ConfigException(
           String.format(
-              "%s = '%s' has %d outputs; the dataset has %d classes (%s)",
-              KEY, spec, out, classes.size(), String.join(", ", classes)));
+              "%s = '%s' has %d outputs; the dataset has %d classes (%s)%s",
+              KEY,
+              spec,
+              out,
+              classes.size(),
+              String.join(", ", classes),
+              fixed.equals(spec) ? "" : ": --model " + fixed + " has as many"));
     }
+  }
+
+  /**
+   * A model of the spec language for images of {@code shape} with {@code classes} outputs, said
+   * where the chosen one does not fit (the default is Fashion-MNIST's MLP): CIFAR's ResNet-20 for
+   * small images or one channel, timm's ResNet-18 (which takes pretrained weights) for larger RGB.
+   */
+  static String suggestion(ImageShape shape, int classes) {
+    if (shape.channels() == 3 && Math.min(shape.height(), shape.width()) >= 96) {
+      return "--model resnet18 (timm's ResNet-18; --weights FILE fine-tunes pretrained weights)";
+    }
+    return "--model resnet:20-" + classes + " (a CIFAR ResNet-20)";
   }
 
   /**
