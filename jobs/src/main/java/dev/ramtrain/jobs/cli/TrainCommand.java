@@ -108,6 +108,7 @@ public final class TrainCommand implements Callable<Integer> {
     boolean cluster = master != null && !master.startsWith("local");
     if (!cluster) {
       dist = dist.withRanks(dist.ranksOr(1)); // on a cluster: one per executor, once they are known
+      spec = TrainSettings.shareCores(spec, config, dist.ranks());
     }
     String location = spec.run().data().requireLocation();
     Dataset ds = Dataset.open(location, new Configuration());
@@ -117,7 +118,6 @@ public final class TrainCommand implements Callable<Integer> {
       RemainderNotice.of(
               trainSplit.rows(),
               spec.run().batchSize(),
-              Math.max(1, dist.ranks()),
               spec.run().loop().accumulate(),
               spec.run().data().train().sampling().remainder())
           .ifPresent(System.out::println);

@@ -35,7 +35,6 @@ import java.util.stream.IntStream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.ExceptionFailure;
-import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -251,14 +250,18 @@ public final class DistributedTraining<T>
           run.recordInCheckpoints(Map.of(JOB_KEY, job));
           task.barrier(); // the run directory is settled: the others may read its checkpoint
           return TrainingRun.run(
-              mine, opened.data(), run, new RankContext(ranks, steps, hostLimit()), null);
+              mine, opened.data(), run, new RankContext(ranks, steps, hostLimit(), !local()), null);
         }
       }
       task.barrier();
       Checkpoints.Loaded resumeFrom =
           output.mode() == RunDirectory.Mode.RESUME ? latestCheckpoint(output) : null;
       return TrainingRun.run(
-          mine, opened.data(), null, new RankContext(ranks, steps, hostLimit()), resumeFrom);
+          mine,
+          opened.data(),
+          null,
+          new RankContext(ranks, steps, hostLimit(), !local()),
+          resumeFrom);
     }
   }
 
@@ -425,10 +428,12 @@ public final class DistributedTraining<T>
    * executor), on a cluster what its executor was given beside the heap.
    */
   private static HostLimit hostLimit() {
-    SparkConf conf = SparkEnv.get().conf();
-    return conf.get("spark.master", "").startsWith("local")
-        ? HostLimit.MACHINE
-        : ExecutorMemory.hostLimit(conf);
+    return local() ? HostLimit.MACHINE : ExecutorMemory.hostLimit(SparkEnv.get().conf());
+  }
+
+  /** Whether every rank runs in this one process (local[N]), sharing its console. */
+  private static boolean local() {
+    return SparkEnv.get().conf().get("spark.master", "").startsWith("local");
   }
 
   /** The host of the executor running {@code rank}, as Spark's scheduler knows it. */

@@ -18,13 +18,13 @@ public final class RemainderNotice {
   private RemainderNotice() {}
 
   /**
-   * The notice for {@code rows} training samples in steps of {@code batch} samples on each of
-   * {@code ranks} ranks, {@code accumulate} batches a step; empty when little or nothing is left
-   * out (or the rule keeps or pads the rest).
+   * The notice for {@code rows} training samples in steps of {@code batch} samples (a step's over
+   * every rank: the batch size is the global one), {@code accumulate} batches a step; empty when
+   * little or nothing is left out (or the rule keeps or pads the rest).
    */
   public static Optional<String> of(
-      long rows, int batch, int ranks, int accumulate, LoaderSpec.Remainder remainder) {
-    long step = (long) batch * ranks * accumulate;
+      long rows, int batch, int accumulate, LoaderSpec.Remainder remainder) {
+    long step = (long) batch * accumulate;
     long steps = rows / step;
     long left = rows % step;
     if (remainder != LoaderSpec.Remainder.DROP || steps == 0 || left < WORTH_SAYING * rows) {

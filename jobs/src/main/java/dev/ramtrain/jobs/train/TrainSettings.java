@@ -210,6 +210,19 @@ public final class TrainSettings {
         cpuMemory);
   }
 
+  /**
+   * {@code spec} for {@code ranks} ranks in this process (local[N]): where ramtrain.train.threads
+   * is left at 0 (every core), each rank takes its share of the cores instead of all of them, as
+   * torchrun's one process a GPU with OMP_NUM_THREADS = cores / processes does.
+   */
+  public static JobSpec shareCores(JobSpec spec, RamtrainConfig c, int ranks) {
+    if (ranks <= 1 || c.integer(P + "threads") != 0) {
+      return spec;
+    }
+    int share = Math.max(1, Runtime.getRuntime().availableProcessors() / ranks);
+    return spec.withRun(spec.run().withBackend(spec.run().backend().withThreads(share)));
+  }
+
   /** {@code ramtrain.cuda.*}: who multiplies and convolves, TF32, where the libraries are. */
   public static CudaSpec cuda(RamtrainConfig c) {
     return new CudaSpec(

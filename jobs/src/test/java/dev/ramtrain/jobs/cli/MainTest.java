@@ -598,7 +598,7 @@ class MainTest {
                 "ramtrain.dist.shards=own"));
     assertEquals(0, own.status(), own.err());
     java.util.regex.Matcher opened =
-        java.util.regex.Pattern.compile("on " + dataset + ": (\\d+) train / (\\d+) val samples")
+        java.util.regex.Pattern.compile("rank \\d of 2: (\\d+) train / (\\d+) val samples")
             .matcher(own.out());
     int[] train = new int[2];
     int[] val = new int[2];
@@ -729,7 +729,11 @@ class MainTest {
     Run plain = run(with(common, "-o", tmp.resolve("plain").toString()));
     assertEquals(0, plain.status(), plain.err());
     assertTrue(plain.out().contains("dataset (in memory)"), plain.out());
+    // Both ranks run in this process: each says its own numbers, rank 0 what they share, once.
     assertTrue(plain.out().contains("rank 0 of 2") && plain.out().contains("rank 1 of 2"));
+    assertEquals(
+        1, plain.out().split("training mlp:432-32-3 ", -1).length - 1, "once: " + plain.out());
+    assertEquals(1, plain.out().split("placement: ", -1).length - 1, "once: " + plain.out());
     assertTrue(plain.out().contains("2 ranks read "), plain.out());
     assertTrue(plain.out().contains("0.0 MB of it over the network"), plain.out());
     assertTrue(plain.out().contains("(2 ranks)"), plain.out());

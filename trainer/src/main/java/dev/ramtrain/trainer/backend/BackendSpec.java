@@ -61,6 +61,11 @@ public record BackendSpec(
   }
 
   /** The same with the cpu backend's memory limited to {@code bytes} (0: the default). */
+  /** This backend on {@code count} host threads. */
+  public BackendSpec withThreads(int count) {
+    return new BackendSpec(kind, count, cuda, device, cpuEngine, cpuMemory);
+  }
+
   public BackendSpec withCpuMemory(long bytes) {
     return new BackendSpec(kind, threads, cuda, device, cpuEngine, bytes);
   }

@@ -117,9 +117,11 @@ public final class Placement {
           backend.sharesHostCores()
               ? PlacementPlan.bytes(budget) + " of host memory (the cpu backend's device)"
               : "a " + PlacementPlan.bytes(budget) + " device budget";
-      System.out.printf(
-          "placement: resident (%s of %s; ramtrain.offload.mode=auto)%n",
-          PlacementPlan.bytes(plan.deviceBytes()), budgetText);
+      if (ranks.leader()) { // rank 0 speaks for the ranks
+        System.out.printf(
+            "placement: resident (%s of %s; ramtrain.offload.mode=auto)%n",
+            PlacementPlan.bytes(plan.deviceBytes()), budgetText);
+      }
       return resident(model, optimizer, clipNorm, backend, setup, ranks);
     }
     DeviceProfile profile =
@@ -127,7 +129,9 @@ public final class Placement {
     costs =
         LayerCost.timed(costs, model.layers(), backend, model.maxBatch(), offload.hostThreads());
     plan = plan(offload, costs, model.maxBatch(), budget, profile);
-    System.out.print(plan.render(model.spec(), profile, budget));
+    if (ranks.leader()) {
+      System.out.print(plan.render(model.spec(), profile, budget));
+    }
     long publishedBytes =
         offload.delayedUpdate() ? 4 * costs.stream().mapToLong(LayerCost::parameters).sum() : 0;
     long pinned = plan.hostPinnedBytes() + publishedBytes;
@@ -165,9 +169,11 @@ public final class Placement {
             "ramtrain.offload.delayed-update: cannot be used with ramtrain.train.clip-norm (clipping"
                 + " needs every gradient before any update)");
       }
-      System.out.printf(
-          "delayed update on: %s more pinned host memory for the published weights%n",
-          PlacementPlan.bytes(publishedBytes));
+      if (ranks.leader()) {
+        System.out.printf(
+            "delayed update on: %s more pinned host memory for the published weights%n",
+            PlacementPlan.bytes(publishedBytes));
+      }
     }
     backend.reserve(plan.deviceBytes());
     backend.resetPeakAllocatedBytes(); // the run's peak, not the profiling's

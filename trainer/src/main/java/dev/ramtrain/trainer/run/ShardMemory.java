@@ -14,7 +14,9 @@ import dev.ramtrain.trainer.offload.PlacementPlan;
 final class ShardMemory {
   private ShardMemory() {}
 
-  static void report(DataLoader train, DataLoader val, int shardWindow, HostLimit limit) {
+  /** Checks the windows fit, and says what the shards take where {@code speak} (rank 0). */
+  static void report(
+      DataLoader train, DataLoader val, int shardWindow, HostLimit limit, boolean speak) {
     long machine = HostMemory.availableBytes();
     long host = limit.cap(machine);
     long take = train.shardMemoryBytes() + val.shardMemoryBytes();
@@ -30,10 +32,13 @@ final class ShardMemory {
                     + " shards each, %s here, and %s; lower it",
                 shardWindow, PlacementPlan.bytes(take), has));
       }
+      if (!speak) {
+        return;
+      }
       System.out.printf(
           "data: shards read %d at a time, %s of memory at most for train and val (%s)%n",
           shardWindow, PlacementPlan.bytes(take), has);
-    } else if (take > host) {
+    } else if (take > host && speak) {
       System.out.printf(
           "data: the shards take %s and %s: epochs will read them from disk at random;"
               + " ramtrain.train.shard-window = N reads N shards at a time%n",

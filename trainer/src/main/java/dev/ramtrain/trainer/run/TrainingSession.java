@@ -31,6 +31,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.slf4j.MDC;
 
 /**
  * One training run over opened shards, wherever they come from (a dataset directory for {@code
@@ -41,6 +42,9 @@ import java.util.TreeMap;
  * and the run directory are the job's.
  */
 public final class TrainingSession {
+  /** The logging context key that keeps a line off the console (the log file still has it). */
+  public static final String QUIET = "ramtrain.quiet";
+
   /** Samples the input normalization is measured on (the first, in shard order). */
   private static final int NORMALIZATION_SAMPLES = 10_000;
 
@@ -64,11 +68,16 @@ public final class TrainingSession {
     RunFolder run = output.folder();
     Checkpoints.Loaded checkpoint = output.resumeFrom();
     RunData d = spec.data();
+    if (!rank.speaks()) {
+      // The other ranks in this process log the same set-up as rank 0 (the backend's lines):
+      // to the log file only (conf/log4j2.properties keeps them off the console).
+      MDC.put(QUIET, "true");
+    }
     try (Backend backend = Backends.open(spec.backend());
         DataLoader trainLoader = d.loader(backend, train, d.train(), d.filter(), natives);
         DataLoader valLoader = d.loader(backend, val, d.eval(), d.filter(), natives)) {
       requireABatch(spec, trainLoader, ranks);
-      ShardMemory.report(trainLoader, valLoader, d.shardWindow(), rank.hostLimit());
+      ShardMemory.report(trainLoader, valLoader, d.shardWindow(), rank.hostLimit(), rank.speaks());
       LoopSpec options = spec.loop();
       if (!options.normalizationGiven()) { // a resumed run keeps what its first epoch measured
         Normalization n =
@@ -92,27 +101,32 @@ public final class TrainingSession {
                   shape,
                   metrics,
                   ranks)) {
-        if (ranks.worldSize() > 1) {
+        MDC.remove(QUIET); // set up: a rank's own warnings reach the console again
+        if (ranks.worldSize() > 1) { // its own numbers: every rank says them
           System.out.printf(
-              "rank %d of %d: %,d train / %,d val samples of every epoch, batches of %d%n",
+              "rank %d of %d: %,d train / %,d val samples, %,d of them each epoch in batches of"
+                  + " %d%n",
               ranks.rank(),
               ranks.worldSize(),
-              trainLoader.batchesPerEpoch() * (long) spec.batchSize(),
+              trainLoader.samples(),
               valLoader.samples(),
+              trainLoader.batchesPerEpoch() * (long) spec.batchSize(),
               spec.batchSize());
         }
-        System.out.printf(
-            "training %s (%,d parameters) on %s: %,d train / %,d val samples, %d classes, %d batches of %d per epoch; normalization mean %s std %s%n",
-            spec.model().spec(),
-            learner.parameterCount(),
-            data.source(),
-            trainLoader.samples(),
-            valLoader.samples(),
-            classes.size(),
-            trainLoader.batchesPerEpoch(),
-            spec.batchSize(),
-            Arrays.toString(options.mean()),
-            Arrays.toString(options.std()));
+        if (rank.speaks()) {
+          System.out.printf(
+              "training %s (%,d parameters) on %s: %,d train / %,d val samples, %d classes, %d batches of %d per epoch; normalization mean %s std %s%n",
+              spec.model().spec(),
+              learner.parameterCount(),
+              data.source(),
+              trainLoader.samples(),
+              valLoader.samples(),
+              classes.size(),
+              trainLoader.batchesPerEpoch(),
+              spec.batchSize(),
+              Arrays.toString(options.mean()),
+              Arrays.toString(options.std()));
+        }
         if (run != null) {
           Map<String, Object> info = new TreeMap<>(output.record());
           info.putAll(record(spec, data, shape, options));
@@ -152,12 +166,16 @@ public final class TrainingSession {
         if (ranks.worldSize() > 1) {
           String digest = digest(learner.snapshot(setup).weights());
           ranks.requireSame(digest.getBytes(StandardCharsets.US_ASCII), "final weights");
-          System.out.printf(
-              "rank %d of %d: final weights identical on every rank (%s)%n",
-              ranks.rank(), ranks.worldSize(), digest);
+          if (rank.speaks()) {
+            System.out.printf(
+                "rank %d of %d: final weights identical on every rank (%s)%n",
+                ranks.rank(), ranks.worldSize(), digest);
+          }
         }
         return eval;
       }
+    } finally {
+      MDC.remove(QUIET); // also where set-up failed: the task's thread serves later tasks
     }
   }
 
