@@ -219,9 +219,17 @@ class ReadmeCommandsIT {
         "5",
         "--image",
         "16x16",
+        "--class-names",
+        Files.writeString(tmp.resolve("names.txt"), "a\nb\nc\nd\ne\n").toString(),
+        "--top-k",
+        "2",
         "-o",
         tmp.resolve("pretrained.csv").toString(),
         images.toString());
+    assertTrue(
+        Files.readAllLines(tmp.resolve("pretrained.csv"))
+            .get(0)
+            .startsWith("path,prediction,probability,top1,top1_probability,top2,"));
     Path fiveImages = tmp.resolve("five");
     Path five = tmp.resolve("five-ds");
     run("generate", "-o", fiveImages.toString(), "--classes", "5", "--images-per-class", "4");
