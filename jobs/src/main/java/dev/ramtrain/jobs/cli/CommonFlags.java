@@ -46,7 +46,17 @@ public final class CommonFlags {
       if (eq <= 0) {
         throw new ConfigException("--set " + set + ": expected KEY=VALUE");
       }
-      cli.put(set.substring(0, eq).strip(), set.substring(eq + 1).strip());
+      String key = set.substring(0, eq).strip();
+      if (!key.startsWith(RamtrainConfig.ROOT + ".")) { // was ignored without a word
+        throw new ConfigException(
+            "--set "
+                + set
+                + ": not a ramtrain setting (their keys start with "
+                + RamtrainConfig.ROOT
+                + ".; conf/ramtrain-defaults.conf lists them); Spark's go to spark-submit's"
+                + " --conf");
+      }
+      cli.put(key, set.substring(eq + 1).strip());
     }
     Map<String, String> spark = new LinkedHashMap<>();
     for (Tuple2<String, String> entry : new SparkConf(true).getAll()) {

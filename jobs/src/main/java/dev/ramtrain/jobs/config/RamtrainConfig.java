@@ -85,8 +85,14 @@ public final class RamtrainConfig {
       cli =
           cli.withValue(e.getKey(), textValue(defaults, e.getKey(), e.getValue(), "command line"));
     }
-    RamtrainConfig result =
-        new RamtrainConfig(defaults, cli.withFallback(spark).withFallback(merged).resolve());
+    Config resolved;
+    try {
+      resolved = cli.withFallback(spark).withFallback(merged).resolve();
+    } catch (com.typesafe.config.ConfigException e) { // ${UNSET}, a cycle: a usage error
+      throw new ConfigException(
+          (userFile != null ? "config file " + userFile + ": " : "") + e.getMessage());
+    }
+    RamtrainConfig result = new RamtrainConfig(defaults, resolved);
     result.rejectUnknownKeys();
     return result;
   }

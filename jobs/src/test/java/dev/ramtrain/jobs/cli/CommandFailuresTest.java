@@ -639,6 +639,15 @@ class CommandFailuresTest {
     assertFalse(help.contains("Default: none"), help);
   }
 
+  /** A --set key outside ramtrain's settings was ignored without a word: a usage error now. */
+  @Test
+  void aSetOfAnotherLibrarysKeyIsRefused() {
+    assertOneLine(
+        MainTest.run("inspect", dataset.toString(), "--set", "foo.bar=1"),
+        Main.EXIT_USAGE,
+        "--set foo.bar=1: not a ramtrain setting");
+  }
+
   /** A named pipe among the images is a listed reject; the job does not wait on it. */
   @Test
   @Timeout(120)

@@ -196,6 +196,26 @@ class RamtrainConfigTest {
     }
   }
 
+  /**
+   * A substitution nothing defines, or a cycle, in a user file is a usage error naming the file (it
+   * was Typesafe's own exception: exit 1).
+   */
+  @Test
+  void unresolvableSubstitutionsAreUsageErrorsNamingTheFile() throws Exception {
+    Path unset = Files.writeString(tmp.resolve("unset.conf"), "ramtrain.seed = ${UNSET}\n");
+    assertMessage(
+        assertThrows(ConfigException.class, () -> RamtrainConfig.load(unset, Map.of(), Map.of())),
+        "config file " + unset,
+        "UNSET");
+    Path cycle =
+        Files.writeString(
+            tmp.resolve("cycle.conf"),
+            "ramtrain.seed = ${first}\nfirst = ${second}\nsecond = ${first}\n");
+    assertMessage(
+        assertThrows(ConfigException.class, () -> RamtrainConfig.load(cycle, Map.of(), Map.of())),
+        "config file " + cycle);
+  }
+
   @Test
   void missingUserFileIsNamed() {
     var e =

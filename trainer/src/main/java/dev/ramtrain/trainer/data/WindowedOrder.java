@@ -26,7 +26,8 @@ record WindowedOrder(long[] samples, long[] windowEnds, int[][] windowShards) {
     if (shuffle) {
       shuffle(shards, rng);
     }
-    int windows = (n + windowShards - 1) / windowShards;
+    // in long: a window of Integer.MAX_VALUE shards (every shard) overflowed to no window at all
+    int windows = (int) ((n + (long) windowShards - 1) / windowShards);
     long total = Arrays.stream(shardRows).sum();
     long[] samples = new long[Math.toIntExact(total)];
     long[] ends = new long[windows];
@@ -34,7 +35,8 @@ record WindowedOrder(long[] samples, long[] windowEnds, int[][] windowShards) {
     int at = 0;
     for (int w = 0; w < windows; w++) {
       members[w] =
-          Arrays.copyOfRange(shards, w * windowShards, Math.min(n, (w + 1) * windowShards));
+          Arrays.copyOfRange(
+              shards, w * windowShards, (int) Math.min(n, (long) (w + 1) * windowShards));
       int start = at;
       for (int shard : members[w]) {
         for (long row = 0; row < shardRows[shard]; row++) {
