@@ -90,6 +90,9 @@ public final class PredictCommand implements Callable<Integer> {
 
   static final int DEFAULT_TOP_K = 5;
 
+  /** The most classes --num-classes may give weights without a head (ImageNet-21k has 21,843). */
+  static final int MAX_BARE_CLASSES = 100_000;
+
   @Option(
       names = "--image",
       paramLabel = "HxW",
@@ -110,6 +113,22 @@ public final class PredictCommand implements Callable<Integer> {
     if (classes < 1) {
       throw new ConfigException(
           "--num-classes: " + checkpoint.weights + " has no classifier head to count classes by");
+    }
+    if (numClasses != null && file.classes() >= 1 && numClasses != file.classes()) {
+      // another count would serve a fresh random head (and 2147483647 of them ran out of memory
+      // building their names)
+      throw new ConfigException(
+          "--num-classes "
+              + numClasses
+              + ": "
+              + checkpoint.weights
+              + "'s head has "
+              + file.classes()
+              + " classes, and predict serves the head it has");
+    }
+    if (numClasses != null && file.classes() < 1 && numClasses > MAX_BARE_CLASSES) {
+      throw new ConfigException(
+          "--num-classes " + numClasses + ": at most " + MAX_BARE_CLASSES + " for a bare model");
     }
     String size = image == null ? "224x224" : image;
     ImageShape shape;

@@ -246,6 +246,20 @@ class PretrainedCommandsTest {
             images.toString());
     assertEquals(2, zero.status(), zero.err());
     assertTrue(zero.err().contains("--top-k must be >= 1, got 0"), zero.err());
+    MainTest.Run huge =
+        MainTest.run(
+            "predict",
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "--num-classes",
+            "2147483647",
+            "-o",
+            none.toString(),
+            images.toString());
+    assertEquals(2, huge.status(), huge.err());
+    assertTrue(huge.err().contains("head has 5 classes, and predict serves the head it has"));
     assertFalse(Files.exists(none), "nothing written");
   }
 

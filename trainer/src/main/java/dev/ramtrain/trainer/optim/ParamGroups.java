@@ -89,7 +89,7 @@ public final class ParamGroups {
     List<Range> ranges = new ArrayList<>();
     for (Parameters.Entry e : ordered) {
       ParamSpec p = e.spec();
-      if (frozen != null && frozen.matcher(p.name()).matches()) {
+      if (frozen != null && BoundedMatch.matches(frozen, p.name(), "ramtrain.train.freeze")) {
         continue;
       }
       float scale =

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.format.ImageShape;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.ParamSpec;
@@ -96,6 +97,23 @@ class ParamGroupsTest {
     assertEquals(List.of("head.weight", "head.bias"), List.copyOf(byName(probe, VIT_B).keySet()));
     assertEquals(1, probe.ranges().size()); // the head's two tensors are neighbours
     assertEquals(768_000 + 1000, probe.ranges().get(0).count());
+  }
+
+  /**
+   * A --freeze pattern that backtracks without end (seventeen .* then a character no name has) took
+   * minutes on ViT-B's first parameter: refused in one line naming the setting, within the bound on
+   * characters read.
+   */
+  @Test
+  void aCatastrophicFreezePatternIsRefusedNotRunForMinutes() {
+    String pattern = ".*".repeat(17) + "!";
+    ConfigException e =
+        assertThrows(
+            ConfigException.class,
+            () -> ParamGroups.of(new ParamGroups.Rules(1f, false, pattern), VIT_B));
+    assertTrue(
+        e.getMessage().startsWith("ramtrain.train.freeze = '" + pattern + "'"), e.getMessage());
+    assertTrue(e.getMessage().contains("simplify it"), e.getMessage());
   }
 
   @Test
