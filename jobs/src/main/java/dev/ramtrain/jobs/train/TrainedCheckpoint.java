@@ -118,7 +118,7 @@ public record TrainedCheckpoint(
                 EtlSettings.ExifOrientationSetting.IGNORE,
                 EtlSettings.ExifOrientationSetting.class)
             == EtlSettings.ExifOrientationSetting.APPLY,
-        Normalization.fromState(state),
+        Normalization.fromState(state, c.dir().resolve("state.json")),
         evalCrop(c));
   }
 

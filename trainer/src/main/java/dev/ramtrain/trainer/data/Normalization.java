@@ -18,7 +18,41 @@ public record Normalization(float[] mean, float[] std) {
 
   /** The normalization a checkpoint's state recorded (lists "mean" and "std"). */
   public static Normalization fromState(Map<String, Object> state) {
-    return new Normalization(floats(state.get("mean")), floats(state.get("std")));
+    return fromState(state, "the checkpoint's state.json");
+  }
+
+  /**
+   * The same, read from {@code where} (named in the error): a std that is not positive and finite
+   * in every channel, or a mean that is not finite, would turn every input into NaN or infinity (a
+   * resumed run trained into all-NaN weights and exited 0), so it is refused.
+   */
+  public static Normalization fromState(Map<String, Object> state, Object where) {
+    Normalization n = new Normalization(floats(state.get("mean")), floats(state.get("std")));
+    for (int c = 0; c < n.std.length; c++) {
+      if (!(n.std[c] > 0) || Float.isInfinite(n.std[c])) {
+        throw unreadable(
+            where
+                + ": normalization std "
+                + java.util.Arrays.toString(n.std)
+                + " is not positive and finite in channel "
+                + c
+                + "; not a state ramtrain writes");
+      }
+    }
+    for (float m : n.mean) {
+      if (!Float.isFinite(m)) {
+        throw unreadable(
+            where
+                + ": normalization mean "
+                + java.util.Arrays.toString(n.mean)
+                + " is not finite; not a state ramtrain writes");
+      }
+    }
+    return n;
+  }
+
+  private static UncheckedIOException unreadable(String message) {
+    return new UncheckedIOException(message, new IOException(message));
   }
 
   private static float[] floats(Object list) {

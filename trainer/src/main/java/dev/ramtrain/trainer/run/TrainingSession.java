@@ -82,7 +82,8 @@ public final class TrainingSession {
       if (!options.normalizationGiven()) { // a resumed run keeps what its first epoch measured
         Normalization n =
             checkpoint != null
-                ? Normalization.fromState(checkpoint.state())
+                ? Normalization.fromState(
+                    checkpoint.state(), checkpoint.dir().resolve("state.json"))
                 : measure(train, d.train().rank(), ranks, natives);
         options = options.withNormalization(n.mean(), n.std());
       }
