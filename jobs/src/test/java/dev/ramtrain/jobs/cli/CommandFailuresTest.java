@@ -648,6 +648,31 @@ class CommandFailuresTest {
         "--set foo.bar=1: not a ramtrain setting");
   }
 
+  /**
+   * Run files a user deleted: a resume of a run that averaged its weights without its
+   * model_ema.safetensors is refused (it restarted the average silently), and a checkpoint without
+   * its model.safetensors is named as not whole (it printed the bare path).
+   */
+  @Test
+  void aCheckpointMissingItsFilesIsRefusedNamingWhat() throws Exception {
+    Path run = tmp.resolve("ema-run");
+    MainTest.Run first = train(run, "--epochs", "1", "--ema", "0.9");
+    assertEquals(0, first.status(), first.err());
+    Path checkpoint = run.resolve("checkpoints/epoch-0001");
+    Files.delete(checkpoint.resolve("model_ema.safetensors"));
+    assertOneLine(
+        train(run, "--epochs", "2", "--ema", "0.9", "--resume"),
+        Main.EXIT_FAILURE,
+        checkpoint.resolve("model_ema.safetensors") + " is missing",
+        "averaged its weights");
+    Files.delete(checkpoint.resolve("model.safetensors"));
+    assertOneLine(
+        MainTest.run("evaluate", "-c", run.toString(), "-d", dataset.toString()),
+        Main.EXIT_FAILURE,
+        checkpoint.resolve("model.safetensors") + " is missing",
+        "is not a whole checkpoint");
+  }
+
   /** A named pipe among the images is a listed reject; the job does not wait on it. */
   @Test
   @Timeout(120)

@@ -293,6 +293,12 @@ public final class Checkpoints {
 
   public static Loaded load(Path dir) throws IOException {
     Map<String, Object> state = readState(dir);
+    for (String part : new String[] {"model.safetensors", "optimizer.safetensors"}) {
+      if (!Files.exists(dir.resolve(part))) { // said so, not the bare path of a NoSuchFile
+        throw new IOException(
+            dir.resolve(part) + " is missing: " + dir + " is not a whole checkpoint");
+      }
+    }
     Map<String, Safetensors.Tensor> weights =
         Safetensors.read(dir.resolve("model.safetensors"), new HashMap<>());
     List<float[]> optimizer = new ArrayList<>();

@@ -148,6 +148,7 @@ public final class TrainingSession {
               checkpoint.dir(), firstEpoch, checkpoint.globalStep());
         }
         if (spec.model().ema() > 0) { // from the checkpoint's average, or the weights now
+          requireAverage(checkpoint);
           learner.averageWeights(spec.model().emaDecay(), checkpoint, setup);
         }
         if (rank.steps() != null) {
@@ -179,6 +180,29 @@ public final class TrainingSession {
       MDC.remove(QUIET); // also where set-up failed: the task's thread serves later tasks
     }
   }
+
+  /**
+   * A checkpoint of a run that averaged its weights holds the average: resuming without it would
+   * restart the average from the weights, silently (a deleted model_ema.safetensors did).
+   */
+  private static void requireAverage(Checkpoints.Loaded checkpoint) throws IOException {
+    if (checkpoint == null || !checkpoint.averaged().isEmpty()) {
+      return;
+    }
+    Object settings = checkpoint.state().get("settings");
+    Object ema = settings instanceof Map<?, ?> recorded ? recorded.get(EMA_KEY) : null;
+    if (ema != null && Double.parseDouble(String.valueOf(ema)) > 0) {
+      throw new IOException(
+          checkpoint.dir().resolve(Checkpoints.AVERAGED)
+              + " is missing, though the run averaged its weights ("
+              + EMA_KEY
+              + " = "
+              + ema
+              + "): restore it, or resume from another checkpoint");
+    }
+  }
+
+  private static final String EMA_KEY = "ramtrain.train.ema";
 
   private static void requireBothSplits(TrainingData data) {
     for (String split : List.of(Manifest.TRAIN, Manifest.VAL)) {
