@@ -45,8 +45,13 @@ public record RunRecord(
     List<JsonNode> epochs = new ArrayList<>();
     List<JsonNode> steps = new ArrayList<>();
     List<double[]> losses = new ArrayList<>();
+    String text = Files.readString(metrics, StandardCharsets.UTF_8);
+    List<String> lines = text.lines().toList();
+    // A run killed while appending leaves its last line half-written, without its newline: the
+    // report reads what came before, as train --resume does (any other bad line is an error).
+    boolean torn = !text.isEmpty() && !text.endsWith("\n");
     int lineNumber = 0;
-    for (String line : Files.readAllLines(metrics, StandardCharsets.UTF_8)) {
+    for (String line : lines) {
       lineNumber++;
       if (line.isBlank()) {
         continue;
@@ -55,6 +60,9 @@ public record RunRecord(
       try {
         record = JSON.readTree(line);
       } catch (IOException e) {
+        if (torn && lineNumber == lines.size()) {
+          break;
+        }
         throw new IOException(
             metrics + " line " + lineNumber + " is not JSON: " + IoErrors.reason(e), e);
       }

@@ -227,13 +227,19 @@ class TrainingReportTest {
     assertEquals("my picture", Files.readString(own));
   }
 
+  /**
+   * A damaged line is named with its number and nothing is written; the half-written last line a
+   * killed run leaves (no newline after it) is passed over, as train --resume passes over it.
+   */
   @Test
   void aDamagedMetricsFileIsNamedWithItsLine() throws Exception {
     Path run = RunFixture.write(tmp.resolve("run"), 1, 0.01, false);
-    Files.writeString(
-        run.resolve("metrics.jsonl"),
-        "{\"type\":\"epoch\"}\n{\"type\":",
-        java.nio.file.StandardOpenOption.APPEND);
+    Path metrics = run.resolve("metrics.jsonl");
+    String whole = Files.readString(metrics);
+    Files.writeString(metrics, whole + "{\"type\":\"epoch\"}\n{\"type\":");
+    TrainingReport.draw(List.of(run), tmp.resolve("torn"));
+    assertTrue(Files.exists(tmp.resolve("torn/index.html")), "a torn last line is passed over");
+    Files.writeString(metrics, whole + "{\"type\":\n{\"type\":\"epoch\"}\n");
     IOException e =
         assertThrows(IOException.class, () -> TrainingReport.draw(List.of(run), tmp.resolve("o")));
     assertTrue(e.getMessage().contains("metrics.jsonl line"), e.getMessage());
