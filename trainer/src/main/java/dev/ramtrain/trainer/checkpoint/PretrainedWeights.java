@@ -119,7 +119,7 @@ public final class PretrainedWeights {
       long[] want = Arrays.stream(p.shape()).asLongStream().toArray();
       if (Arrays.equals(want, t.shape())) {
         values.put(p.name(), t.values());
-      } else if (isHead(p.name()) && t.shape().length == want.length && t.shape().length > 0) {
+      } else if (isHead(p.name()) && anotherClassCount(p.name(), t.shape(), want)) {
         replacedHead.add(p.name()); // another class count: timm's rule, a fresh classifier
       } else if (p.name().equals("pos_embed") && PositionEmbedding.resizable(t.shape(), want)) {
         values.put(p.name(), PositionEmbedding.resample(t.values(), t.shape(), want));
@@ -160,6 +160,30 @@ public final class PretrainedWeights {
           classes());
     }
     return values;
+  }
+
+  /**
+   * Whether a head tensor differs from the model's only in its class count: the same rank and every
+   * dimension but the first, the file's weight and bias agreeing on the count. A weight stored [in,
+   * classes] (transposed) is misshapen, not another class count (it was taken for one, and the head
+   * silently started fresh).
+   */
+  private boolean anotherClassCount(String name, long[] has, long[] want) {
+    if (has.length != want.length || has.length == 0) {
+      return false;
+    }
+    for (int i = 1; i < has.length; i++) {
+      if (has[i] != want[i]) {
+        return false;
+      }
+    }
+    String head = name.substring(0, name.lastIndexOf('.'));
+    Safetensors.Tensor weight = tensors.get(head + ".weight");
+    Safetensors.Tensor bias = tensors.get(head + ".bias");
+    return weight == null
+        || bias == null
+        || bias.shape().length != 1
+        || (weight.shape().length > 0 && weight.shape()[0] == bias.shape()[0]);
   }
 
   private static boolean isHead(String name) {

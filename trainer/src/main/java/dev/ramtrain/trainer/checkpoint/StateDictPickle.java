@@ -133,7 +133,7 @@ final class StateDictPickle {
           case 'b' -> build(at, pop(at));
           case 's' -> {
             Object value = pop(at);
-            Object key = pop(at);
+            Object key = key(at, pop(at));
             dict(at, peek(at)).put(key, value);
           }
           case 'u' -> {
@@ -143,7 +143,7 @@ final class StateDictPickle {
               throw fail(at, "SETITEMS with an odd number of values");
             }
             for (int i = 0; i < items.size(); i += 2) {
-              dict.put(items.get(i), items.get(i + 1));
+              dict.put(key(at, items.get(i)), items.get(i + 1));
             }
           }
           case 'a' -> {
@@ -161,6 +161,17 @@ final class StateDictPickle {
     } catch (java.nio.BufferUnderflowException e) {
       throw new IOException(where + ": the pickle ends in the middle of an opcode (truncated?)");
     }
+  }
+
+  /**
+   * A dict key as a state dict has them: a name or a number. A container key is refused before it
+   * is hashed: a tuple nested 100,000 deep, or a dict that holds itself, overflowed the stack.
+   */
+  private Object key(int at, Object key) throws IOException {
+    if (key instanceof List<?> || key instanceof Map<?, ?>) {
+      throw fail(at, "a dict key that is a " + kind(key) + " (a state dict's keys are names)");
+    }
+    return key;
   }
 
   private double bigEndianDouble() {

@@ -124,6 +124,37 @@ class PretrainedWeightsTest {
     assertEquals(params(layers).size() - 2, values.size());
   }
 
+  /**
+   * A head weight stored transposed ([in, classes]) is a shape mismatch named in the one error, for
+   * the model of the file's class count and for another: it was taken for another class count and
+   * the head silently started fresh (predict then failed with a NullPointerException's message).
+   */
+  @Test
+  void aTransposedHeadIsMisshapenNotAnotherClassCount(@TempDir Path dir) throws IOException {
+    Map<String, Safetensors.Tensor> all =
+        Safetensors.read(resource("vit_tiny_torchvision.weights.safetensors"), new HashMap<>());
+    List<Safetensors.Tensor> written = new java.util.ArrayList<>();
+    for (Safetensors.Tensor t : all.values()) {
+      boolean head = t.name().equals("heads.head.weight") || t.name().equals("head.weight");
+      written.add(
+          head
+              ? new Safetensors.Tensor(
+                  t.name(), new long[] {t.shape()[1], t.shape()[0]}, t.values())
+              : t);
+    }
+    Path transposed = dir.resolve("transposed.safetensors");
+    Safetensors.write(transposed, written, Map.of());
+    PretrainedWeights weights = PretrainedWeights.read(transposed);
+    for (String spec : new String[] {SPEC, "vit:4-32-2-4-7"}) {
+      List<Layer> layers = ModelSpec.parse(spec, new ImageShape(16, 16, 3));
+      var e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> weights.matchTo(spec, params(layers), List.of()));
+      assertTrue(e.getMessage().contains("head.weight [32, 5] in the file, ["), e.getMessage());
+    }
+  }
+
   @Test
   void aPositionEmbeddingForAnotherImageSizeIsResampledAsTimmDoes() throws IOException {
     PretrainedWeights weights =

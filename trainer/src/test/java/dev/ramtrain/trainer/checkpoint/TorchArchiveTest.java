@@ -94,6 +94,42 @@ class TorchArchiveTest {
   }
 
   /**
+   * A dict key nested 100,000 tuples deep, or a dict that is its own key, overflowed the stack when
+   * the key was hashed: refused as a key no state dict has, before it is hashed.
+   */
+  @Test
+  void containerKeysAreRefusedBeforeTheyAreHashed() {
+    java.io.ByteArrayOutputStream deep = new java.io.ByteArrayOutputStream();
+    deep.write(0x80);
+    deep.write(2); // PROTO 2
+    deep.write('}'); // EMPTY_DICT
+    deep.write(')'); // EMPTY_TUPLE
+    for (int i = 0; i < 100_000; i++) {
+      deep.write(0x85); // TUPLE1: the one before, wrapped (no MARK, so no mark depth to bound)
+    }
+    deep.write('N'); // the value
+    deep.write('s'); // SETITEM
+    deep.write('.'); // STOP
+    var e = assertThrows(IOException.class, () -> StateDictPickle.read("deep", deep.toByteArray()));
+    assertTrue(e.getMessage().startsWith("deep: "), e.getMessage());
+    assertTrue(e.getMessage().contains("a dict key that is a"), e.getMessage());
+    byte[] itself = {
+      (byte) 0x80,
+      2,
+      '}',
+      'q',
+      0, // EMPTY_DICT, memoized as 0
+      'h',
+      0,
+      'N',
+      's',
+      '.' // its own key: SETITEM(dict, dict, None)
+    };
+    var self = assertThrows(IOException.class, () -> StateDictPickle.read("self", itself));
+    assertTrue(self.getMessage().contains("a dict key that is a"), self.getMessage());
+  }
+
+  /**
    * Random damage to a real state dict's pickle (flipped bytes, cut ends, spliced runs): every
    * outcome is a state dict or an IOException naming the file; never another exception, a hang or
    * an allocation the bytes did not justify.
