@@ -51,7 +51,7 @@ public final class TrainingReport {
   public static Path write(
       Path run, String split, EvalResult eval, List<String> classes, FileClaims claims)
       throws IOException {
-    Path dir = run.resolve("report");
+    Path dir = ownReportFolder(run);
     Files.createDirectories(dir);
     claims.claim(dir.resolve(Evaluation.FILE));
     Evaluation.of(split, eval, classes).write(dir);
@@ -89,7 +89,23 @@ public final class TrainingReport {
 
   /** Draws the report of one run into its own report folder, each file claimed first. */
   public static Path redraw(Path run, FileClaims claims) throws IOException {
-    return drawInto(List.of(run), run.resolve("report"), claims);
+    return drawInto(List.of(run), ownReportFolder(run), claims);
+  }
+
+  /**
+   * {@code run}/report, refused where it is a link: its files would be written wherever the link
+   * points (a user's folder), which the run's journal cannot vouch for.
+   */
+  private static Path ownReportFolder(Path run) throws IOException {
+    Path dir = run.resolve("report");
+    if (Files.isSymbolicLink(dir)) {
+      throw new IOException(
+          dir
+              + " is a link (to "
+              + Files.readSymbolicLink(dir)
+              + "): ramtrain writes a run's report only into a folder of its own");
+    }
+    return dir;
   }
 
   private static Path drawInto(List<Path> runs, Path dir, FileClaims claims) throws IOException {

@@ -227,6 +227,27 @@ class TrainingReportTest {
     assertEquals("my picture", Files.readString(own));
   }
 
+  /** A run's report/ replaced by a link to a user's folder is not written through. */
+  @Test
+  void aReportFolderThatIsALinkIsNotWrittenThrough() throws Exception {
+    Path run = RunFixture.write(tmp.resolve("linked"), 1, 0.01, false);
+    Path mine = Files.createDirectories(tmp.resolve("my-folder"));
+    Path report = run.resolve("report");
+    if (Files.exists(report)) {
+      try (var files = Files.walk(report)) {
+        files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+      }
+    }
+    Files.createSymbolicLink(report, mine);
+    IOException e =
+        assertThrows(
+            IOException.class, () -> TrainingReport.redraw(run, RunJournal.of(run)::claim));
+    assertTrue(e.getMessage().contains("is a link"), e.getMessage());
+    try (var inside = Files.list(mine)) {
+      assertEquals(0, inside.count(), "nothing written into the linked folder");
+    }
+  }
+
   /**
    * A damaged line is named with its number and nothing is written; the half-written last line a
    * killed run leaves (no newline after it) is passed over, as train --resume passes over it.
