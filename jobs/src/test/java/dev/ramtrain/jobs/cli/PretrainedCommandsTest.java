@@ -164,21 +164,7 @@ class PretrainedCommandsTest {
     Files.writeString(names, "circle\nsquare\n\ntriangle\ncross\nstar\n"); // a blank line
     Path csv = tmp.resolve("top.csv");
     MainTest.Run p =
-        MainTest.run(
-            "predict",
-            "--model",
-            MODEL,
-            "--weights",
-            WEIGHTS.toString(),
-            "--image",
-            "16x16",
-            "--class-names",
-            names.toString(),
-            "--top-k",
-            "2",
-            "-o",
-            csv.toString(),
-            images.toString());
+        predictWeights(csv, "--image", "16x16", "--class-names", names.toString(), "--top-k", "2");
     assertEquals(0, p.status(), p.err());
     List<String> lines = Files.readAllLines(csv);
     assertEquals(
@@ -195,19 +181,7 @@ class PretrainedCommandsTest {
     }
     Path every = tmp.resolve("every.csv");
     MainTest.Run named =
-        MainTest.run(
-            "predict",
-            "--model",
-            MODEL,
-            "--weights",
-            WEIGHTS.toString(),
-            "--image",
-            "16x16",
-            "--class-names",
-            names.toString(),
-            "-o",
-            every.toString(),
-            images.toString());
+        predictWeights(every, "--image", "16x16", "--class-names", names.toString());
     assertEquals(0, named.status(), named.err());
     assertEquals(
         "path,prediction,probability,circle,square,triangle,cross,star,error",
@@ -216,51 +190,26 @@ class PretrainedCommandsTest {
     Path four = tmp.resolve("four.txt");
     Files.writeString(four, "a\nb\nc\nd\n");
     Path none = tmp.resolve("none.csv");
-    MainTest.Run wrong =
-        MainTest.run(
-            "predict",
-            "--model",
-            MODEL,
-            "--weights",
-            WEIGHTS.toString(),
-            "--image",
-            "16x16",
-            "--class-names",
-            four.toString(),
-            "-o",
-            none.toString(),
-            images.toString());
+    MainTest.Run wrong = predictWeights(none, "--image", "16x16", "--class-names", four.toString());
     assertEquals(2, wrong.status(), wrong.err());
     assertTrue(wrong.err().contains(four + ": 4 names for a head of 5 classes"), wrong.err());
-    MainTest.Run zero =
-        MainTest.run(
-            "predict",
-            "--model",
-            MODEL,
-            "--weights",
-            WEIGHTS.toString(),
-            "--top-k",
-            "0",
-            "-o",
-            none.toString(),
-            images.toString());
+    MainTest.Run zero = predictWeights(none, "--top-k", "0");
     assertEquals(2, zero.status(), zero.err());
     assertTrue(zero.err().contains("--top-k must be >= 1, got 0"), zero.err());
-    MainTest.Run huge =
-        MainTest.run(
-            "predict",
-            "--model",
-            MODEL,
-            "--weights",
-            WEIGHTS.toString(),
-            "--num-classes",
-            "2147483647",
-            "-o",
-            none.toString(),
-            images.toString());
+    MainTest.Run huge = predictWeights(none, "--num-classes", "2147483647");
     assertEquals(2, huge.status(), huge.err());
     assertTrue(huge.err().contains("head has 5 classes, and predict serves the head it has"));
     assertFalse(Files.exists(none), "nothing written");
+  }
+
+  /** predict of the generated images with the tiny ViT's weights into {@code csv}, and more. */
+  private static MainTest.Run predictWeights(Path csv, String... more) {
+    List<String> args =
+        new java.util.ArrayList<>(
+            List.of("predict", "--model", MODEL, "--weights", WEIGHTS.toString()));
+    args.addAll(List.of(more));
+    args.addAll(List.of("-o", csv.toString(), images.toString()));
+    return MainTest.run(args.toArray(String[]::new));
   }
 
   /**

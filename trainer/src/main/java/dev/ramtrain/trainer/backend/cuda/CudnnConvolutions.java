@@ -224,19 +224,17 @@ final class CudnnConvolutions implements AutoCloseable {
     }
     CudaBuffer columns = CudaOperations.cuda(op.columns());
     CudaBuffer dy = CudaOperations.cuda(op.dy());
-    if (graphs(plan, op)) {
-      long x = CudaOperations.cuda(op.x()).address().address();
-      long g = dy.address().address();
+    long x = CudaOperations.cuda(op.x()).address().address();
+    long g = dy.address().address();
+    long dw = CudaOperations.cuda(op.weightGrad()).address().address();
+    long w = CudaOperations.cuda(op.weight()).address().address();
+    long dx = op.dx() == null ? 0 : CudaOperations.cuda(op.dx()).address().address();
+    boolean planned = plan.filterGraph != null && (op.dx() == null || plan.dataGraph != null);
+    if (planned && CudnnGraphPlan.aligned(x, g, dw, w, dx)) {
       long scratch = columns.address().address();
-      plan.filterGraph.execute(
-          handle(s), x, CudaOperations.cuda(op.weightGrad()).address().address(), g, scratch);
+      plan.filterGraph.execute(handle(s), x, dw, g, scratch);
       if (op.dx() != null) {
-        plan.dataGraph.execute(
-            handle(s),
-            CudaOperations.cuda(op.dx()).address().address(),
-            CudaOperations.cuda(op.weight()).address().address(),
-            g,
-            scratch);
+        plan.dataGraph.execute(handle(s), dx, w, g, scratch);
       }
       return true;
     }
@@ -276,21 +274,6 @@ final class CudnnConvolutions implements AutoCloseable {
           () -> "cudnnConvolutionBackwardData " + op.window() + " on stream '" + s.label() + "'");
     }
     return true;
-  }
-
-  /** Whether {@code op}'s backward runs on the graph API's plans: both built, buffers aligned. */
-  private static boolean graphs(Plan plan, ConvolutionBackward op) {
-    if (plan.filterGraph == null || (op.dx() != null && plan.dataGraph == null)) {
-      return false;
-    }
-    long[] addresses = {
-      CudaOperations.cuda(op.x()).address().address(),
-      CudaOperations.cuda(op.dy()).address().address(),
-      CudaOperations.cuda(op.weightGrad()).address().address(),
-      CudaOperations.cuda(op.weight()).address().address(),
-      op.dx() == null ? 0 : CudaOperations.cuda(op.dx()).address().address()
-    };
-    return CudnnGraphPlan.aligned(addresses);
   }
 
   private static boolean takes(DType operands, int inBlock, int outBlock) {
