@@ -9,6 +9,7 @@ import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
+import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -81,6 +82,16 @@ public final class PlanCommand implements Callable<Integer> {
               + " shape and precision as it trained, instead of --model and --image.")
   Path checkpoint;
 
+  @Option(
+      names = "--inference",
+      description =
+          "Plan predict and evaluate instead of training: the model bound for inference (no"
+              + " gradients or optimizer state, each activation's memory reused once read), at"
+              + " --batch-size or predict's default of "
+              + EvaluateCommand.DEFAULT_BATCH
+              + ".")
+  boolean inference;
+
   @Override
   public Integer call() throws IOException {
     Map<String, String> f = new LinkedHashMap<>();
@@ -92,7 +103,8 @@ public final class PlanCommand implements Callable<Integer> {
     f.put("ramtrain.offload.bf16-weights", CommonFlags.text(bf16));
     RamtrainConfig c = common.load(f);
     OffloadSpec offload = TrainSettings.offload(c);
-    int batch = TrainSettings.batchSize(c);
+    int batch =
+        inference && batchSize == null ? EvaluateCommand.DEFAULT_BATCH : TrainSettings.batchSize(c);
     String spec;
     ImageShape shape;
     Supplier<List<Layer>> layers;
@@ -111,6 +123,10 @@ public final class PlanCommand implements Callable<Integer> {
       layers = TrainSettings.modelLayers(c, shape);
     }
     try (Backend backend = Backends.open(TrainSettings.backend(c))) {
+      if (inference) {
+        System.out.print(inferencePlan(spec, shape, layers, backend, batch));
+        return 0;
+      }
       String deviceName = c.string("ramtrain.plan.device");
       DeviceProfile profile =
           deviceName.equals("measured")
@@ -131,5 +147,34 @@ public final class PlanCommand implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  /** What predict and evaluate allocate for the model at {@code batch}, to the byte. */
+  private static String inferencePlan(
+      String spec, ImageShape shape, Supplier<List<Layer>> layers, Backend backend, int batch) {
+    Model.InferenceFootprint f = Model.inferenceFootprint(spec, layers, backend, batch);
+    long free = backend.freeMemoryBytes();
+    return String.format(
+        "inference      %s on %s images, batch %d, on the %s backend%n"
+            + "weights        %s (and %s of buffers: running statistics)%n"
+            + "activations    %s (reused once read: no gradients, nothing kept for backward)%n"
+            + "workspace      %s%n"
+            + "total          %s%s%n",
+        spec,
+        shape,
+        batch,
+        backend.name(),
+        PlacementPlan.bytes(f.parameterBytes()),
+        PlacementPlan.bytes(f.bufferBytes()),
+        PlacementPlan.bytes(f.activationBytes()),
+        PlacementPlan.bytes(f.workspaceBytes()),
+        PlacementPlan.bytes(f.totalBytes()),
+        free == Long.MAX_VALUE
+            ? ""
+            : f.totalBytes() <= free
+                ? ", fits in " + PlacementPlan.bytes(free) + " free"
+                : ", more than the "
+                    + PlacementPlan.bytes(free)
+                    + " free: use a smaller --batch-size");
   }
 }

@@ -86,7 +86,7 @@ public final class CheckpointEvaluation {
                 trained.evalCrop() == null ? data.filter() : trained.evalCrop().filter(),
                 new EtlImageNatives())) {
       Stream stream = backend.createStream("evaluate");
-      try (Model model = Model.build(spec, trained.layers(), backend, stream, batch, 0);
+      try (Model model = InferenceModels.build(trained, backend, batch, "evaluate");
           CrossEntropyLoss loss = new CrossEntropyLoss(backend, batch, m.classes().size(), 0f);
           DeviceInputs inputs =
               new DeviceInputs(

@@ -85,7 +85,8 @@ public final class ImageClassifier implements AutoCloseable {
     Model model = null;
     try {
       var stream = backend.createStream("predict");
-      model = Model.build(trained.model(), trained.layers(), backend, stream, batchSize, 0);
+      // bound for inference: no gradients, each activation's memory reused once read
+      model = InferenceModels.build(trained, backend, batchSize, "predict");
       Predictor predictor =
           new Predictor(
               backend,

@@ -203,6 +203,30 @@ class PretrainedCommandsTest {
   }
 
   /** predict of the generated images with the tiny ViT's weights into {@code csv}, and more. */
+  /**
+   * Inference binds the model without gradients or saved activations: {@code plan --inference} says
+   * what predict allocates, and a batch the backend cannot hold is refused before anything is
+   * allocated, in one usage line naming --batch-size and both sizes.
+   */
+  @Test
+  void predictRefusesABatchItCannotHoldAndPlanSaysWhatItTakes() {
+    MainTest.Run plan =
+        MainTest.run(
+            "plan", "--inference", "--model", MODEL, "--image", "16x16x3", "--batch-size", "8");
+    assertEquals(0, plan.status(), plan.err());
+    assertTrue(plan.out().contains("inference      " + MODEL), plan.out());
+    assertTrue(plan.out().contains("activations    "), plan.out());
+    assertTrue(plan.out().contains("fits in"), plan.out());
+
+    Path csv = tmp.resolve("huge.csv");
+    MainTest.Run r = predictWeights(csv, "--batch-size", "100000000");
+    assertEquals(2, r.status(), r.err());
+    assertTrue(r.err().contains("predict --batch-size 100000000: evaluating " + MODEL), r.err());
+    assertTrue(r.err().contains("free; use a smaller --batch-size"), r.err());
+    assertEquals(1, r.err().strip().lines().filter(l -> l.contains("error")).count(), r.err());
+    assertFalse(Files.exists(csv), "nothing written");
+  }
+
   private static MainTest.Run predictWeights(Path csv, String... more) {
     List<String> args =
         new java.util.ArrayList<>(

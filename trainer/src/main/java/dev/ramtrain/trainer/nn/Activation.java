@@ -53,6 +53,11 @@ public final class Activation extends BaseLayer {
   }
 
   @Override
+  public boolean evaluationReturnsInput() {
+    return inPlace;
+  }
+
+  @Override
   protected void bind(ParameterSource params, int maxBatch) {
     if (!inPlace) {
       y = own("out", (long) maxBatch * size);

@@ -31,6 +31,11 @@ abstract class BaseLayer implements Layer {
     this.source = params;
     try {
       bind(params, maxBatch);
+      ActivationKeys keys = params.activationKeys();
+      if (keys != null
+          && !keys.placed()) { // a layer without children: where it wrote, or its input
+        keys.outputIn(evaluationReturnsInput() ? keys.inputKey() : keys.writeKey());
+      }
     } finally {
       this.source = null;
     }
@@ -38,6 +43,14 @@ abstract class BaseLayer implements Layer {
 
   /** Takes parameter views and allocates activation memory (with {@link #own}). */
   protected abstract void bind(ParameterSource params, int maxBatch);
+
+  /**
+   * Whether the layer is being bound for inference: no gradients (its {@link #inputGradient} is
+   * null), and nothing kept for a backward that never comes.
+   */
+  protected boolean inference() {
+    return source.activationKeys() != null;
+  }
 
   /** Allocates activation memory this layer owns until it closes. */
   protected DeviceBuffer own(String what, long count) {
@@ -59,6 +72,9 @@ abstract class BaseLayer implements Layer {
    * writes there, or, at the top level and bound alone, memory of its own.
    */
   protected DeviceBuffer inputGradient(long count) {
+    if (inference()) {
+      return null;
+    }
     GradientSlots slots = source.gradientSlots();
     String slot = source.gradientSlot();
     return slots == null || slot == null ? own("dx", count) : slots.view(slot, name, count);
@@ -69,6 +85,9 @@ abstract class BaseLayer implements Layer {
    * under this layer's path, distinct from its children's, or memory of its own.
    */
   protected DeviceBuffer innerGradient(String what, long count) {
+    if (inference()) {
+      return null;
+    }
     ParameterSource in = source.inputGradientIn(what);
     GradientSlots slots = in.gradientSlots();
     String slot = in.gradientSlot();

@@ -123,7 +123,7 @@ public final class BatchNorm2d extends BaseLayer {
     savedInvStd = own("saved-inv-std", c);
     y = own("out", (long) maxBatch * outputSize());
     dx = inputGradient((long) maxBatch * inputSize());
-    if (relu) {
+    if (relu && !inference()) { // the mask is for backward; evaluation applies the ReLU alone
       long maskBytes = backend.normReluMaskBytes(maxBatch, c, hw, block);
       if (maskBytes > 0) {
         reluMask = own("relu-mask", DType.U8, maskBytes);

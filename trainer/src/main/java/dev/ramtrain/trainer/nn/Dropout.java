@@ -39,8 +39,17 @@ public final class Dropout extends BaseLayer {
     return size;
   }
 
+  /** Evaluation passes its input through. */
+  @Override
+  public boolean evaluationReturnsInput() {
+    return true;
+  }
+
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
+    if (inference()) {
+      return; // evaluation draws no mask and returns its input
+    }
     mask = own("mask", (long) maxBatch * size);
     y = own("out", (long) maxBatch * size);
     dx = inputGradient((long) maxBatch * size);

@@ -56,6 +56,15 @@ public interface Layer extends AutoCloseable {
   }
 
   /**
+   * Whether an evaluation forward ({@code training} false) returns its input itself (an in-place
+   * ReLU, dropout): then a model bound for inference finds this layer's output where its input is
+   * ({@link ActivationKeys}).
+   */
+  default boolean evaluationReturnsInput() {
+    return false;
+  }
+
+  /**
    * Called before each training forward with a seed drawn from (model seed, step), for layers whose
    * training forward draws random numbers (dropout): a resumed run draws the same numbers.
    */

@@ -8,7 +8,9 @@ import dev.ramtrain.trainer.backend.ops.Fill;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.IntConsumer;
+import java.util.function.Supplier;
 
 /**
  * A stack of layers over one parameter slab: forward runs the layers in order, backward in reverse.
@@ -19,7 +21,8 @@ public final class Model implements Network, AutoCloseable {
   private final List<Layer> layers;
   private final Parameters parameters;
   private final Workspace workspace;
-  private final GradientSlots gradientSlots;
+  private final GradientSlots gradientSlots; // null: bound for inference
+  private final InferenceActivations inferenceActivations; // null: bound for training
   private final Backend backend;
   private final int maxBatch;
   private final long seed;
@@ -34,6 +37,7 @@ public final class Model implements Network, AutoCloseable {
       Parameters parameters,
       Workspace workspace,
       GradientSlots gradientSlots,
+      InferenceActivations inferenceActivations,
       Backend backend,
       int maxBatch,
       long seed) {
@@ -42,11 +46,14 @@ public final class Model implements Network, AutoCloseable {
     this.parameters = parameters;
     this.workspace = workspace;
     this.gradientSlots = gradientSlots;
+    this.inferenceActivations = inferenceActivations;
     this.backend = backend;
     this.maxBatch = maxBatch;
     this.seed = seed;
-    this.freshGradientWriters = layers.stream().filter(Layer::writesFreshGradients).toList();
-    this.gradientRunsToFill = gradientRunsToFill(layers, parameters);
+    boolean training = inferenceActivations == null;
+    this.freshGradientWriters =
+        training ? layers.stream().filter(Layer::writesFreshGradients).toList() : List.of();
+    this.gradientRunsToFill = training ? gradientRunsToFill(layers, parameters) : List.of();
   }
 
   /** The gradients of layers that add into theirs, as maximal contiguous runs of the slab. */
@@ -92,22 +99,7 @@ public final class Model implements Network, AutoCloseable {
       int maxBatch,
       long seed,
       Map<String, float[]> pretrained) {
-    for (int i = 1; i < layers.size(); i++) {
-      Layer prev = layers.get(i - 1);
-      Layer next = layers.get(i);
-      if (prev.outputSize() != next.inputSize()) {
-        throw new IllegalArgumentException(
-            spec
-                + ": "
-                + prev.name()
-                + " gives "
-                + prev.outputSize()
-                + " values per sample but "
-                + next.name()
-                + " takes "
-                + next.inputSize());
-      }
-    }
+    checkChain(spec, layers);
     List<ParamSpec> specs = new ArrayList<>();
     List<ParamSpec> buffers = new ArrayList<>();
     for (Layer layer : layers) {
@@ -136,7 +128,138 @@ public final class Model implements Network, AutoCloseable {
       throw e;
     }
     return new Model(
-        spec, List.copyOf(layers), parameters, workspace, slots, backend, maxBatch, seed);
+        spec, List.copyOf(layers), parameters, workspace, slots, null, backend, maxBatch, seed);
+  }
+
+  /**
+   * Binds a fresh copy of {@code layers} for inference at up to {@code maxBatch} samples, as
+   * PyTorch evaluates under {@code torch.no_grad()}: no gradients, nothing kept for a backward,
+   * each activation's memory reused once no later layer reads it ({@link ActivationKeys}); a first
+   * copy is bound to nothing to size that memory. Forward only, in evaluation mode; the parameters
+   * and buffers are zero until restored (a checkpoint's, {@link Parameters#values}).
+   */
+  public static Model buildForInference(
+      String spec, Supplier<List<Layer>> layers, Backend backend, int maxBatch) {
+    return buildForInference(spec, layers, backend, maxBatch, footprint -> {});
+  }
+
+  /** As above, {@code check} shown what the model will take before anything is allocated. */
+  public static Model buildForInference(
+      String spec,
+      Supplier<List<Layer>> layers,
+      Backend backend,
+      int maxBatch,
+      Consumer<InferenceFootprint> check) {
+    InferenceActivations sized = sizeForInference(spec, layers.get(), backend, maxBatch);
+    List<Layer> fresh = layers.get();
+    check.accept(footprint(fresh, sized, backend, maxBatch));
+    Parameters parameters =
+        Parameters.allocateForInference(backend, parameterSpecs(fresh), bufferSpecs(fresh));
+    Workspace workspace = null;
+    InferenceActivations activations = null;
+    List<Layer> bound = new ArrayList<>();
+    try {
+      workspace = Workspace.forLayers(backend, fresh, maxBatch);
+      activations = sized.allocate(backend);
+      bindForInference(
+          fresh, backend, parameters.sharing(workspace, null), activations, maxBatch, bound);
+    } catch (RuntimeException e) {
+      try (Parameters p = parameters;
+          Workspace w = workspace;
+          InferenceActivations a = activations) {
+        bound.forEach(Layer::close);
+        throw e;
+      }
+    }
+    return new Model(
+        spec, List.copyOf(fresh), parameters, workspace, null, activations, backend, maxBatch, 0);
+  }
+
+  /**
+   * Device bytes {@link #buildForInference} allocates for {@code layers} at {@code maxBatch}, by
+   * binding a copy as it does: what {@code plan --inference} prints.
+   */
+  public static InferenceFootprint inferenceFootprint(
+      String spec, Supplier<List<Layer>> layers, Backend backend, int maxBatch) {
+    List<Layer> copy = layers.get();
+    return footprint(copy, sizeForInference(spec, copy, backend, maxBatch), backend, maxBatch);
+  }
+
+  private static InferenceFootprint footprint(
+      List<Layer> layers, InferenceActivations sized, Backend backend, int maxBatch) {
+    long parameters = 4 * parameterSpecs(layers).stream().mapToLong(ParamSpec::count).sum();
+    long buffers = 4 * bufferSpecs(layers).stream().mapToLong(ParamSpec::count).sum();
+    long workspace =
+        layers.stream().mapToLong(l -> l.scratchBytes(backend, maxBatch)).max().orElse(0);
+    return new InferenceFootprint(parameters, buffers, workspace, sized.bytes());
+  }
+
+  /** What a model bound for inference holds on its device. */
+  public record InferenceFootprint(
+      long parameterBytes, long bufferBytes, long workspaceBytes, long activationBytes) {
+    public long totalBytes() {
+      return parameterBytes + bufferBytes + workspaceBytes + activationBytes;
+    }
+  }
+
+  /** The activation memory {@code layers} (a copy, closed here) take bound for inference. */
+  private static InferenceActivations sizeForInference(
+      String spec, List<Layer> layers, Backend backend, int maxBatch) {
+    checkChain(spec, layers);
+    InferenceActivations sizing = InferenceActivations.sizing();
+    List<Layer> bound = new ArrayList<>();
+    try (Parameters p =
+            Parameters.allocateForInference(backend, parameterSpecs(layers), bufferSpecs(layers));
+        Workspace workspace = Workspace.standIn(backend)) {
+      bindForInference(layers, backend, p.sharing(workspace, null), sizing, maxBatch, bound);
+    } finally {
+      bound.forEach(Layer::close);
+    }
+    return sizing;
+  }
+
+  /** Binds {@code layers} in order, each reading the last one's output; into {@code bound}. */
+  private static void bindForInference(
+      List<Layer> layers,
+      Backend backend,
+      ParameterSource source,
+      InferenceActivations memory,
+      int maxBatch,
+      List<Layer> bound) {
+    ActivationKeys keys = ActivationKeys.first(memory);
+    for (Layer layer : layers) {
+      layer.bind(backend, source.withActivationKeys(keys), maxBatch);
+      bound.add(layer);
+      keys = keys.next();
+    }
+  }
+
+  private static List<ParamSpec> parameterSpecs(List<Layer> layers) {
+    return layers.stream().flatMap(l -> l.parameters().stream()).toList();
+  }
+
+  private static List<ParamSpec> bufferSpecs(List<Layer> layers) {
+    return layers.stream().flatMap(l -> l.buffers().stream()).toList();
+  }
+
+  /** Refuses {@code layers} where one's output is not the next one's input. */
+  private static void checkChain(String spec, List<Layer> layers) {
+    for (int i = 1; i < layers.size(); i++) {
+      Layer prev = layers.get(i - 1);
+      Layer next = layers.get(i);
+      if (prev.outputSize() != next.inputSize()) {
+        throw new IllegalArgumentException(
+            spec
+                + ": "
+                + prev.name()
+                + " gives "
+                + prev.outputSize()
+                + " values per sample but "
+                + next.name()
+                + " takes "
+                + next.inputSize());
+      }
+    }
   }
 
   @Override
@@ -169,6 +292,9 @@ public final class Model implements Network, AutoCloseable {
 
   @Override
   public DeviceBuffer forward(Stream stream, DeviceBuffer x, int batch, boolean training) {
+    if (training && inferenceActivations != null) {
+      throw new IllegalStateException(spec + " is bound for inference: it evaluates only");
+    }
     if (batch < 1 || batch > maxBatch) {
       throw new IllegalArgumentException("batch " + batch + " outside [1, " + maxBatch + "]");
     }
@@ -195,6 +321,7 @@ public final class Model implements Network, AutoCloseable {
    * enqueued: its parameters' gradients are final when the stream gets there.
    */
   public void backward(Stream stream, DeviceBuffer dlogits, int batch, IntConsumer done) {
+    requireTraining();
     DeviceBuffer g = dlogits;
     for (int i = layers.size() - 1; i >= 0; i--) {
       g = layers.get(i).backward(stream, g, batch, i > 0);
@@ -208,17 +335,32 @@ public final class Model implements Network, AutoCloseable {
    * filled with zeros, in as few runs of the slab as they make.
    */
   public void zeroGrad(Stream stream) {
+    requireTraining();
     freshGradientWriters.forEach(Layer::gradientsAreZero);
     for (DeviceBuffer run : gradientRunsToFill) {
       backend.run(stream, new Fill(run, 0f));
     }
   }
 
+  private void requireTraining() {
+    if (inferenceActivations != null) {
+      throw new IllegalStateException(spec + " is bound for inference: it has no gradients");
+    }
+  }
+
+  /** Whether this model was bound for inference ({@link #buildForInference}). */
+  public boolean inference() {
+    return inferenceActivations != null;
+  }
+
   @Override
   public void close() {
     layers.forEach(Layer::close);
-    workspace.close();
-    gradientSlots.close();
-    parameters.close();
+    try (Workspace w = workspace;
+        GradientSlots g = gradientSlots;
+        InferenceActivations a = inferenceActivations;
+        Parameters p = parameters) {
+      // closes the slabs last
+    }
   }
 }

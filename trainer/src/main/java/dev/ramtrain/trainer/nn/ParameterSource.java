@@ -62,6 +62,29 @@ public interface ParameterSource {
   }
 
   /**
+   * Where the layer puts its activations when the model is bound for inference ({@link
+   * ActivationKeys}); null when it binds for training, which also keeps what backward reads.
+   */
+  default ActivationKeys activationKeys() {
+    return null;
+  }
+
+  /** This source for a layer bound for inference: its activations where {@code keys} says. */
+  default ParameterSource withActivationKeys(ActivationKeys keys) {
+    return new Delegating(this) {
+      @Override
+      public ActivationKeys activationKeys() {
+        return keys;
+      }
+
+      @Override
+      public DeviceBuffer activation(Backend backend, String label, DType dtype, long count) {
+        return keys.allocate(backend, label, dtype, count);
+      }
+    };
+  }
+
+  /**
    * The path a composite bound to this source names its children's slots under: its own slot's, or
    * null for a top-level layer, whose children's slots cannot be its own top-level ones.
    */
@@ -172,6 +195,11 @@ public interface ParameterSource {
     @Override
     public String gradientPath() {
       return base.gradientPath();
+    }
+
+    @Override
+    public ActivationKeys activationKeys() {
+      return base.activationKeys();
     }
   }
 }

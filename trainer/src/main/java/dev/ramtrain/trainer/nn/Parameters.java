@@ -50,12 +50,32 @@ public final class Parameters implements ParameterSource, AutoCloseable {
   /** Lays out trainable {@code specs} and untrained {@code bufferSpecs} in order (zeroed). */
   public static Parameters allocate(
       Backend backend, List<ParamSpec> specs, List<ParamSpec> bufferSpecs) {
+    return allocate(backend, specs, bufferSpecs, true);
+  }
+
+  /** As above, without the gradient slab: a model bound for inference ({@link #grad} is null). */
+  public static Parameters allocateForInference(
+      Backend backend, List<ParamSpec> specs, List<ParamSpec> bufferSpecs) {
+    return allocate(backend, specs, bufferSpecs, false);
+  }
+
+  private static Parameters allocate(
+      Backend backend, List<ParamSpec> specs, List<ParamSpec> bufferSpecs, boolean gradients) {
     Map<String, Entry> entries = layout(specs, Map.of());
     Map<String, Entry> bufferEntries = layout(bufferSpecs, entries);
     long count = end(entries);
     DeviceBuffer values = backend.allocate("parameters", DType.F32, count);
-    DeviceBuffer grads = backend.allocate("gradients", DType.F32, count);
-    DeviceBuffer buffers = backend.allocate("buffers", DType.F32, end(bufferEntries));
+    DeviceBuffer grads = null;
+    DeviceBuffer buffers = null;
+    try {
+      grads = gradients ? backend.allocate("gradients", DType.F32, count) : null;
+      buffers = backend.allocate("buffers", DType.F32, end(bufferEntries));
+    } catch (RuntimeException e) {
+      try (DeviceBuffer v = values;
+          DeviceBuffer g = grads) {
+        throw e;
+      }
+    }
     return new Parameters(
         Collections.unmodifiableMap(entries),
         count,
@@ -114,6 +134,7 @@ public final class Parameters implements ParameterSource, AutoCloseable {
     return values;
   }
 
+  /** The gradient slab, or null: allocated for inference. */
   public DeviceBuffer grads() {
     return grads;
   }
@@ -124,10 +145,11 @@ public final class Parameters implements ParameterSource, AutoCloseable {
     return values.view(e.offset(), e.spec().count());
   }
 
+  /** The parameter's gradient, or null: allocated for inference. */
   @Override
   public DeviceBuffer grad(String name) {
     Entry e = entry(name);
-    return grads.view(e.offset(), e.spec().count());
+    return grads == null ? null : grads.view(e.offset(), e.spec().count());
   }
 
   /**
@@ -221,8 +243,10 @@ public final class Parameters implements ParameterSource, AutoCloseable {
 
   @Override
   public void close() {
-    values.close();
-    grads.close();
-    buffers.close();
+    try (DeviceBuffer v = values;
+        DeviceBuffer g = grads;
+        DeviceBuffer b = buffers) {
+      // closes all three, the last first
+    }
   }
 }

@@ -11,6 +11,7 @@ import dev.ramtrain.trainer.backend.ops.StridedCopy;
 import dev.ramtrain.trainer.backend.ops.StridedCopy.Strides;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /**
  * {@code x + drop_path(branch(x))}: the pre-norm residual of a transformer block (timm's {@code x =
@@ -100,6 +101,11 @@ public final class Residual extends BaseLayer {
    */
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
+    ActivationKeys keys = params.activationKeys();
+    if (keys != null) {
+      bindForInference(params, keys, maxBatch);
+      return;
+    }
     String own = params.receivedGradientSlot() == null ? null : params.gradientSlot();
     for (int i = 0; i < branch.size(); i++) {
       ParameterSource child =
@@ -117,6 +123,20 @@ public final class Residual extends BaseLayer {
       mask = own("mask", (long) maxBatch * size);
       scaled = own("scaled", (long) maxBatch * size);
     }
+  }
+
+  /**
+   * Bound for inference the branch's layers write where {@link ActivationKeys} says, keeping the
+   * residual's input, and the sum goes over the branch's output: no backward will read it.
+   */
+  private void bindForInference(ParameterSource params, ActivationKeys keys, int maxBatch) {
+    String in = keys.inputKey();
+    for (Layer layer : branch) {
+      ActivationKeys child = keys.child(in, Set.of());
+      layer.bind(backend, params.withActivationKeys(child), maxBatch);
+      in = child.outputKey();
+    }
+    keys.outputIn(in);
   }
 
   @Override
@@ -147,7 +167,7 @@ public final class Residual extends BaseLayer {
       backend.run(s, new Multiply(h, mask.view(0, n), scaled.view(0, n)));
       h = scaled.view(0, n);
     }
-    DeviceBuffer y = sumOverBranch ? h : sum.view(0, n);
+    DeviceBuffer y = sum == null ? h : sum.view(0, n); // bound for inference, or sumOverBranch
     backend.run(s, new Add(x, h, y));
     return y;
   }

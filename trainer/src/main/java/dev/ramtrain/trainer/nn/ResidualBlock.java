@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.Add;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /**
  * {@code relu(main(x) + shortcut(x))}: the residual add of a ResNet basic block. The shortcut is
@@ -100,6 +101,11 @@ public final class ResidualBlock extends BaseLayer {
    */
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
+    ActivationKeys keys = params.activationKeys();
+    if (keys != null) {
+      bindForInference(params, keys, maxBatch);
+      return;
+    }
     Backend b = backend;
     String own = params.gradientSlot();
     String received = params.receivedGradientSlot();
@@ -122,6 +128,34 @@ public final class ResidualBlock extends BaseLayer {
     }
     relu.bind(b, reluSource, maxBatch);
     dx = inputGradient((long) maxBatch * inputSize());
+  }
+
+  /**
+   * Bound for inference the main branch's layers write where {@link ActivationKeys} says, keeping
+   * the block's input for the shortcut, whose layers keep the main branch's output as well; the sum
+   * and its ReLU go over that output.
+   */
+  private void bindForInference(ParameterSource params, ActivationKeys keys, int maxBatch) {
+    String sum = bindChain(main, params, keys, Set.of(), maxBatch);
+    bindChain(shortcut, params, keys, Set.of(sum), maxBatch);
+    relu.bind(backend, params.withActivationKeys(keys.child(sum, Set.of())), maxBatch);
+    keys.outputIn(sum);
+  }
+
+  /** Binds {@code layers} in a chain from the block's input; returns the region of its output. */
+  private String bindChain(
+      List<Layer> layers,
+      ParameterSource params,
+      ActivationKeys keys,
+      Set<String> alsoLive,
+      int maxBatch) {
+    String in = keys.inputKey();
+    for (Layer layer : layers) {
+      ActivationKeys child = keys.child(in, alsoLive);
+      layer.bind(backend, params.withActivationKeys(child), maxBatch);
+      in = child.outputKey();
+    }
+    return in;
   }
 
   @Override

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.nn;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -12,20 +13,36 @@ import java.util.List;
  * serves them all; each layer takes views of it from byte 0 ({@link Layer#scratchBytes}).
  */
 public final class Workspace implements AutoCloseable {
-  private final DeviceBuffer bytes;
+  private final DeviceBuffer bytes; // null: a stand-in while layers are bound to be measured
+  private final Backend backend;
+  private final List<DeviceBuffer> standIns = new ArrayList<>();
 
-  private Workspace(DeviceBuffer bytes) {
+  private Workspace(DeviceBuffer bytes, Backend backend) {
     this.bytes = bytes;
+    this.backend = backend;
   }
 
   /** A workspace for the largest scratch {@code layers} declare at {@code maxBatch}. */
   public static Workspace forLayers(Backend backend, List<Layer> layers, int maxBatch) {
     long most = layers.stream().mapToLong(l -> l.scratchBytes(backend, maxBatch)).max().orElse(0);
-    return new Workspace(backend.allocate("workspace", DType.U8, most));
+    return new Workspace(backend.allocate("workspace", DType.U8, most), backend);
+  }
+
+  /**
+   * A workspace that allocates nothing, for layers bound only to measure their other memory: each
+   * view is a zero-length buffer, closed with it.
+   */
+  public static Workspace standIn(Backend backend) {
+    return new Workspace(null, backend);
   }
 
   /** {@code count} elements of {@code dtype} from byte {@code offset}. */
   DeviceBuffer view(String layer, DType dtype, long offset, long count) {
+    if (bytes == null) {
+      DeviceBuffer standIn = backend.allocate(layer + ".scratch", dtype, 0);
+      standIns.add(standIn);
+      return standIn;
+    }
     if (offset < 0
         || offset % dtype.bytes() != 0
         || offset + count * dtype.bytes() > bytes.count()) {
@@ -45,11 +62,15 @@ public final class Workspace implements AutoCloseable {
   }
 
   public long bytes() {
-    return bytes.count();
+    return bytes == null ? 0 : bytes.count();
   }
 
   @Override
   public void close() {
-    bytes.close();
+    standIns.forEach(DeviceBuffer::close);
+    standIns.clear();
+    if (bytes != null) {
+      bytes.close();
+    }
   }
 }
