@@ -2,9 +2,10 @@
 # predict on JPEG photos at 224x224 beside PyTorch 1.13 under torch.no_grad() (Debian's
 # python3-torch; benchmarks/predict_torch.py: the same architecture and weights, torchvision's
 # evaluation transform, batches of the same size, the same threads): peak RSS and images/s of the
-# whole process (start, weights, decoding, forward, CSV), interleaved A B A B. The images are N
-# seeded 500x375 JPEGs; the weights are PyTorch's seeded initialization, exported under the names
-# ramtrain reads (what is measured does not depend on their values).
+# whole process (start, reading the weights file, decoding, forward, CSV), interleaved A B A B.
+# The images are N seeded 500x375 JPEGs; the weights are PyTorch's seeded initialization, saved
+# by torch.save under the names ramtrain reads, and both sides load that file (PyTorch:
+# load_state_dict(torch.load(FILE))); what is measured does not depend on their values.
 # Needs: apt-get install python3-torch python3-pil libopenblas0-pthread time
 # Usage: benchmarks/predict.sh [model=resnet50|vit_b_16] [images=64] [batch=64] [threads=2] [rounds=2]
 set -euo pipefail
@@ -49,8 +50,8 @@ report() { # label: wall seconds and peak RSS of the whole process, from /usr/bi
 }
 for round in $(seq "$ROUNDS"); do
   /usr/bin/time -f "%e %M" -o "$RUN" env -u OPENBLAS_CORETYPE /usr/bin/python3 \
-    "$ROOT/benchmarks/predict_torch.py" --model "$MODEL" --images "$WORK/images" \
-    --batch "$BATCH" --threads "$THREADS" --out "$WORK/torch.csv" | tee -a "$OUT"
+    "$ROOT/benchmarks/predict_torch.py" --model "$MODEL" --weights "$WORK/weights.pth" \
+    --images "$WORK/images" --batch "$BATCH" --threads "$THREADS" --out "$WORK/torch.csv" | tee -a "$OUT"
   report "pytorch "
   /usr/bin/time -f "%e %M" -o "$RUN" env -u OPENBLAS_CORETYPE "$ROOT/bin/ramtrain" predict \
     --model "$SPEC" --weights "$WORK/weights.pth" --batch-size "$BATCH" \

@@ -7,7 +7,7 @@ models are torchvision's ResNet-50 and timm's ViT-B/16 in plain torch.nn (Debian
 the weights ramtrain's predict reads (--model resnet50 / vit_base_patch16_224 --weights FILE).
 
 Usage: /usr/bin/python3 predict_torch.py --model resnet50|vit_b_16 (--export FILE | --images DIR
-       [--batch 64] [--threads 2] [--out CSV])
+       [--weights FILE] [--batch 64] [--threads 2] [--out CSV])
 """
 import argparse
 import os
@@ -147,6 +147,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", required=True, choices=["resnet50", "vit_b_16"])
     p.add_argument("--export")
+    p.add_argument("--weights", help="a state dict to load, as a user serving weights does")
     p.add_argument("--images")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--threads", type=int, default=2)
@@ -157,6 +158,8 @@ def main():
     if a.export:
         torch.save(model.state_dict(), a.export)
         return
+    if a.weights:
+        model.load_state_dict(torch.load(a.weights))
     torch.set_num_threads(a.threads)
     model.eval()
     files = sorted(

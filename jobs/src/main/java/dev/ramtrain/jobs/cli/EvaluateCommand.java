@@ -145,7 +145,11 @@ public final class EvaluateCommand implements Callable<Integer> {
         eval.loss(),
         eval.samples());
     for (int k = 0; k < classes.size(); k++) {
-      System.out.printf("  %-20s %.4f%n", Printable.of(classes.get(k)), eval.classAccuracy(k));
+      double accuracy = eval.classAccuracy(k); // NaN: the split holds none of the class
+      System.out.printf(
+          "  %-20s %s%n",
+          Printable.of(classes.get(k)),
+          Double.isNaN(accuracy) ? "no samples" : String.format("%.4f", accuracy));
     }
     Path png = confusionPng != null ? confusionPng : defaultConfusion(c.dir(), split);
     Path run = runOf(c.dir());

@@ -174,6 +174,14 @@ public final class PredictCommand implements Callable<Integer> {
   /** The CSV's first fields: an existing -o file that starts so is a CSV ramtrain wrote. */
   static final String HEADER_START = "path,prediction,probability,";
 
+  private ImageClassifier open(BackendSpec backendSpec, RamtrainConfig config) throws IOException {
+    return ImageClassifier.open(
+        checkpoint.pretrained() ? pretrained() : checkpoint.open(),
+        backendSpec,
+        EtlSettings.imageLimits(config),
+        batchSize);
+  }
+
   @Override
   public Integer call() throws Exception {
     if (batchSize < 1) {
@@ -188,14 +196,16 @@ public final class PredictCommand implements Callable<Integer> {
     }
     RamtrainConfig config = common.load(Map.of());
     BackendSpec backendSpec = TrainSettings.backend(config);
-    TrainedCheckpoint trained = checkpoint.pretrained() ? pretrained() : checkpoint.open();
-    List<Path> files = ImageFiles.under(inputs);
-    if (output != null) {
-      OutputFile.requireReplaceable(output, "predict -o", files, PredictCommand::isOurCsv);
-    }
     int[] failed = {0};
-    try (ImageClassifier classifier =
-        ImageClassifier.open(trained, backendSpec, EtlSettings.imageLimits(config), batchSize)) {
+    // The checkpoint is held by the classifier alone, which lets its tensors go once they are on
+    // the device (a large model's weights would otherwise stay on the heap while it serves).
+    try (ImageClassifier classifier = open(backendSpec, config)) {
+      ImageClassifier.releaseHeap();
+      TrainedCheckpoint trained = classifier.checkpoint();
+      List<Path> files = ImageFiles.under(inputs);
+      if (output != null) {
+        OutputFile.requireReplaceable(output, "predict -o", files, PredictCommand::isOurCsv);
+      }
       int classes = trained.classes().size();
       int k =
           topK != null
@@ -210,10 +220,10 @@ public final class PredictCommand implements Callable<Integer> {
       } else { // written beside and renamed when whole: no truncated CSV under its name
         AtomicFile.write(output, csv);
       }
-    }
-    if (failed[0] > 0) {
-      throw new IOException(
-          failed[0] + " of " + files.size() + " images could not be read (see the error column)");
+      if (failed[0] > 0) {
+        throw new IOException(
+            failed[0] + " of " + files.size() + " images could not be read (see the error column)");
+      }
     }
     return 0;
   }

@@ -50,6 +50,26 @@ public record TrainedCheckpoint(
    */
   public record EvalCrop(CenterCrop crop, ImageShape stored, ResizeFilter filter) {}
 
+  /**
+   * This checkpoint without its tensors: what serving keeps once the weights are on the device, so
+   * the heap can let a large model's arrays go.
+   */
+  public TrainedCheckpoint withoutWeights() {
+    Checkpoints.Loaded bare =
+        new Checkpoints.Loaded(loaded.dir(), loaded.state(), Map.of(), List.of());
+    return new TrainedCheckpoint(
+        bare,
+        model,
+        precision,
+        classes,
+        shape,
+        resize,
+        decoder,
+        exifOrientation,
+        normalization,
+        evalCrop);
+  }
+
   /** A checkpoint folder, or a run directory (its latest checkpoint). */
   public static TrainedCheckpoint open(Path checkpointOrRun) throws IOException {
     return open(checkpointOrRun, false);

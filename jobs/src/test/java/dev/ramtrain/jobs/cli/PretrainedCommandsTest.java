@@ -219,11 +219,18 @@ class PretrainedCommandsTest {
     assertTrue(plan.out().contains("fits in"), plan.out());
 
     Path csv = tmp.resolve("huge.csv");
-    MainTest.Run r = predictWeights(csv, "--batch-size", "100000000");
+    MainTest.Run r =
+        predictWeights(
+            csv, "--image", "16x16", "--batch-size", "5000", "--set", "ramtrain.cpu.memory=64MiB");
     assertEquals(2, r.status(), r.err());
-    assertTrue(r.err().contains("predict --batch-size 100000000: evaluating " + MODEL), r.err());
+    assertTrue(r.err().contains("predict --batch-size 5000: evaluating " + MODEL), r.err());
     assertTrue(r.err().contains("free; use a smaller --batch-size"), r.err());
     assertEquals(1, r.err().strip().lines().filter(l -> l.contains("error")).count(), r.err());
+    // one layer's activations beyond the CPU backend's largest allocation (2 GiB)
+    MainTest.Run huge = predictWeights(csv, "--image", "16x16", "--batch-size", "100000000");
+    assertEquals(2, huge.status(), huge.err());
+    assertTrue(huge.err().contains("predict --batch-size 100000000: blocks.0."), huge.err());
+    assertTrue(huge.err().contains("largest allocation (2.00 GiB)"), huge.err());
     assertFalse(Files.exists(csv), "nothing written");
   }
 

@@ -188,6 +188,8 @@ class ReadmeCommandsIT {
     assertTrue(Files.readAllLines(tmp.resolve("p.csv")).size() > 30);
     String planned = run("plan", "-c", run.toString(), "--device", "t4");
     assertTrue(planned.contains("placement"), planned);
+    String inference = run("plan", "-c", run.toString(), "--inference");
+    assertTrue(inference.contains("activations"), inference);
     run(with(train, "-o", other.toString(), "--epochs", "1", "--overwrite"));
     // Pretrained weights: torchvision's tiny ViT (the goldens' script wrote it), 16x16, 5 classes.
     String weights =

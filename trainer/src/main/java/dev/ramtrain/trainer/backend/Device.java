@@ -37,6 +37,11 @@ public interface Device extends AutoCloseable {
    */
   default void reserve(long bytes) {}
 
+  /** The largest single allocation this device makes (the CPU backend's Java buffers: 2 GiB). */
+  default long largestAllocationBytes() {
+    return Long.MAX_VALUE;
+  }
+
   /** Bytes of device memory allocated now, and the most ever allocated at once. */
   long allocatedBytes();
 

@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.optim.Optimizer;
 import java.io.IOException;
+import java.nio.FloatBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -354,8 +355,8 @@ public final class Checkpoints {
     List<Parameters.Entry> all = new ArrayList<>(p.entries());
     all.addAll(p.bufferEntries());
     requireTensors(c, all);
-    upload(backend, stream, p.values(), gather(c, p.entries(), p.values().count()));
-    upload(backend, stream, p.buffers(), gather(c, p.bufferEntries(), p.buffers().count()));
+    uploadTensors(backend, stream, p.values(), c, p.entries());
+    uploadTensors(backend, stream, p.buffers(), c, p.bufferEntries());
     if (optimizer != null) {
       List<DeviceBuffer> slabs = optimizer.state();
       requireOptimizerSlabs(c, slabs.size());
@@ -451,6 +452,48 @@ public final class Checkpoints {
       System.arraycopy(t.values(), 0, slab, (int) e.offset(), t.values().length);
     }
     return slab;
+  }
+
+  /** What {@link #uploadTensors} stages at a time: a few MiB, not a second copy of the model. */
+  static final long UPLOAD_CHUNK_BYTES = 8L << 20;
+
+  /**
+   * Writes {@code c}'s tensor for each entry into {@code slab} at the entry's offset through one
+   * staging buffer of at most {@link #UPLOAD_CHUNK_BYTES}, tensor by tensor (synchronizes the
+   * stream): neither the heap nor the host holds the slab a second time while it is filled.
+   */
+  static void uploadTensors(
+      Backend backend, Stream stream, DeviceBuffer slab, Loaded c, List<Parameters.Entry> entries) {
+    uploadTensors(backend, stream, slab, c, entries, UPLOAD_CHUNK_BYTES);
+  }
+
+  /** As above, staging at most {@code chunkBytes} at a time. */
+  static void uploadTensors(
+      Backend backend,
+      Stream stream,
+      DeviceBuffer slab,
+      Loaded c,
+      List<Parameters.Entry> entries,
+      long chunkBytes) {
+    long chunk = Math.min(chunkBytes, Math.max(4, slab.bytes()));
+    try (HostBuffer h = backend.allocateHost("checkpoint", chunk)) {
+      FloatBuffer staged = h.asByteBuffer().asFloatBuffer();
+      for (Parameters.Entry e : entries) {
+        Safetensors.Tensor t = c.weights().get(e.spec().name());
+        if (t == null || t.values().length != e.spec().count()) {
+          throw new IllegalArgumentException(
+              c.dir() + ": tensor " + e.spec().name() + " is missing or has the wrong size");
+        }
+        float[] v = t.values();
+        for (int from = 0; from < v.length; from += staged.capacity()) {
+          int n = Math.min(staged.capacity(), v.length - from);
+          staged.clear();
+          staged.put(v, from, n);
+          backend.copy(h, 0, slab.view(e.offset() + from, n), 4L * n, stream);
+          stream.synchronize(); // the staging buffer is reused for the next piece
+        }
+      }
+    }
   }
 
   /** A device buffer's values, read back (synchronizes the stream). */

@@ -17,6 +17,7 @@ public final class Activation extends BaseLayer {
   private final Kind kind;
   private final int size;
   private final boolean inPlace;
+  private boolean overInput; // bound to write its output over its input
   private DeviceBuffer y;
   private DeviceBuffer dx;
   private DeviceBuffer x;
@@ -52,14 +53,17 @@ public final class Activation extends BaseLayer {
     return size;
   }
 
+  /** Writing over its input: in place, or bound for inference where nothing reads it after. */
   @Override
   public boolean evaluationReturnsInput() {
-    return inPlace;
+    return overInput;
   }
 
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
-    if (!inPlace) {
+    ActivationKeys keys = params.activationKeys();
+    overInput = inPlace || keys != null && !keys.inputReadLater();
+    if (!overInput) {
       y = own("out", (long) maxBatch * size);
     }
     dx = inputGradient((long) maxBatch * size);
@@ -68,7 +72,7 @@ public final class Activation extends BaseLayer {
   @Override
   public DeviceBuffer forward(Stream s, DeviceBuffer input, int batch, boolean training) {
     x = input;
-    DeviceBuffer yb = inPlace ? input : y.view(0, (long) batch * size);
+    DeviceBuffer yb = overInput ? input : y.view(0, (long) batch * size);
     if (kind == Kind.RELU) {
       backend.run(s, new Relu(input, yb));
     } else {

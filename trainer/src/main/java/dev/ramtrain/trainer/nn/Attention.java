@@ -11,6 +11,7 @@ import dev.ramtrain.trainer.backend.ops.SoftmaxBackward;
 import dev.ramtrain.trainer.backend.ops.StridedCopy;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /**
  * timm's multi-head self-attention over a sample's [tokens, dim]: {@code qkv} (one Linear to 3·dim,
@@ -125,6 +126,11 @@ public final class Attention extends BaseLayer {
 
   @Override
   protected void bind(ParameterSource params, int maxBatch) {
+    ActivationKeys keys = params.activationKeys();
+    if (keys != null) {
+      bindForInference(params, keys, maxBatch);
+      return;
+    }
     // One gradient slot serves both: backward has consumed proj's (dL/dcontext) before qkv's
     // backward writes its own there.
     ParameterSource linears = params.inputGradientIn("attention");
@@ -133,6 +139,30 @@ public final class Attention extends BaseLayer {
     probs = own("probs", squaresCount(maxBatch));
     context = own("context", headsCount(maxBatch));
     dqkv = innerGradient("qkv", 3 * headsCount(maxBatch));
+    bindScratch(maxBatch);
+  }
+
+  /**
+   * Bound for inference each step writes apart, in the order forward runs them, so the next layers
+   * keep proj's output alone: qkv's output, then the probabilities and the heads' outputs (reading
+   * it), then proj's (reading those).
+   */
+  private void bindForInference(ParameterSource params, ActivationKeys keys, int maxBatch) {
+    ActivationKeys qkvKeys = keys.child(keys.inputKey(), Set.of());
+    qkv.bind(backend, params.withActivationKeys(qkvKeys), maxBatch);
+    ActivationKeys headKeys = keys.child(qkvKeys.outputKey(), Set.of());
+    ParameterSource heads = params.withActivationKeys(headKeys);
+    probs = own(heads, "probs", DType.F32, squaresCount(maxBatch));
+    context = own(heads, "context", DType.F32, headsCount(maxBatch));
+    headKeys.outputIn(headKeys.writeKey());
+    ActivationKeys projKeys = keys.child(headKeys.outputKey(), Set.of());
+    proj.bind(backend, params.withActivationKeys(projKeys), maxBatch);
+    keys.outputIn(projKeys.outputKey());
+    bindScratch(maxBatch);
+  }
+
+  /** The workspace blocks forward and backward share (see {@link #bind}). */
+  private void bindScratch(int maxBatch) {
     if (!backend.batchesAcrossImages()) {
       dprobs = scratch("dprobs", DType.F32, 0, squaresCount(1));
       return;

@@ -95,7 +95,15 @@ abstract class BaseLayer implements Layer {
   }
 
   protected DeviceBuffer own(String what, DType dtype, long count) {
-    DeviceBuffer b = source.activation(backend, name + "." + what, dtype, count);
+    return own(source, what, dtype, count);
+  }
+
+  /**
+   * Activation memory as {@code from} gives it (a layer bound for inference allocating apart from
+   * its output: {@link ActivationKeys#child}), owned by this layer.
+   */
+  protected DeviceBuffer own(ParameterSource from, String what, DType dtype, long count) {
+    DeviceBuffer b = from.activation(backend, name + "." + what, dtype, count);
     owned.add(b);
     return b;
   }

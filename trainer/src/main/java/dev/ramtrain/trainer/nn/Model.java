@@ -206,7 +206,7 @@ public final class Model implements Network, AutoCloseable {
   private static InferenceActivations sizeForInference(
       String spec, List<Layer> layers, Backend backend, int maxBatch) {
     checkChain(spec, layers);
-    InferenceActivations sizing = InferenceActivations.sizing();
+    InferenceActivations sizing = InferenceActivations.sizing(backend.largestAllocationBytes());
     List<Layer> bound = new ArrayList<>();
     try (Parameters p =
             Parameters.allocateForInference(backend, parameterSpecs(layers), bufferSpecs(layers));

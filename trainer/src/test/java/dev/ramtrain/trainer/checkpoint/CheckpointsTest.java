@@ -5,6 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.cpu.CpuBackend;
+import dev.ramtrain.trainer.nn.ParamSpec;
+import dev.ramtrain.trainer.nn.Parameters;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -62,6 +67,39 @@ class CheckpointsTest {
     sorted.sort(null);
     assertEquals(sorted, written, "state.json keys in a fixed (sorted) order");
     assertEquals(9, Checkpoints.loadLatest(tmp.resolve("run-0")).optimizerSteps());
+  }
+
+  /**
+   * Restoring stages a few MiB at a time: a tensor larger than the staging buffer arrives in
+   * pieces, each at its place in the slab, and the slab equals the one gathered on the heap.
+   */
+  @Test
+  void restoringInPiecesFillsTheSlabAsGatheringDoes() {
+    List<ParamSpec> specs =
+        List.of(
+            new ParamSpec("a", new int[] {7}, ParamSpec.Init.ZEROS, 1),
+            new ParamSpec("b", new int[] {2, 5}, ParamSpec.Init.ZEROS, 1),
+            new ParamSpec("c", new int[] {1}, ParamSpec.Init.ZEROS, 1));
+    Map<String, Safetensors.Tensor> weights = new LinkedHashMap<>();
+    float v = 0;
+    for (ParamSpec p : specs) {
+      float[] values = new float[(int) p.count()];
+      for (int i = 0; i < values.length; i++) {
+        values[i] = ++v;
+      }
+      long[] shape = java.util.Arrays.stream(p.shape()).asLongStream().toArray();
+      weights.put(p.name(), new Safetensors.Tensor(p.name(), shape, values));
+    }
+    Checkpoints.Loaded c = new Checkpoints.Loaded(tmp, Map.of(), weights, List.of());
+    try (Backend b = new CpuBackend(1);
+        Parameters params = Parameters.allocateForInference(b, specs, List.of())) {
+      Stream s = b.createStream("s");
+      // 12 bytes: three floats at a time, so "a" and "b" arrive in three and four pieces
+      Checkpoints.uploadTensors(b, s, params.values(), c, params.entries(), 12);
+      assertArrayEquals(
+          Checkpoints.gather(c, params.entries(), params.count()),
+          Checkpoints.download(b, s, params.values()));
+    }
   }
 
   @Test

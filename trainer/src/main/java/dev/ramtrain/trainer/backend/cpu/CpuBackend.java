@@ -204,6 +204,11 @@ public final class CpuBackend implements Backend {
     return host.ledger().allocated();
   }
 
+  @Override
+  public long largestAllocationBytes() {
+    return Integer.MAX_VALUE; // CpuMemory.Allocation: Java buffers index with ints
+  }
+
   /**
    * The CPU backend's device is host memory: what its limit ({@link CpuMemoryLimit}) still leaves,
    * the number the plan and the allocator share.
