@@ -67,7 +67,11 @@ public final class Main implements Callable<Integer> {
    * that log (to standard error only for a failure ramtrain did not expect and no log file).
    */
   public static int run(String... args) {
-    CommandLine cli = new CommandLine(new Main());
+    return run(new CommandLine(new Main()), args);
+  }
+
+  /** As above on {@code cli}: ramtrain's commands, and a test's own beside them. */
+  static int run(CommandLine cli, String... args) {
     OptionDefaults.show(cli);
     cli.setUsageHelpAutoWidth(true); // the terminal's width where it is known
     // A bad flag or value: one line naming it and where the help is, not the whole usage.
@@ -103,7 +107,35 @@ public final class Main implements Callable<Integer> {
       return cli.execute(args);
     } catch (OutOfMemoryError e) { // picocli hands Errors on: one line here too, the trace logged
       return outOfMemory(cli, e);
+    } catch (StackOverflowError e) {
+      return fatal(cli, e, "ran out of stack: an input nested deeper than it reads");
+    } catch (Error e) { // a library that did not load, an assertion: one line, the trace logged
+      return fatal(cli, e, e.getClass().getSimpleName());
     }
+  }
+
+  /** The command's name for a one-line error: {@code ramtrain train}, or {@code ramtrain}. */
+  private static String commandName(CommandLine cli) {
+    CommandLine.ParseResult parsed = cli.getParseResult();
+    return parsed == null || parsed.subcommand() == null
+        ? "ramtrain"
+        : "ramtrain " + parsed.subcommand().commandSpec().name();
+  }
+
+  /** An Error past every handler: one line saying {@code what} and where the trace is, exit 1. */
+  private static int fatal(CommandLine cli, Error e, String what) {
+    String command = commandName(cli);
+    FAILURE.error("{} failed: {}", command, what, e);
+    String log = System.getProperty(LOG_FILE_PROPERTY);
+    String message = e.getMessage() == null ? "" : ": " + Printable.of(e.getMessage());
+    cli.getErr()
+        .println(
+            command
+                + ": error: "
+                + what
+                + (message.length() > 200 ? "" : message)
+                + (log == null ? "" : " (full log: " + log + ")"));
+    return EXIT_FAILURE;
   }
 
   /**
@@ -111,11 +143,7 @@ public final class Main implements Callable<Integer> {
    * line saying which and what raises it, the trace in the log.
    */
   private static int outOfMemory(CommandLine cli, OutOfMemoryError e) {
-    CommandLine.ParseResult parsed = cli.getParseResult();
-    String command =
-        parsed == null || parsed.subcommand() == null
-            ? "ramtrain"
-            : "ramtrain " + parsed.subcommand().commandSpec().name();
+    String command = commandName(cli);
     FAILURE.error("{} ran out of memory", command, e);
     String log = System.getProperty(LOG_FILE_PROPERTY);
     cli.getErr()

@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -339,7 +340,14 @@ final class StateDictPickle {
         long[] size = longs(at, a.get(2));
         long[] stride = longs(at, a.get(3));
         if (size.length != stride.length || offset < 0) {
-          throw fail(at, "a tensor of size " + kind(a.get(2)) + " and stride " + kind(a.get(3)));
+          throw fail(
+              at,
+              "a tensor of size "
+                  + Arrays.toString(size)
+                  + ", stride "
+                  + Arrays.toString(stride)
+                  + " and offset "
+                  + offset);
         }
         return new TensorView(s, offset, size, stride);
       }

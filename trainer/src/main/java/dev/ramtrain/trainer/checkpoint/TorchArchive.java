@@ -24,6 +24,10 @@ import java.util.zip.ZipFile;
  */
 final class TorchArchive {
   private static final long MAX_PICKLE = 64L << 20;
+  // The most one entry may hold: a Java array's length (the JDK reserves a few header words).
+  private static final long MAX_ENTRY = Integer.MAX_VALUE - 8;
+  // How many times over a file's tensors may read its storages (a tied weight reads one twice).
+  private static final long MAX_REPEATS = 4;
 
   private TorchArchive() {}
 
@@ -57,12 +61,14 @@ final class TorchArchive {
       // float32 tensors are never all on the heap at once (a ViT-L's 1.2 GB would be 2.4 GB).
       Map<String, Integer> viewsLeft = new HashMap<>();
       views.values().forEach(v -> viewsLeft.merge(v.storage().key(), 1, Integer::sum));
+      long storageElements = 0;
+      long viewElements = 0;
       for (Map.Entry<String, StateDictPickle.TensorView> v : views.entrySet()) {
         StateDictPickle.Storage s = v.getValue().storage();
         int bytes = elementBytes(s.type());
         ByteBuffer data = storages.get(s.key());
         if (data == null) {
-          long size = s.numel() * bytes;
+          long size = storageBytes(file, s, bytes);
           data = ByteBuffer.wrap(entry(zip, prefix + "data/" + s.key(), size, file)).order(order);
           if (data.capacity() != size) {
             throw new IOException(
@@ -79,8 +85,23 @@ final class TorchArchive {
                     + size);
           }
           storages.put(s.key(), data);
+          storageElements += s.numel();
         }
-        tensors.put(v.getKey(), tensor(file, v.getKey(), v.getValue(), data));
+        Safetensors.Tensor t = tensor(file, v.getKey(), v.getValue(), data);
+        viewElements += t.values().length;
+        if (viewElements > MAX_REPEATS * storageElements) {
+          // views may share a storage (tied weights), never many times over: memory stays bounded
+          throw new IOException(
+              file
+                  + ": its tensors read "
+                  + viewElements
+                  + "+ elements from storages of "
+                  + storageElements
+                  + ": more than "
+                  + MAX_REPEATS
+                  + " times what the file holds");
+        }
+        tensors.put(v.getKey(), t);
         if (viewsLeft.merge(s.key(), -1, Integer::sum) == 0) {
           storages.remove(s.key());
         }
@@ -106,7 +127,16 @@ final class TorchArchive {
     if (e == null) {
       throw new IOException(file + ": no entry " + name);
     }
-    if (e.getSize() < 0 || e.getSize() > limit) {
+    if (e.getMethod() != ZipEntry.STORED) {
+      // torch.save stores every entry as it is; a compressed one could inflate far past its file
+      throw new IOException(
+          file
+              + ": entry "
+              + name
+              + " is compressed, which torch.save never does (save the weights again with"
+              + " torch.save)");
+    }
+    if (e.getSize() < 0 || e.getSize() > Math.min(limit, MAX_ENTRY)) {
       throw new IOException(
           file
               + ": entry "
@@ -126,6 +156,23 @@ final class TorchArchive {
     }
   }
 
+  /** A storage's bytes, at most what one Java array holds. */
+  private static long storageBytes(Path file, StateDictPickle.Storage s, int elementBytes)
+      throws IOException {
+    if (s.numel() < 0 || s.numel() > MAX_ENTRY / elementBytes) {
+      throw new IOException(
+          file
+              + ": storage "
+              + s.key()
+              + " claims "
+              + s.numel()
+              + " elements; at most "
+              + MAX_ENTRY / elementBytes
+              + " are read in one piece");
+    }
+    return s.numel() * elementBytes;
+  }
+
   private static int elementBytes(String type) throws IOException {
     return switch (type) {
       case "FloatStorage" -> 4;
@@ -135,16 +182,43 @@ final class TorchArchive {
     };
   }
 
-  /** The view's elements in row-major order, widened to float32. */
+  /**
+   * The view's elements in row-major order, widened to float32. A view never holds more elements
+   * than its storage: a weight is no expansion (stride 0), and so what a file makes on the heap is
+   * bounded by what it holds (a 5.8 KB file once asked for 5.6 GB); sizes, strides and offset are
+   * checked without overflow before anything is allocated.
+   */
   private static Safetensors.Tensor tensor(
       Path file, String name, StateDictPickle.TensorView v, ByteBuffer data) throws IOException {
     long count = 1;
     long last = v.offset();
-    for (int d = 0; d < v.size().length; d++) {
-      count = Math.multiplyExact(count, v.size()[d]);
-      if (v.size()[d] > 0) {
-        last += (v.size()[d] - 1) * v.stride()[d];
+    try {
+      if (v.offset() < 0) {
+        throw new ArithmeticException("offset " + v.offset());
       }
+      for (int d = 0; d < v.size().length; d++) {
+        if (v.size()[d] < 0 || v.stride()[d] < 0) {
+          throw new ArithmeticException("size " + v.size()[d] + ", stride " + v.stride()[d]);
+        }
+        count = Math.multiplyExact(count, v.size()[d]);
+        if (v.size()[d] > 0) {
+          last = Math.addExact(last, Math.multiplyExact(v.size()[d] - 1, v.stride()[d]));
+        }
+      }
+    } catch (ArithmeticException e) {
+      throw new IOException(
+          file + ": tensor " + name + " has an impossible view (" + e.getMessage() + ")", e);
+    }
+    if (count > v.storage().numel()) {
+      throw new IOException(
+          file
+              + ": tensor "
+              + name
+              + " has "
+              + count
+              + " elements from a storage of "
+              + v.storage().numel()
+              + " (an expanded view, not a weight)");
     }
     if (count > 0 && last >= v.storage().numel()) {
       throw new IOException(
