@@ -5,7 +5,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
-import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.nn.Network;
 import java.nio.FloatBuffer;
 
 /**
@@ -16,14 +16,14 @@ import java.nio.FloatBuffer;
 public final class Predictor implements AutoCloseable {
   private final Backend backend;
   private final Stream stream;
-  private final Model model;
+  private final Network model;
   private final DeviceInputs inputs;
   private final HostBuffer staging;
   private final HostBuffer labels; // unused by prediction, but a device input slot carries labels
   private final HostBuffer logitsHost;
 
   public Predictor(
-      Backend backend, Stream stream, Model model, ImageShape shape, float[] mean, float[] std) {
+      Backend backend, Stream stream, Network model, ImageShape shape, float[] mean, float[] std) {
     if (shape.bytes() != model.inputSize()) {
       throw new IllegalArgumentException(
           "model " + model.spec() + " takes " + model.inputSize() + " inputs, not " + shape);

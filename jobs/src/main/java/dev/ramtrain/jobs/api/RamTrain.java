@@ -291,7 +291,12 @@ public final class RamTrain {
             .add("error", DataTypes.StringType);
     List<Row> rows = new ArrayList<>();
     try (ImageClassifier classifier =
-        ImageClassifier.open(trained, TrainSettings.backend(c), EtlSettings.imageLimits(c), 64)) {
+        ImageClassifier.open(
+            trained,
+            TrainSettings.backend(c),
+            EtlSettings.imageLimits(c),
+            64,
+            TrainSettings.offload(c))) {
       for (ImageClassifier.Prediction p : classifier.classify(files)) {
         rows.add(
             RowFactory.create(

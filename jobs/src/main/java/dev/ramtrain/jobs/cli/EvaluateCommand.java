@@ -67,6 +67,14 @@ public final class EvaluateCommand implements Callable<Integer> {
   String split;
 
   @Option(
+      names = "--offload",
+      paramLabel = "MODE",
+      description =
+          "auto (stream the weights from host memory when the model does not fit the device"
+              + " beside its activations), on or off (ramtrain.offload.mode).")
+  String offload;
+
+  @Option(
       names = {"-o", "--confusion"},
       paramLabel = "PNG",
       description =
@@ -118,6 +126,7 @@ public final class EvaluateCommand implements Callable<Integer> {
     boolean pretrained = checkpoint.pretrained();
     TrainedCheckpoint trained = pretrained ? null : checkpoint.open();
     Map<String, String> flags = new LinkedHashMap<>();
+    flags.put("ramtrain.offload.mode", offload);
     flags.put(
         "ramtrain.train.dataset",
         dataset != null || pretrained ? dataset : trainedOn(trained.loaded()));

@@ -106,6 +106,14 @@ public final class PredictCommand implements Callable<Integer> {
       description = "Image files, or directories searched recursively for images.")
   List<Path> inputs;
 
+  @Option(
+      names = "--offload",
+      paramLabel = "MODE",
+      description =
+          "auto (stream the weights from host memory when the model does not fit the device"
+              + " beside its activations), on or off (ramtrain.offload.mode).")
+  String offload;
+
   /** The weights served, their classes numbered, at the input size asked (224×224 by default). */
   private TrainedCheckpoint pretrained() throws IOException {
     PretrainedWeights file = checkpoint.readWeights();
@@ -179,7 +187,8 @@ public final class PredictCommand implements Callable<Integer> {
         checkpoint.pretrained() ? pretrained() : checkpoint.open(),
         backendSpec,
         EtlSettings.imageLimits(config),
-        batchSize);
+        batchSize,
+        TrainSettings.offload(config));
   }
 
   @Override
@@ -194,7 +203,8 @@ public final class PredictCommand implements Callable<Integer> {
       throw new ConfigException(
           "--class-names goes with --weights: a checkpoint names its classes itself");
     }
-    RamtrainConfig config = common.load(Map.of());
+    RamtrainConfig config =
+        common.load(offload == null ? Map.of() : Map.of("ramtrain.offload.mode", offload));
     BackendSpec backendSpec = TrainSettings.backend(config);
     int[] failed = {0};
     // The checkpoint is held by the classifier alone, which lets its tensors go once they are on

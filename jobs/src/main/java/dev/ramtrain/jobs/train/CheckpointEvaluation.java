@@ -16,7 +16,7 @@ import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.nn.CrossEntropyLoss;
-import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.offload.InferenceNetwork;
 import dev.ramtrain.trainer.run.RunData;
 import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
@@ -86,12 +86,13 @@ public final class CheckpointEvaluation {
                 trained.evalCrop() == null ? data.filter() : trained.evalCrop().filter(),
                 new EtlImageNatives())) {
       Stream stream = backend.createStream("evaluate");
-      try (Model model = InferenceModels.build(trained, backend, batch, "evaluate");
+      try (InferenceNetwork model =
+              InferenceModels.build(trained, backend, batch, s.run().offload(), "evaluate");
           CrossEntropyLoss loss = new CrossEntropyLoss(backend, batch, m.classes().size(), 0f);
           DeviceInputs inputs =
               new DeviceInputs(
                   backend, stream, shape, batch, m.classes().size(), norm.mean(), norm.std())) {
-        Checkpoints.restore(c, model, null, backend, stream);
+        model.restore(c, stream);
         return Evaluator.evaluate(model, loss, inputs, loader);
       }
     }

@@ -13,10 +13,10 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.engines.Backends;
-import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.CropPlan;
 import dev.ramtrain.trainer.data.CropResampler;
-import dev.ramtrain.trainer.nn.Model;
+import dev.ramtrain.trainer.offload.InferenceNetwork;
+import dev.ramtrain.trainer.offload.OffloadSpec;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -40,7 +40,7 @@ public final class ImageClassifier implements AutoCloseable {
   private final int batchSize;
   private final long maxFileBytes;
   private final Backend backend;
-  private final Model model;
+  private final InferenceNetwork model;
   private final Predictor predictor;
 
   private ImageClassifier(
@@ -49,7 +49,7 @@ public final class ImageClassifier implements AutoCloseable {
       int batchSize,
       long maxFileBytes,
       Backend backend,
-      Model model,
+      InferenceNetwork model,
       Predictor predictor) {
     this.trained = trained;
     this.processor = processor;
@@ -74,7 +74,8 @@ public final class ImageClassifier implements AutoCloseable {
       TrainedCheckpoint trained,
       BackendSpec backendSpec,
       EtlSettings.ImageLimits limits,
-      int batchSize) {
+      int batchSize,
+      OffloadSpec offload) {
     // A run trained on random resized crops sees its images as evaluation does: preprocessed to
     // the stored shape, then resized and centre-cropped (TrainedCheckpoint.EvalCrop).
     ImageShape decoded = trained.evalCrop() == null ? trained.shape() : trained.evalCrop().stored();
@@ -86,11 +87,11 @@ public final class ImageClassifier implements AutoCloseable {
                 0)
             .withExifOrientation(trained.exifOrientation());
     Backend backend = Backends.open(backendSpec);
-    Model model = null;
+    InferenceNetwork model = null;
     try {
       var stream = backend.createStream("predict");
       // bound for inference: no gradients, each activation's memory reused once read
-      model = InferenceModels.build(trained, backend, batchSize, "predict");
+      model = InferenceModels.build(trained, backend, batchSize, offload, "predict");
       Predictor predictor =
           new Predictor(
               backend,
@@ -99,7 +100,7 @@ public final class ImageClassifier implements AutoCloseable {
               trained.shape(),
               trained.normalization().mean(),
               trained.normalization().std());
-      Checkpoints.restore(trained.loaded(), model, null, backend, stream);
+      model.restore(trained.loaded(), stream);
       return new ImageClassifier(
           trained.withoutWeights(),
           processor,
@@ -110,7 +111,7 @@ public final class ImageClassifier implements AutoCloseable {
           predictor);
     } catch (RuntimeException | Error e) {
       try (Backend closing = backend;
-          Model closingModel = model) {
+          InferenceNetwork closingModel = model) {
         throw e;
       }
     }
@@ -199,7 +200,7 @@ public final class ImageClassifier implements AutoCloseable {
   @Override
   public void close() {
     try (Backend closingBackend = backend;
-        Model closingModel = model;
+        InferenceNetwork closingModel = model;
         Predictor closingPredictor = predictor) {
       // closes in reverse order
     }

@@ -234,6 +234,43 @@ class PretrainedCommandsTest {
     assertFalse(Files.exists(csv), "nothing written");
   }
 
+  /**
+   * --offload on streams the weights from host memory (on the CPU backend too, where auto never
+   * does): the same predictions and the same evaluation as resident, to the byte.
+   */
+  @Test
+  void streamedWeightsPredictAndEvaluateAsResident() throws Exception {
+    Path resident = tmp.resolve("resident.csv");
+    Path streamed = tmp.resolve("streamed.csv");
+    MainTest.Run off = predictWeights(resident, "--image", "16x16", "--offload", "off");
+    assertEquals(0, off.status(), off.err());
+    MainTest.Run on = predictWeights(streamed, "--image", "16x16", "--offload", "on");
+    assertEquals(0, on.status(), on.err());
+    assertEquals(Files.readString(resident), Files.readString(streamed));
+    List<String> evaluate =
+        List.of(
+            "evaluate",
+            "--model",
+            MODEL,
+            "--weights",
+            WEIGHTS.toString(),
+            "-d",
+            fiveClasses.toString(),
+            "-o",
+            tmp.resolve("confusion.png").toString(),
+            "--offload");
+    MainTest.Run evalOff = MainTest.run(with(evaluate, "off"));
+    MainTest.Run evalOn = MainTest.run(with(evaluate, "on"));
+    assertEquals(0, evalOn.status(), evalOn.err());
+    assertEquals(evalOff.out(), evalOn.out());
+  }
+
+  private static String[] with(List<String> args, String last) {
+    List<String> all = new java.util.ArrayList<>(args);
+    all.add(last);
+    return all.toArray(String[]::new);
+  }
+
   private static MainTest.Run predictWeights(Path csv, String... more) {
     List<String> args =
         new java.util.ArrayList<>(

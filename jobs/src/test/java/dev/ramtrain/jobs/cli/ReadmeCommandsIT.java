@@ -181,10 +181,20 @@ class ReadmeCommandsIT {
             "--split",
             "val",
             "--best",
+            "--offload",
+            "on",
             "-o",
             tmp.resolve("matrix.png").toString());
     assertTrue(evaluated.contains("accuracy"), evaluated);
-    run("predict", "-c", run.toString(), "-o", tmp.resolve("p.csv").toString(), images.toString());
+    run(
+        "predict",
+        "-c",
+        run.toString(),
+        "--offload",
+        "auto",
+        "-o",
+        tmp.resolve("p.csv").toString(),
+        images.toString());
     assertTrue(Files.readAllLines(tmp.resolve("p.csv")).size() > 30);
     String planned = run("plan", "-c", run.toString(), "--device", "t4");
     assertTrue(planned.contains("placement"), planned);

@@ -37,6 +37,11 @@ public interface Device extends AutoCloseable {
    */
   default void reserve(long bytes) {}
 
+  /** Device bytes each stream takes on creation (CUDA: its scratch for ordered column sums). */
+  default long streamBytes() {
+    return 0;
+  }
+
   /** The largest single allocation this device makes (the CPU backend's Java buffers: 2 GiB). */
   default long largestAllocationBytes() {
     return Long.MAX_VALUE;

@@ -462,7 +462,7 @@ public final class Checkpoints {
    * staging buffer of at most {@link #UPLOAD_CHUNK_BYTES}, tensor by tensor (synchronizes the
    * stream): neither the heap nor the host holds the slab a second time while it is filled.
    */
-  static void uploadTensors(
+  public static void uploadTensors(
       Backend backend, Stream stream, DeviceBuffer slab, Loaded c, List<Parameters.Entry> entries) {
     uploadTensors(backend, stream, slab, c, entries, UPLOAD_CHUNK_BYTES);
   }

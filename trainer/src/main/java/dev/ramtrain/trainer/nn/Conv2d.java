@@ -219,7 +219,7 @@ public final class Conv2d extends BaseLayer {
       dyHalf =
           scratch("grad.bf16", DType.BF16, halfAt + 2 * colsHalfCount(maxBatch), positions * out);
       if (weight.dtype() != DType.BF16) {
-        weightHalf = own("weight.bf16", DType.BF16, weight.count());
+        weightHalf = own("weight.bf16", DType.BF16, (long) out * patch); // the weight's count
       }
     }
   }

@@ -150,7 +150,7 @@ public final class Model implements Network, AutoCloseable {
       Backend backend,
       int maxBatch,
       Consumer<InferenceFootprint> check) {
-    InferenceActivations sized = sizeForInference(spec, layers.get(), backend, maxBatch);
+    InferenceActivations sized = InferenceBinding.size(spec, layers.get(), backend, maxBatch);
     List<Layer> fresh = layers.get();
     check.accept(footprint(fresh, sized, backend, maxBatch));
     Parameters parameters =
@@ -161,8 +161,8 @@ public final class Model implements Network, AutoCloseable {
     try {
       workspace = Workspace.forLayers(backend, fresh, maxBatch);
       activations = sized.allocate(backend);
-      bindForInference(
-          fresh, backend, parameters.sharing(workspace, null), activations, maxBatch, bound);
+      ParameterSource source = parameters.sharing(workspace, null);
+      InferenceBinding.bind(fresh, backend, i -> source, activations, maxBatch, bound);
     } catch (RuntimeException e) {
       try (Parameters p = parameters;
           Workspace w = workspace;
@@ -182,7 +182,7 @@ public final class Model implements Network, AutoCloseable {
   public static InferenceFootprint inferenceFootprint(
       String spec, Supplier<List<Layer>> layers, Backend backend, int maxBatch) {
     List<Layer> copy = layers.get();
-    return footprint(copy, sizeForInference(spec, copy, backend, maxBatch), backend, maxBatch);
+    return footprint(copy, InferenceBinding.size(spec, copy, backend, maxBatch), backend, maxBatch);
   }
 
   private static InferenceFootprint footprint(
@@ -202,38 +202,6 @@ public final class Model implements Network, AutoCloseable {
     }
   }
 
-  /** The activation memory {@code layers} (a copy, closed here) take bound for inference. */
-  private static InferenceActivations sizeForInference(
-      String spec, List<Layer> layers, Backend backend, int maxBatch) {
-    checkChain(spec, layers);
-    InferenceActivations sizing = InferenceActivations.sizing(backend.largestAllocationBytes());
-    List<Layer> bound = new ArrayList<>();
-    try (Parameters p =
-            Parameters.allocateForInference(backend, parameterSpecs(layers), bufferSpecs(layers));
-        Workspace workspace = Workspace.standIn(backend)) {
-      bindForInference(layers, backend, p.sharing(workspace, null), sizing, maxBatch, bound);
-    } finally {
-      bound.forEach(Layer::close);
-    }
-    return sizing;
-  }
-
-  /** Binds {@code layers} in order, each reading the last one's output; into {@code bound}. */
-  private static void bindForInference(
-      List<Layer> layers,
-      Backend backend,
-      ParameterSource source,
-      InferenceActivations memory,
-      int maxBatch,
-      List<Layer> bound) {
-    ActivationKeys keys = ActivationKeys.first(memory);
-    for (Layer layer : layers) {
-      layer.bind(backend, source.withActivationKeys(keys), maxBatch);
-      bound.add(layer);
-      keys = keys.next();
-    }
-  }
-
   private static List<ParamSpec> parameterSpecs(List<Layer> layers) {
     return layers.stream().flatMap(l -> l.parameters().stream()).toList();
   }
@@ -243,7 +211,7 @@ public final class Model implements Network, AutoCloseable {
   }
 
   /** Refuses {@code layers} where one's output is not the next one's input. */
-  private static void checkChain(String spec, List<Layer> layers) {
+  static void checkChain(String spec, List<Layer> layers) {
     for (int i = 1; i < layers.size(); i++) {
       Layer prev = layers.get(i - 1);
       Layer next = layers.get(i);

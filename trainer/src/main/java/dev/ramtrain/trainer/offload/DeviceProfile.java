@@ -31,8 +31,8 @@ public record DeviceProfile(
   public static DeviceProfile measure(Backend backend, String name, long memoryBytes) {
     int n = 1024;
     long bytes = 64L << 20;
-    Stream s = backend.createStream("profile");
-    try (HostBuffer host = backend.allocateHost("profile.host", bytes);
+    try (Stream s = backend.createStream("profile");
+        HostBuffer host = backend.allocateHost("profile.host", bytes);
         DeviceBuffer device = backend.allocate("profile.device", DType.U8, bytes);
         DeviceBuffer a = backend.allocate("profile.a", DType.F32, (long) n * n);
         DeviceBuffer c = backend.allocate("profile.c", DType.F32, (long) n * n)) {

@@ -107,6 +107,7 @@ final class GradientReturn implements AutoCloseable {
   @Override
   public void close() {
     copyOut.synchronize();
+    copyOut.close(); // its own: a CUDA stream holds device scratch until closed
     slots.forEach(DeviceBuffer::close);
     for (Event e : returned) {
       e.close();

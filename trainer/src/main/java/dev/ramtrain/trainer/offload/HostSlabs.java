@@ -22,6 +22,16 @@ final class HostSlabs implements AutoCloseable {
   private final boolean[] stale; // per layer: its copies lag its masters
 
   HostSlabs(Backend backend, HostLayout layout, boolean bf16Copies, boolean publishedCopy) {
+    this(backend, layout, bf16Copies, publishedCopy, true);
+  }
+
+  /** As above; without {@code gradients} (a model only evaluated) no gradient slab. */
+  HostSlabs(
+      Backend backend,
+      HostLayout layout,
+      boolean bf16Copies,
+      boolean publishedCopy,
+      boolean gradients) {
     this.layout = layout;
     this.stale = new boolean[layout.layers()];
     long n = layout.parameters();
@@ -29,7 +39,7 @@ final class HostSlabs implements AutoCloseable {
     this.bf16 =
         bf16Copies ? backend.allocateHost("masters-bf16", 2 * layout.streamedParameters()) : null;
     this.published = publishedCopy ? backend.allocateHost("published-weights", 4 * n) : null;
-    this.gradients = backend.allocateHost("host-gradients", 4 * n);
+    this.gradients = gradients ? backend.allocateHost("host-gradients", 4 * n) : null;
   }
 
   HostBuffer masters() {
@@ -86,7 +96,9 @@ final class HostSlabs implements AutoCloseable {
   @Override
   public void close() {
     masters.close();
-    gradients.close();
+    if (gradients != null) {
+      gradients.close();
+    }
     if (bf16 != null) {
       bf16.close();
     }

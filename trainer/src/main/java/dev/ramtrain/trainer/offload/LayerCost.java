@@ -188,35 +188,36 @@ public record LayerCost(
       int hostThreads) {
     List<Layer> layers = model.get();
     List<LayerCost> timed = new ArrayList<>();
-    Stream s = backend.createStream("layer-timing");
-    // An offloaded step updates each layer on the host as its gradient lands, behind the rest of
-    // backward; the layer whose gradient lands last (the first with weights) has nothing left to
-    // hide behind. On the CPU backend the host update shares the cores with compute: all of it
-    // shows.
-    int lastToLand = 0;
-    while (lastToLand < costs.size() - 1 && costs.get(lastToLand).parameters == 0) {
-      lastToLand++;
-    }
-    for (int i = 0; i < layers.size(); i++) {
-      Layer layer = layers.get(i);
-      LayerCost c = costs.get(i);
-      double[] seconds = time(layer, backend, s, batch, i > 0);
-      timed.add(
-          new LayerCost(
-              c.name,
-              c.parameters,
-              c.activationBytesFixed,
-              c.activationBytesPerSample,
-              c.outputBytesPerSample,
-              c.flopsPerSample,
-              Math.max(seconds[0] / batch, Double.MIN_NORMAL),
-              seconds[1],
-              c.scratchBytesFixed,
-              c.scratchBytesPerSample,
-              hostUpdateSeconds(backend, c.parameters, hostThreads),
-              backend.sharesHostCores() || i == lastToLand,
-              c.gradientSlots,
-              c.largestInputBytesPerSample));
+    try (Stream s = backend.createStream("layer-timing")) {
+      // An offloaded step updates each layer on the host as its gradient lands, behind the rest of
+      // backward; the layer whose gradient lands last (the first with weights) has nothing left to
+      // hide behind. On the CPU backend the host update shares the cores with compute: all of it
+      // shows.
+      int lastToLand = 0;
+      while (lastToLand < costs.size() - 1 && costs.get(lastToLand).parameters == 0) {
+        lastToLand++;
+      }
+      for (int i = 0; i < layers.size(); i++) {
+        Layer layer = layers.get(i);
+        LayerCost c = costs.get(i);
+        double[] seconds = time(layer, backend, s, batch, i > 0);
+        timed.add(
+            new LayerCost(
+                c.name,
+                c.parameters,
+                c.activationBytesFixed,
+                c.activationBytesPerSample,
+                c.outputBytesPerSample,
+                c.flopsPerSample,
+                Math.max(seconds[0] / batch, Double.MIN_NORMAL),
+                seconds[1],
+                c.scratchBytesFixed,
+                c.scratchBytesPerSample,
+                hostUpdateSeconds(backend, c.parameters, hostThreads),
+                backend.sharesHostCores() || i == lastToLand,
+                c.gradientSlots,
+                c.largestInputBytesPerSample));
+      }
     }
     return timed;
   }

@@ -266,10 +266,7 @@ public final class StreamedModel implements Network, AutoCloseable {
     for (int i = 0; i < layers.size(); i++) {
       int j = layout.ordinal(i);
       if (j >= 0) {
-        for (int ahead = j; ahead < Math.min(layout.streamedCount(), j + ring.depth()); ahead++) {
-          ring.load(ahead); // this layer's weights and the next ones the ring has room for
-        }
-        ring.use(compute, i);
+        ring.prepareForward(compute, i);
       } else if (awaitUpload[i]) {
         compute.waitFor(uploaded[i]);
         awaitUpload[i] = false;

@@ -89,6 +89,18 @@ final class WeightRing implements AutoCloseable {
   }
 
   /**
+   * Before top-level layer i (streamed) computes forward: enqueues its weights and the next ones
+   * the ring has room for, then makes its own usable on {@code compute}.
+   */
+  void prepareForward(Stream compute, int i) {
+    int j = layout.ordinal(i);
+    for (int ahead = j; ahead < Math.min(layout.streamedCount(), j + depth()); ahead++) {
+      load(ahead);
+    }
+    use(compute, i);
+  }
+
+  /**
    * Makes streamed layer i's weights usable on the compute stream: waits for its slot's load, and
    * with bf16 slots widens it into the fp32 working buffer, after which the slot may be reloaded.
    */
@@ -123,6 +135,7 @@ final class WeightRing implements AutoCloseable {
   @Override
   public void close() {
     copyIn.synchronize();
+    copyIn.close(); // its own: a CUDA stream holds device scratch until closed
     slots.forEach(DeviceBuffer::close);
     if (working != null) {
       working.close();

@@ -218,6 +218,11 @@ public final class CudaBackend implements Backend {
     return buffer;
   }
 
+  @Override
+  public long streamBytes() {
+    return CudaStream.SCRATCH_BYTES;
+  }
+
   /** A device buffer of {@code count} F32 that is the backend's own (a stream's scratch). */
   private CudaBuffer scratch(String streamLabel) {
     return new CudaBuffer(
