@@ -3,6 +3,7 @@ package dev.ramtrain.etl.image;
 import static org.bytedeco.opencv.global.opencv_imgcodecs.IMWRITE_WEBP_QUALITY;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.etl.source.RejectReason;
 import dev.ramtrain.etl.source.RejectedImageException;
@@ -79,6 +80,36 @@ class ImageHeaderTest {
     b.putInt(0).put("IEND".getBytes(StandardCharsets.US_ASCII)).putInt(0);
     var e = assertThrows(RejectedImageException.class, () -> ImageHeader.probe(b.array(), LIMIT));
     assertEquals(RejectReason.TOO_LARGE, e.reason());
+  }
+
+  /** SOI, a progressive frame header (SOF2) of 40x30, {@code scans} scans, EOI. */
+  private static byte[] progressive(int scans) {
+    ByteBuffer b = ByteBuffer.allocate(4 + 19 + 11 * scans + 2);
+    b.put(new byte[] {(byte) 0xFF, (byte) 0xD8});
+    b.put(new byte[] {(byte) 0xFF, (byte) 0xC2}).putShort((short) 17).put((byte) 8);
+    b.putShort((short) 30).putShort((short) 40).put((byte) 3);
+    b.put(new byte[] {1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1});
+    for (int i = 0; i < scans; i++) {
+      b.put(new byte[] {(byte) 0xFF, (byte) 0xDA}).putShort((short) 8);
+      b.put(new byte[] {1, 1, 0, 0, 0, 0, 0x55}); // one component, then a byte of scan data
+    }
+    b.put(new byte[] {(byte) 0xFF, (byte) 0xD9});
+    return Arrays.copyOf(b.array(), b.position());
+  }
+
+  /**
+   * A progressive JPEG's scans each decode the whole image again: more than {@link
+   * ImageHeader#MAX_SCANS} are refused from the markers, before decoding (5,000 took 140 s).
+   */
+  @Test
+  void aProgressiveJpegOfManyScansIsRefusedBeforeDecoding() throws Exception {
+    assertEquals(40, ImageHeader.probe(progressive(10), LIMIT).width());
+    assertEquals(40, ImageHeader.probe(progressive(ImageHeader.MAX_SCANS), LIMIT).width());
+    RejectedImageException e =
+        assertThrows(
+            RejectedImageException.class, () -> ImageHeader.probe(progressive(5000), LIMIT));
+    assertEquals(RejectReason.CORRUPT, e.reason());
+    assertTrue(e.getMessage().contains("more than " + ImageHeader.MAX_SCANS + " scans"));
   }
 
   @Test
