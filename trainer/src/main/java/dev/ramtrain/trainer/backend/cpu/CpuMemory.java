@@ -34,9 +34,12 @@ final class CpuMemory {
     private final long bytes;
 
     private Allocation(String label, long bytes) {
-      if (bytes > Integer.MAX_VALUE) {
-        throw new IllegalArgumentException(
-            "CPU allocations are limited to 2 GiB, asked for " + bytes + " bytes");
+      if (bytes > Integer.MAX_VALUE) { // a batch or an image too large for one buffer: usage
+        throw new OutOfDeviceMemoryException(
+            String.format(
+                "cpu backend: %s needs %s in one allocation, and one holds at most 2 GiB (Java"
+                    + " buffers index with ints); use a smaller --batch-size or image size",
+                label, ByteSize.of(bytes)));
       }
       this.bytes = bytes;
       Pointer block = Pointer.calloc(Math.max(1, bytes), 1);

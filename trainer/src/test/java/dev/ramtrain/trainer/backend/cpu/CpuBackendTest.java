@@ -34,6 +34,24 @@ class CpuBackendTest extends BackendConformanceTest {
    * sign), where Bf16.fromFloat keeps bf16's own denormals; normal values round alike (the
    * conformance test). Either outcome is allowed here; anything else is not.
    */
+  /**
+   * One allocation holds at most 2 GiB (Java buffers index with ints): a larger one (the columns of
+   * a 4000² random resized crop) is one line naming what asked and the flags that shrink it.
+   */
+  @Test
+  void anAllocationBeyondOneBufferNamesItsLabel() {
+    try (Backend b = new CpuBackend(1)) {
+      OutOfDeviceMemoryException e =
+          assertThrows(
+              OutOfDeviceMemoryException.class,
+              () -> b.allocate("workspace", DType.U8, (long) Integer.MAX_VALUE + 1));
+      assertTrue(
+          e.getMessage().startsWith("cpu backend: workspace needs 2.00 GiB"), e.getMessage());
+      assertTrue(e.getMessage().contains("--batch-size or image size"), e.getMessage());
+      assertEquals(0, b.allocatedBytes(), "nothing allocated");
+    }
+  }
+
   @Test
   void denormalsNarrowToBf16DenormalsOrToZero() {
     float[] x = {1e-40f, -1e-40f, 5e-39f};
