@@ -367,7 +367,31 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
           "could not put the replaced run back from {}: {}", dir.resolve(PREVIOUS), e.toString());
     } finally {
       lock.close();
+      if (createdDir) {
+        removeIfNoCheckpoint(dir, journal);
+      }
       removeIfEmpty(dir, createdDir);
+    }
+  }
+
+  /**
+   * A run that created its directory and stopped before its first checkpoint (a NaN loss, a refused
+   * batch, Ctrl-C) leaves nothing to resume from: the files its journal records (the metrics of the
+   * steps it ran) go, then the journal, so the directory goes too; a file it did not write keeps
+   * the directory as it is.
+   */
+  private static void removeIfNoCheckpoint(Path dir, RunJournal journal) {
+    if (Files.exists(dir.resolve(CHECKPOINTS).resolve(Checkpoints.LATEST))) {
+      return;
+    }
+    try {
+      Contents contents = contents(dir, journal);
+      removeRecorded(dir, journal, contents.recorded());
+      if (contents.foreign().isEmpty()) {
+        Files.deleteIfExists(dir.resolve(RunJournal.FILE));
+      }
+    } catch (IOException e) {
+      LOG.warn("could not remove what the stopped run wrote in {}: {}", dir, e.toString());
     }
   }
 

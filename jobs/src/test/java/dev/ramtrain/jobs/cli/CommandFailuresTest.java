@@ -123,17 +123,22 @@ class CommandFailuresTest {
   }
 
   /**
-   * A run that diverges before its first checkpoint leaves its metrics for a look, and is no run to
-   * protect: the same command with a sane learning rate takes the directory; --resume would have
-   * said there is nothing to resume (it once said "--resume continues it", and --resume "leave out
+   * A run that diverges before its first checkpoint leaves nothing half-written: the directory it
+   * created goes (the log keeps its steps); a directory it did not create keeps the metrics, which
+   * are no run to protect: the same command with a sane learning rate takes it, and --resume says
+   * there is nothing to resume (it once said "--resume continues it", and --resume "leave out
    * --resume").
    */
   @Test
   void aRunThatFailedBeforeItsFirstCheckpointDoesNotBlockTheNext() throws Exception {
-    Path run = tmp.resolve("run");
+    Path created = tmp.resolve("created");
+    MainTest.Run first = train(created, "--lr", "1e9");
+    assertEquals(Main.EXIT_FAILURE, first.status(), first.err());
+    assertFalse(Files.exists(created), "the directory the stopped run created is gone");
+    Path run = Files.createDirectory(tmp.resolve("run"));
     MainTest.Run diverged = train(run, "--lr", "1e9");
     assertEquals(Main.EXIT_FAILURE, diverged.status(), diverged.err());
-    assertTrue(Files.exists(run.resolve("metrics.jsonl")), "its metrics stay for a look");
+    assertTrue(Files.exists(run.resolve("metrics.jsonl")), "the user's directory keeps them");
     assertOneLine(train(run, "--resume"), Main.EXIT_USAGE, "no checkpoint to resume from");
     MainTest.Run again = train(run, "--lr", "0.01");
     assertEquals(0, again.status(), again.err());

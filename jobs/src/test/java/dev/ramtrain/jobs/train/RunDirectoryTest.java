@@ -339,7 +339,7 @@ class RunDirectoryTest {
    */
   @Test
   void aRunThatSavedNoCheckpointIsNoRunToProtect() throws Exception {
-    Path dir = tmp.resolve("run");
+    Path dir = Files.createDirectory(tmp.resolve("run")); // the user's: the run leaves it
     try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.FRESH);
         MetricsLog metrics = run.metrics()) {
       metrics.write(record("step", 1, 0)); // then the loss is NaN
@@ -352,6 +352,24 @@ class RunDirectoryTest {
       assertFalse(Files.exists(dir.resolve("metrics.jsonl")), "the failed run's metrics are gone");
     }
     assertEquals("mine", Files.readString(dir.resolve("notes.txt")));
+  }
+
+  /**
+   * A run that created its directory and stopped before its first checkpoint (a NaN loss at step 1)
+   * removes what it wrote and the directory: nothing is left half-written to resume from; one that
+   * saved a checkpoint keeps everything.
+   */
+  @Test
+  void aRunThatCreatedItsDirectoryAndSavedNoCheckpointLeavesNothing() throws Exception {
+    Path dir = tmp.resolve("new-run");
+    try (RunDirectory run = RunDirectory.open(dir, RunDirectory.Mode.FRESH);
+        MetricsLog metrics = run.metrics()) {
+      metrics.write(record("step", 1, 0)); // then the loss is NaN
+    }
+    assertFalse(Files.exists(dir), "the stopped run's directory is gone");
+    Path kept = tmp.resolve("kept");
+    oldRun(kept, 1);
+    assertTrue(Files.exists(kept.resolve("metrics.jsonl")), "a run with a checkpoint stays");
   }
 
   /** A run named by a relative path (train -o run) records its files by their place in the run. */
