@@ -206,16 +206,16 @@ public final class PredictCommand implements Callable<Integer> {
     RamtrainConfig config =
         common.load(offload == null ? Map.of() : Map.of("ramtrain.offload.mode", offload));
     BackendSpec backendSpec = TrainSettings.backend(config);
+    List<Path> files = ImageFiles.under(inputs);
+    if (output != null) {
+      OutputFile.requireReplaceable(output, "predict -o", files, PredictCommand::isOurCsv);
+    }
     int[] failed = {0};
     // The checkpoint is held by the classifier alone, which lets its tensors go once they are on
     // the device (a large model's weights would otherwise stay on the heap while it serves).
     try (ImageClassifier classifier = open(backendSpec, config)) {
       ImageClassifier.releaseHeap();
       TrainedCheckpoint trained = classifier.checkpoint();
-      List<Path> files = ImageFiles.under(inputs);
-      if (output != null) {
-        OutputFile.requireReplaceable(output, "predict -o", files, PredictCommand::isOurCsv);
-      }
       int classes = trained.classes().size();
       int k =
           topK != null
@@ -230,10 +230,10 @@ public final class PredictCommand implements Callable<Integer> {
       } else { // written beside and renamed when whole: no truncated CSV under its name
         AtomicFile.write(output, csv);
       }
-      if (failed[0] > 0) {
-        throw new IOException(
-            failed[0] + " of " + files.size() + " images could not be read (see the error column)");
-      }
+    }
+    if (failed[0] > 0) {
+      throw new IOException(
+          failed[0] + " of " + files.size() + " images could not be read (see the error column)");
     }
     return 0;
   }
