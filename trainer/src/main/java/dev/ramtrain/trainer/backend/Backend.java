@@ -38,6 +38,15 @@ public interface Backend extends Device {
   }
 
   /**
+   * Whether every fp32 {@link dev.ramtrain.trainer.backend.ops.Convolution} and its backward run
+   * without im2col columns (oneDNN's own convolutions): then layers pass none, and reserve no
+   * workspace for them (a 7×7 stem's columns at batch 64 and 224² are 450 MiB).
+   */
+  default boolean convolvesWithoutColumns() {
+    return false;
+  }
+
+  /**
    * Whether layers should convolve depthwise with the direct {@link
    * dev.ramtrain.trainer.backend.ops.DepthwiseConvolution} rather than im2col and GEMM. Every
    * engine computes the operation (the CPU's Java loops are its reference); the engines say where

@@ -102,7 +102,9 @@ public final class BatchNorm2d extends BaseLayer {
    */
   @Override
   public long scratchBytes(Backend backend, int maxBatch) {
-    return relu ? 4L * maxBatch * inputSize() : 0;
+    // the ReLU's gradient, only where the engine keeps no mask of it (bind's choice)
+    boolean masked = backend.normReluMaskBytes(maxBatch, c, hw, layout.block(backend, c)) > 0;
+    return relu && !masked ? 4L * maxBatch * inputSize() : 0;
   }
 
   @Override

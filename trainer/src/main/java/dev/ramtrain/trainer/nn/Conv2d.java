@@ -51,7 +51,8 @@ public final class Conv2d extends BaseLayer {
   private DeviceBuffer y;
   private DeviceBuffer dx;
   private DeviceBuffer input; // the last forward's input: backward's columns are made from it
-  // Scratch (the shared workspace): the columns, which backward's dL/dcols reuses.
+  // Scratch (the shared workspace): the columns, which backward's dL/dcols reuses; null on an
+  // engine that convolves without them.
   private DeviceBuffer cols;
   // bf16 only, scratch: the GEMMs' operands, which also serve for rounding their results.
   private DeviceBuffer colsHalf; // the columns; after backward's dW, scratch for rounding dx
@@ -175,9 +176,12 @@ public final class Conv2d extends BaseLayer {
         new ParamSpec(name + ".bias", new int[] {out}, ParamSpec.Init.FAN_IN_UNIFORM, patch));
   }
 
-  /** The workspace's layout: F32 columns, then (bf16) the bf16 columns, then the bf16 dL/dy. */
-  private long colsBytes(int maxBatch) {
-    return 4L * maxBatch * oh * ow * patch;
+  /**
+   * The workspace's layout: F32 columns (none on an engine that convolves without them), then
+   * (bf16) the bf16 columns, then the bf16 dL/dy.
+   */
+  private long colsBytes(Backend backend, int maxBatch) {
+    return backend.convolvesWithoutColumns() ? 0 : 4L * maxBatch * oh * ow * patch;
   }
 
   private long colsHalfCount(int maxBatch) {
@@ -187,7 +191,7 @@ public final class Conv2d extends BaseLayer {
 
   @Override
   public long scratchBytes(Backend backend, int maxBatch) {
-    long bytes = colsBytes(maxBatch);
+    long bytes = colsBytes(backend, maxBatch);
     if (precision == Precision.BF16) {
       bytes += 2 * colsHalfCount(maxBatch) + 2L * maxBatch * oh * ow * out;
     }
@@ -212,9 +216,10 @@ public final class Conv2d extends BaseLayer {
     long positions = (long) maxBatch * oh * ow;
     y = own("out", positions * out);
     dx = inputGradient((long) maxBatch * inputSize());
-    cols = scratch("cols", DType.F32, 0, positions * patch);
+    cols =
+        backend.convolvesWithoutColumns() ? null : scratch("cols", DType.F32, 0, positions * patch);
     if (precision == Precision.BF16) {
-      long halfAt = colsBytes(maxBatch);
+      long halfAt = colsBytes(backend, maxBatch);
       colsHalf = scratch("cols.bf16", DType.BF16, halfAt, colsHalfCount(maxBatch));
       dyHalf =
           scratch("grad.bf16", DType.BF16, halfAt + 2 * colsHalfCount(maxBatch), positions * out);
@@ -324,9 +329,9 @@ public final class Conv2d extends BaseLayer {
     return dxb;
   }
 
-  /** The columns' scratch for a batch: what an engine lowering to im2col works in. */
+  /** The columns' scratch for a batch: what an engine lowering to im2col works in, or none. */
   private DeviceBuffer columns(int batch) {
-    return cols.view(0, (long) batch * patch * oh * ow);
+    return cols == null ? null : cols.view(0, (long) batch * patch * oh * ow);
   }
 
   /** This layer's window over a batch of its input. */

@@ -145,6 +145,11 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
+  public boolean convolvesWithoutColumns() {
+    return oneDnn != null; // oneDNN convolves itself; the Java kernels lower to im2col
+  }
+
+  @Override
   public boolean sharesHostCores() {
     return true;
   }

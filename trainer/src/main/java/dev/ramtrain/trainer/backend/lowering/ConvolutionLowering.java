@@ -38,6 +38,7 @@ public final class ConvolutionLowering {
   }
 
   public static List<Operation> forward(Convolution op) {
+    requireColumns(op.columns());
     ArgumentChecks.requirePlainChannels(Math.max(op.inBlock(), op.outBlock()), "convolution");
     requireFp32(op.x());
     ConvWindow win = op.window();
@@ -52,6 +53,7 @@ public final class ConvolutionLowering {
   }
 
   public static List<Operation> backward(ConvolutionBackward op) {
+    requireColumns(op.columns());
     ArgumentChecks.requirePlainChannels(
         Math.max(op.inBlock(), op.outBlock()), "convolution backward");
     requireFp32(op.x());
@@ -120,5 +122,13 @@ public final class ConvolutionLowering {
         0f,
         GemmOperand.of(cols, hw).strided((long) patch * hw),
         win.n());
+  }
+
+  private static void requireColumns(Object columns) {
+    if (columns == null) {
+      throw new IllegalArgumentException(
+          "convolution: this engine lowers to im2col and needs the columns' scratch"
+              + " (Backend.convolvesWithoutColumns says whether it may be left out)");
+    }
   }
 }

@@ -13,10 +13,12 @@ import dev.ramtrain.trainer.backend.Operation;
  *
  * <p>{@code columns} ({@link ConvWindow#columnCount()} F32) is scratch for the engines that lower
  * the convolution to im2col and GEMM ({@link dev.ramtrain.trainer.backend.ConvolutionLowering}); an
- * engine with its own convolution leaves it alone. {@code inBlock} and {@code outBlock} are the
- * layouts of x and y ({@link BatchNormTrain}'s channel blocks; the weight is always [out, c, kh,
- * kw]). x and weight are both F32 or both BF16 (fp32 accumulation into y, which is F32): bf16
- * operands only on an engine that {@link dev.ramtrain.trainer.backend.Backend#convolvesInBf16}.
+ * engine with its own convolution leaves it alone, and one that {@link
+ * dev.ramtrain.trainer.backend.Backend#convolvesWithoutColumns} is given none (null). {@code
+ * inBlock} and {@code outBlock} are the layouts of x and y ({@link BatchNormTrain}'s channel
+ * blocks; the weight is always [out, c, kh, kw]). x and weight are both F32 or both BF16 (fp32
+ * accumulation into y, which is F32): bf16 operands only on an engine that {@link
+ * dev.ramtrain.trainer.backend.Backend#convolvesInBf16}.
  */
 public record Convolution(
     DeviceBuffer x,
@@ -53,6 +55,8 @@ public record Convolution(
       checkF32(bias, outChannels);
     }
     checkF32(y, window.outputCount(outChannels));
-    checkF32(columns, window.columnCount());
+    if (columns != null) { // none on an engine that convolves without them
+      checkF32(columns, window.columnCount());
+    }
   }
 }
