@@ -16,11 +16,12 @@ import java.util.Set;
  * is kept for a backward, so a layer's output lives only until the layers that read it have run.
  * One arena holds it all. Each layer's activations, output and temporaries together, are one
  * <em>write</em> into a named value ({@link ActivationKeys} says which, and which values are still
- * to be read then); a write goes at the lowest offset that overlaps no value still to be read, as a
- * caching allocator would place it, so the arena is as large as the most that is live at once (plus
- * what first fit leaves between). Built in two passes over two copies of the model's layers: {@link
- * #sizing} binds the first to zero-length buffers and records the writes in order, {@link
- * #allocate} places them and makes the arena, which the second copy binds to, write by write.
+ * to be read then); writes whose lives overlap get disjoint bytes (planned greedy-by-size), so the
+ * arena is about as large as the most that is live at once; a backend whose allocations are bounded
+ * (the CPU backend's, at 2 GiB) gets several arenas, each write inside one. Built in two passes
+ * over two copies of the model's layers: {@link #sizing} binds the first to zero-length buffers and
+ * records the writes in order, {@link #allocate} places them and makes the arena, which the second
+ * copy binds to, write by write.
  */
 public final class InferenceActivations implements AutoCloseable {
   /** Every write starts at a multiple of this, as does each allocation within one. */
