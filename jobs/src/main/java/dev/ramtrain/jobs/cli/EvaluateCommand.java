@@ -66,13 +66,7 @@ public final class EvaluateCommand implements Callable<Integer> {
       description = "Split to evaluate (default ${DEFAULT-VALUE}).")
   String split;
 
-  @Option(
-      names = "--offload",
-      paramLabel = "MODE",
-      description =
-          "auto (stream the weights from host memory when the model does not fit the device"
-              + " beside its activations), on or off (ramtrain.offload.mode).")
-  String offload;
+  @Mixin OffloadFlag offload;
 
   @Option(
       names = {"-o", "--confusion"},
@@ -126,7 +120,7 @@ public final class EvaluateCommand implements Callable<Integer> {
     boolean pretrained = checkpoint.pretrained();
     TrainedCheckpoint trained = pretrained ? null : checkpoint.open();
     Map<String, String> flags = new LinkedHashMap<>();
-    flags.put("ramtrain.offload.mode", offload);
+    flags.putAll(offload.settings());
     flags.put(
         "ramtrain.train.dataset",
         dataset != null || pretrained ? dataset : trainedOn(trained.loaded()));

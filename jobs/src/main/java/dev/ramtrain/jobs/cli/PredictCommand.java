@@ -22,7 +22,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
@@ -106,13 +105,7 @@ public final class PredictCommand implements Callable<Integer> {
       description = "Image files, or directories searched recursively for images.")
   List<Path> inputs;
 
-  @Option(
-      names = "--offload",
-      paramLabel = "MODE",
-      description =
-          "auto (stream the weights from host memory when the model does not fit the device"
-              + " beside its activations), on or off (ramtrain.offload.mode).")
-  String offload;
+  @Mixin OffloadFlag offload;
 
   /** The weights served, their classes numbered, at the input size asked (224×224 by default). */
   private TrainedCheckpoint pretrained() throws IOException {
@@ -203,8 +196,7 @@ public final class PredictCommand implements Callable<Integer> {
       throw new ConfigException(
           "--class-names goes with --weights: a checkpoint names its classes itself");
     }
-    RamtrainConfig config =
-        common.load(offload == null ? Map.of() : Map.of("ramtrain.offload.mode", offload));
+    RamtrainConfig config = common.load(offload.settings());
     BackendSpec backendSpec = TrainSettings.backend(config);
     List<Path> files = ImageFiles.under(inputs);
     if (output != null) {

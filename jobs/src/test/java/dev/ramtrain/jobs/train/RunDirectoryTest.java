@@ -367,6 +367,14 @@ class RunDirectoryTest {
       metrics.write(record("step", 1, 0)); // then the loss is NaN
     }
     assertFalse(Files.exists(dir), "the stopped run's directory is gone");
+    Path shared = tmp.resolve("shared-run");
+    try (RunDirectory run = RunDirectory.open(shared, RunDirectory.Mode.FRESH);
+        MetricsLog metrics = run.metrics()) {
+      metrics.write(record("step", 1, 0));
+      Files.writeString(shared.resolve("notes.txt"), "mine"); // a user's file, while it ran
+    }
+    assertEquals("mine", Files.readString(shared.resolve("notes.txt")), "never a user's file");
+    assertFalse(Files.exists(shared.resolve("metrics.jsonl")), "only what the run wrote went");
     Path kept = tmp.resolve("kept");
     oldRun(kept, 1);
     assertTrue(Files.exists(kept.resolve("metrics.jsonl")), "a run with a checkpoint stays");

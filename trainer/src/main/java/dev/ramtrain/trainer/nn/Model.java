@@ -8,7 +8,6 @@ import dev.ramtrain.trainer.backend.ops.Fill;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Consumer;
 import java.util.function.IntConsumer;
 import java.util.function.Supplier;
 
@@ -140,19 +139,8 @@ public final class Model implements Network, AutoCloseable {
    */
   public static Model buildForInference(
       String spec, Supplier<List<Layer>> layers, Backend backend, int maxBatch) {
-    return buildForInference(spec, layers, backend, maxBatch, footprint -> {});
-  }
-
-  /** As above, {@code check} shown what the model will take before anything is allocated. */
-  public static Model buildForInference(
-      String spec,
-      Supplier<List<Layer>> layers,
-      Backend backend,
-      int maxBatch,
-      Consumer<InferenceFootprint> check) {
     InferenceActivations sized = InferenceBinding.size(spec, layers.get(), backend, maxBatch);
     List<Layer> fresh = layers.get();
-    check.accept(footprint(fresh, sized, backend, maxBatch));
     Parameters parameters =
         Parameters.allocateForInference(backend, parameterSpecs(fresh), bufferSpecs(fresh));
     Workspace workspace = null;
@@ -314,11 +302,6 @@ public final class Model implements Network, AutoCloseable {
     if (inferenceActivations != null) {
       throw new IllegalStateException(spec + " is bound for inference: it has no gradients");
     }
-  }
-
-  /** Whether this model was bound for inference ({@link #buildForInference}). */
-  public boolean inference() {
-    return inferenceActivations != null;
   }
 
   @Override

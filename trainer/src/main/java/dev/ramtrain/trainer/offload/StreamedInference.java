@@ -214,11 +214,6 @@ public final class StreamedInference implements InferenceNetwork {
     return true;
   }
 
-  /** Host bytes the weights take, pinned. */
-  public long hostBytes() {
-    return 4 * layout.parameters();
-  }
-
   @Override
   public void close() {
     bound.forEach(Layer::close);
