@@ -75,7 +75,8 @@ public final class CheckpointFlags {
   }
 
   /** {@code file} (the weights given) with {@code classes} outputs for images of {@code shape}. */
-  TrainedCheckpoint openPretrained(PretrainedWeights file, List<String> classes, ImageShape shape) {
+  TrainedCheckpoint openPretrained(PretrainedWeights file, List<String> classes, ImageShape shape)
+      throws IOException {
     return TrainedCheckpoint.fromPretrained(weights, file, model, classes, shape);
   }
 }

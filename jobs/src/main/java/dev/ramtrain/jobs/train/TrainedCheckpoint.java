@@ -209,7 +209,8 @@ public record TrainedCheckpoint(
    * noise.
    */
   public static TrainedCheckpoint fromPretrained(
-      Path weights, PretrainedWeights file, String model, List<String> classes, ImageShape shape) {
+      Path weights, PretrainedWeights file, String model, List<String> classes, ImageShape shape)
+      throws IOException {
     String spec = ModelSpec.withClasses(model, classes.size());
     List<Layer> layers = ModelChoice.parse("--model", spec, shape, Precision.FP32);
     if (file.classes() != classes.size()) {

@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,18 +30,28 @@ public final class PretrainedWeights {
 
   private final Path file;
   private final String naming;
-  private final Map<String, Safetensors.Tensor> tensors; // by timm's names
+  private final StoredTensors stored;
+  private final Map<String, String> storedNames; // timm's name -> the file's
+  private final Map<String, long[]> shapes; // by timm's names, in the file's order
 
-  private PretrainedWeights(Path file, String naming, Map<String, Safetensors.Tensor> tensors) {
+  private PretrainedWeights(
+      Path file,
+      String naming,
+      StoredTensors stored,
+      Map<String, String> storedNames,
+      Map<String, long[]> shapes) {
     this.file = file;
     this.naming = naming;
-    this.tensors = tensors;
+    this.stored = stored;
+    this.storedNames = storedNames;
+    this.shapes = shapes;
   }
 
   /**
-   * Reads {@code file}: safetensors, or PyTorch's own {@code torch.save} zip archive ({@code .pth},
-   * {@code .pt}: recognised by its first bytes) through a pickle reader that accepts only what a
-   * tensor state dict needs. An unreadable or malformed file is an IOException naming it.
+   * Reads {@code file}'s index: safetensors, or PyTorch's own {@code torch.save} zip archive
+   * ({@code .pth}, {@code .pt}: recognised by its first bytes) through a pickle reader that accepts
+   * only what a tensor state dict needs. An unreadable or malformed file is an IOException naming
+   * it. The tensors' values are read by {@link #matchTo}, and only those the model takes.
    */
   public static PretrainedWeights read(Path file) throws IOException {
     byte[] head = new byte[4];
@@ -49,21 +60,22 @@ public final class PretrainedWeights {
     } catch (java.nio.file.NoSuchFileException e) {
       throw new IOException(file + ": no such file", e);
     }
-    Map<String, Safetensors.Tensor> raw =
+    StoredTensors stored =
         TorchArchive.isZip(head)
-            ? TorchArchive.read(file)
-            : Safetensors.read(file, new HashMap<>());
-    if (TorchvisionNames.detect(raw.keySet())) {
-      Map<String, Safetensors.Tensor> renamed = new LinkedHashMap<>();
-      raw.forEach(
-          (k, t) -> {
-            String name = TorchvisionNames.toTimm(k);
-            long[] shape = TorchvisionNames.timmShape(name, t.shape());
-            renamed.put(name, new Safetensors.Tensor(name, shape, t.values()));
-          });
-      return new PretrainedWeights(file, "torchvision", renamed);
-    }
-    return new PretrainedWeights(file, "timm", raw);
+            ? TorchArchive.index(file)
+            : Safetensors.index(file, new HashMap<>());
+    Map<String, long[]> raw = stored.shapes();
+    boolean torchvision = TorchvisionNames.detect(raw.keySet());
+    Map<String, String> storedNames = new LinkedHashMap<>();
+    Map<String, long[]> shapes = new LinkedHashMap<>();
+    raw.forEach(
+        (k, shape) -> {
+          String name = torchvision ? TorchvisionNames.toTimm(k) : k;
+          storedNames.put(name, k);
+          shapes.put(name, torchvision ? TorchvisionNames.timmShape(name, shape) : shape);
+        });
+    return new PretrainedWeights(
+        file, torchvision ? "torchvision" : "timm", stored, storedNames, shapes);
   }
 
   /** "timm" or "torchvision": whose names the file carried. */
@@ -74,9 +86,9 @@ public final class PretrainedWeights {
   /** The classifier's output count, or -1 when the file has no head ramtrain knows. */
   public int classes() {
     for (String head : HEADS) {
-      Safetensors.Tensor bias = tensors.get(head + ".bias");
-      if (bias != null && bias.shape().length == 1) {
-        return (int) bias.shape()[0];
+      long[] bias = shapes.get(head + ".bias");
+      if (bias != null && bias.length == 1) {
+        return (int) bias[0];
       }
     }
     return -1;
@@ -85,7 +97,7 @@ public final class PretrainedWeights {
   /**
    * As {@link #matchTo(String, List, List)} for the parameters and buffers {@code layers} declare.
    */
-  public Map<String, float[]> matchTo(String model, List<Layer> layers) {
+  public Map<String, float[]> matchTo(String model, List<Layer> layers) throws IOException {
     List<ParamSpec> params = new ArrayList<>();
     List<ParamSpec> buffers = new ArrayList<>();
     for (Layer layer : layers) {
@@ -97,44 +109,40 @@ public final class PretrainedWeights {
 
   /**
    * The values for {@code params} and {@code buffers} (a model's, by name), checked as described
-   * above; what is left out (a replaced head) starts as the model initializes it.
+   * above; what is left out (a replaced head) starts as the model initializes it. Names and shapes
+   * are matched before any value is read, and only the values the model takes are read.
    *
    * @throws IllegalArgumentException listing every mismatch, naming the file and {@code model}
+   * @throws IOException when a tensor the model takes cannot be read
    */
-  public Map<String, float[]> matchTo(
-      String model, List<ParamSpec> params, List<ParamSpec> buffers) {
+  public Map<String, float[]> matchTo(String model, List<ParamSpec> params, List<ParamSpec> buffers)
+      throws IOException {
     Map<String, ParamSpec> wanted = new LinkedHashMap<>();
     params.forEach(p -> wanted.put(p.name(), p));
     buffers.forEach(p -> wanted.put(p.name(), p));
-    Map<String, float[]> values = new LinkedHashMap<>();
+    Map<String, long[]> taken = new LinkedHashMap<>(); // the model's names -> its shapes
     List<String> missing = new ArrayList<>();
     List<String> mismatched = new ArrayList<>();
     List<String> replacedHead = new ArrayList<>();
     for (ParamSpec p : wanted.values()) {
-      Safetensors.Tensor t = tensors.get(p.name());
-      if (t == null) {
+      long[] has = shapes.get(p.name());
+      if (has == null) {
         missing.add(p.name());
         continue;
       }
       long[] want = Arrays.stream(p.shape()).asLongStream().toArray();
-      if (Arrays.equals(want, t.shape())) {
-        values.put(p.name(), t.values());
-      } else if (isHead(p.name()) && anotherClassCount(p.name(), t.shape(), want)) {
+      if (Arrays.equals(want, has)
+          || (p.name().equals("pos_embed") && PositionEmbedding.resizable(has, want))) {
+        taken.put(p.name(), want);
+      } else if (isHead(p.name()) && anotherClassCount(p.name(), has, want)) {
         replacedHead.add(p.name()); // another class count: timm's rule, a fresh classifier
-      } else if (p.name().equals("pos_embed") && PositionEmbedding.resizable(t.shape(), want)) {
-        values.put(p.name(), PositionEmbedding.resample(t.values(), t.shape(), want));
-        LOG.info(
-            "{}: position embedding resampled from {} to {} tokens (bicubic over the grid)",
-            file,
-            t.shape()[1],
-            want[1]);
       } else {
         mismatched.add(
-            p.name() + " " + Arrays.toString(t.shape()) + " in the file, " + Arrays.toString(want));
+            p.name() + " " + Arrays.toString(has) + " in the file, " + Arrays.toString(want));
       }
     }
     List<String> unexpected = new ArrayList<>();
-    for (String name : tensors.keySet()) {
+    for (String name : shapes.keySet()) {
       if (!wanted.containsKey(name) && !name.endsWith("num_batches_tracked")) {
         unexpected.add(name);
       }
@@ -159,6 +167,30 @@ public final class PretrainedWeights {
           replacedHead,
           classes());
     }
+    return values(taken);
+  }
+
+  /** The values of the tensors {@code taken} (timm's names to the model's shapes), as read. */
+  private Map<String, float[]> values(Map<String, long[]> taken) throws IOException {
+    Set<String> names = new HashSet<>();
+    taken.keySet().forEach(name -> names.add(storedNames.get(name)));
+    Map<String, float[]> read = stored.read(names);
+    Map<String, float[]> values = new LinkedHashMap<>();
+    for (Map.Entry<String, long[]> t : taken.entrySet()) {
+      String name = t.getKey();
+      long[] has = shapes.get(name);
+      float[] v = read.get(storedNames.get(name));
+      if (Arrays.equals(has, t.getValue())) {
+        values.put(name, v);
+      } else { // the position embedding of another grid
+        values.put(name, PositionEmbedding.resample(v, has, t.getValue()));
+        LOG.info(
+            "{}: position embedding resampled from {} to {} tokens (bicubic over the grid)",
+            file,
+            has[1],
+            t.getValue()[1]);
+      }
+    }
     return values;
   }
 
@@ -178,12 +210,12 @@ public final class PretrainedWeights {
       }
     }
     String head = name.substring(0, name.lastIndexOf('.'));
-    Safetensors.Tensor weight = tensors.get(head + ".weight");
-    Safetensors.Tensor bias = tensors.get(head + ".bias");
+    long[] weight = shapes.get(head + ".weight");
+    long[] bias = shapes.get(head + ".bias");
     return weight == null
         || bias == null
-        || bias.shape().length != 1
-        || (weight.shape().length > 0 && weight.shape()[0] == bias.shape()[0]);
+        || bias.length != 1
+        || (weight.length > 0 && weight[0] == bias[0]);
   }
 
   private static boolean isHead(String name) {

@@ -117,6 +117,20 @@ public final class Safetensors {
    */
   public static Map<String, Tensor> read(Path file, Map<String, String> metadataOut)
       throws IOException {
+    StoredTensors stored = index(file, metadataOut);
+    Map<String, float[]> values = stored.read(stored.shapes().keySet());
+    Map<String, Tensor> tensors = new LinkedHashMap<>();
+    stored
+        .shapes()
+        .forEach((name, shape) -> tensors.put(name, new Tensor(name, shape, values.get(name))));
+    return tensors;
+  }
+
+  /**
+   * The file's header, checked as {@link #read} checks it, with the metadata: its tensors' values
+   * are read only when asked for.
+   */
+  static StoredTensors index(Path file, Map<String, String> metadataOut) throws IOException {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       long size = ch.size();
       ByteBuffer lengthBytes = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
@@ -160,18 +174,41 @@ public final class Safetensors {
         }
         previousEnd = e.end();
       }
-      Map<String, Tensor> tensors = new LinkedHashMap<>();
-      for (Entry e : entries) {
-        ByteBuffer data =
-            ByteBuffer.allocate((int) (e.end() - e.begin())).order(ByteOrder.LITTLE_ENDIAN);
-        readFully(ch, data, dataStart + e.begin());
-        data.flip();
-        tensors.put(e.name(), new Tensor(e.name(), e.shape(), floats(e.dtype(), data)));
-      }
-      return tensors;
+      return new Index(file, dataStart, entries);
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
       throw new IOException(
           file + ": safetensors header is not valid JSON: " + e.getOriginalMessage(), e);
+    }
+  }
+
+  /** A checked header: where each tensor's bytes lie in {@code file}. */
+  private record Index(Path file, long dataStart, List<Entry> entries) implements StoredTensors {
+    @Override
+    public Map<String, long[]> shapes() {
+      Map<String, long[]> shapes = new LinkedHashMap<>();
+      entries.forEach(e -> shapes.put(e.name(), e.shape().clone()));
+      return shapes;
+    }
+
+    @Override
+    public Map<String, float[]> read(java.util.Set<String> names) throws IOException {
+      Map<String, float[]> values = new LinkedHashMap<>();
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        for (Entry e : entries) {
+          if (!names.contains(e.name())) {
+            continue;
+          }
+          ByteBuffer data =
+              ByteBuffer.allocate((int) (e.end() - e.begin())).order(ByteOrder.LITTLE_ENDIAN);
+          if (readFully(ch, data, dataStart + e.begin()) != data.capacity()) {
+            throw new IOException(
+                file + ": tensor " + e.name() + " is cut short (truncated file?)");
+          }
+          data.flip();
+          values.put(e.name(), floats(e.dtype(), data));
+        }
+      }
+      return values;
     }
   }
 

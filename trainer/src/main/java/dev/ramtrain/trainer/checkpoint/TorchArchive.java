@@ -10,6 +10,7 @@ import java.util.Enumeration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipException;
 import java.util.zip.ZipFile;
@@ -36,7 +37,24 @@ final class TorchArchive {
     return head.length >= 4 && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4;
   }
 
+  /** Every tensor of the archive, in the pickle's order, widened to float32. */
   static Map<String, Safetensors.Tensor> read(Path file) throws IOException {
+    StoredTensors stored = index(file);
+    Map<String, float[]> values = stored.read(stored.shapes().keySet());
+    Map<String, Safetensors.Tensor> tensors = new LinkedHashMap<>();
+    stored
+        .shapes()
+        .forEach(
+            (name, shape) ->
+                tensors.put(name, new Safetensors.Tensor(name, shape, values.get(name))));
+    return tensors;
+  }
+
+  /**
+   * The archive's state dict as its pickle describes it (names, views over storages): the storages
+   * are read only for the tensors asked for.
+   */
+  static StoredTensors index(Path file) throws IOException {
     try (ZipFile zip = new ZipFile(file.toFile())) {
       String prefix = null;
       for (Enumeration<? extends ZipEntry> e = zip.entries(); e.hasMoreElements(); ) {
@@ -55,60 +73,97 @@ final class TorchArchive {
       byte[] pickle = entry(zip, prefix + "data.pkl", MAX_PICKLE, file);
       Map<String, StateDictPickle.TensorView> views =
           StateDictPickle.read(file + " (" + prefix + "data.pkl)", pickle);
-      Map<String, Safetensors.Tensor> tensors = new LinkedHashMap<>();
-      Map<String, ByteBuffer> storages = new LinkedHashMap<>();
-      // A storage's bytes are dropped once its last view is read: the file's raw bytes and its
-      // float32 tensors are never all on the heap at once (a ViT-L's 1.2 GB would be 2.4 GB).
-      Map<String, Integer> viewsLeft = new HashMap<>();
-      views.values().forEach(v -> viewsLeft.merge(v.storage().key(), 1, Integer::sum));
-      long storageElements = 0;
-      long viewElements = 0;
-      for (Map.Entry<String, StateDictPickle.TensorView> v : views.entrySet()) {
-        StateDictPickle.Storage s = v.getValue().storage();
-        int bytes = elementBytes(s.type());
-        ByteBuffer data = storages.get(s.key());
-        if (data == null) {
-          long size = storageBytes(file, s, bytes);
-          data = ByteBuffer.wrap(entry(zip, prefix + "data/" + s.key(), size, file)).order(order);
-          if (data.capacity() != size) {
-            throw new IOException(
-                file
-                    + ": storage "
-                    + s.key()
-                    + " holds "
-                    + data.capacity()
-                    + " bytes, its "
-                    + s.numel()
-                    + " "
-                    + s.type()
-                    + " elements need "
-                    + size);
-          }
-          storages.put(s.key(), data);
-          storageElements += s.numel();
-        }
-        Safetensors.Tensor t = tensor(file, v.getKey(), v.getValue(), data);
-        viewElements += t.values().length;
-        if (viewElements > MAX_REPEATS * storageElements) {
-          // views may share a storage (tied weights), never many times over: memory stays bounded
-          throw new IOException(
-              file
-                  + ": its tensors read "
-                  + viewElements
-                  + "+ elements from storages of "
-                  + storageElements
-                  + ": more than "
-                  + MAX_REPEATS
-                  + " times what the file holds");
-        }
-        tensors.put(v.getKey(), t);
-        if (viewsLeft.merge(s.key(), -1, Integer::sum) == 0) {
-          storages.remove(s.key());
-        }
-      }
-      return tensors;
+      return new Index(file, prefix, order, views);
     } catch (ZipException e) {
       throw new IOException(file + ": not a readable zip archive (" + e.getMessage() + ")", e);
+    }
+  }
+
+  /** The pickle's views; the archive is opened again to read the storages asked for. */
+  private record Index(
+      Path file, String prefix, ByteOrder order, Map<String, StateDictPickle.TensorView> views)
+      implements StoredTensors {
+    @Override
+    public Map<String, long[]> shapes() {
+      Map<String, long[]> shapes = new LinkedHashMap<>();
+      views.forEach((name, v) -> shapes.put(name, v.size().clone()));
+      return shapes;
+    }
+
+    @Override
+    public Map<String, float[]> read(Set<String> names) throws IOException {
+      try (ZipFile zip = new ZipFile(file.toFile())) {
+        Map<String, float[]> values = new LinkedHashMap<>();
+        Map<String, ByteBuffer> storages = new LinkedHashMap<>();
+        // A storage's bytes are dropped once its last view asked for is read: the file's raw bytes
+        // and its float32 tensors are never all on the heap at once (a ViT-L's 1.2 GB would be
+        // 2.4 GB).
+        Map<String, Integer> viewsLeft = new HashMap<>();
+        views.forEach(
+            (name, v) -> {
+              if (names.contains(name)) {
+                viewsLeft.merge(v.storage().key(), 1, Integer::sum);
+              }
+            });
+        long storageElements = 0;
+        long viewElements = 0;
+        for (Map.Entry<String, StateDictPickle.TensorView> v : views.entrySet()) {
+          if (!names.contains(v.getKey())) {
+            continue;
+          }
+          StateDictPickle.Storage s = v.getValue().storage();
+          ByteBuffer data = storages.get(s.key());
+          if (data == null) {
+            data = storage(zip, s);
+            storages.put(s.key(), data);
+            storageElements += s.numel();
+          }
+          float[] t = tensor(file, v.getKey(), v.getValue(), data);
+          viewElements += t.length;
+          if (viewElements > MAX_REPEATS * storageElements) {
+            // views may share a storage (tied weights), never many times over: memory stays
+            // bounded
+            throw new IOException(
+                file
+                    + ": its tensors read "
+                    + viewElements
+                    + "+ elements from storages of "
+                    + storageElements
+                    + ": more than "
+                    + MAX_REPEATS
+                    + " times what the file holds");
+          }
+          values.put(v.getKey(), t);
+          if (viewsLeft.merge(s.key(), -1, Integer::sum) == 0) {
+            storages.remove(s.key());
+          }
+        }
+        return values;
+      } catch (ZipException e) {
+        throw new IOException(file + ": not a readable zip archive (" + e.getMessage() + ")", e);
+      }
+    }
+
+    /** A storage's entry, checked to hold exactly its elements. */
+    private ByteBuffer storage(ZipFile zip, StateDictPickle.Storage s) throws IOException {
+      long size = storageBytes(file, s, elementBytes(s.type()));
+      ByteBuffer data =
+          ByteBuffer.wrap(entry(zip, prefix + "data/" + s.key(), size, file)).order(order);
+      if (data.capacity() != size) {
+        throw new IOException(
+            file
+                + ": storage "
+                + s.key()
+                + " holds "
+                + data.capacity()
+                + " bytes, its "
+                + s.numel()
+                + " "
+                + s.type()
+                + " elements need "
+                + size);
+      }
+      return data;
     }
   }
 
@@ -188,7 +243,7 @@ final class TorchArchive {
    * bounded by what it holds (a 5.8 KB file once asked for 5.6 GB); sizes, strides and offset are
    * checked without overflow before anything is allocated.
    */
-  private static Safetensors.Tensor tensor(
+  private static float[] tensor(
       Path file, String name, StateDictPickle.TensorView v, ByteBuffer data) throws IOException {
     long count = 1;
     long last = v.offset();
@@ -246,7 +301,7 @@ final class TorchArchive {
         index[d] = 0;
       }
     }
-    return new Safetensors.Tensor(name, v.size().clone(), values);
+    return values;
   }
 
   private static float element(String type, ByteBuffer data, int at) {

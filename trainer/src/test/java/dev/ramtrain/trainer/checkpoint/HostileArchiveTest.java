@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.checkpoint;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -159,6 +160,23 @@ class HostileArchiveTest {
             archive(List.of(view(6, 0, new long[] {2, 3}, new long[] {3, 1})), 24, false));
     Map<String, Safetensors.Tensor> t = TorchArchive.read(file);
     assertEquals(6, t.get("w").values().length);
+  }
+
+  /**
+   * A tensor nobody asks for is never read: its storage here claims far more than its entry holds,
+   * which reading the whole archive refuses, and the tensor asked for reads beside it.
+   */
+  @Test
+  void onlyTheTensorsAskedForAreRead() throws IOException {
+    View asked = new View("asked", "0", 4, 0, new long[] {4}, new long[] {1});
+    View foreign = new View("foreign", "1", 100, 0, new long[] {100}, new long[] {1});
+    Path file = write("foreign.pth", archive(List.of(asked, foreign), 16, false));
+    assertThrows(IOException.class, () -> TorchArchive.read(file));
+    StoredTensors stored = TorchArchive.index(file);
+    assertArrayEquals(new long[] {100}, stored.shapes().get("foreign"));
+    Map<String, float[]> read = stored.read(java.util.Set.of("asked"));
+    assertEquals(java.util.Set.of("asked"), read.keySet());
+    assertArrayEquals(new float[4], read.get("asked"));
   }
 
   @Test

@@ -197,6 +197,61 @@ class PretrainedWeightsTest {
         shapes.getMessage());
   }
 
+  /**
+   * A file declaring 17 GB of tensors the model does not have, beside the model's own (sparse on
+   * disk): its names are matched from the header and it is refused listing them, before a byte of
+   * theirs is read (it was read whole first: 7 GB of heap, an OutOfMemoryError trace).
+   */
+  @Test
+  void foreignTensorsAreRefusedFromTheHeaderWithoutReadingThem(@TempDir Path dir)
+      throws IOException {
+    Map<String, Safetensors.Tensor> own =
+        Safetensors.read(resource("vit_tiny_torchvision.weights.safetensors"), new HashMap<>());
+    StringBuilder header = new StringBuilder("{");
+    long offset = 0;
+    for (Safetensors.Tensor t : own.values()) {
+      long end = offset + 4L * t.values().length;
+      header.append(entry(t.name(), t.shape(), offset, end)).append(',');
+      offset = end;
+    }
+    long ownBytes = offset;
+    long foreign = (Integer.MAX_VALUE - 16) / 4;
+    for (int i = 0; i < 8; i++) {
+      long end = offset + 4 * foreign;
+      header.append(entry("extra." + i, new long[] {foreign}, offset, end)).append(',');
+      offset = end;
+    }
+    header.setCharAt(header.length() - 1, '}');
+    byte[] json = header.toString().getBytes(StandardCharsets.UTF_8);
+    Path file = dir.resolve("foreign.safetensors");
+    try (var out =
+        java.nio.channels.FileChannel.open(
+            file,
+            java.nio.file.StandardOpenOption.CREATE_NEW,
+            java.nio.file.StandardOpenOption.WRITE)) {
+      ByteBuffer head = ByteBuffer.allocate(8 + json.length).order(ByteOrder.LITTLE_ENDIAN);
+      head.putLong(json.length).put(json).flip();
+      out.write(head);
+      ByteBuffer data = ByteBuffer.allocate((int) ownBytes).order(ByteOrder.LITTLE_ENDIAN);
+      var floats = data.asFloatBuffer();
+      own.values().forEach(t -> floats.put(t.values()));
+      out.write(data.position(0));
+      out.write(ByteBuffer.wrap(new byte[1]), 8 + json.length + offset - 1); // sparse to the end
+    }
+    PretrainedWeights weights = PretrainedWeights.read(file);
+    List<Layer> layers = ModelSpec.parse(SPEC, new ImageShape(16, 16, 3));
+    var e =
+        assertThrows(
+            IllegalArgumentException.class, () -> weights.matchTo(SPEC, params(layers), List.of()));
+    assertTrue(e.getMessage().contains("unexpected 8 (extra.0, extra.1"), e.getMessage());
+  }
+
+  private static String entry(String name, long[] shape, long begin, long end) {
+    return String.format(
+        "\"%s\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[%d,%d]}",
+        name, java.util.Arrays.toString(shape).replace(" ", ""), begin, end);
+  }
+
   @Test
   void aTruncatedFileIsRefusedNamingIt(@TempDir Path dir) throws IOException {
     byte[] whole = Files.readAllBytes(resource("vit_tiny_torchvision.weights.safetensors"));
