@@ -50,6 +50,16 @@ public final class Dataset {
     return new Dataset(location, ManifestCodec.fromJson(json, manifestPath.toString()), fs);
   }
 
+  /**
+   * The dataset at {@code location} as {@code manifest} describes it: the version a driver opened
+   * (and holds, {@link VersionLease}), for the tasks that read it, whatever the manifest file says
+   * by the time they start.
+   */
+  public static Dataset of(String location, Manifest manifest, Configuration hadoopConf)
+      throws IOException {
+    return new Dataset(location, manifest, DatasetFiles.fileSystem(new Path(location), hadoopConf));
+  }
+
   public Manifest manifest() {
     return manifest;
   }

@@ -14,6 +14,7 @@ import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileContext;
@@ -36,7 +37,9 @@ import org.slf4j.LoggerFactory;
  *         ▶ _staging/RUN/{train,val}/ with the marker
  * tasks   write shards into _staging/RUN/ ({@link StagedShards})
  * commit  rejects list ▶ rename _staging/RUN to vNNNN ▶ journal the old version's files
- *         ▶ manifest.json replaced in one rename: the commit point ▶ old version's files deleted
+ *         ▶ manifest.json replaced in one rename: the commit point ▶ old version's files deleted,
+ *         unless a reader's {@link VersionLease} holds them: then its last reader, or the next
+ *         writer, deletes them
  * close   without a commit the run's staging goes; the lock is released; an output folder this
  *         run created and left empty is removed
  * </pre>
@@ -169,9 +172,17 @@ public final class DatasetCommitter implements AutoCloseable {
     publish(ManifestCodec.toJson(published));
     committed = true;
     PausePoints.reach("preprocess.commit.published");
-    VersionFolders.retire(fs, dir, retiring, published);
     if (!retiring.isEmpty()) {
-      fs.delete(journal, false);
+      Set<String> kept =
+          VersionFolders.retireUnheld(
+              fs, dir, journal, retiring, published, VersionLease.heldEntries(fs, dir));
+      if (!kept.isEmpty()) {
+        LOG.info(
+            "{} of {} kept while a reader reads it: removed when its last reader finishes, or by"
+                + " the next preprocess",
+            String.join(", ", kept),
+            DatasetFiles.shown(dir));
+      }
     }
     DatasetFiles.removeIfEmpty(fs, staging);
     return published;

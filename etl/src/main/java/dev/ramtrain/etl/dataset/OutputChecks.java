@@ -53,6 +53,7 @@ final class OutputChecks {
       boolean ours =
           name.equals(DirectoryLock.FILE)
               || name.equals(DatasetLayout.STAGING)
+              || name.equals(VersionLease.FOLDER)
               || (s.isDirectory()
                   && DatasetLayout.versionNumber(name) >= 0
                   && DatasetFiles.hasMarker(fs, s.getPath()));

@@ -41,20 +41,19 @@ final class VersionFolders {
     DatasetFiles.write(fs, journal, JSON.writeValueAsBytes(files));
   }
 
-  /** Finishes what dead writers left: their journals, staging folders and uncommitted versions. */
+  /**
+   * Finishes what dead writers left: their journals (but for what readers still hold), staging
+   * folders and uncommitted versions.
+   */
   static void cleanUp(FileSystem fs, Path dir, Manifest current) throws IOException {
     Path staging = new Path(dir, DatasetLayout.STAGING);
+    Set<String> held = VersionLease.heldEntries(fs, dir);
     if (fs.exists(staging)) {
+      finishJournals(fs, dir, current, held);
       for (FileStatus s : fs.listStatus(staging)) {
-        String name = s.getPath().getName();
-        if (s.isFile() && name.startsWith(RETIRE_PREFIX) && name.endsWith(".json")) {
-          List<String> files = readJournal(fs, s.getPath());
-          LOG.info("finishing the replacement that {} journaled", s.getPath());
-          retire(fs, dir, files, current);
-          fs.delete(s.getPath(), false);
+        if (isJournal(s)) {
+          continue; // a replacement whose old version a reader still holds
         }
-      }
-      for (FileStatus s : fs.listStatus(staging)) {
         String name = s.getPath().getName();
         boolean ours =
             s.isDirectory()
@@ -75,11 +74,81 @@ final class VersionFolders {
       if (s.isDirectory()
           && DatasetLayout.versionNumber(name) >= 0
           && !referenced.contains(name)
+          && !holds(held, name)
           && DatasetFiles.hasMarker(fs, s.getPath())) {
         LOG.info("removing {}, written by a preprocessing run that did not commit", s.getPath());
         fs.delete(s.getPath(), true);
       }
     }
+  }
+
+  /** Whether the dataset's staging folder holds a replacement's journal. */
+  static boolean hasJournals(FileSystem fs, Path dir) throws IOException {
+    Path staging = new Path(dir, DatasetLayout.STAGING);
+    if (!fs.exists(staging)) {
+      return false;
+    }
+    for (FileStatus s : fs.listStatus(staging)) {
+      if (isJournal(s)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Retires what every journal names and no reader holds now (the writer's lock held). */
+  static void finishJournals(FileSystem fs, Path dir, Manifest current) throws IOException {
+    if (hasJournals(fs, dir)) {
+      finishJournals(fs, dir, current, VersionLease.heldEntries(fs, dir));
+    }
+  }
+
+  private static void finishJournals(FileSystem fs, Path dir, Manifest current, Set<String> held)
+      throws IOException {
+    for (FileStatus s : fs.listStatus(new Path(dir, DatasetLayout.STAGING))) {
+      if (isJournal(s)) {
+        LOG.info("finishing the replacement that {} journaled", s.getPath());
+        retireUnheld(fs, dir, s.getPath(), readJournal(fs, s.getPath()), current, held);
+      }
+    }
+  }
+
+  private static boolean isJournal(FileStatus s) {
+    String name = s.getPath().getName();
+    return s.isFile() && name.startsWith(RETIRE_PREFIX) && name.endsWith(".json");
+  }
+
+  /**
+   * Deletes the journal's {@code files} that {@code keep} does not name and no reader {@code held}
+   * (by the directory entry they are in); the journal then names what readers still hold, or goes.
+   * Returns the entries kept for readers.
+   */
+  static Set<String> retireUnheld(
+      FileSystem fs, Path dir, Path journal, List<String> files, Manifest keep, Set<String> held)
+      throws IOException {
+    List<String> now = new ArrayList<>();
+    List<String> later = new ArrayList<>();
+    Set<String> kept = new TreeSet<>();
+    for (String file : files) {
+      String entry = file.contains("/") ? file.substring(0, file.indexOf('/')) : file;
+      if (holds(held, entry)) {
+        later.add(file);
+        kept.add(entry);
+      } else {
+        now.add(file);
+      }
+    }
+    retire(fs, dir, now, keep);
+    if (later.isEmpty()) {
+      fs.delete(journal, false);
+    } else if (!now.isEmpty()) {
+      writeJournal(fs, journal, later);
+    }
+    return kept;
+  }
+
+  private static boolean holds(Set<String> held, String entry) {
+    return held.contains(entry) || held.contains("*");
   }
 
   /** The number of the next version folder: above every one there is or the manifest names. */

@@ -7,10 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.etl.TestFiles;
 import dev.ramtrain.etl.TestSpark;
+import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.dataset.DatasetCommitter;
 import dev.ramtrain.etl.dataset.DatasetLayout;
 import dev.ramtrain.etl.dataset.DirectoryLock;
 import dev.ramtrain.etl.dataset.FullDiskFileSystem;
+import dev.ramtrain.etl.dataset.VersionLease;
 import dev.ramtrain.etl.image.Augmentation;
 import dev.ramtrain.etl.source.ImageFolderSource;
 import dev.ramtrain.etl.source.SyntheticImages;
@@ -153,6 +155,66 @@ class DatasetSafetyTest {
     assertFalse(Files.exists(out.resolve("v0003")), "the replaced version was retired");
     assertTrue(v4.files().stream().allMatch(f -> f.startsWith("v0004/")));
     assertTrue(v1Json.contains("v0001/"));
+  }
+
+  /**
+   * A reader holding its version reads it whole through a replacement ({@code preprocess
+   * --overwrite} deleted v0001 under a windowed training run, which died on a missing shard); the
+   * version goes when its last reader closes, and a reader that is gone (its lease left by a killed
+   * process) holds nothing.
+   */
+  @Test
+  void aReplacementKeepsTheVersionItsReadersHoldUntilTheLastOneCloses() throws Exception {
+    Path out = tmp.resolve("out");
+    Manifest v1 = preprocess(images, out, false);
+    List<List<Integer>> v1Labels = labels(Preprocessing.open(out), v1);
+    Configuration conf = new Configuration();
+    try (VersionLease first = VersionLease.take(out.toString(), conf, "train a");
+        VersionLease second = VersionLease.take(out.toString(), conf, "train b")) {
+      Manifest v2 = preprocess(images, out, true);
+      assertTrue(v2.files().stream().allMatch(f -> f.startsWith("v0002/")));
+      assertEquals(v1, first.dataset().manifest(), "the reader keeps the version it opened");
+      assertEquals(v1Labels, labels(first.dataset(), v1), "and reads it whole");
+      first.close();
+      assertEquals(v1Labels, labels(second.dataset(), v1), "while one reader still holds it");
+      assertTrue(Files.exists(out.resolve("v0001")));
+    }
+    assertFalse(Files.exists(out.resolve("v0001")), "the last reader's close removed it");
+    assertFalse(Files.exists(out.resolve("_staging")));
+    assertFalse(Files.exists(out.resolve(VersionLease.FOLDER)));
+
+    // A lease whose process is gone (pid of a process that has ended) holds nothing.
+    VersionLease.take(out.toString(), conf, "train c"); // its lease, never closed: as if killed
+    Path lease;
+    try (Stream<Path> leases = Files.list(out.resolve(VersionLease.FOLDER))) {
+      lease = leases.findFirst().orElseThrow();
+    }
+    Process ended = new ProcessBuilder("true").start();
+    ended.waitFor();
+    Files.writeString(
+        lease, Files.readString(lease).replaceFirst("\"pid\":\\d+", "\"pid\":" + ended.pid()));
+    preprocess(images, out, true);
+    assertFalse(Files.exists(out.resolve("v0002")), "a dead reader's version was removed");
+    assertFalse(Files.exists(lease), "and its lease");
+  }
+
+  /** Each shard's labels of {@code m}'s train split, read through {@code ds}. */
+  private static List<List<Integer>> labels(Dataset ds, Manifest m) throws IOException {
+    List<List<Integer>> labels = new java.util.ArrayList<>();
+    for (Manifest.Shard shard : m.split(Manifest.TRAIN).shards()) {
+      try (var reader = ds.openShard(shard, true)) {
+        List<Integer> mine = new java.util.ArrayList<>();
+        for (int b = 0; b < reader.batchCount(); b++) {
+          try (var batch = reader.batch(b)) {
+            for (int r = 0; r < batch.rowCount(); r++) {
+              mine.add(batch.label(r));
+            }
+          }
+        }
+        labels.add(mine);
+      }
+    }
+    return labels;
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.ramtrain.jobs.api;
 
+import dev.ramtrain.etl.dataset.VersionLease;
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.PreprocessJob;
 import dev.ramtrain.format.Manifest;
@@ -231,18 +232,30 @@ public final class RamTrain {
     JobSpec settings = resume ? TrainSettings.read(c).resuming(false) : TrainSettings.read(c);
     TrainSettings.Dist dist = TrainSettings.dist(c);
     TrainSettings.Dist ranks = dist.withRanks(dist.ranksOr(1));
-    Manifest manifest;
+    VersionLease lease; // the version read, held until the run ends
     try {
-      manifest =
-          dev.ramtrain.etl.dataset.Dataset.open(dataset, spark.sparkContext().hadoopConfiguration())
-              .manifest();
+      lease =
+          VersionLease.take(dataset, spark.sparkContext().hadoopConfiguration(), "train " + output);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    // Checked here, before the run starts: a model that does not fit the data is a usage error.
-    JobSpec spec = settings.forDataset(manifest);
-    return Training.start(
-        spark, spec, manifest.classes(), () -> DistributedTraining.run(spark, spec, ranks));
+    try {
+      Manifest manifest = lease.dataset().manifest();
+      // Checked here, before the run starts: a model that does not fit the data is a usage error.
+      JobSpec spec = settings.forDataset(manifest);
+      return Training.start(
+          spark,
+          spec,
+          manifest.classes(),
+          () -> {
+            try (lease) {
+              return DistributedTraining.run(spark, spec, ranks, manifest);
+            }
+          });
+    } catch (RuntimeException e) {
+      lease.close();
+      throw e;
+    }
   }
 
   /** Starts training on in-memory shards (one rank per executor holding them, by default). */

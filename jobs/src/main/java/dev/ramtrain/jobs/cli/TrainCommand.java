@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.etl.dataset.VersionLease;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.train.DatasetShards;
@@ -111,7 +112,21 @@ public final class TrainCommand implements Callable<Integer> {
       spec = TrainSettings.shareCores(spec, config, dist.ranks());
     }
     String location = spec.run().data().requireLocation();
-    Dataset ds = Dataset.open(location, new Configuration());
+    // The version read is held until the run ends: a preprocess --overwrite meanwhile keeps it.
+    try (VersionLease lease =
+        VersionLease.take(location, new Configuration(), "train " + spec.output().dir())) {
+      return train(spec, dist, cluster, master, location, lease.dataset());
+    }
+  }
+
+  private int train(
+      JobSpec spec,
+      TrainSettings.Dist dist,
+      boolean cluster,
+      String master,
+      String location,
+      Dataset ds)
+      throws IOException, InterruptedException {
     spec = spec.forDataset(ds.manifest()); // a model that does not fit is refused before Spark
     Manifest.Split trainSplit = ds.manifest().splits().get(Manifest.TRAIN);
     if (trainSplit != null) {
@@ -125,7 +140,7 @@ public final class TrainCommand implements Callable<Integer> {
     // A run directory on HDFS or S3A is written by a trainer task, which publishes checkpoints.
     boolean onSpark = cluster || dist.ranks() > 1 || master != null;
     if (onSpark || spec.output().remote()) {
-      return trainOnSpark(spec, dist, ds.manifest().classes());
+      return trainOnSpark(spec, dist, ds.manifest());
     }
     // The run directory first: refusing it is quick, checksumming every shard is not.
     try (RunDirectory run =
@@ -149,7 +164,7 @@ public final class TrainCommand implements Callable<Integer> {
    * One trainer task per rank in a Spark barrier stage; rank 0 writes the run directory. Ranks not
    * given: one per executor.
    */
-  private int trainOnSpark(JobSpec spec, TrainSettings.Dist dist, List<String> classes)
+  private int trainOnSpark(JobSpec spec, TrainSettings.Dist dist, Manifest manifest)
       throws IOException, InterruptedException {
     try (SparkSession spark = SparkSessions.open("ramtrain train", common.master())) {
       if (dist.ranks() == TrainSettings.AUTO_RANKS) {
@@ -158,8 +173,9 @@ public final class TrainCommand implements Callable<Integer> {
         System.out.printf("training with %s: %s%n", ranks(choice.ranks()), choice.why());
         dist = dist.withRanks(choice.ranks());
       }
-      EvalResult eval = DistributedTraining.run(spark, spec, dist);
-      printResult(spec, eval, dist.ranks(), classes, spark.sparkContext().hadoopConfiguration());
+      EvalResult eval = DistributedTraining.run(spark, spec, dist, manifest);
+      printResult(
+          spec, eval, dist.ranks(), manifest.classes(), spark.sparkContext().hadoopConfiguration());
     }
     return 0;
   }

@@ -1,6 +1,7 @@
 package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.dataset.Dataset;
+import dev.ramtrain.etl.dataset.VersionLease;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.format.Manifest;
 import dev.ramtrain.settings.ConfigException;
@@ -34,10 +35,19 @@ public final class CheckpointEvaluation {
   public static EvalResult run(
       JobSpec s, TrainedCheckpoint trained, String location, String split, Configuration conf)
       throws IOException {
+    // The version read is held while it is read: a preprocess --overwrite meanwhile keeps it.
+    try (VersionLease lease =
+        VersionLease.take(location, conf, "evaluate " + trained.loaded().dir())) {
+      return evaluate(s, trained, lease.dataset(), location, split);
+    }
+  }
+
+  private static EvalResult evaluate(
+      JobSpec s, TrainedCheckpoint trained, Dataset ds, String location, String split)
+      throws IOException {
     RunData data = s.run().data();
     int batch = s.run().batchSize();
     Checkpoints.Loaded c = trained.loaded();
-    Dataset ds = Dataset.open(location, conf);
     Manifest m = ds.manifest();
     if (!m.splits().containsKey(split)) {
       throw new ConfigException(

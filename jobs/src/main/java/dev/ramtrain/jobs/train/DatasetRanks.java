@@ -17,11 +17,14 @@ import java.util.Iterator;
  */
 final class DatasetRanks implements RankInputs<Integer> {
   private final HadoopConf hadoop; // the driver's: datasets on HDFS, S3A, ...
+  private final Manifest manifest; // the version the driver holds, whatever the file says now
   private final ShardAssignment assignment; // null: every rank opens every shard
   private final long trainPerEpoch;
 
-  DatasetRanks(HadoopConf hadoop, ShardAssignment assignment, long trainPerEpoch) {
+  DatasetRanks(
+      HadoopConf hadoop, Manifest manifest, ShardAssignment assignment, long trainPerEpoch) {
     this.hadoop = hadoop;
+    this.manifest = manifest;
     this.assignment = assignment;
     this.trainPerEpoch = trainPerEpoch;
   }
@@ -29,7 +32,7 @@ final class DatasetRanks implements RankInputs<Integer> {
   @Override
   public Opened open(JobSpec spec, int rank, int world, Iterator<Integer> slot) throws IOException {
     String location = spec.run().data().requireLocation();
-    Dataset ds = Dataset.open(location, hadoop.get());
+    Dataset ds = Dataset.of(location, manifest, hadoop.get());
     ShardSet train = shards(spec, ds, Manifest.TRAIN, rank);
     try {
       ShardSet val = shards(spec, ds, Manifest.VAL, rank);

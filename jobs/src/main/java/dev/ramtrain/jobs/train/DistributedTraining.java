@@ -1,6 +1,5 @@
 package dev.ramtrain.jobs.train;
 
-import dev.ramtrain.etl.dataset.Dataset;
 import dev.ramtrain.etl.dataset.HadoopConf;
 import dev.ramtrain.etl.spark.LiveProgress;
 import dev.ramtrain.format.Manifest;
@@ -100,9 +99,11 @@ public final class DistributedTraining<T>
 
   /**
    * Trains the ranks {@code dist} asks for as {@code spec} says, each opening every shard of the
-   * committed dataset; the evaluation over all of them.
+   * committed dataset as {@code manifest} (the version the driver holds) describes it; the
+   * evaluation over all of them.
    */
-  public static EvalResult run(SparkSession spark, JobSpec spec, TrainSettings.Dist dist)
+  public static EvalResult run(
+      SparkSession spark, JobSpec spec, TrainSettings.Dist dist, Manifest manifest)
       throws IOException {
     int world = dist.ranks();
     List<Integer> ranks = IntStream.range(0, world).boxed().toList();
@@ -112,13 +113,13 @@ public final class DistributedTraining<T>
     long trainPerEpoch = 0;
     if (dist.ownShards()) {
       spec.run().forRank(0, world); // an uneven batch split is refused first, as the stage does
-      Manifest manifest = Dataset.open(spec.run().data().requireLocation(), conf).manifest();
       assignment = ShardAssignment.of(manifest, world);
       assignment.requireABatchPerRank(spec.run().batchSize());
       boolean pad = spec.run().data().train().sampling().remainder() == LoaderSpec.Remainder.PAD;
       trainPerEpoch = assignment.trainPerEpoch(pad);
     }
-    DatasetRanks inputs = new DatasetRanks(new HadoopConf(conf), assignment, trainPerEpoch);
+    DatasetRanks inputs =
+        new DatasetRanks(new HadoopConf(conf), manifest, assignment, trainPerEpoch);
     return run(slots, inputs, spec, dist, "data-parallel ranks");
   }
 
