@@ -42,6 +42,7 @@ public final class ShardReader implements AutoCloseable {
   private static final int TAIL_BYTES = MAGIC.length + 4;
 
   private final String name;
+  private final Path file; // the mapped file; null for a shard held in memory
   private final ByteBuffer data;
   private final BufferAllocator allocator;
   private final ArrowBuf whole;
@@ -49,8 +50,9 @@ public final class ShardReader implements AutoCloseable {
   private final List<ArrowBlock> blocks;
   private final int[] rows; // per record batch, checked against its buffers when opened
 
-  private ShardReader(String name, ByteBuffer data) throws ShardFormatException {
+  private ShardReader(String name, Path file, ByteBuffer data) throws ShardFormatException {
     this.name = name;
+    this.file = file;
     this.data = data.duplicate().order(ByteOrder.LITTLE_ENDIAN);
     this.allocator = new RootAllocator();
     ArrowBuf wrapped = null;
@@ -92,7 +94,8 @@ public final class ShardReader implements AutoCloseable {
     } catch (NoSuchFileException e) {
       throw new ShardFormatException(name, "shard file is missing", e);
     }
-    return open(name, mapped, expectedCrc32c);
+    checkCrc(name, mapped, expectedCrc32c);
+    return new ShardReader(name, file, mapped);
   }
 
   /**
@@ -100,6 +103,17 @@ public final class ShardReader implements AutoCloseable {
    * into direct memory, because Arrow buffers live off-heap.
    */
   public static ShardReader open(String name, ByteBuffer bytes, Long expectedCrc32c)
+      throws ShardFormatException {
+    checkCrc(name, bytes, expectedCrc32c);
+    ByteBuffer direct = bytes;
+    if (!bytes.isDirect()) {
+      direct = ByteBuffer.allocateDirect(bytes.remaining());
+      direct.put(bytes.duplicate()).flip();
+    }
+    return new ShardReader(name, null, direct.slice());
+  }
+
+  private static void checkCrc(String name, ByteBuffer bytes, Long expectedCrc32c)
       throws ShardFormatException {
     if (expectedCrc32c != null) {
       long actual = crc32c(bytes);
@@ -111,12 +125,6 @@ public final class ShardReader implements AutoCloseable {
                 actual, expectedCrc32c));
       }
     }
-    ByteBuffer direct = bytes;
-    if (!bytes.isDirect()) {
-      direct = ByteBuffer.allocateDirect(bytes.remaining());
-      direct.put(bytes.duplicate()).flip();
-    }
-    return new ShardReader(name, direct.slice());
   }
 
   public static long crc32c(ByteBuffer bytes) {
@@ -131,6 +139,36 @@ public final class ShardReader implements AutoCloseable {
 
   public ShardSchema schema() {
     return schema;
+  }
+
+  /** Whether the memory read is a local file's, mapped; else the shard is held in memory. */
+  public boolean mapped() {
+    return file != null;
+  }
+
+  /**
+   * Null while the memory read is the file as it was opened; else how it changed. A mapped file cut
+   * short (by another program: ramtrain's writers leave a version alone while it is read) faults
+   * every read of its lost pages, and such a read returns garbage before the fault surfaces as an
+   * error somewhere in the reading thread: a reader checks this after reading, before it uses what
+   * it read. A file unlinked keeps its pages, and is no change.
+   */
+  public String changedOnDisk() {
+    if (file == null) {
+      return null;
+    }
+    long now;
+    try {
+      now = java.nio.file.Files.size(file);
+    } catch (IOException e) {
+      return null; // unlinked (its mapping keeps its pages), or unreadable metadata: no evidence
+    }
+    return now >= data.capacity()
+        ? null
+        : String.format(
+            "cut to %d bytes while it was read (%d when opened): a dataset must not change while it"
+                + " is read; preprocess writes a new version beside it",
+            now, data.capacity());
   }
 
   /** The shard's size in bytes: the memory it is read from. */

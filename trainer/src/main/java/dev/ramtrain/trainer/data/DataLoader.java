@@ -7,10 +7,12 @@ import dev.ramtrain.random.Seeds;
 import dev.ramtrain.threads.Uninterruptibly;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
-import java.nio.ByteBuffer;
 import java.nio.IntBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -39,6 +41,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class DataLoader implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DataLoader.class);
+  // What the console need not show, in the log file (conf/log4j2.properties)
+  private static final Logger FAILURE = LoggerFactory.getLogger("dev.ramtrain.failure");
   private final LoaderSpec options;
   private final ImageShape stored; // the shards' images
   private final ImageShape shape; // the batches' images: stored, or resized
@@ -60,7 +64,7 @@ public final class DataLoader implements AutoCloseable {
   private final Supplier<? extends CropResampler> resamplers;
   private final JpegDecoder jpeg; // null: the shards hold no JPEG rows
   private final BadSamples badSamples;
-  private final List<ByteBuffer> decodeSlots = new ArrayList<>(); // per staging slot
+  private final List<JpegScratch> decodeSlots = new ArrayList<>(); // per staging slot
 
   public DataLoader(Backend backend, ShardSet shards, LoaderSpec options) {
     this(backend, shards, options, AntialiasedResize::new);
@@ -151,7 +155,7 @@ public final class DataLoader implements AutoCloseable {
             backend.allocateHost("loader.pixels." + i, (long) options.batchSize() * shape.bytes()));
         labelSlots.add(backend.allocateHost("loader.labels." + i, 4L * options.batchSize()));
         if (jpeg != null) { // a decoded image waits here for its crop: never sent to the device
-          decodeSlots.add(ByteBuffer.allocateDirect(stored.bytes()));
+          decodeSlots.add(new JpegScratch(stored.bytes()));
         }
       }
     } catch (RuntimeException | Error e) {
@@ -168,6 +172,10 @@ public final class DataLoader implements AutoCloseable {
             r -> {
               Thread t = new Thread(r, "ramtrain-loader");
               t.setDaemon(true);
+              // A mapped file's fault can surface after its batch, inside the pool's own code: the
+              // batch has failed naming the file already, and the trace goes to the log only.
+              t.setUncaughtExceptionHandler(
+                  (thread, e) -> FAILURE.error("loader thread {} ended", thread.getName(), e));
               return t;
             });
   }
@@ -471,6 +479,10 @@ public final class DataLoader implements AutoCloseable {
         if (e.getCause() instanceof RuntimeException cause) {
           throw cause;
         }
+        if (e.getCause() instanceof InternalError fault && opened != null) {
+          // a mapped page's fault surfacing past the worker's own check: which file was cut
+          requireUnchanged(Arrays.asList(opened), fault);
+        }
         throw e;
       }
       stallNanos.addAndGet(System.nanoTime() - start);
@@ -500,21 +512,37 @@ public final class DataLoader implements AutoCloseable {
       IntBuffer labelInts = labels.asByteBuffer().asIntBuffer();
       long base = pixels.address();
       CropResampler resizer = options.augmentation().resize() == null ? null : resamplers.get();
-      long scratch = jpeg == null ? 0 : MemoryUtil.getByteBufferAddress(decodeSlots.get(slot));
+      JpegScratch scratch = jpeg == null ? null : decodeSlots.get(slot);
       int first = batchIndex * options.batchSize();
+      Set<LoadedShard> touched = Collections.newSetFromMap(new IdentityHashMap<>());
       try {
         ShardWindows.Pass.Held held =
             pass == null ? null : pass.hold(windowOf[first], windowOf[first + size - 1]);
         for (int j = 0; j < size; j++) {
           long target = base + (long) j * shape.bytes();
-          labelInts.put(j, writeSample(first + j, held, target, resizer, scratch));
+          labelInts.put(j, writeSample(first + j, held, target, resizer, scratch, touched));
         }
+      } catch (RuntimeException | InternalError e) {
+        // a read of a mapped page the file no longer has faults, or gives garbage that fails
+        requireUnchanged(touched, e);
+        throw e;
       } finally {
         if (pass != null) { // its windows may go once every batch drawing on them is written
           pass.written(windowOf[first], windowOf[first + size - 1]);
         }
       }
+      requireUnchanged(touched, null); // what a cut file's pages gave is garbage: never used
       return new Batch(batchIndex, size, pixels, labels, () -> release(batchIndex, slot));
+    }
+
+    /** Fails naming the first of {@code shards} whose file changed while it was read. */
+    private static void requireUnchanged(Iterable<LoadedShard> shards, Throwable fault) {
+      for (LoadedShard shard : shards) {
+        String changed = shard.changedOnDisk();
+        if (changed != null) {
+          throw new ShardChangedException(shard.name() + ": " + changed, fault);
+        }
+      }
     }
 
     /**
@@ -528,17 +556,19 @@ public final class DataLoader implements AutoCloseable {
         ShardWindows.Pass.Held held,
         long target,
         CropResampler resizer,
-        long scratch) {
+        JpegScratch scratch,
+        Set<LoadedShard> touched) {
       long sample = order[position];
       int shard = (int) (sample >>> 32);
       long shardRow = sample & 0xFFFFFFFFL;
       LoadedShard loaded = held == null ? opened[shard] : held.shard(windowOf[position], shard);
+      touched.add(loaded);
       int recordBatch = loaded.batchOf(shardRow);
       ShardBatch source = loaded.batch(recordBatch);
       int row = loaded.rowIn(recordBatch, shardRow);
       for (int tried = 0; tried < source.rowCount(); tried++) {
         int r = (row + tried) % source.rowCount();
-        String why = writeImage(source, r, target, resizer, scratch);
+        String why = writeImage(source, r, loaded.mapped(), target, resizer, scratch);
         if (why == null) {
           if (tried > 0) {
             replaced.incrementAndGet();
@@ -567,15 +597,21 @@ public final class DataLoader implements AutoCloseable {
      * null, or why its JPEG does not decode.
      */
     private String writeImage(
-        ShardBatch source, int row, long target, CropResampler resizer, long scratch) {
+        ShardBatch source,
+        int row,
+        boolean mapped,
+        long target,
+        CropResampler resizer,
+        JpegScratch scratch) {
       LoaderSpec.SampleAugmentation augmentation = options.augmentation();
       SplittableRandom rng =
           new SplittableRandom(Seeds.mix(options.sampling().seed(), epoch, source.id(row)));
       boolean isJpeg = source.isJpeg(row);
-      long image = isJpeg ? scratch : source.imageAddress(row);
+      long image = isJpeg ? scratch.decoded() : source.imageAddress(row);
       if (resizer == null) {
         if (isJpeg) {
-          String why = decode(source, row, 1, 0, 0, stored.width(), stored.height(), scratch);
+          String why =
+              decode(source, row, mapped, 1, 0, 0, stored.width(), stored.height(), scratch);
           if (why != null) {
             return why;
           }
@@ -602,7 +638,7 @@ public final class DataLoader implements AutoCloseable {
             Math.max(
                 y0 + 1,
                 Math.min(scaledHeight, Math.round((float) (plan.top() + plan.height()) / reduce)));
-        String why = decode(source, row, reduce, x0, y0, x1 - x0, y1 - y0, scratch);
+        String why = decode(source, row, mapped, reduce, x0, y0, x1 - x0, y1 - y0, scratch);
         if (why != null) {
           return why;
         }
@@ -625,11 +661,19 @@ public final class DataLoader implements AutoCloseable {
     }
 
     private String decode(
-        ShardBatch source, int row, int reduce, int x, int y, int width, int height, long scratch) {
+        ShardBatch source,
+        int row,
+        boolean mapped,
+        int reduce,
+        int x,
+        int y,
+        int width,
+        int height,
+        JpegScratch scratch) {
       long start = System.nanoTime();
       String why =
           jpeg.decode(
-              source.imageAddress(row),
+              scratch.input(source, row, mapped),
               source.imageLength(row),
               stored,
               reduce,
@@ -637,7 +681,7 @@ public final class DataLoader implements AutoCloseable {
               y,
               width,
               height,
-              scratch);
+              scratch.decoded());
       decodeNanos.addAndGet(System.nanoTime() - start);
       return why;
     }

@@ -40,6 +40,16 @@ final class LoadedShard implements AutoCloseable {
     return reader.bytes();
   }
 
+  /** Whether the shard's memory is its file's, mapped (rather than read into memory). */
+  boolean mapped() {
+    return reader.mapped();
+  }
+
+  /** Null while the shard's memory is its file's as opened ({@link ShardReader#changedOnDisk}). */
+  String changedOnDisk() {
+    return reader.changedOnDisk();
+  }
+
   /**
    * The record batch holding row {@code row} of the shard: the last one starting at or before it
    * (an empty batch shares its start with the next one, which is the one holding the row).

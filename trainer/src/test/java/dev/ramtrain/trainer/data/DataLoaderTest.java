@@ -536,4 +536,36 @@ class DataLoaderTest {
       }
     }
   }
+
+  /**
+   * A memory-mapped shard cut short mid-epoch (by another program) is named, and no batch holding
+   * what its lost pages gave is handed out: the reads faulted in loader threads and surfaced as
+   * IllegalMonitorStateException traces, then as a garbage label with no shard named.
+   */
+  @Test
+  void aMappedShardCutShortMidEpochIsNamedAndItsBatchNotUsed() throws Exception {
+    try (Backend backend = new CpuBackend(1);
+        ShardSet set = shards();
+        DataLoader loader =
+            new DataLoader(
+                backend, set, options(2, 2, LoaderSpec.Remainder.DROP, 0, 1, 0, false))) {
+      drain(loader, 0);
+      Path cut = tmp.resolve("s2.arrow");
+      long size = Files.size(cut);
+      try (var channel =
+          java.nio.channels.FileChannel.open(cut, java.nio.file.StandardOpenOption.WRITE)) {
+        channel.truncate(0);
+      }
+      ShardChangedException e =
+          org.junit.jupiter.api.Assertions.assertThrows(
+              ShardChangedException.class, () -> drain(loader, 1));
+      assertEquals(
+          cut
+              + ": cut to 0 bytes while it was read ("
+              + size
+              + " when opened): a dataset must not"
+              + " change while it is read; preprocess writes a new version beside it",
+          e.getMessage());
+    }
+  }
 }

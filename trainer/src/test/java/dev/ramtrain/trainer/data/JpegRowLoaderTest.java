@@ -61,6 +61,7 @@ class JpegRowLoaderTest {
   static final class FakeCodec implements JpegDecoder {
     final int largest;
     final Map<Long, int[]> calls = new ConcurrentHashMap<>();
+    final Set<Long> addresses = ConcurrentHashMap.newKeySet(); // where each JPEG was read
 
     FakeCodec(int largest) {
       this.largest = largest;
@@ -82,6 +83,7 @@ class JpegRowLoaderTest {
         int width,
         int height,
         long target) {
+      addresses.add(jpeg);
       byte[] bytes = new byte[length];
       MemoryUtil.copyFromMemory(jpeg, bytes, 0, length);
       ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
@@ -392,6 +394,44 @@ class JpegRowLoaderTest {
               IllegalArgumentException.class,
               () -> new DataLoader(backend, encoded, options(LoaderSpec.SampleAugmentation.NONE)));
       assertTrue(e.getMessage().contains("e.arrow holds JPEG rows"), e.getMessage());
+    }
+  }
+
+  /**
+   * A memory-mapped shard's JPEG rows reach the (native) decoder as copies, never as addresses in
+   * the mapping: a file cut short under libjpeg would end the process with a signal, where a copy
+   * made in Java fails as an error the loader names.
+   */
+  @Test
+  void theDecoderNeverReadsAMapping() throws Exception {
+    FakeCodec codec = new FakeCodec(8);
+    try (Backend backend = new CpuBackend(1);
+        ShardSet encodedShard = shard(true, false);
+        DataLoader loader =
+            new DataLoader(
+                backend,
+                encodedShard,
+                options(new LoaderSpec.SampleAugmentation(0, true, CROP)),
+                AntialiasedResize::new,
+                codec,
+                BadSamples.FAIL)) {
+      DataLoaderTest.drain(loader, 1);
+      ShardReader reader = encodedShard.readers().get(0);
+      long first = Long.MAX_VALUE;
+      long end = Long.MIN_VALUE;
+      for (int b = 0; b < reader.batchCount(); b++) {
+        try (var batch = reader.batch(b)) {
+          for (int r = 0; r < batch.rowCount(); r++) {
+            first = Math.min(first, batch.imageAddress(r));
+            end = Math.max(end, batch.imageAddress(r) + batch.imageLength(r));
+          }
+        }
+      }
+      assertTrue(reader.mapped());
+      assertEquals(12, codec.calls.size(), "every JPEG row decoded");
+      for (long at : codec.addresses) {
+        assertTrue(at < first || at >= end, "the decoder read the mapping at " + at);
+      }
     }
   }
 }
