@@ -13,6 +13,20 @@ public final class Printable {
     return escape(text, false);
   }
 
+  /**
+   * A name from an untrusted file (a tensor's, a state dict's key), escaped and at most {@value
+   * #NAME_CHARACTERS} characters of it: a hostile file's 5-MB key must not make a 5-MB error line.
+   */
+  public static String name(String text) {
+    if (text == null || text.length() <= NAME_CHARACTERS) {
+      return of(text);
+    }
+    return of(text.substring(0, NAME_CHARACTERS)) + "… (" + text.length() + " characters)";
+  }
+
+  /** How much of a name {@link #name} shows. */
+  public static final int NAME_CHARACTERS = 120;
+
   /** Lines of such text: its line breaks kept, every other control character escaped. */
   public static String lines(String text) {
     return escape(text, true);

@@ -24,4 +24,13 @@ class PrintableTest {
     String text = "chien/Ñandú 犬 ✓ C:\\data";
     assertSame(text, Printable.of(text));
   }
+
+  @Test
+  void aLongNameIsShownByItsStartAndLength() {
+    String key = "k".repeat(5_000_000);
+    String shown = Printable.name(key);
+    assertEquals("k".repeat(Printable.NAME_CHARACTERS) + "… (5000000 characters)", shown);
+    assertEquals("blocks.0.\\x1b[2J", Printable.name("blocks.0.\u001b[2J"));
+    assertEquals("fc.weight", Printable.name("fc.weight"));
+  }
 }

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.checkpoint;
 
+import dev.ramtrain.console.Printable;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import java.io.IOException;
@@ -54,11 +55,19 @@ public final class PretrainedWeights {
    * it. The tensors' values are read by {@link #matchTo}, and only those the model takes.
    */
   public static PretrainedWeights read(Path file) throws IOException {
-    byte[] head = new byte[4];
+    byte[] head;
     try (java.io.InputStream in = java.nio.file.Files.newInputStream(file)) {
-      in.readNBytes(head, 0, 4);
+      head = in.readNBytes(16);
     } catch (java.nio.file.NoSuchFileException e) {
       throw new IOException(file + ": no such file", e);
+    }
+    if (TorchArchive.isLegacy(head)) {
+      throw new IOException(
+          file
+              + ": a torch.save file of the legacy format (PyTorch before 1.6, or"
+              + " _use_new_zipfile_serialization=False), which is not read; save it again in"
+              + " PyTorch as torch.save(torch.load(f, weights_only=True), 'new.pth'), or as"
+              + " safetensors");
     }
     StoredTensors stored =
         TorchArchive.isZip(head)
@@ -227,7 +236,8 @@ public final class PretrainedWeights {
     if (names.isEmpty()) {
       return "";
     }
-    List<String> shown = names.size() > 6 ? names.subList(0, 6) : names;
+    List<String> shown =
+        (names.size() > 6 ? names.subList(0, 6) : names).stream().map(Printable::name).toList();
     return what
         + " "
         + names.size()

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.checkpoint;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.ramtrain.console.Printable;
 import dev.ramtrain.files.IoErrors;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -170,7 +171,8 @@ public final class Safetensors {
       long previousEnd = 0;
       for (Entry e : byOffset) {
         if (e.begin() < previousEnd) {
-          throw new IOException(file + ": tensor " + e.name() + " overlaps another one's data");
+          throw new IOException(
+              file + ": tensor " + Printable.name(e.name()) + " overlaps another one's data");
         }
         previousEnd = e.end();
       }
@@ -256,7 +258,7 @@ public final class Safetensors {
 
   private static Entry entry(Path file, String name, JsonNode entry, long dataBytes)
       throws IOException {
-    String where = file + ": tensor " + name;
+    String where = file + ": tensor " + Printable.name(name);
     StoredType dtype;
     try {
       dtype = StoredType.valueOf(entry.path("dtype").asText(""));

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.checkpoint;
 
+import dev.ramtrain.console.Printable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -65,7 +66,12 @@ final class StateDictPickle {
     for (Map.Entry<?, ?> e : map.entrySet()) {
       if (!(e.getKey() instanceof String name) || !(e.getValue() instanceof TensorView t)) {
         throw new IOException(
-            where + ": entry " + e.getKey() + " is " + kind(e.getValue()) + ", not a tensor");
+            where
+                + ": entry "
+                + Printable.name(String.valueOf(e.getKey()))
+                + " is "
+                + kind(e.getValue())
+                + ", not a tensor");
       }
       dict.put(name, t);
     }

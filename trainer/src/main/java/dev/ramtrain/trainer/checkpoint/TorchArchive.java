@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.checkpoint;
 
+import dev.ramtrain.console.Printable;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -31,6 +32,19 @@ final class TorchArchive {
   private static final long MAX_REPEATS = 4;
 
   private TorchArchive() {}
+
+  /**
+   * Whether {@code head} (a file's first 16 bytes) starts the legacy torch.save format: a pickle
+   * (protocol 2 by default; from 4 on, after a FRAME) whose first value is torch's magic number as
+   * a 10-byte LONG1.
+   */
+  static boolean isLegacy(byte[] head) {
+    if (head.length < 4 || (head[0] & 0xFF) != 0x80 || head[1] < 2 || head[1] > 5) {
+      return false;
+    }
+    int at = (head[2] & 0xFF) == 0x95 ? 11 : 2; // PROTO, then FRAME and its 8-byte length
+    return head.length >= at + 2 && (head[at] & 0xFF) == 0x8a && head[at + 1] == 10;
+  }
 
   /** Whether {@code head} (a file's first bytes) starts a zip archive. */
   static boolean isZip(byte[] head) {
@@ -153,7 +167,7 @@ final class TorchArchive {
         throw new IOException(
             file
                 + ": storage "
-                + s.key()
+                + Printable.name(s.key())
                 + " holds "
                 + data.capacity()
                 + " bytes, its "
@@ -180,14 +194,14 @@ final class TorchArchive {
   private static byte[] entry(ZipFile zip, String name, long limit, Path file) throws IOException {
     ZipEntry e = zip.getEntry(name);
     if (e == null) {
-      throw new IOException(file + ": no entry " + name);
+      throw new IOException(file + ": no entry " + Printable.name(name));
     }
     if (e.getMethod() != ZipEntry.STORED) {
       // torch.save stores every entry as it is; a compressed one could inflate far past its file
       throw new IOException(
           file
               + ": entry "
-              + name
+              + Printable.name(name)
               + " is compressed, which torch.save never does (save the weights again with"
               + " torch.save)");
     }
@@ -195,7 +209,7 @@ final class TorchArchive {
       throw new IOException(
           file
               + ": entry "
-              + name
+              + Printable.name(name)
               + " is "
               + e.getSize()
               + " bytes, at most "
@@ -205,7 +219,7 @@ final class TorchArchive {
     try (InputStream in = zip.getInputStream(e)) {
       byte[] bytes = in.readNBytes((int) e.getSize());
       if (bytes.length != e.getSize()) {
-        throw new IOException(file + ": entry " + name + " is truncated");
+        throw new IOException(file + ": entry " + Printable.name(name) + " is truncated");
       }
       return bytes;
     }
@@ -218,7 +232,7 @@ final class TorchArchive {
       throw new IOException(
           file
               + ": storage "
-              + s.key()
+              + Printable.name(s.key())
               + " claims "
               + s.numel()
               + " elements; at most "
@@ -262,13 +276,19 @@ final class TorchArchive {
       }
     } catch (ArithmeticException e) {
       throw new IOException(
-          file + ": tensor " + name + " has an impossible view (" + e.getMessage() + ")", e);
+          file
+              + ": tensor "
+              + Printable.name(name)
+              + " has an impossible view ("
+              + e.getMessage()
+              + ")",
+          e);
     }
     if (count > v.storage().numel()) {
       throw new IOException(
           file
               + ": tensor "
-              + name
+              + Printable.name(name)
               + " has "
               + count
               + " elements from a storage of "
@@ -279,7 +299,7 @@ final class TorchArchive {
       throw new IOException(
           file
               + ": tensor "
-              + name
+              + Printable.name(name)
               + " reaches element "
               + last
               + " of a storage of "

@@ -246,6 +246,28 @@ class PretrainedWeightsTest {
     assertTrue(e.getMessage().contains("unexpected 8 (extra.0, extra.1"), e.getMessage());
   }
 
+  /**
+   * A 40,000-character tensor name the model does not have is listed by its start, in a line of its
+   * own.
+   */
+  @Test
+  void aHugeForeignNameIsShownByItsStart(@TempDir Path dir) throws IOException {
+    Map<String, Safetensors.Tensor> own =
+        Safetensors.read(resource("vit_tiny_torchvision.weights.safetensors"), new HashMap<>());
+    List<Safetensors.Tensor> tensors = new ArrayList<>(own.values());
+    String name = "x".repeat(40_000); // Jackson reads names of up to 50,000
+    tensors.add(new Safetensors.Tensor(name, new long[] {1}, new float[1]));
+    Path file = dir.resolve("long-name.safetensors");
+    Safetensors.write(file, tensors, Map.of());
+    List<Layer> layers = ModelSpec.parse(SPEC, new ImageShape(16, 16, 3));
+    PretrainedWeights weights = PretrainedWeights.read(file);
+    var e =
+        assertThrows(
+            IllegalArgumentException.class, () -> weights.matchTo(SPEC, params(layers), List.of()));
+    assertTrue(e.getMessage().contains("x… (40000 characters)"), e.getMessage());
+    assertTrue(e.getMessage().length() < 1000, e.getMessage().length() + " characters");
+  }
+
   private static String entry(String name, long[] shape, long begin, long end) {
     return String.format(
         "\"%s\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[%d,%d]}",

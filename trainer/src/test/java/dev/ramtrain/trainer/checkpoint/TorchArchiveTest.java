@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.zip.ZipFile;
@@ -80,6 +81,38 @@ class TorchArchiveTest {
   void aStorageLargerThanItsEntryIsRefusedBeforeItIsAllocated() {
     var e = assertThrows(IOException.class, () -> TorchArchive.read(fixture("hostile_huge.pth")));
     assertTrue(e.getMessage().contains("a storage of 1000000000000 elements"), e.getMessage());
+  }
+
+  /**
+   * The legacy torch.save format (a bare pickle starting with torch's magic number, protocol 2 as
+   * torch writes it by default, or 4 after a FRAME) is named as such with how to save it again; it
+   * was called "bad safetensors header length".
+   */
+  @Test
+  void aLegacyTorchSaveFileIsNamedWithHowToSaveItAgain(@TempDir Path dir) throws IOException {
+    byte[] magic = {
+      0x6c, (byte) 0xfc, (byte) 0x9c, 0x46, (byte) 0xf9, 0x20, 0x6a, (byte) 0xa8, 0x50, 0x19
+    };
+    java.io.ByteArrayOutputStream two = new java.io.ByteArrayOutputStream();
+    two.write(new byte[] {(byte) 0x80, 2, (byte) 0x8a, 10});
+    two.write(magic);
+    two.write(new byte[] {'.', (byte) 0x80, 2, 'K', 3, '.'}); // the magic, then a protocol version
+    java.io.ByteArrayOutputStream four = new java.io.ByteArrayOutputStream();
+    four.write(new byte[] {(byte) 0x80, 4, (byte) 0x95, 13, 0, 0, 0, 0, 0, 0, 0, (byte) 0x8a, 10});
+    four.write(magic);
+    four.write('.');
+    for (byte[] bytes : List.of(two.toByteArray(), four.toByteArray())) {
+      Path old = dir.resolve("old-" + bytes[1] + ".pth");
+      Files.write(old, bytes);
+      var e = assertThrows(IOException.class, () -> PretrainedWeights.read(old));
+      assertEquals(
+          old
+              + ": a torch.save file of the legacy format (PyTorch before 1.6, or"
+              + " _use_new_zipfile_serialization=False), which is not read; save it again in"
+              + " PyTorch as torch.save(torch.load(f, weights_only=True), 'new.pth'), or as"
+              + " safetensors",
+          e.getMessage());
+    }
   }
 
   @Test
