@@ -41,6 +41,7 @@ public final class CpuBackend implements Backend {
   private final OperationTable<CpuStream> operations;
   private final SimulatedBus bus;
   private final OneDnn oneDnn; // null: convolutions by the Java kernels
+  private final int oneDnnThreads; // what each stream limits its OpenMP teams to; 0: left as is
 
   /** A backend using {@code threads} cores for kernels and GEMM, on the automatic engine. */
   public CpuBackend(int threads) {
@@ -74,7 +75,8 @@ public final class CpuBackend implements Backend {
     }
     this.device = new CpuMemory(this::drainStreams, limit);
     LOG.info("cpu backend: {} of memory ({})", ByteSize.of(limit.bytes()), limit.source());
-    this.oneDnn = openEngine(engine);
+    this.oneDnn = openEngine(engine, threads);
+    this.oneDnnThreads = oneDnn != null && ompFromEnvironment() == null ? threads : 0;
     this.pool = new ForkJoinPool(threads);
     Parallel parallel = new Parallel(pool);
     CpuKernels kernels = new CpuKernels(parallel);
@@ -92,18 +94,27 @@ public final class CpuBackend implements Backend {
     }
   }
 
-  /** oneDNN when {@code engine} asks for it and it loads; null for the Java kernels. */
-  private static OneDnn openEngine(CpuEngine engine) {
+  /**
+   * oneDNN when {@code engine} asks for it and it loads; null for the Java kernels. Its OpenMP
+   * threads are {@code threads} a stream unless the environment's {@code OMP_NUM_THREADS} says
+   * otherwise (then that many, for the whole process).
+   */
+  private static OneDnn openEngine(CpuEngine engine, int threads) {
     if (engine == CpuEngine.JAVA) {
       return null;
     }
     try {
       OneDnn opened = OneDnn.open();
-      String omp = System.getenv("OMP_NUM_THREADS");
+      String omp = ompFromEnvironment();
+      String limit = omp == null ? OpenMpThreads.limitThisThread(threads) : null;
       LOG.info(
           "cpu backend: convolutions and GEMM by {} on {}",
           OneDnn.version(),
-          omp == null ? "every core (OMP_NUM_THREADS unset)" : "OMP_NUM_THREADS=" + omp);
+          omp != null
+              ? "OMP_NUM_THREADS=" + omp
+              : limit == null
+                  ? threads + (threads == 1 ? " thread" : " threads") + " a stream"
+                  : "every core (OMP_NUM_THREADS unset; " + limit + ")");
       return opened;
     } catch (BackendUnavailableException e) {
       if (engine == CpuEngine.ONEDNN) {
@@ -112,6 +123,11 @@ public final class CpuBackend implements Backend {
       LOG.info("cpu backend: {}; convolutions by the Java kernels", e.getMessage());
       return null;
     }
+  }
+
+  private static String ompFromEnvironment() {
+    String omp = System.getenv("OMP_NUM_THREADS");
+    return omp == null || omp.isBlank() ? null : omp;
   }
 
   @Override
@@ -178,6 +194,9 @@ public final class CpuBackend implements Backend {
   @Override
   public synchronized Stream createStream(String label) {
     CpuStream stream = new CpuStream(label, oneDnn == null ? () -> {} : oneDnn::releaseThisThread);
+    if (oneDnnThreads > 0) { // first on the stream's thread: its oneDNN teams' size
+      stream.enqueue(() -> OpenMpThreads.limitThisThread(oneDnnThreads));
+    }
     streams.add(stream);
     return stream;
   }

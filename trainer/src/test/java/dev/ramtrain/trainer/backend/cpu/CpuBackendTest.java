@@ -52,6 +52,29 @@ class CpuBackendTest extends BackendConformanceTest {
     }
   }
 
+  /**
+   * oneDNN's OpenMP teams on a stream are the backend's threads (each rank of two in one JVM took
+   * every core), unless the environment's OMP_NUM_THREADS sets them; another thread keeps its own.
+   */
+  @Test
+  void oneDnnRunsOnTheBackendsThreadsOnEachStream() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        System.getenv("OMP_NUM_THREADS") == null, "OMP_NUM_THREADS sets the threads here");
+    int[] seen = new int[2];
+    for (int threads : new int[] {37, 41}) { // no machine's core count: set, not found
+      try (Backend b = new CpuBackend(threads, CpuEngine.ONEDNN)) {
+        Stream s = b.createStream("omp");
+        ((CpuStream) s).enqueue(() -> seen[0] = OpenMpThreads.ofThisThread());
+        s.synchronize();
+        assertEquals(threads, seen[0], "the stream's OpenMP threads");
+      }
+    }
+    Thread other = new Thread(() -> seen[1] = OpenMpThreads.ofThisThread());
+    other.start();
+    other.join();
+    assertTrue(seen[1] > 0 && seen[1] != 41, "a thread keeps its own count: " + seen[1]);
+  }
+
   @Test
   void denormalsNarrowToBf16DenormalsOrToZero() {
     float[] x = {1e-40f, -1e-40f, 5e-39f};
