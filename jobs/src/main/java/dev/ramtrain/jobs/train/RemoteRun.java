@@ -6,10 +6,13 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.List;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.slf4j.Logger;
@@ -41,14 +44,21 @@ public final class RemoteRun implements RunDirectory.CheckpointPublisher, AutoCl
   private final Path root;
   private final java.nio.file.Path staging;
   private final DirectoryLock lock;
+  private final int keepCheckpoints; // as the staging copy's RunDirectory keeps them
   private boolean published; // a checkpoint is there: the metrics go with it
 
   private RemoteRun(
-      FileSystem fs, Path root, java.nio.file.Path staging, DirectoryLock lock, boolean resumed) {
+      FileSystem fs,
+      Path root,
+      java.nio.file.Path staging,
+      DirectoryLock lock,
+      int keepCheckpoints,
+      boolean resumed) {
     this.fs = fs;
     this.root = root;
     this.staging = staging;
     this.lock = lock;
+    this.keepCheckpoints = keepCheckpoints;
     this.published = resumed;
   }
 
@@ -111,7 +121,7 @@ public final class RemoteRun implements RunDirectory.CheckpointPublisher, AutoCl
           out.write(job.getBytes(StandardCharsets.UTF_8));
         }
       }
-      return new RemoteRun(fs, root, staging, lock, resumed);
+      return new RemoteRun(fs, root, staging, lock, output.keepCheckpoints(), resumed);
     } catch (IOException | RuntimeException e) {
       lock.close();
       if (staging != null) {
@@ -176,12 +186,60 @@ public final class RemoteRun implements RunDirectory.CheckpointPublisher, AutoCl
     writeReplacing(new Path(checkpoints, Checkpoints.LATEST), name);
     published = true;
     LOG.info("published checkpoint {} to {}", name, target);
+    prune();
   }
 
   /** Makes published checkpoint {@code name} the remote run's best ({@code checkpoints/best}). */
   @Override
   public void publishBest(String name) throws IOException {
     writeReplacing(new Path(new Path(root, CHECKPOINTS), Checkpoints.BEST), name);
+    prune();
+  }
+
+  /**
+   * Removes the published checkpoints the run no longer keeps ({@link CheckpointRetention}, as the
+   * staging copy does), earlier attempts' and runs' included: only folders holding nothing but a
+   * checkpoint's own files; a folder with anything else is left, and said so.
+   */
+  private void prune() throws IOException {
+    Path checkpoints = new Path(root, CHECKPOINTS);
+    List<String> names = new ArrayList<>();
+    for (FileStatus s : fs.listStatus(checkpoints)) {
+      if (s.isDirectory()) {
+        names.add(s.getPath().getName());
+      }
+    }
+    List<String> dropped =
+        CheckpointRetention.dropped(
+            names,
+            keepCheckpoints,
+            pointer(new Path(checkpoints, Checkpoints.LATEST)),
+            pointer(new Path(checkpoints, Checkpoints.BEST)));
+    for (String name : dropped) {
+      Path folder = new Path(checkpoints, name);
+      boolean onlyCheckpointFiles = true;
+      for (FileStatus f : fs.listStatus(folder)) {
+        String file = f.getPath().getName();
+        onlyCheckpointFiles &=
+            f.isFile() && (Checkpoints.FILES.contains(file) || file.equals(Checkpoints.AVERAGED));
+      }
+      if (!onlyCheckpointFiles) {
+        LOG.warn("{}: holds files ramtrain did not write; left as it is", folder);
+        continue;
+      }
+      fs.delete(folder, true);
+      LOG.info("removed the published checkpoint {}: not kept", folder);
+    }
+  }
+
+  /** The checkpoint a pointer file names, or null. */
+  private String pointer(Path file) throws IOException {
+    if (!fs.exists(file)) {
+      return null;
+    }
+    try (var in = fs.open(file)) {
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8).strip();
+    }
   }
 
   /** Copies the staging copy's metrics over the remote run's (whose lines it continues). */

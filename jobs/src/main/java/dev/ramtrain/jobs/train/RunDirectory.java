@@ -296,23 +296,15 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
     Path root = dir.resolve(CHECKPOINTS);
     List<String> names;
     try (Stream<Path> folders = Files.list(root)) {
-      names =
-          folders
-              .map(p -> p.getFileName().toString())
-              .filter(Checkpoints::isName)
-              .sorted(Comparator.comparingLong(RunDirectory::checkpointNumber))
-              .toList();
+      names = folders.map(p -> p.getFileName().toString()).toList();
     }
-    List<String> epochs = names.stream().filter(n -> n.startsWith("epoch-")).toList();
-    java.util.Set<String> kept =
-        new java.util.HashSet<>(
-            epochs.subList(Math.max(0, epochs.size() - keepCheckpoints), epochs.size()));
-    kept.add(pointer(root, Checkpoints.LATEST));
-    kept.add(pointer(root, Checkpoints.BEST));
-    for (String name : names) {
-      if (kept.contains(name)) {
-        continue;
-      }
+    List<String> dropped =
+        CheckpointRetention.dropped(
+            names,
+            keepCheckpoints,
+            pointer(root, Checkpoints.LATEST),
+            pointer(root, Checkpoints.BEST));
+    for (String name : dropped) {
       Path folder = root.resolve(name);
       if (Files.isSymbolicLink(folder)) {
         LOG.warn("{}: a link ramtrain did not make; left as it is", folder);
@@ -335,11 +327,6 @@ public final class RunDirectory implements RunFolder, AutoCloseable {
       Files.delete(folder);
       journal.forget(gone);
     }
-  }
-
-  /** A checkpoint folder's epoch or step, for ordering (epoch-10000 after epoch-9999). */
-  private static long checkpointNumber(String name) {
-    return Long.parseLong(name.substring(name.indexOf('-') + 1));
   }
 
   /** The checkpoint {@code root/pointer} names, or null. */

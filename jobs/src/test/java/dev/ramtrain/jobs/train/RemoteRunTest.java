@@ -105,4 +105,44 @@ class RemoteRunTest {
           "nothing half-published is left");
     }
   }
+
+  /**
+   * The published checkpoints are pruned as the staging copy's are (the latest, the best and the
+   * newest epoch checkpoint by default; a 12-epoch run left every one of them remotely), earlier
+   * runs' included; a folder holding a file ramtrain did not write stays.
+   */
+  @Test
+  void publishedCheckpointsArePrunedAsTheLocalOnesAre() throws Exception {
+    Path dir = tmp.resolve("pruned");
+    Configuration conf = new Configuration();
+    Files.createDirectories(dir.resolve("checkpoints/epoch-0001"));
+    Files.writeString(dir.resolve("checkpoints/epoch-0001/state.json"), "{}"); // an earlier run's
+    Files.writeString(dir.resolve("checkpoints/latest"), "epoch-0001");
+    JobSpec.Output resume =
+        new JobSpec.Output("remote://" + dir, RunDirectory.Mode.RESUME, false, 0, 1);
+    try (RemoteRun run = RemoteRun.open(resume, conf, "job-a")) {
+      Path user = Files.createDirectories(dir.resolve("checkpoints/epoch-0000"));
+      Files.writeString(user.resolve("export.onnx"), "mine");
+      for (int epoch = 2; epoch <= 5; epoch++) {
+        String name = String.format("epoch-%04d", epoch);
+        Path saved = Files.createDirectories(run.staging().resolve("checkpoints/" + name));
+        Files.writeString(saved.resolve("state.json"), "{}");
+        Files.writeString(saved.resolve("model.safetensors"), "weights");
+        run.publish(saved);
+        if (epoch == 3) {
+          run.publishBest(name);
+        }
+      }
+    }
+    try (var entries = Files.list(dir.resolve("checkpoints"))) {
+      assertEquals(
+          List.of("best", "epoch-0000", "epoch-0003", "epoch-0005", "latest"),
+          entries
+              .map(e -> e.getFileName().toString())
+              .filter(n -> !n.startsWith("."))
+              .sorted()
+              .toList());
+    }
+    assertEquals("mine", Files.readString(dir.resolve("checkpoints/epoch-0000/export.onnx")));
+  }
 }
