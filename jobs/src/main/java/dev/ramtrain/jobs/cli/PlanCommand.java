@@ -3,6 +3,7 @@ package dev.ramtrain.jobs.cli;
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.RamtrainConfig;
+import dev.ramtrain.jobs.train.InferenceModels;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.settings.ConfigException;
@@ -11,6 +12,7 @@ import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.InferencePlacement;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
@@ -124,7 +126,7 @@ public final class PlanCommand implements Callable<Integer> {
     }
     try (Backend backend = Backends.open(TrainSettings.backend(c))) {
       if (inference) {
-        System.out.print(inferencePlan(spec, shape, layers, backend, batch));
+        System.out.print(inferencePlan(spec, shape, layers, backend, batch, offload));
         return 0;
       }
       String deviceName = c.string("ramtrain.plan.device");
@@ -149,32 +151,70 @@ public final class PlanCommand implements Callable<Integer> {
     return 0;
   }
 
-  /** What predict and evaluate allocate for the model at {@code batch}, to the byte. */
+  /**
+   * What predict and evaluate allocate for the model at {@code batch}, to the byte: bound for
+   * inference, and, where its weights do not fit the budget beside the activations (or {@code
+   * ramtrain.offload.mode=on}), streamed with the largest layers that fit kept on the device.
+   */
   private static String inferencePlan(
-      String spec, ImageShape shape, Supplier<List<Layer>> layers, Backend backend, int batch) {
+      String spec,
+      ImageShape shape,
+      Supplier<List<Layer>> layers,
+      Backend backend,
+      int batch,
+      OffloadSpec offload) {
     Model.InferenceFootprint f = Model.inferenceFootprint(spec, layers, backend, batch);
-    long free = backend.freeMemoryBytes();
-    return String.format(
-        "inference      %s on %s images, batch %d, on the %s backend%n"
-            + "weights        %s (and %s of buffers: running statistics)%n"
-            + "activations    %s (reused once read: no gradients, nothing kept for backward)%n"
-            + "workspace      %s%n"
-            + "total          %s%s%n",
-        spec,
-        shape,
-        batch,
-        backend.name(),
-        PlacementPlan.bytes(f.parameterBytes()),
-        PlacementPlan.bytes(f.bufferBytes()),
-        PlacementPlan.bytes(f.activationBytes()),
-        PlacementPlan.bytes(f.workspaceBytes()),
-        PlacementPlan.bytes(f.totalBytes()),
-        free == Long.MAX_VALUE
-            ? ""
-            : f.totalBytes() <= free
-                ? ", fits in " + PlacementPlan.bytes(free) + " free"
-                : ", more than the "
-                    + PlacementPlan.bytes(free)
-                    + " free: use a smaller --batch-size");
+    long budget = InferenceModels.budget(backend, offload);
+    List<Layer> built = layers.get();
+    InferencePlacement placement = InferenceModels.placement(f, built, backend, budget, offload);
+    StringBuilder out =
+        new StringBuilder(
+            String.format(
+                "inference      %s on %s images, batch %d, on the %s backend%n"
+                    + "weights        %s (and %s of buffers: running statistics)%n"
+                    + "activations    %s (reused once read: no gradients, nothing kept for"
+                    + " backward)%n"
+                    + "workspace      %s%n"
+                    + "total          %s%s%n",
+                spec,
+                shape,
+                batch,
+                backend.name(),
+                PlacementPlan.bytes(f.parameterBytes()),
+                PlacementPlan.bytes(f.bufferBytes()),
+                PlacementPlan.bytes(f.activationBytes()),
+                PlacementPlan.bytes(f.workspaceBytes()),
+                PlacementPlan.bytes(f.totalBytes()),
+                fits(f.totalBytes(), budget, placement.streamed().isEmpty())));
+    if (!placement.streamed().isEmpty()) {
+      long withWeights = built.stream().filter(l -> !l.parameters().isEmpty()).count();
+      out.append(
+          String.format(
+              "streamed       %d of %d layers' weights (%s) from pinned host memory through a"
+                  + " %d-slot ring; %s of weights kept on the device (the largest layers that"
+                  + " fit)%n"
+                  + "device         %s in all%s%n",
+              placement.streamed().size(),
+              withWeights,
+              PlacementPlan.bytes(f.parameterBytes() - placement.residentParameterBytes()),
+              offload.prefetchDepth(),
+              PlacementPlan.bytes(placement.residentParameterBytes()),
+              PlacementPlan.bytes(placement.deviceBytes()),
+              fits(placement.deviceBytes(), budget, true)));
+    }
+    return out.toString();
+  }
+
+  /** ", fits in X free", or what to do; nothing where the backend has no limit. */
+  private static String fits(long bytes, long budget, boolean last) {
+    if (budget == Long.MAX_VALUE) {
+      return "";
+    }
+    if (bytes <= budget) {
+      return ", fits in " + PlacementPlan.bytes(budget);
+    }
+    return last
+        ? ", more than the " + PlacementPlan.bytes(budget) + ": use a smaller --batch-size"
+        : ", more than the " + PlacementPlan.bytes(budget);
   }
 }

@@ -6,6 +6,7 @@ import dev.ramtrain.trainer.backend.OutOfDeviceMemoryException;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.offload.InferenceNetwork;
+import dev.ramtrain.trainer.offload.InferencePlacement;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.StreamedInference;
@@ -22,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * StreamedInference}); a batch whose memory the backend does not have is a usage error in one line,
  * before anything is allocated where the plan sees it.
  */
-final class InferenceModels {
+public final class InferenceModels {
   private static final Logger LOG = LoggerFactory.getLogger(InferenceModels.class);
 
   private InferenceModels() {}
@@ -41,32 +42,67 @@ final class InferenceModels {
     String spec = trained.model();
     Supplier<List<Layer>> layers = trained::layers;
     Model.InferenceFootprint resident = Model.inferenceFootprint(spec, layers, backend, batch);
-    long free = backend.freeMemoryBytes();
-    long budget = offload.budgetBytes() > 0 ? Math.min(offload.budgetBytes(), free) : free;
-    boolean stream =
-        switch (offload.mode()) {
-          case OFF -> false;
-          case ON -> true;
-          case AUTO -> resident.totalBytes() > budget && !backend.sharesHostCores();
-        };
-    if (!stream) {
+    long budget = budget(backend, offload);
+    InferencePlacement placement = placement(resident, layers.get(), backend, budget, offload);
+    if (placement.streamed().isEmpty()) {
       require(resident.totalBytes(), budget, command, batch, trained, resident, "");
       return InferenceNetwork.resident(
           Model.buildForInference(spec, layers, backend, batch), backend);
     }
     int depth = offload.prefetchDepth();
-    long streamed = StreamedInference.deviceBytes(resident, layers.get(), depth, backend);
-    require(streamed, budget, command, batch, trained, resident, " with its weights streamed");
-    LOG.info(
-        "{}: {}'s weights streamed from host memory ({} pinned), {} of the device's for a"
-            + " {}-slot weight ring, activations and workspace (ramtrain.offload.mode={})",
+    require(
+        placement.deviceBytes(),
+        budget,
         command,
+        batch,
+        trained,
+        resident,
+        " with its weights streamed");
+    LOG.info(
+        "{}: {} of {}'s weights streamed from host memory, {} kept on the device; {} of the"
+            + " device's in all for them, a {}-slot weight ring, activations and workspace"
+            + " (ramtrain.offload.mode={})",
+        command,
+        PlacementPlan.bytes(resident.parameterBytes() - placement.residentParameterBytes()),
         spec,
-        PlacementPlan.bytes(resident.parameterBytes()),
-        PlacementPlan.bytes(streamed),
+        PlacementPlan.bytes(placement.residentParameterBytes()),
+        PlacementPlan.bytes(placement.deviceBytes()),
         depth,
         offload.mode().name().toLowerCase(Locale.ROOT));
-    return new StreamedInference(spec, layers, depth, backend, batch);
+    return new StreamedInference(spec, layers, placement.streamed(), depth, backend, batch);
+  }
+
+  /** The device memory inference may take on {@code backend}: its free memory, or the budget. */
+  public static long budget(Backend backend, OffloadSpec offload) {
+    long free = backend.freeMemoryBytes();
+    return offload.budgetBytes() > 0 ? Math.min(offload.budgetBytes(), free) : free;
+  }
+
+  /**
+   * Where the weights go ({@code ramtrain.offload.mode}): {@code off} on the device; {@code on}
+   * streamed, the largest layers that fit {@code budget} kept on the device; {@code auto} on the
+   * device where the model fits there beside its activations (and on a backend whose device is the
+   * host's memory unless a budget is set), streamed as {@code on} otherwise.
+   */
+  public static InferencePlacement placement(
+      Model.InferenceFootprint resident,
+      List<Layer> layers,
+      Backend backend,
+      long budget,
+      OffloadSpec offload) {
+    boolean stream =
+        switch (offload.mode()) {
+          case OFF -> false;
+          case ON -> true;
+          // the cpu backend's "device" is the host's memory: streaming there only moves bytes,
+          // unless a budget set for it asks
+          case AUTO ->
+              resident.totalBytes() > budget
+                  && (!backend.sharesHostCores() || offload.budgetBytes() > 0);
+        };
+    return stream
+        ? InferencePlacement.streamed(resident, layers, offload.prefetchDepth(), backend, budget)
+        : InferencePlacement.resident(resident);
   }
 
   /** Refuses a model needing {@code needed} bytes of a backend with {@code budget}, in one line. */

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ramtrain.format.ImageShape;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -217,6 +218,42 @@ class PretrainedCommandsTest {
     assertTrue(plan.out().contains("inference      " + MODEL), plan.out());
     assertTrue(plan.out().contains("activations    "), plan.out());
     assertTrue(plan.out().contains("fits in"), plan.out());
+
+    // A budget the weights do not fit beside the activations: the largest layers that fit stay,
+    // the rest streams, and the plan says both, to the byte predict allocates.
+    long budget;
+    try (var cpu = new dev.ramtrain.trainer.backend.cpu.CpuBackend(1)) {
+      java.util.function.Supplier<List<dev.ramtrain.trainer.nn.Layer>> layers =
+          () -> dev.ramtrain.trainer.nn.ModelSpec.parse(MODEL, new ImageShape(16, 16, 3));
+      var footprint = dev.ramtrain.trainer.nn.Model.inferenceFootprint(MODEL, layers, cpu, 8);
+      budget = footprint.totalBytes() - 1; // a byte short of resident: some layers stream
+      assertTrue(
+          dev.ramtrain.trainer.offload.InferencePlacement.streamed(
+                      footprint, layers.get(), 1, cpu, budget)
+                  .deviceBytes()
+              <= budget,
+          "with a one-slot ring the rest fits");
+    }
+    MainTest.Run streamed =
+        MainTest.run(
+            "plan",
+            "--inference",
+            "--model",
+            MODEL,
+            "--image",
+            "16x16x3",
+            "--batch-size",
+            "8",
+            "--prefetch-depth",
+            "1",
+            "--budget",
+            Long.toString(budget));
+    assertEquals(0, streamed.status(), streamed.err());
+    assertTrue(streamed.out().contains("streamed       "), streamed.out());
+    assertTrue(streamed.out().contains("kept on the device (the largest layers"), streamed.out());
+    assertTrue(
+        streamed.out().lines().anyMatch(l -> l.startsWith("device ") && l.contains("fits in")),
+        streamed.out());
 
     Path csv = tmp.resolve("huge.csv");
     MainTest.Run r =

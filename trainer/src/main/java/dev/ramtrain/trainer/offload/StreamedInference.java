@@ -8,25 +8,23 @@ import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.nn.InferenceActivations;
 import dev.ramtrain.trainer.nn.InferenceBinding;
 import dev.ramtrain.trainer.nn.Layer;
-import dev.ramtrain.trainer.nn.Model;
-import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.ParameterSource;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.nn.Workspace;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.function.Supplier;
 
 /**
- * A model evaluated with its weights in pinned host memory, for a device too small to hold them
- * beside the activations: every layer with parameters is streamed, its weights crossing into a ring
- * of device slots on the copy stream ahead of the layer that computes, as training streams them
- * ({@link WeightRing}); batch norm's running statistics stay resident; activations are bound for
- * inference, as a resident model's ({@link InferenceBinding}). Forward in evaluation mode only.
- * Computes what the resident model computes, bit for bit: the same operations on the same weights.
+ * A model evaluated with some of its weights in pinned host memory, for a device too small to hold
+ * them all beside the activations ({@link InferencePlacement} chooses which): a streamed layer's
+ * weights cross into a ring of device slots on the copy stream ahead of the layer that computes, as
+ * training streams them ({@link WeightRing}); the other layers' weights and batch norm's running
+ * statistics stay on the device; activations are bound for inference, as a resident model's ({@link
+ * InferenceBinding}). Forward in evaluation mode only. Computes what the resident model computes,
+ * bit for bit: the same operations on the same weights.
  */
 public final class StreamedInference implements InferenceNetwork {
   private final String spec;
@@ -43,20 +41,23 @@ public final class StreamedInference implements InferenceNetwork {
   private final List<Layer> bound = new ArrayList<>();
 
   /**
-   * Lays {@code layers}' weights out in pinned host memory (zero until {@link #restore}), makes a
-   * ring of {@code depth} device slots and binds a fresh copy of the layers for inference at up to
-   * {@code maxBatch} samples.
+   * Lays the weights of {@code layers} named in {@code streamed} out in pinned host memory (zero
+   * until {@link #restore}) and the others' on the device, makes a ring of {@code depth} device
+   * slots and binds a fresh copy of the layers for inference at up to {@code maxBatch} samples.
    */
   public StreamedInference(
-      String spec, Supplier<List<Layer>> layers, int depth, Backend backend, int maxBatch) {
+      String spec,
+      Supplier<List<Layer>> layers,
+      Set<String> streamed,
+      int depth,
+      Backend backend,
+      int maxBatch) {
     this.spec = spec;
     this.backend = backend;
     this.maxBatch = maxBatch;
     InferenceActivations sized = InferenceBinding.size(spec, layers.get(), backend, maxBatch);
     this.layers = List.copyOf(layers.get());
-    Set<String> every = new LinkedHashSet<>();
-    this.layers.forEach(l -> every.add(l.name()));
-    this.layout = new HostLayout(spec, this.layers, every);
+    this.layout = new HostLayout(spec, this.layers, streamed);
     this.slabs = new HostSlabs(backend, layout, false, false, false);
     Parameters residentSlabs = null;
     Workspace shared = null;
@@ -98,28 +99,6 @@ public final class StreamedInference implements InferenceNetwork {
     }
   }
 
-  /**
-   * Device bytes a model streamed for inference takes, {@code footprint} being its resident
-   * inference footprint ({@link Model#inferenceFootprint}): activations, workspace and buffers as
-   * resident, {@code depth} slots of its largest layer instead of its weights, and the copy stream
-   * on {@code backend}.
-   */
-  public static long deviceBytes(
-      Model.InferenceFootprint footprint, List<Layer> layers, int depth, Backend backend) {
-    long largest = 0;
-    int withWeights = 0;
-    for (Layer l : layers) {
-      long count = l.parameters().stream().mapToLong(ParamSpec::count).sum();
-      largest = Math.max(largest, count);
-      withWeights += count > 0 ? 1 : 0;
-    }
-    return footprint.activationBytes()
-        + footprint.workspaceBytes()
-        + footprint.bufferBytes()
-        + 4 * largest * Math.min(depth, withWeights)
-        + backend.streamBytes();
-  }
-
   /** The device views layer i binds to: its ring slot, or the resident slabs. */
   private ParameterSource source(int i) {
     int j = layout.ordinal(i);
@@ -155,6 +134,7 @@ public final class StreamedInference implements InferenceNetwork {
   public void restore(Checkpoints.Loaded c, Stream stream) {
     Checkpoints.requireModel(c, spec);
     List<Parameters.Entry> expected = new ArrayList<>(layout.entries());
+    expected.addAll(resident.entries());
     expected.addAll(resident.bufferEntries());
     Checkpoints.requireTensors(c, expected);
     ring.synchronize(); // no load reads the slab while it changes
@@ -163,6 +143,7 @@ public final class StreamedInference implements InferenceNetwork {
       Safetensors.Tensor t = c.weights().get(e.spec().name());
       masters.put((int) e.offset(), t.values());
     }
+    Checkpoints.uploadTensors(backend, stream, resident.values(), c, resident.entries());
     Checkpoints.uploadTensors(backend, stream, resident.buffers(), c, resident.bufferEntries());
     ring.forget(); // the slots hold the old weights
   }

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.offload;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.DeviceArrays;
@@ -19,9 +20,11 @@ import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -29,8 +32,9 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * A model evaluated with its weights streamed from the host gives the resident inference model's
  * logits bit for bit, through a ring shallower than the model (slots reloaded mid-pass) and a
- * second pass (slots reloaded again); it allocates on the device what {@link
- * StreamedInference#deviceBytes} says, and refuses to train.
+ * second pass (slots reloaded again), every layer streamed or the largest that fit a budget kept on
+ * the device ({@link InferencePlacement}); it allocates on the device what the placement says, and
+ * refuses to train.
  */
 public class StreamedInferenceTest {
   private static final int BATCH = 3;
@@ -86,20 +90,38 @@ public class StreamedInferenceTest {
         DeviceArrays.write(b, s, x, xs);
         expected = DeviceArrays.read(b, s, resident.forward(s, x, BATCH, false));
       }
-      long streamedBytes =
-          StreamedInference.deviceBytes(
-              Model.inferenceFootprint(spec, layers, b, BATCH), layers.get(), depth, b);
+      Model.InferenceFootprint footprint = Model.inferenceFootprint(spec, layers, b, BATCH);
+      Set<String> every = new LinkedHashSet<>();
+      layers.get().stream()
+          .filter(l -> !l.parameters().isEmpty())
+          .forEach(l -> every.add(l.name()));
+      InferencePlacement all = InferencePlacement.of(footprint, layers.get(), every, depth, b);
+      // Half the weights' bytes beyond streaming everything: the largest layers that fit stay.
+      long between = all.deviceBytes() + footprint.parameterBytes() / 2;
+      InferencePlacement mixed =
+          InferencePlacement.streamed(footprint, layers.get(), depth, b, between);
+      assertTrue(
+          !mixed.streamed().isEmpty() && mixed.streamed().size() < every.size(),
+          "some layers resident, some streamed: " + mixed.streamed());
+      assertTrue(mixed.deviceBytes() <= between, "within the budget");
       long before = b.allocatedBytes();
-      try (StreamedInference streamed = new StreamedInference(spec, layers, depth, b, BATCH);
-          DeviceBuffer x = b.allocate("x", DType.F32, xs.length)) {
-        assertEquals(streamedBytes + x.bytes(), b.allocatedBytes() - before, "plan = allocation");
-        streamed.restore(weights, s);
-        DeviceArrays.write(b, s, x, xs);
-        for (int pass = 0; pass < 2; pass++) {
-          float[] actual = DeviceArrays.read(b, s, streamed.forward(s, x, BATCH, false));
-          assertArrayEquals(expected, actual, spec + ": pass " + pass);
+      for (InferencePlacement placement : List.of(all, mixed)) {
+        try (StreamedInference streamed =
+                new StreamedInference(spec, layers, placement.streamed(), depth, b, BATCH);
+            DeviceBuffer x = b.allocate("x", DType.F32, xs.length)) {
+          assertEquals(
+              placement.deviceBytes() + x.bytes(),
+              b.allocatedBytes() - before,
+              "plan = allocation");
+          streamed.restore(weights, s);
+          DeviceArrays.write(b, s, x, xs);
+          for (int pass = 0; pass < 2; pass++) {
+            float[] actual = DeviceArrays.read(b, s, streamed.forward(s, x, BATCH, false));
+            assertArrayEquals(
+                expected, actual, spec + ": " + placement.streamed() + ", pass " + pass);
+          }
+          assertThrows(IllegalStateException.class, () -> streamed.forward(s, x, BATCH, true));
         }
-        assertThrows(IllegalStateException.class, () -> streamed.forward(s, x, BATCH, true));
       }
       assertEquals(before, b.allocatedBytes(), "closing frees everything");
     }
