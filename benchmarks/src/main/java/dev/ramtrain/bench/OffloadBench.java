@@ -34,6 +34,8 @@ public final class OffloadBench {
     double busGbps = args.length > 6 ? Double.parseDouble(args[6]) : 0;
     boolean bf16 = args.length > 7 && Boolean.parseBoolean(args[7]);
     boolean delayed = args.length > 8 && Boolean.parseBoolean(args[8]);
+    // clipping at this norm: the offloaded run's serial and speculative host updates side by side
+    float clip = args.length > 9 ? Float.parseFloat(args[9]) : 0f;
     List<LayerCost> costs;
     DeviceProfile profile;
     try (Backend b = new CpuBackend(threads)) {
@@ -70,6 +72,10 @@ public final class OffloadBench {
         plan.computeSeconds() * 1e3,
         plan.copySeconds() * 1e3);
     SimulatedBus bus = busGbps > 0 ? new SimulatedBus(busGbps * 1e9, 0, 0) : SimulatedBus.NONE;
+    if (clip > 0) {
+      clipped(spec, batch, threads, rounds, steps, Streaming.of(plan, false, 2), bus, clip);
+      return;
+    }
     for (int round = 1; round <= rounds; round++) {
       TrainingSteps.Run resident =
           TrainingSteps.run(() -> new CpuBackend(threads), spec, batch, threads, null, steps);
@@ -94,6 +100,74 @@ public final class OffloadBench {
         System.out.println("  loss per step, offloaded: " + format(streamed.losses()));
       }
     }
+  }
+
+  /**
+   * Clipped at {@code norm}: resident, offloaded with the serial host update (after backward) and
+   * with the speculative one (as gradients land), A B C per round; the host update's exposed time
+   * per step beside each step.
+   */
+  private static void clipped(
+      String spec,
+      int batch,
+      int threads,
+      int rounds,
+      int steps,
+      Streaming how,
+      SimulatedBus bus,
+      float norm) {
+    for (int round = 1; round <= rounds; round++) {
+      TrainingSteps.Run resident =
+          clippedRun(() -> new CpuBackend(threads), spec, batch, threads, null, norm, false, steps);
+      TrainingSteps.Run serial =
+          clippedRun(
+              () -> new CpuBackend(threads, bus), spec, batch, threads, how, norm, false, steps);
+      TrainingSteps.Run speculative =
+          clippedRun(
+              () -> new CpuBackend(threads, bus), spec, batch, threads, how, norm, true, steps);
+      System.out.printf(
+          "round %d, clip-norm %s: resident %.2f ms; offloaded serial %.2f ms (%.3fx, host update"
+              + " exposed %s ms), speculative %.2f ms (%.3fx, exposed %s ms, redone %s); losses"
+              + " equal: %s, %s%n",
+          round,
+          norm,
+          resident.medianStepSeconds() * 1e3,
+          serial.medianStepSeconds() * 1e3,
+          serial.medianStepSeconds() / resident.medianStepSeconds(),
+          serial.lastMetrics().get("optimizer_exposed_ms"),
+          speculative.medianStepSeconds() * 1e3,
+          speculative.medianStepSeconds() / resident.medianStepSeconds(),
+          speculative.lastMetrics().get("optimizer_exposed_ms"),
+          speculative.lastMetrics().get("clip_redone"),
+          java.util.Arrays.equals(resident.losses(), serial.losses()),
+          java.util.Arrays.equals(serial.losses(), speculative.losses()));
+      if (round == 1) {
+        System.out.println("  loss per step, serial: " + format(serial.losses()));
+        System.out.println("  loss per step, speculative: " + format(speculative.losses()));
+      }
+    }
+  }
+
+  private static TrainingSteps.Run clippedRun(
+      java.util.function.Supplier<dev.ramtrain.trainer.backend.Backend> backend,
+      String spec,
+      int batch,
+      int threads,
+      Streaming how,
+      float norm,
+      boolean speculative,
+      int steps) {
+    return TrainingSteps.run(
+        backend,
+        spec,
+        TrainingSteps.IMAGE,
+        dev.ramtrain.trainer.nn.Precision.FP32,
+        batch,
+        threads,
+        how,
+        new TrainingSteps.Clip(norm, speculative),
+        steps,
+        step -> {});
   }
 
   private static String format(double[] losses) {

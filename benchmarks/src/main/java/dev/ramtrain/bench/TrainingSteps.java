@@ -94,9 +94,32 @@ final class TrainingSteps {
       Streaming how,
       int steps,
       IntConsumer beforeStep) {
+    return run(backend, spec, image, precision, batch, threads, how, Clip.NONE, steps, beforeStep);
+  }
+
+  /**
+   * Gradient clipping at {@code norm} (0: none), the offloaded host update {@code speculative}
+   * ({@code ramtrain.offload.clip-update}) or serial.
+   */
+  record Clip(float norm, boolean speculative) {
+    static final Clip NONE = new Clip(0, false);
+  }
+
+  /** The same, the gradients clipped as {@code clip} says. */
+  static Run run(
+      Supplier<Backend> backend,
+      String spec,
+      ImageShape image,
+      Precision precision,
+      int batch,
+      int threads,
+      Streaming how,
+      Clip clip,
+      int steps,
+      IntConsumer beforeStep) {
     try (Backend b = backend.get()) {
       Stream s = b.createStream("compute");
-      try (Learner learner = learner(spec, image, precision, batch, threads, how, b, s);
+      try (Learner learner = learner(spec, image, precision, batch, threads, how, clip, b, s);
           CrossEntropyLoss loss = new CrossEntropyLoss(b, batch, learner.outputSize(), 0f);
           DeviceBuffer x = b.allocate("x", DType.F32, (long) batch * learner.inputSize());
           DeviceBuffer labels = b.allocate("labels", DType.I32, batch);
@@ -152,13 +175,14 @@ final class TrainingSteps {
       int batch,
       int threads,
       Streaming how,
+      Clip clip,
       Backend b,
       Stream s) {
     if (how == null) {
       Model model = Model.build(spec, ModelSpec.parse(spec, image, precision), b, s, batch, 1);
       AdamW adamw =
           new AdamW(b, model.parameters().count(), new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f));
-      return new ResidentLearner(b, model, adamw, 0f);
+      return new ResidentLearner(b, model, adamw, clip.norm());
     }
     return OffloadedLearner.build(
         new ModelBlueprint(spec, () -> ModelSpec.parse(spec, image, precision), batch, 1),
@@ -166,8 +190,10 @@ final class TrainingSteps {
         (masters, grads, layout, pool) ->
             new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),
         threads,
-        0f,
+        clip.norm(),
+        clip.speculative(),
         b,
-        s);
+        s,
+        dev.ramtrain.trainer.dist.DataParallel.single());
   }
 }

@@ -253,7 +253,8 @@ public final class TrainSettings {
                 c.bool(O + "bf16-weights"),
                 c.bool(O + "delayed-update"),
                 c.integer(O + "delayed-update-warmup-steps"),
-                hostThreads == 0 ? Runtime.getRuntime().availableProcessors() : hostThreads));
+                hostThreads == 0 ? Runtime.getRuntime().availableProcessors() : hostThreads,
+                c.choice(O + "clip-update", OffloadSpec.ClipUpdate.class)));
   }
 
   private static RunData data(RamtrainConfig c, long seed) {

@@ -58,6 +58,11 @@ final class HostAverage implements AutoCloseable {
         });
   }
 
+  /** The slab the average lives in. */
+  HostBuffer slab() {
+    return average;
+  }
+
   /** The average's values, in model order. */
   float[] values() {
     float[] out = new float[avg.capacity()];

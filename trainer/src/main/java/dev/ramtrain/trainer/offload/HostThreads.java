@@ -42,6 +42,29 @@ public final class HostThreads implements AutoCloseable {
     pool.submit(() -> IntStream.range(0, n).parallel().forEach(body)).join();
   }
 
+  /** Runs {@code task} on one of the threads, beside whatever else runs there. */
+  java.util.concurrent.Future<?> submit(Runnable task) {
+    return pool.submit(task);
+  }
+
+  /** Waits for {@code task}; its failure is rethrown as it was thrown. */
+  static void join(java.util.concurrent.Future<?> task) {
+    try {
+      task.get();
+    } catch (java.util.concurrent.ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      if (e.getCause() instanceof Error err) {
+        throw err;
+      }
+      throw new IllegalStateException(e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while the host threads worked", e);
+    }
+  }
+
   @Override
   public void close() {
     pool.shutdown();

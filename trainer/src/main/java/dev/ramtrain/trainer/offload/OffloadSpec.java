@@ -16,8 +16,22 @@ public record OffloadSpec(
     boolean bf16Weights,
     boolean delayedUpdate,
     int delayWarmupSteps,
-    int hostThreads)
+    int hostThreads,
+    ClipUpdate clipUpdate)
     implements Serializable {
+
+  /**
+   * How a clipped step's host update runs: {@code speculative} updates each layer as its gradient
+   * lands, as an unclipped step does, and redoes the step from a kept copy of what it changed when
+   * the norm says clip (or is not finite): the serial update's bits, off the critical path, for one
+   * more copy of the masters and optimizer state in host memory; {@code serial} waits for the whole
+   * norm and updates after backward; {@code auto} speculates where the copy fits the host.
+   */
+  public enum ClipUpdate {
+    AUTO,
+    SPECULATIVE,
+    SERIAL
+  }
 
   /** When training offloads: only if resident does not fit, always, or never. */
   public enum Mode {
@@ -27,6 +41,7 @@ public record OffloadSpec(
   }
 
   public OffloadSpec {
+    java.util.Objects.requireNonNull(clipUpdate, "clipUpdate");
     if (budgetBytes < 0 || marginBytes < 0) {
       throw new IllegalArgumentException("budget and margin must be >= 0");
     }

@@ -44,6 +44,8 @@ public final class OffloadedLearner implements Learner {
   private HostAverage average; // null: no --ema
   private MovingAverage bufferAverage; // the buffers' average, on the device as the buffers
   private long serialUpdateNanos; // the last step's clip and update after backward, if clipping
+  private SpeculativeClip speculation; // null: a clipped step updates after backward
+  private boolean redone; // the last step's speculative update was clipped and ran again
 
   /** Makes the host optimizer over a model's host slabs. */
   public interface OptimizerFactory {
@@ -71,16 +73,29 @@ public final class OffloadedLearner implements Learner {
       Backend backend,
       Stream stream) {
     return build(
-        model, how, optimizer, hostThreads, clipNorm, backend, stream, DataParallel.single());
+        model,
+        how,
+        optimizer,
+        hostThreads,
+        clipNorm,
+        false,
+        backend,
+        stream,
+        DataParallel.single());
   }
 
-  /** The same, as one rank of {@code ranks} (which the caller closes). */
+  /**
+   * The same, as one rank of {@code ranks} (which the caller closes); {@code speculative}: a
+   * clipped step updates as its gradients land and is redone when the norm says clip ({@link
+   * SpeculativeClip}), where clipping and no delayed update or ZeRO-1 are asked for.
+   */
   public static OffloadedLearner build(
       ModelBlueprint model,
       Streaming how,
       OptimizerFactory optimizer,
       int hostThreads,
       float clipNorm,
+      boolean speculative,
       Backend backend,
       Stream stream,
       DataParallel ranks) {
@@ -106,7 +121,23 @@ public final class OffloadedLearner implements Learner {
         layout = layout.share(share[0], share[1]);
       }
       HostOptimizer opt = optimizer.create(masters, gradients, layout, threads);
-      return new OffloadedLearner(backend, streamed, opt, threads, clipNorm, ranks);
+      OffloadedLearner learner =
+          new OffloadedLearner(backend, streamed, opt, threads, clipNorm, ranks);
+      if (speculative
+          && clipNorm > 0
+          && !how.delayedUpdate()
+          && !ranks.partitionsOptimizerState()) {
+        List<HostBuffer> written = new ArrayList<>(List.of(masters));
+        written.addAll(opt.state());
+        learner.speculation =
+            new SpeculativeClip(
+                backend,
+                gradients,
+                written,
+                opt.groups().frozen(Math.toIntExact(streamed.parameterCount())),
+                threads);
+      }
+      return learner;
     } catch (RuntimeException e) {
       if (streamed != null) {
         streamed.close();
@@ -196,14 +227,61 @@ public final class OffloadedLearner implements Learner {
       model.backward(compute, dlogits, batch, averaged);
       return;
     }
-    model.backward(compute, dlogits, batch, null);
+    // Clipping: the ranks' gradients averaged layer by layer as they land, as without clipping
+    // (so that the speculative and the serial update see the same bits).
+    HostUpdate averaging =
+        ranks.worldSize() == 1
+            ? null
+            : (from, to) ->
+                ranks.averageGradients(
+                    grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
+    if (speculation != null) {
+      speculativeStep(compute, dlogits, batch, step, averaging);
+      return;
+    }
+    model.backward(compute, dlogits, batch, averaging);
     model.awaitGradients(compute);
+    model.awaitUpdates();
     long start = System.nanoTime();
-    ranks.averageGradients(grads);
     clip(model.hostGradients().asByteBuffer().asFloatBuffer(), false);
     step.update(0, model.parameterCount());
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersChanged();
+  }
+
+  /**
+   * A clipped step updated as its gradients land, then validated: where the norm says clip (or is
+   * not finite) the kept state goes back and the step runs again on the clipped gradients, as the
+   * serial update would have run it ({@link SpeculativeClip}).
+   */
+  private void speculativeStep(
+      Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, HostUpdate averaging) {
+    speculation.beginStep();
+    HostUpdate landed =
+        (from, to) -> {
+          if (averaging != null) {
+            averaging.update(from, to);
+          }
+          speculation.landed(from, to);
+          step.update(from, to);
+        };
+    model.backward(compute, dlogits, batch, landed);
+    model.awaitGradients(compute);
+    model.awaitUpdates();
+    long start = System.nanoTime();
+    float norm = speculation.norm();
+    float scale = GradClipMath.scale(clipNorm, norm);
+    redone = scale < 1 || !Float.isFinite(norm);
+    if (redone) {
+      speculation.restore();
+      FloatBuffer g = speculation.gradients();
+      if (scale < 1) {
+        threads.forRange(0, g.capacity(), (from, to) -> GradClipMath.scale(g, scale, from, to));
+      }
+      step.update(0, model.parameterCount());
+      model.mastersChanged();
+    }
+    serialUpdateNanos = System.nanoTime() - start;
   }
 
   /**
@@ -286,6 +364,9 @@ public final class OffloadedLearner implements Learner {
     m.put("host_optimizer_ms", model.hostUpdateMillis() + serialUpdateNanos / 1e6);
     m.put("optimizer_exposed_ms", model.updateTailMillis() + serialUpdateNanos / 1e6);
     m.put("pinned_host_bytes", backend.allocatedHostBytes());
+    if (speculation != null) {
+      m.put("clip_redone", redone ? 1 : 0); // the speculative update clipped: run again
+    }
     return m;
   }
 
@@ -328,6 +409,9 @@ public final class OffloadedLearner implements Learner {
     Parameters slabs = model.residentSlabs();
     long done = resumed == null ? 0 : resumed.optimizerSteps();
     average = new HostAverage(backend, model.masters(), decay, done, threads);
+    if (speculation != null) {
+      speculation.alsoKeep(average.slab()); // a speculative update moves it too
+    }
     bufferAverage = new MovingAverage(backend, decay, done, List.of(slabs.buffers()), compute);
     if (resumed != null && !resumed.averaged().isEmpty()) {
       Checkpoints.Loaded avg = resumed.averagedAsWeights();
@@ -430,6 +514,7 @@ public final class OffloadedLearner implements Learner {
   @Override
   public void close() {
     try (threads;
+        SpeculativeClip closedSpeculation = speculation;
         optimizer;
         model;
         HostAverage closedAverage = average;

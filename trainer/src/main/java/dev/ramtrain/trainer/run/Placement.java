@@ -132,17 +132,35 @@ public final class Placement {
     if (ranks.leader()) {
       System.out.print(plan.render(model.spec(), profile, budget));
     }
-    long publishedBytes =
-        offload.delayedUpdate() ? 4 * costs.stream().mapToLong(LayerCost::parameters).sum() : 0;
+    long parameters = costs.stream().mapToLong(LayerCost::parameters).sum();
+    long publishedBytes = offload.delayedUpdate() ? 4 * parameters : 0;
     long pinned = plan.hostPinnedBytes() + publishedBytes;
     long machine = HostMemory.availableBytes();
     long host = hostLimit.cap(machine);
+    boolean speculative =
+        speculativeClip(
+            offload,
+            clipNorm,
+            ranks,
+            optimizer,
+            parameters,
+            pinned,
+            host,
+            backend.sharesHostCores());
+    if (speculative) {
+      pinned += keptBytes(optimizer, parameters);
+    }
     if (pinned > host) { // pinned memory cannot be paged out: fail now, not midway through setup
       throw new ConfigException(
           String.format(
               "ramtrain.offload: an offloaded run keeps every parameter's weights, gradients and"
-                  + " optimizer state in pinned host memory, %s here, and %s; %s",
+                  + " optimizer state in pinned host memory, %s here%s, and %s; %s",
               PlacementPlan.bytes(pinned),
+              speculative
+                  ? " (ramtrain.offload.clip-update=serial saves "
+                      + PlacementPlan.bytes(keptBytes(optimizer, parameters))
+                      + ")"
+                  : "",
               hostLimit.binds(machine)
                   ? "this rank may take " + hostLimit.source()
                   : "the host has " + PlacementPlan.bytes(host) + " available",
@@ -183,9 +201,60 @@ public final class Placement {
         OffloadedLearner.OptimizerFactory.of(optimizer, backend),
         offload.hostThreads(),
         clipNorm,
+        speculative,
         backend,
         setup,
         ranks);
+  }
+
+  /**
+   * Whether a clipped step's host update speculates ({@code ramtrain.offload.clip-update}): asked
+   * for, or {@code auto} where its kept copy fits beside the {@code pinned} bytes the host has room
+   * for and the device computes beside the host's cores (on the cpu backend the speculative update
+   * and its copies take the cores backward computes on: 2 cores ran a clipped MLP step 1.1-1.3x
+   * slower that way, benchmarks/RESULTS.md); never without clipping, with the delayed update or
+   * with ZeRO-1, whose steps update after the whole gradient anyway.
+   */
+  private static boolean speculativeClip(
+      OffloadSpec offload,
+      float clipNorm,
+      DataParallel ranks,
+      OptimizerSpec optimizer,
+      long parameters,
+      long pinned,
+      long host,
+      boolean sharesHostCores) {
+    if (clipNorm <= 0 || offload.delayedUpdate() || ranks.partitionsOptimizerState()) {
+      return false;
+    }
+    long kept = keptBytes(optimizer, parameters);
+    boolean speculate =
+        switch (offload.clipUpdate()) {
+          case SERIAL -> false;
+          case SPECULATIVE -> true;
+          case AUTO -> pinned + kept <= host && !sharesHostCores;
+        };
+    if (ranks.leader()) {
+      String why =
+          speculate
+              ? "speculative, as gradients land (%s more pinned host memory for the kept state)"
+              : offload.clipUpdate() == OffloadSpec.ClipUpdate.SERIAL
+                  ? "serial, after backward (the speculative update would keep %s)"
+                  : sharesHostCores
+                      ? "serial, after backward (the device computes on the host's cores, which a"
+                          + " speculative update and its %s of kept state would take)"
+                      : "serial, after backward (the speculative update's %s of kept state would"
+                          + " not fit)";
+      System.out.printf(
+          "clipped updates: " + why + "; ramtrain.offload.clip-update%n",
+          PlacementPlan.bytes(kept));
+    }
+    return speculate;
+  }
+
+  /** What a speculative update keeps: the masters and each optimizer state slab. */
+  private static long keptBytes(OptimizerSpec optimizer, long parameters) {
+    return 4 * parameters * (1 + optimizer.stateSlabs().size());
   }
 
   /**
@@ -208,7 +277,8 @@ public final class Placement {
         o.bf16Weights(),
         o.delayedUpdate(),
         o.delayWarmupSteps(),
-        o.hostThreads());
+        o.hostThreads(),
+        o.clipUpdate());
   }
 
   /**

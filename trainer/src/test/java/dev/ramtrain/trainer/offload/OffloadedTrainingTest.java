@@ -61,6 +61,17 @@ public abstract class OffloadedTrainingTest {
   /** Every test trains the CNN unless it says otherwise, every parameter alike. */
   private Net net = CNN;
 
+  /** Whether an offloaded clipped step speculates ({@link SpeculativeClip}). */
+  private boolean speculative;
+
+  /**
+   * Poisons the inputs of this step with a NaN (a step whose gradients are not finite); -1: none.
+   */
+  private int poisonedStep = -1;
+
+  /** Per step of the last offloaded run: whether its speculative clipped update ran again. */
+  private final List<Boolean> redone = new java.util.ArrayList<>();
+
   private ParamGroups.Rules groups = ParamGroups.Rules.NONE;
 
   /** --ema's decay for every run of a test; 0: none. */
@@ -177,8 +188,10 @@ public abstract class OffloadedTrainingTest {
         },
         2,
         setup.clipNorm(),
+        speculative,
         b,
-        s);
+        s,
+        dev.ramtrain.trainer.dist.DataParallel.single());
   }
 
   /** Delays every range update by up to 15 ms (seeded), then runs it. */
@@ -255,6 +268,7 @@ public abstract class OffloadedTrainingTest {
    */
   private Final run(Setup setup, int from, int to, Path resumeFrom, Path saveTo)
       throws IOException {
+    redone.clear();
     try (Backend b = open(setup.bus())) {
       Stream s = b.createStream("compute");
       int in = net.shape().bytes();
@@ -279,6 +293,9 @@ public abstract class OffloadedTrainingTest {
           for (int i = 0; i < values.length; i++) {
             values[i] = (float) rng.nextGaussian();
           }
+          if (step == poisonedStep) {
+            values[0] = Float.NaN;
+          }
           s.synchronize(); // the previous step has read x and labels
           inputs.asByteBuffer().asFloatBuffer().put(values);
           b.copy(inputs, 0, x, x.bytes(), s);
@@ -289,6 +306,10 @@ public abstract class OffloadedTrainingTest {
           learner.beginStep(s, step);
           DeviceBuffer logits = learner.forward(s, x, BATCH, true);
           learner.backwardAndUpdate(s, loss.compute(s, logits, labels, BATCH), BATCH, 1e-2f);
+          Object clipRedone = learner.stepMetrics(s).get("clip_redone");
+          if (clipRedone != null) {
+            redone.add(clipRedone.equals(1));
+          }
           if (step > from && !(learner instanceof Reference)) {
             assertEquals(deviceBytes, b.allocatedBytes(), "no device allocation in a step");
             assertEquals(hostAllocations, b.hostAllocations(), "no host allocation in a step");
@@ -398,6 +419,44 @@ public abstract class OffloadedTrainingTest {
     assertSameRun(run(clipped), run(clipped.offloaded(Set.of("conv2", "fc2"), 2)), "clipped");
     Setup sgd = Setup.resident().withSgd();
     assertSameRun(run(sgd), run(sgd.offloaded(ALL, 1)), "sgd with Nesterov momentum");
+  }
+
+  /**
+   * The speculative clipped update (each layer updated as its gradient lands, the step redone from
+   * the kept state when the norm says clip) ends with the resident clipped run's weights, moving
+   * average and optimizer state bit for bit: clipping every step (every step redone), never (none
+   * redone), with fine-tuning's groups and a frozen block, SGD, a slow host thread, streamed
+   * layers; and a step whose gradients are not finite is redone and ends as the serial update does.
+   */
+  @Test
+  void speculativeClippedUpdatesEndWithTheSerialUpdatesBits() throws IOException {
+    speculative = true;
+    emaDecay = 0.9f;
+    Setup clipped = Setup.resident().clipped(0.05f);
+    Final expected = run(clipped);
+    assertSameRun(expected, run(clipped.offloaded(Set.of("conv2", "fc2"), 2)), "clipped");
+    assertEquals(List.of(true, true, true, true), redone, "a norm of 0.05 clips every step");
+    assertSameRun(
+        expected, run(clipped.offloaded(ALL, 1).withSlowHost()), "clipped, slow host, streamed");
+    Setup loose = Setup.resident().clipped(1e9f);
+    assertSameRun(run(loose), run(loose.offloaded(Set.of("conv1"), 2)), "never clipped");
+    assertEquals(List.of(false, false, false, false), redone, "no step redone");
+    Setup sgd = Setup.resident().withSgd().clipped(0.05f);
+    assertSameRun(run(sgd), run(sgd.offloaded(ALL, 2)), "sgd, clipped");
+    emaDecay = 0;
+    net = new Net("vit:4-16-2-2-3", new ImageShape(8, 8, 3));
+    groups = new ParamGroups.Rules(0.75f, true, "blocks\\.0\\..*");
+    Setup vit = Setup.resident().clipped(0.05f); // the frozen block out of the norm
+    assertSameRun(run(vit), run(vit.offloaded(Set.of("blocks.1.mlp_path", "head"), 2)), "groups");
+    net = CNN;
+    groups = ParamGroups.Rules.NONE;
+    poisonedStep = 2;
+    Setup poisoned = Setup.resident().clipped(1e9f);
+    speculative = false;
+    Final serial = run(poisoned.offloaded(Set.of("conv2"), 2));
+    speculative = true;
+    assertSameRun(serial, run(poisoned.offloaded(Set.of("conv2"), 2)), "a NaN step");
+    assertEquals(List.of(false, false, true, true), redone, "the NaN step redone, and after");
   }
 
   /**

@@ -104,7 +104,8 @@ class TrainingSessionTest {
         new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f),
         new ScheduleSpec(ScheduleSpec.Kind.CONSTANT, 3e-3, 1, 1, 0, 0),
         new LoopSpec(epochs, 0f, 1f, LoopSpec.NanPolicy.STOP, new float[0], new float[0], 5),
-        new OffloadSpec(OffloadSpec.Mode.OFF, 0, 0, 2, false, false, 0, 1),
+        new OffloadSpec(
+            OffloadSpec.Mode.OFF, 0, 0, 2, false, false, 0, 1, OffloadSpec.ClipUpdate.AUTO),
         new BackendSpec(BackendSpec.Kind.CPU, 2));
   }
 

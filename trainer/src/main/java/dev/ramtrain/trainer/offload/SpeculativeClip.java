@@ -1,0 +1,155 @@
+package dev.ramtrain.trainer.offload;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.GradClipMath;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Future;
+
+/**
+ * A clipped step's host update run speculatively (SuperOffload's speculation, then validation):
+ * each layer's range is updated unclipped as soon as its gradient lands, as an unclipped step's is,
+ * after a copy of what the update will change (masters, optimizer state, the weights' average) is
+ * kept, and the norm's chunks ({@link GradClipMath}'s, the serial update's) are summed on the host
+ * threads as they fill. After backward the norm decides: finite and within the bound, the step
+ * stands, and it is the serial update's bit for bit (which scales by 1); otherwise the kept copy
+ * goes back and the step runs again over the whole slab on the clipped gradients, as the serial
+ * update runs it. Clipping is rare after warm-up, so the update leaves the critical path for one
+ * more copy of the written state in host memory.
+ */
+final class SpeculativeClip implements AutoCloseable {
+  private final Backend backend;
+  private final FloatBuffer grads;
+  private final int n;
+  private final HostThreads threads;
+  private final List<long[]> frozen; // [from, count): out of the norm, their gradients zeroed
+  private final List<FloatBuffer> written = new ArrayList<>();
+  private final List<HostBuffer> kept = new ArrayList<>();
+  private final List<FloatBuffer> keptFloats = new ArrayList<>();
+  private final int chunkSize;
+  private final int[] waiting; // per chunk: elements not landed yet this step
+  private final double[] sums;
+  private final List<Future<?>> summing = new ArrayList<>();
+
+  /**
+   * Speculation over {@code grads} (n floats) for an update writing {@code written}, each a slab of
+   * n floats in the gradients' order; {@code frozen}: ranges without gradients in the norm.
+   */
+  SpeculativeClip(
+      Backend backend,
+      HostBuffer grads,
+      List<HostBuffer> written,
+      List<long[]> frozen,
+      HostThreads threads) {
+    this.backend = backend;
+    this.grads = grads.asByteBuffer().asFloatBuffer();
+    this.n = this.grads.capacity();
+    this.threads = threads;
+    this.frozen = List.copyOf(frozen);
+    int chunks = GradClipMath.chunks(n);
+    this.chunkSize = (n + chunks - 1) / chunks;
+    this.waiting = new int[chunks];
+    this.sums = new double[chunks];
+    try {
+      for (HostBuffer slab : written) {
+        alsoKeep(slab);
+      }
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /** Keeps {@code slab} (n floats the step writes) too: the weights' average, once there is one. */
+  void alsoKeep(HostBuffer slab) {
+    FloatBuffer values = slab.asByteBuffer().asFloatBuffer();
+    if (values.capacity() != n) {
+      throw new IllegalArgumentException(values.capacity() + " floats kept beside " + n);
+    }
+    HostBuffer copy = backend.allocateHost("speculative-clip.kept", slab.bytes());
+    kept.add(copy);
+    keptFloats.add(copy.asByteBuffer().asFloatBuffer());
+    written.add(values);
+  }
+
+  /** Host memory one more kept slab of {@code parameters} floats takes. */
+  static long bytesPerSlab(long parameters) {
+    return 4 * parameters;
+  }
+
+  /** Starts a step: every chunk waits for its elements again. */
+  void beginStep() {
+    for (int c = 0; c < waiting.length; c++) {
+      waiting[c] = Math.min(n, (c + 1) * chunkSize) - c * chunkSize;
+    }
+    Arrays.fill(sums, 0);
+    summing.clear();
+  }
+
+  /**
+   * Gradients [from, to) have landed (averaged over the ranks): the frozen ones among them are
+   * zeroed, the chunks they complete are summed on the host threads, and what the update of [from,
+   * to) will change is kept. Runs on the host optimizer thread, before that update.
+   */
+  void landed(int from, int to) {
+    for (long[] f : frozen) {
+      int a = (int) Math.max(from, f[0]);
+      int b = (int) Math.min(to, f[0] + f[1]);
+      for (int i = a; i < b; i++) {
+        grads.put(i, 0f); // zero, as the serial clip does: a NaN times 0 would stay NaN
+      }
+    }
+    for (int c = from / chunkSize; c < waiting.length && c * chunkSize < to; c++) {
+      int start = Math.max(from, c * chunkSize);
+      int end = Math.min(to, (c + 1) * chunkSize);
+      waiting[c] -= end - start;
+      if (waiting[c] == 0) {
+        int chunk = c;
+        summing.add(
+            threads.submit(() -> sums[chunk] = GradClipMath.chunkSumOfSquares(grads, chunk, n)));
+      }
+    }
+    for (int k = 0; k < written.size(); k++) {
+      FloatBuffer source = written.get(k);
+      FloatBuffer copy = keptFloats.get(k);
+      threads.forRange(from, to, (a, b) -> copy.put(a, source, a, b - a));
+    }
+  }
+
+  /** The step's gradient norm, once every range has landed and been updated. */
+  float norm() {
+    for (int c = 0; c < waiting.length; c++) {
+      if (waiting[c] != 0) {
+        throw new IllegalStateException(
+            "chunk " + c + " of the gradient norm is missing " + waiting[c] + " elements");
+      }
+    }
+    for (Future<?> f : summing) {
+      HostThreads.join(f);
+    }
+    return GradClipMath.norm(sums);
+  }
+
+  /** Puts back everything the step's speculative updates changed. */
+  void restore() {
+    for (int k = 0; k < written.size(); k++) {
+      FloatBuffer target = written.get(k);
+      FloatBuffer copy = keptFloats.get(k);
+      threads.forRange(0, n, (a, b) -> target.put(a, copy, a, b - a));
+    }
+  }
+
+  /** The gradients, for scaling them before the step runs again. */
+  FloatBuffer gradients() {
+    return grads;
+  }
+
+  @Override
+  public void close() {
+    kept.forEach(HostBuffer::close);
+    kept.clear();
+  }
+}
