@@ -5,7 +5,8 @@
 # beside PyTorch's in three rows (fp32 with TF32 off on both sides, PyTorch's defaults with TF32 in
 # convolutions, bf16 autocast with channels_last on PyTorch's side), device peak against
 # max_memory_allocated and the host's launch time; GpuBench's resident against streamed ViT-L/16 and
-# ConvNeXt-L (a quarter of the weights' state on the device); then the CUDA tests on the real
+# ConvNeXt-L (a quarter of the weights' state on the device), and streamed with clip-norm 1 by the
+# serial and the speculative host update (ramtrain.offload.clip-update); then the CUDA tests on the real
 # device. Each part has its own time limit, so a slow one leaves the others their turn; every log
 # lands in OUT_DIR (summary.txt has the figures).
 # Made here: bash benchmarks/gpu/bundle.sh --tests .gpu/bundle && tar -C .gpu -cJf .gpu/bundle.tar.xz bundle
@@ -51,9 +52,9 @@ if wanted torch; then
 fi
 if wanted streamed; then
   for m in vit_large_patch16_224 convnext_large; do
-    part bench 75 "$RUN" "$m" 2048 5 4
+    part bench 110 "$RUN" "$m" 2048 5 4
   done
-  grep -h -E "^(model|batch|  streamed)" "$LOGS/bench.log" | tee -a "$LOGS/summary.txt"
+  grep -h -E "^(model|batch|  streamed)" "$LOGS/bench.log" | tee -a "$LOGS/summary.txt" # with "  streamed, clip-norm 1"
 fi
 if wanted ops; then
   for mode in fp32 bf16; do

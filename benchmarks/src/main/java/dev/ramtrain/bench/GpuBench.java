@@ -393,6 +393,32 @@ public final class GpuBench {
               PlacementPlan.plan(timed, batch, Long.MAX_VALUE, 2, false, profile).deviceBytes()),
           PlacementPlan.bytes(str.devicePeakBytes()),
           PlacementPlan.bytes(plan.deviceBytes()));
+      // Clipped as fine-tuning recipes clip (norm 1): the host update after backward, or as the
+      // gradients land, redone where the norm clips (ramtrain.offload.clip-update).
+      double[] clippedMs = new double[2];
+      Object[] exposed = new Object[2];
+      Object redone = null;
+      for (int k = 0; k < 2; k++) {
+        TrainingSteps.Run clipped =
+            TrainingSteps.run(
+                () -> CudaBackend.open(spec),
+                model,
+                image,
+                dev.ramtrain.trainer.nn.Precision.FP32,
+                batch,
+                threads,
+                Streaming.of(plan, false, 0),
+                new TrainingSteps.Clip(1f, k == 1),
+                steps,
+                step -> {});
+        clippedMs[k] = clipped.medianStepSeconds() * 1e3;
+        exposed[k] = clipped.lastMetrics().get("optimizer_exposed_ms");
+        redone = k == 1 ? clipped.lastMetrics().get("clip_redone") : redone;
+      }
+      System.out.printf(
+          "  streamed, clip-norm 1: serial update %.2f ms (host update exposed %s ms), speculative"
+              + " %.2f ms (exposed %s ms, last step redone %s) = %.3fx serial%n",
+          clippedMs[0], exposed[0], clippedMs[1], exposed[1], redone, clippedMs[1] / clippedMs[0]);
       // Where the streamed step's time goes, when it is not the exposed copy.
       System.out.printf(
           "  streamed step breakdown: compute %.2f ms, copy in %.2f ms, copy out %.2f ms,"

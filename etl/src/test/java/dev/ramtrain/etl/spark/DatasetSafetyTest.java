@@ -184,18 +184,20 @@ class DatasetSafetyTest {
     assertFalse(Files.exists(out.resolve(VersionLease.FOLDER)));
 
     // A lease whose process is gone (pid of a process that has ended) holds nothing.
-    VersionLease.take(out.toString(), conf, "train c"); // its lease, never closed: as if killed
-    Path lease;
-    try (Stream<Path> leases = Files.list(out.resolve(VersionLease.FOLDER))) {
-      lease = leases.findFirst().orElseThrow();
+    try (VersionLease killed = VersionLease.take(out.toString(), conf, "train c")) {
+      Path lease;
+      try (Stream<Path> leases = Files.list(out.resolve(VersionLease.FOLDER))) {
+        lease = leases.findFirst().orElseThrow();
+      }
+      Process ended = new ProcessBuilder("true").start();
+      ended.waitFor();
+      // its lease now names a process that has ended: as if this reader had been killed
+      Files.writeString(
+          lease, Files.readString(lease).replaceFirst("\"pid\":\\d+", "\"pid\":" + ended.pid()));
+      preprocess(images, out, true);
+      assertFalse(Files.exists(out.resolve("v0002")), "a dead reader's version was removed");
+      assertFalse(Files.exists(lease), "and its lease");
     }
-    Process ended = new ProcessBuilder("true").start();
-    ended.waitFor();
-    Files.writeString(
-        lease, Files.readString(lease).replaceFirst("\"pid\":\\d+", "\"pid\":" + ended.pid()));
-    preprocess(images, out, true);
-    assertFalse(Files.exists(out.resolve("v0002")), "a dead reader's version was removed");
-    assertFalse(Files.exists(lease), "and its lease");
   }
 
   /** Each shard's labels of {@code m}'s train split, read through {@code ds}. */
