@@ -29,10 +29,11 @@ import java.util.function.Supplier;
  * Offloaded training: a {@link StreamedModel} (masters and gradients in pinned host memory, layers
  * resident or streamed) and a {@link HostOptimizer} over its host slabs. Without clipping, each
  * layer's update runs on the host as soon as its gradient has landed, overlapped with the rest of
- * backward; clipping needs the norm of every gradient first, so then the update runs over the whole
- * slab after backward. Data parallel, each layer's gradient is averaged over the ranks on the host
- * optimizer thread just before its update (with clipping: the whole slab, before the norm). Owns
- * the model, the optimizer and the host threads.
+ * backward; clipping needs the norm of every gradient first, so then the update either runs over
+ * the whole slab after backward (serial), or runs as without clipping and is redone from a kept
+ * copy where the norm says clip ({@link SpeculativeClip}). Data parallel, each layer's gradient is
+ * averaged over the ranks on the host optimizer thread as it lands, before its update (ZeRO-1: the
+ * whole slab reduce-scattered after backward). Owns the model, the optimizer and the host threads.
  */
 public final class OffloadedLearner implements Learner {
   private final Backend backend;
