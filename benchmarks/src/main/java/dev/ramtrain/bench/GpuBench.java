@@ -303,6 +303,7 @@ public final class GpuBench {
         batch,
         threads,
         null,
+        TrainingSteps.Clip.NONE,
         steps + 2,
         step -> {
           if (step == 2) {

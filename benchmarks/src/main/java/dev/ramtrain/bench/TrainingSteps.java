@@ -80,21 +80,7 @@ final class TrainingSteps {
       int threads,
       Streaming how,
       int steps) {
-    return run(backend, spec, image, precision, batch, threads, how, steps, step -> {});
-  }
-
-  /** The same, telling {@code beforeStep} each step's number as it starts. */
-  static Run run(
-      Supplier<Backend> backend,
-      String spec,
-      ImageShape image,
-      Precision precision,
-      int batch,
-      int threads,
-      Streaming how,
-      int steps,
-      IntConsumer beforeStep) {
-    return run(backend, spec, image, precision, batch, threads, how, Clip.NONE, steps, beforeStep);
+    return run(backend, spec, image, precision, batch, threads, how, Clip.NONE, steps, step -> {});
   }
 
   /**
@@ -105,7 +91,10 @@ final class TrainingSteps {
     static final Clip NONE = new Clip(0, false);
   }
 
-  /** The same, the gradients clipped as {@code clip} says. */
+  /**
+   * The same, the gradients clipped as {@code clip} says, telling {@code beforeStep} each step's
+   * number as it starts.
+   */
   static Run run(
       Supplier<Backend> backend,
       String spec,

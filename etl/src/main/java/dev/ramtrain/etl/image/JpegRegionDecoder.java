@@ -3,11 +3,7 @@ package dev.ramtrain.etl.image;
 import static org.bytedeco.opencv.global.opencv_core.CV_8UC1;
 import static org.bytedeco.opencv.global.opencv_core.CV_8UC3;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
+import dev.ramtrain.files.BundledLibrary;
 import org.bytedeco.opencv.opencv_core.Mat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -104,22 +100,10 @@ final class JpegRegionDecoder {
       long out);
 
   private static String load() {
-    try (InputStream in = JpegRegionDecoder.class.getResourceAsStream(LIBRARY)) {
-      if (in == null) {
-        return "not built for this platform";
-      }
-      Path file = Files.createTempFile("ramtrain_jpeg", ".so");
-      try {
-        Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-        System.load(file.toString());
-      } finally {
-        Files.delete(file); // mapped once loaded: the file itself is not needed
-      }
-      return null;
-    } catch (IOException | UnsatisfiedLinkError e) {
-      String why = e.getMessage();
+    String why = BundledLibrary.load(JpegRegionDecoder.class, LIBRARY);
+    if (why != null) {
       LOG.info("JPEG region decoding unavailable ({}): whole JPEGs are decoded instead", why);
-      return why;
     }
+    return why;
   }
 }

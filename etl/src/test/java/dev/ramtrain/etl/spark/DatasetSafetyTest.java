@@ -194,9 +194,12 @@ class DatasetSafetyTest {
       // its lease now names a process that has ended: as if this reader had been killed
       Files.writeString(
           lease, Files.readString(lease).replaceFirst("\"pid\":\\d+", "\"pid\":" + ended.pid()));
+      Path notes = out.resolve(VersionLease.FOLDER).resolve("notes.txt"); // not a lease
+      Files.writeString(notes, "mine");
       preprocess(images, out, true);
       assertFalse(Files.exists(out.resolve("v0002")), "a dead reader's version was removed");
       assertFalse(Files.exists(lease), "and its lease");
+      assertEquals("mine", Files.readString(notes), "a file that is no lease stays");
     }
   }
 

@@ -118,13 +118,7 @@ public final class Safetensors {
    */
   public static Map<String, Tensor> read(Path file, Map<String, String> metadataOut)
       throws IOException {
-    StoredTensors stored = index(file, metadataOut);
-    Map<String, float[]> values = stored.read(stored.shapes().keySet());
-    Map<String, Tensor> tensors = new LinkedHashMap<>();
-    stored
-        .shapes()
-        .forEach((name, shape) -> tensors.put(name, new Tensor(name, shape, values.get(name))));
-    return tensors;
+    return index(file, metadataOut).readAll();
   }
 
   /**

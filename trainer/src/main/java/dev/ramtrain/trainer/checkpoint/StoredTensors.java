@@ -19,4 +19,14 @@ interface StoredTensors {
    * file's order; an unreadable or malformed tensor is an IOException naming the file.
    */
   Map<String, float[]> read(Set<String> names) throws IOException;
+
+  /** Every tensor, in the file's order. */
+  default Map<String, Safetensors.Tensor> readAll() throws IOException {
+    Map<String, long[]> shapes = shapes();
+    Map<String, float[]> values = read(shapes.keySet());
+    Map<String, Safetensors.Tensor> tensors = new java.util.LinkedHashMap<>();
+    shapes.forEach(
+        (name, shape) -> tensors.put(name, new Safetensors.Tensor(name, shape, values.get(name))));
+    return tensors;
+  }
 }

@@ -53,15 +53,7 @@ final class TorchArchive {
 
   /** Every tensor of the archive, in the pickle's order, widened to float32. */
   static Map<String, Safetensors.Tensor> read(Path file) throws IOException {
-    StoredTensors stored = index(file);
-    Map<String, float[]> values = stored.read(stored.shapes().keySet());
-    Map<String, Safetensors.Tensor> tensors = new LinkedHashMap<>();
-    stored
-        .shapes()
-        .forEach(
-            (name, shape) ->
-                tensors.put(name, new Safetensors.Tensor(name, shape, values.get(name))));
-    return tensors;
+    return index(file).readAll();
   }
 
   /**

@@ -1,10 +1,6 @@
 package dev.ramtrain.trainer.backend.cpu;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
+import dev.ramtrain.files.BundledLibrary;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,21 +40,10 @@ final class OpenMpThreads {
   private static native int ofThisThread0();
 
   private static String load() {
-    try (InputStream in = OpenMpThreads.class.getResourceAsStream(LIBRARY)) {
-      if (in == null) {
-        return "not built for this platform";
-      }
-      Path file = Files.createTempFile("ramtrain_openmp", ".so");
-      try {
-        Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-        System.load(file.toString());
-      } finally {
-        Files.delete(file); // mapped once loaded: the file itself is not needed
-      }
-      return null;
-    } catch (IOException | UnsatisfiedLinkError e) {
-      LOG.debug("the OpenMP thread limit is unavailable: {}", e.getMessage());
-      return String.valueOf(e.getMessage());
+    String why = BundledLibrary.load(OpenMpThreads.class, LIBRARY);
+    if (why != null) {
+      LOG.debug("the OpenMP thread limit is unavailable: {}", why);
     }
+    return why;
   }
 }
