@@ -8,8 +8,6 @@ import dev.ramtrain.format.ShardFormatException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.file.Files;
-import java.nio.file.StandardCopyOption;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,11 +15,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.UnsupportedFileSystemException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -234,24 +229,7 @@ public final class DatasetCommitter implements AutoCloseable {
         new Path(
             new Path(dir, DatasetLayout.STAGING), VersionFolders.MANIFEST_PREFIX + runId + ".json");
     Path target = new Path(dir, DatasetLayout.MANIFEST);
-    DatasetFiles.write(fs, tmp, manifestJson);
-    if (DatasetFiles.isLocal(fs)) {
-      Files.move(
-          DatasetFiles.local(fs, tmp),
-          DatasetFiles.local(fs, target),
-          StandardCopyOption.ATOMIC_MOVE,
-          StandardCopyOption.REPLACE_EXISTING);
-      return;
-    }
-    try {
-      FileContext.getFileContext(fs.getUri(), conf).rename(tmp, target, Options.Rename.OVERWRITE);
-    } catch (UnsupportedFileSystemException e) {
-      // No FileContext for this scheme: replace in two steps (readers may briefly find none).
-      fs.delete(target, false);
-      if (!fs.rename(tmp, target)) {
-        throw new IOException("cannot publish " + target);
-      }
-    }
+    DatasetFiles.replace(fs, tmp, target, manifestJson);
   }
 
   private static Manifest readManifest(FileSystem fs, Path dir) throws IOException {

@@ -4,13 +4,18 @@ import dev.ramtrain.files.IoErrors;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSError;
+import org.apache.hadoop.fs.FileContext;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.UnsupportedFileSystemException;
 
 /**
  * The few filesystem operations the dataset directory's writers share, on any Hadoop filesystem.
@@ -69,6 +74,32 @@ public final class DatasetFiles {
       throw IoErrors.writing(shown(path), e);
     } catch (FSError e) { // Hadoop's local filesystem throws a write's IOException as an Error
       throw IoErrors.writing(shown(path), IoErrors.unwrap(e));
+    }
+  }
+
+  /**
+   * Replaces {@code target} with {@code bytes} so that a reader, or a process killed at any point,
+   * finds the old content or the new one whole: written to {@code tmp} first, then renamed over it.
+   */
+  static void replace(FileSystem fs, Path tmp, Path target, byte[] bytes) throws IOException {
+    write(fs, tmp, bytes);
+    if (isLocal(fs)) {
+      Files.move(
+          local(fs, tmp),
+          local(fs, target),
+          StandardCopyOption.ATOMIC_MOVE,
+          StandardCopyOption.REPLACE_EXISTING);
+      return;
+    }
+    try {
+      FileContext.getFileContext(fs.getUri(), fs.getConf())
+          .rename(tmp, target, Options.Rename.OVERWRITE);
+    } catch (UnsupportedFileSystemException e) {
+      // No FileContext for this scheme: replace in two steps (readers may briefly find none).
+      fs.delete(target, false);
+      if (!fs.rename(tmp, target)) {
+        throw new IOException("cannot replace " + shown(target) + " with " + shown(tmp));
+      }
     }
   }
 }

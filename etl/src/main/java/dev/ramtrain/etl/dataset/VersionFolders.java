@@ -30,6 +30,9 @@ final class VersionFolders {
   static final String RETIRE_PREFIX = "retire-";
   static final String MANIFEST_PREFIX = "manifest-";
 
+  /** A journal being written: renamed to its name when whole, so no journal is ever cut short. */
+  private static final String PARTIAL_SUFFIX = ".partial";
+
   private VersionFolders() {}
 
   /** The journal of {@code run}'s replacement, in the staging folder. */
@@ -38,7 +41,8 @@ final class VersionFolders {
   }
 
   static void writeJournal(FileSystem fs, Path journal, List<String> files) throws IOException {
-    DatasetFiles.write(fs, journal, JSON.writeValueAsBytes(files));
+    Path partial = journal.suffix(PARTIAL_SUFFIX);
+    DatasetFiles.replace(fs, partial, journal, JSON.writeValueAsBytes(files));
   }
 
   /**
@@ -58,7 +62,8 @@ final class VersionFolders {
         boolean ours =
             s.isDirectory()
                 ? DatasetFiles.hasMarker(fs, s.getPath()) || fs.listStatus(s.getPath()).length == 0
-                : name.startsWith(MANIFEST_PREFIX) && name.endsWith(".json");
+                : name.startsWith(MANIFEST_PREFIX) && name.endsWith(".json")
+                    || name.startsWith(RETIRE_PREFIX) && name.endsWith(".json" + PARTIAL_SUFFIX);
         if (ours) {
           LOG.info("removing {}, left by a preprocessing run that did not commit", s.getPath());
           fs.delete(s.getPath(), true);
@@ -210,6 +215,12 @@ final class VersionFolders {
   }
 
   private static List<String> readJournal(FileSystem fs, Path journal) throws IOException {
+    if (fs.getFileStatus(journal).getLen() == 0) {
+      // Cut short by a kill (written in place before journals were renamed into place): the
+      // manifest was not replaced after it, and what it would name is an uncommitted version.
+      LOG.warn("{} is empty: a replacement killed while journaling, nothing to retire", journal);
+      return List.of();
+    }
     List<String> files;
     try (InputStream in = fs.open(journal)) {
       files = JSON.readValue(in, new TypeReference<List<String>>() {});

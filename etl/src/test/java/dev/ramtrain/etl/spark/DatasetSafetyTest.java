@@ -158,6 +158,31 @@ class DatasetSafetyTest {
   }
 
   /**
+   * A writer killed while journaling (CI's random kill once landed between the journal's create and
+   * its write, and every later writer failed on the empty journal): the journal is renamed into
+   * place whole, its unfinished temporary goes with the staging folder, and an empty journal left
+   * by an older writer names nothing.
+   */
+  @Test
+  void aReplacementKilledWhileJournalingLeavesTheOldVersionAndTheNextWriterGoesOn()
+      throws Exception {
+    Path out = tmp.resolve("out");
+    Manifest v1 = preprocess(images, out, false);
+    Files.createDirectories(out.resolve("_staging"));
+    Files.writeString(out.resolve("_staging/retire-killed.json.partial"), "[\"v0001/tra");
+    Files.writeString(out.resolve("_staging/retire-older.json"), "");
+    Files.writeString(out.resolve("_staging/notes.txt"), "someone else's");
+    assertEquals(v1, Preprocessing.open(out).manifest(), "readers see the old version");
+    Manifest v2 = preprocess(images, out, true);
+    assertTrue(v2.files().stream().allMatch(f -> f.startsWith("v0002/")), v2.files().toString());
+    assertFalse(Files.exists(out.resolve("v0001")), "the replaced version was retired");
+    try (Stream<Path> left = Files.list(out.resolve("_staging"))) {
+      assertEquals(
+          List.of("notes.txt"), left.map(p -> p.getFileName().toString()).toList(), "ours went");
+    }
+  }
+
+  /**
    * A reader holding its version reads it whole through a replacement ({@code preprocess
    * --overwrite} deleted v0001 under a windowed training run, which died on a missing shard); the
    * version goes when its last reader closes, and a reader that is gone (its lease left by a killed
