@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Host AdamW step per parameter: ramtrain's CPU kernel (AdamWBench) beside torch.optim.AdamW on CPU
+# Host AdamW step per parameter: ramtrain's host optimizer (AdamWBench: fp32 and bf16 moments, with and
+# without the bf16 weight copy, beside STREAM's triad on the same threads) and torch.optim.AdamW on CPU
 # (benchmarks/adamw_torch.py), interleaved A B A B. Needs: apt-get install python3-torch
 # Usage: benchmarks/adamw.sh [params=20000000] [threads=2] [rounds=2]
 set -euo pipefail

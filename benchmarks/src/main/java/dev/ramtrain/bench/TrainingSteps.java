@@ -176,8 +176,13 @@ final class TrainingSteps {
     return OffloadedLearner.build(
         new ModelBlueprint(spec, () -> ModelSpec.parse(spec, image, precision), batch, 1),
         how,
-        (masters, grads, layout, pool) ->
-            new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), pool),
+        (slab, pool) ->
+            new HostAdamW(
+                b,
+                slab.masters(),
+                slab.gradients(),
+                new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f),
+                pool),
         threads,
         clip.norm(),
         clip.speculative(),

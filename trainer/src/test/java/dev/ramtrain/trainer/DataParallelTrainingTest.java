@@ -331,7 +331,7 @@ class DataParallelTrainingTest {
     return OffloadedLearner.build(
         new ModelBlueprint(spec, () -> ModelSpec.parse(spec, PatternShards.SHAPE), batch, 1),
         new Streaming(Set.of("fc1"), 1, false, false, false, 0),
-        (masters, grads, layout, threads) -> new HostAdamW(b, masters, grads, ADAMW, threads),
+        (slab, threads) -> new HostAdamW(b, slab.masters(), slab.gradients(), ADAMW, threads),
         1,
         clip,
         clip > 0, // clipped: speculative, as a run's default is where its kept state fits

@@ -204,8 +204,8 @@ class TrainerTest {
     return OffloadedLearner.build(
         new ModelBlueprint("mlp:64-32-3", () -> ModelSpec.parse("mlp:64-32-3"), 32, 1),
         new Streaming(Set.of("fc1"), 1, false, false, false, 0),
-        (masters, grads, layout, threads) ->
-            new HostSgd(b, masters, grads, new SgdSpec(0f, 0f, false), threads),
+        (slab, threads) ->
+            new HostSgd(b, slab.masters(), slab.gradients(), new SgdSpec(0f, 0f, false), threads),
         1,
         0f,
         b,
@@ -240,8 +240,13 @@ class TrainerTest {
         new ModelBlueprint(
             RESUMED_MODEL, () -> ModelSpec.parse(RESUMED_MODEL, SHAPE, precision), 32, 1),
         new Streaming(Set.of("conv1", "fc2"), 1, false, true, false, 0),
-        (masters, grads, layout, threads) ->
-            new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f), threads),
+        (slab, threads) ->
+            new HostAdamW(
+                b,
+                slab.masters(),
+                slab.gradients(),
+                new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f),
+                threads),
         2,
         1f,
         b,

@@ -254,7 +254,8 @@ public final class TrainSettings {
                 c.bool(O + "delayed-update"),
                 c.integer(O + "delayed-update-warmup-steps"),
                 hostThreads == 0 ? Runtime.getRuntime().availableProcessors() : hostThreads,
-                c.choice(O + "clip-update", OffloadSpec.ClipUpdate.class)));
+                c.choice(O + "clip-update", OffloadSpec.ClipUpdate.class),
+                c.choice(O + "optimizer-state", OffloadSpec.OptimizerState.class)));
   }
 
   private static RunData data(RamtrainConfig c, long seed) {

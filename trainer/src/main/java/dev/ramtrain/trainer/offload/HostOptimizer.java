@@ -25,12 +25,54 @@ public interface HostOptimizer extends AutoCloseable {
       HostBuffer gradients,
       ParamGroups.Layout layout,
       HostThreads threads) {
-    ParamGroups groups = layout.groups(spec.groups());
-    if (spec instanceof AdamWSpec adamw) {
-      return new HostAdamW(backend, masters, gradients, adamw, groups, threads);
-    }
-    return new HostSgd(backend, masters, gradients, (SgdSpec) spec, groups, threads);
+    return create(
+        spec,
+        backend,
+        new Slab(masters, gradients, layout, 0, Bf16Copies.NONE),
+        threads,
+        OffloadSpec.OptimizerState.FP32,
+        0);
   }
+
+  /**
+   * The same over {@code slab}, AdamW's moments in {@code state} (SGD's momentum is fp32), the
+   * stochastic rounding of bf16 moments drawn from {@code seed}.
+   */
+  static HostOptimizer create(
+      OptimizerSpec spec,
+      Backend backend,
+      Slab slab,
+      HostThreads threads,
+      OffloadSpec.OptimizerState state,
+      long seed) {
+    ParamGroups groups = slab.layout().groups(spec.groups());
+    if (spec instanceof AdamWSpec adamw) {
+      return new HostAdamW(
+          backend,
+          slab.masters(),
+          slab.gradients(),
+          adamw,
+          groups,
+          threads,
+          state,
+          slab.copies(),
+          slab.firstElement(),
+          seed);
+    }
+    return new HostSgd(backend, slab.masters(), slab.gradients(), (SgdSpec) spec, groups, threads);
+  }
+
+  /**
+   * What a host optimizer updates: {@code masters} with {@code gradients}, the parameters {@code
+   * layout} places there, the first being the model's {@code firstElement} (a ZeRO-1 share's
+   * start), and where the update writes the bf16 copies of what it updates.
+   */
+  record Slab(
+      HostBuffer masters,
+      HostBuffer gradients,
+      ParamGroups.Layout layout,
+      long firstElement,
+      Bf16Copies copies) {}
 
   /**
    * Starts step {@code steps() + 1} at learning rate {@code lr}; its ranges are then updated
@@ -50,6 +92,11 @@ public interface HostOptimizer extends AutoCloseable {
 
   /** The state slabs, in the resident optimizer's order (AdamW: m, v; SGD: momentum). */
   List<HostBuffer> state();
+
+  /** Bytes of each value in the state slabs: 4 (fp32), or 2 (bf16 moments). */
+  default int stateBytesPerValue() {
+    return 4;
+  }
 
   @Override
   void close();

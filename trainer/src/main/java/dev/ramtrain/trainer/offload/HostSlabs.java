@@ -20,6 +20,7 @@ final class HostSlabs implements AutoCloseable {
   private final HostBuffer bf16; // or null
   private final HostBuffer published; // or null
   private final boolean[] stale; // per layer: its copies lag its masters
+  private final boolean[] copiedByUpdate; // per layer: the last update wrote its bf16 copy
 
   HostSlabs(Backend backend, HostLayout layout, boolean bf16Copies, boolean publishedCopy) {
     this(backend, layout, bf16Copies, publishedCopy, true);
@@ -34,6 +35,7 @@ final class HostSlabs implements AutoCloseable {
       boolean gradients) {
     this.layout = layout;
     this.stale = new boolean[layout.layers()];
+    this.copiedByUpdate = new boolean[layout.layers()];
     long n = layout.parameters();
     this.masters = backend.allocateHost("masters", 4 * n);
     this.bf16 =
@@ -60,8 +62,62 @@ final class HostSlabs implements AutoCloseable {
     return published != null ? published : masters;
   }
 
-  /** Says layer i's masters changed without its copies following (a restore, a serial update). */
+  /**
+   * Where an update writes the bf16 copies of what it updates, in its own pass ({@link
+   * Bf16Copies#NONE} without bf16 slots): refreshing a layer's copies after such an update then
+   * leaves its bf16 copy as the update wrote it.
+   */
+  Bf16Copies updateCopies() {
+    if (bf16 == null) {
+      return Bf16Copies.NONE;
+    }
+    return new Bf16Copies() {
+      @Override
+      public void forEachRun(int from, int to, Run run) {
+        int runStart = from;
+        for (int i = 0; i < layout.layers() && runStart < to; i++) {
+          long start = layout.offset(i);
+          long end = start + layout.count(i);
+          if (!layout.streamed(i) || end <= runStart || start >= to) {
+            continue;
+          }
+          int a = (int) Math.max(start, runStart);
+          int b = (int) Math.min(end, to);
+          if (a > runStart) {
+            run.accept(runStart, a, -1);
+          }
+          if (start >= from && end <= to) {
+            copiedByUpdate[i] = true;
+          }
+          run.accept(a, b, layout.bf16At(i) + (a - start));
+          runStart = b;
+        }
+        if (runStart < to) {
+          run.accept(runStart, to, -1);
+        }
+      }
+
+      @Override
+      public long address() {
+        return bf16.address();
+      }
+    };
+  }
+
+  /**
+   * Says layer i's masters changed without its copies following (restored or swapped weights, a
+   * ZeRO-1 gather): its bf16 copy is narrowed again, whatever an update wrote before.
+   */
   void markStale(int i) {
+    stale[i] = true;
+    copiedByUpdate[i] = false;
+  }
+
+  /**
+   * Says layer i's masters changed by an update after backward (serial or redone), which wrote the
+   * bf16 copies {@link #updateCopies} gave it: only the published weights lag.
+   */
+  void markUpdated(int i) {
     stale[i] = true;
   }
 
@@ -81,7 +137,9 @@ final class HostSlabs implements AutoCloseable {
           masters.address() + 4 * from, published.address() + 4 * from, 4 * count);
     }
     stale[i] = false;
-    if (bf16 == null || !layout.streamed(i)) {
+    boolean copied = copiedByUpdate[i];
+    copiedByUpdate[i] = false;
+    if (bf16 == null || !layout.streamed(i) || copied) {
       return;
     }
     FloatBuffer src = masters.asByteBuffer().asFloatBuffer();

@@ -19,6 +19,7 @@ import dev.ramtrain.trainer.nn.Residual;
 import dev.ramtrain.trainer.nn.ResidualBlock;
 import dev.ramtrain.trainer.nn.Workspace;
 import dev.ramtrain.trainer.optim.AdamWSpec;
+import dev.ramtrain.trainer.optim.ParamGroups;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -186,6 +187,17 @@ public record LayerCost(
       Backend backend,
       int batch,
       int hostThreads) {
+    return timed(costs, model, backend, batch, hostThreads, OffloadSpec.OptimizerState.FP32);
+  }
+
+  /** As above, the host AdamW timed with its moments in {@code state}. */
+  public static List<LayerCost> timed(
+      List<LayerCost> costs,
+      Supplier<List<Layer>> model,
+      Backend backend,
+      int batch,
+      int hostThreads,
+      OffloadSpec.OptimizerState state) {
     List<Layer> layers = model.get();
     List<LayerCost> timed = new ArrayList<>();
     try (Stream s = backend.createStream("layer-timing")) {
@@ -213,7 +225,7 @@ public record LayerCost(
                 seconds[1],
                 c.scratchBytesFixed,
                 c.scratchBytesPerSample,
-                hostUpdateSeconds(backend, c.parameters, hostThreads),
+                hostUpdateSeconds(backend, c.parameters, hostThreads, state),
                 backend.sharesHostCores() || i == lastToLand,
                 c.gradientSlots,
                 c.largestInputBytesPerSample));
@@ -223,7 +235,8 @@ public record LayerCost(
   }
 
   /** Median seconds of a host AdamW step over {@code params} on {@code threads} host threads. */
-  private static double hostUpdateSeconds(Backend backend, long params, int threads) {
+  private static double hostUpdateSeconds(
+      Backend backend, long params, int threads, OffloadSpec.OptimizerState state) {
     if (params == 0) {
       return 0;
     }
@@ -231,7 +244,17 @@ public record LayerCost(
         HostBuffer grads = backend.allocateHost("timing.grads", 4 * params);
         HostThreads pool = new HostThreads(threads);
         HostAdamW adamw =
-            new HostAdamW(backend, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), pool)) {
+            new HostAdamW(
+                backend,
+                masters,
+                grads,
+                new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f),
+                ParamGroups.uniform(params),
+                pool,
+                state,
+                Bf16Copies.NONE,
+                0,
+                0)) {
       double[] seconds = new double[4];
       for (int it = 0; it < seconds.length; it++) {
         long t0 = System.nanoTime();

@@ -5,8 +5,8 @@ import java.io.Serializable;
 /**
  * Whether and how a run offloads to host memory ({@code ramtrain.offload.*}): the mode, the device
  * budget (0: the device's memory minus {@code marginBytes}), the weight ring's depth, bf16 slots,
- * ZeRO-Offload's delayed update after {@code delayWarmupSteps} plain steps, and the host threads of
- * the optimizer.
+ * ZeRO-Offload's delayed update after {@code delayWarmupSteps} plain steps, the host threads of the
+ * optimizer, how a clipped update runs, and the precision of the host optimizer's state.
  */
 public record OffloadSpec(
     Mode mode,
@@ -17,8 +17,30 @@ public record OffloadSpec(
     boolean delayedUpdate,
     int delayWarmupSteps,
     int hostThreads,
-    ClipUpdate clipUpdate)
+    ClipUpdate clipUpdate,
+    OptimizerState optimizerState)
     implements Serializable {
+
+  /**
+   * The precision the host AdamW keeps its moments in: fp32 (8 bytes a parameter, the resident
+   * optimizer's bits), or bf16 rounded stochastically (4 bytes, RamTorch's default: fewer bytes for
+   * the host's memory to move each step, and moments that keep their expected value).
+   */
+  public enum OptimizerState {
+    FP32(4),
+    BF16(2);
+
+    private final int bytesPerValue;
+
+    OptimizerState(int bytesPerValue) {
+      this.bytesPerValue = bytesPerValue;
+    }
+
+    /** Bytes of one state value. */
+    public int bytesPerValue() {
+      return bytesPerValue;
+    }
+  }
 
   /**
    * How a clipped step's host update runs: {@code speculative} updates each layer as its gradient
@@ -42,6 +64,7 @@ public record OffloadSpec(
 
   public OffloadSpec {
     java.util.Objects.requireNonNull(clipUpdate, "clipUpdate");
+    java.util.Objects.requireNonNull(optimizerState, "optimizerState");
     if (budgetBytes < 0 || marginBytes < 0) {
       throw new IllegalArgumentException("budget and margin must be >= 0");
     }

@@ -2,6 +2,7 @@ package dev.ramtrain.trainer.offload;
 
 import dev.ramtrain.trainer.Learner;
 import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.GradClipMath;
@@ -19,6 +20,7 @@ import dev.ramtrain.trainer.optim.ParamGroups;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.nio.ShortBuffer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -50,14 +52,18 @@ public final class OffloadedLearner implements Learner {
 
   /** Makes the host optimizer over a model's host slabs. */
   public interface OptimizerFactory {
-    /** {@code layout}: the parameters in {@code masters}, for grouping them. */
-    HostOptimizer create(
-        HostBuffer masters, HostBuffer gradients, ParamGroups.Layout layout, HostThreads threads);
+    /** The optimizer of {@code slab}, on {@code threads}. */
+    HostOptimizer create(HostOptimizer.Slab slab, HostThreads threads);
 
-    /** The host optimizer {@code spec} describes. */
+    /** The host optimizer {@code spec} describes, its state in fp32. */
     static OptimizerFactory of(OptimizerSpec spec, Backend backend) {
-      return (masters, gradients, layout, threads) ->
-          HostOptimizer.create(spec, backend, masters, gradients, layout, threads);
+      return of(spec, backend, OffloadSpec.OptimizerState.FP32, 0);
+    }
+
+    /** The same, AdamW's moments in {@code state} rounded with the run's {@code seed}. */
+    static OptimizerFactory of(
+        OptimizerSpec spec, Backend backend, OffloadSpec.OptimizerState state, long seed) {
+      return (slab, threads) -> HostOptimizer.create(spec, backend, slab, threads, state, seed);
     }
   }
 
@@ -111,6 +117,8 @@ public final class OffloadedLearner implements Learner {
       HostBuffer masters = streamed.masters();
       HostBuffer gradients = streamed.hostGradients();
       ParamGroups.Layout layout = streamed.layout();
+      long first = 0;
+      Bf16Copies copies = streamed.updateCopies();
       if (ranks.partitionsOptimizerState()) {
         if (how.delayedUpdate()) {
           throw new IllegalArgumentException(
@@ -120,8 +128,12 @@ public final class OffloadedLearner implements Learner {
         masters = new HostSlice(masters, 4 * share[0], 4 * (share[1] - share[0]));
         gradients = new HostSlice(gradients, 4 * share[0], 4 * (share[1] - share[0]));
         layout = layout.share(share[0], share[1]);
+        first = share[0];
+        copies = Bf16Copies.NONE; // the gathered shares are narrowed after the gather
       }
-      HostOptimizer opt = optimizer.create(masters, gradients, layout, threads);
+      HostOptimizer opt =
+          optimizer.create(
+              new HostOptimizer.Slab(masters, gradients, layout, first, copies), threads);
       OffloadedLearner learner =
           new OffloadedLearner(backend, streamed, opt, threads, clipNorm, ranks);
       if (speculative
@@ -130,13 +142,18 @@ public final class OffloadedLearner implements Learner {
           && !ranks.partitionsOptimizerState()) {
         List<HostBuffer> written = new ArrayList<>(List.of(masters));
         written.addAll(opt.state());
-        learner.speculation =
-            new SpeculativeClip(
-                backend,
-                gradients,
-                written,
-                opt.groups().frozen(Math.toIntExact(streamed.parameterCount())),
-                threads);
+        try {
+          learner.speculation =
+              new SpeculativeClip(
+                  backend,
+                  gradients,
+                  written,
+                  opt.groups().frozen(Math.toIntExact(streamed.parameterCount())),
+                  threads);
+        } catch (RuntimeException e) {
+          opt.close(); // the model and the threads close below
+          throw e;
+        }
       }
       return learner;
     } catch (RuntimeException e) {
@@ -247,7 +264,7 @@ public final class OffloadedLearner implements Learner {
     clip(model.hostGradients().asByteBuffer().asFloatBuffer(), false);
     step.update(0, model.parameterCount());
     serialUpdateNanos = System.nanoTime() - start;
-    model.mastersChanged();
+    model.mastersUpdated();
   }
 
   /**
@@ -280,7 +297,7 @@ public final class OffloadedLearner implements Learner {
         threads.forRange(0, g.capacity(), (from, to) -> GradClipMath.scale(g, scale, from, to));
       }
       step.update(0, model.parameterCount());
-      model.mastersChanged();
+      model.mastersUpdated();
     }
     serialUpdateNanos = System.nanoTime() - start;
   }
@@ -480,11 +497,16 @@ public final class OffloadedLearner implements Learner {
         throw new IllegalArgumentException(
             c.dir() + ": optimizer state slab " + i + " has " + values.length + " values");
       }
-      FloatBuffer slab = state.get(i).asByteBuffer().asFloatBuffer();
-      if (share == null) {
-        slab.put(values);
-      } else { // a checkpoint holds the whole state: this rank keeps its share
-        slab.put(values, (int) share[0], (int) (share[1] - share[0]));
+      // a checkpoint holds the whole state: under ZeRO-1 this rank keeps its share
+      int from = share == null ? 0 : (int) share[0];
+      int count = share == null ? values.length : (int) (share[1] - share[0]);
+      if (optimizer.stateBytesPerValue() == 4) {
+        state.get(i).asByteBuffer().asFloatBuffer().put(values, from, count);
+      } else { // bf16 moments from an fp32 checkpoint: to nearest
+        ShortBuffer slab = state.get(i).asByteBuffer().asShortBuffer();
+        for (int e = 0; e < count; e++) {
+          slab.put(e, Bf16.fromFloat(values[from + e]));
+        }
       }
     }
     optimizer.resumeAt(c.optimizerSteps());
@@ -496,19 +518,24 @@ public final class OffloadedLearner implements Learner {
    * rank takes part, as in every collective).
    */
   private float[] wholeState(HostBuffer slab) {
-    if (!ranks.partitionsOptimizerState()) {
-      float[] values = new float[(int) (slab.bytes() / 4)];
-      slab.asByteBuffer().asFloatBuffer().get(values);
-      return values;
+    int width = optimizer.stateBytesPerValue();
+    ByteBuffer bytes = slab.asByteBuffer();
+    if (ranks.partitionsOptimizerState()) {
+      long n = model.parameterCount();
+      long[] share = ranks.share(n);
+      bytes = ByteBuffer.allocateDirect(Math.toIntExact(width * n)).order(ByteOrder.nativeOrder());
+      bytes.put(width * (int) share[0], slab.asByteBuffer(), 0, (int) slab.bytes());
+      ranks.allGather(bytes);
     }
-    long n = model.parameterCount();
-    long[] share = ranks.share(n);
-    ByteBuffer whole =
-        ByteBuffer.allocateDirect(Math.toIntExact(4 * n)).order(ByteOrder.nativeOrder());
-    whole.put(4 * (int) share[0], slab.asByteBuffer(), 0, (int) slab.bytes());
-    ranks.allGather(whole);
-    float[] values = new float[(int) n];
-    whole.asFloatBuffer().get(values);
+    float[] values = new float[bytes.capacity() / width];
+    if (width == 4) {
+      bytes.asFloatBuffer().get(values);
+    } else { // bf16 moments: checkpoints keep fp32, so any run resumes from them
+      ShortBuffer s = bytes.asShortBuffer();
+      for (int i = 0; i < values.length; i++) {
+        values[i] = Bf16.toFloat(s.get(i));
+      }
+    }
     return values;
   }
 

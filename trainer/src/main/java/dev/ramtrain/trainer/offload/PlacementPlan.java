@@ -80,6 +80,30 @@ public record PlacementPlan(
       boolean bf16Weights,
       DeviceProfile profile,
       boolean offload) {
+    return plan(
+        layers,
+        batch,
+        budgetBytes,
+        prefetchDepth,
+        bf16Weights,
+        profile,
+        offload,
+        OPTIMIZER_BYTES_PER_PARAMETER);
+  }
+
+  /**
+   * As above, the host optimizer keeping {@code optimizerStateBytes} of state a parameter (AdamW: 8
+   * with fp32 moments, 4 with bf16 ones).
+   */
+  public static PlacementPlan plan(
+      List<LayerCost> layers,
+      int batch,
+      long budgetBytes,
+      int prefetchDepth,
+      boolean bf16Weights,
+      DeviceProfile profile,
+      boolean offload,
+      int optimizerStateBytes) {
     if (batch < 1 || prefetchDepth < 1 || budgetBytes <= 0) {
       throw new IllegalArgumentException(
           "batch, prefetch depth and budget must be positive: "
@@ -193,7 +217,7 @@ public record PlacementPlan(
     double computePerSample = (compute + recompute) / batch;
     int minBatch = computePerSample == 0 ? 1 : (int) Math.ceil(copy / computePerSample);
     long hostPinned =
-        params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER)
+        params * (4 + 4 + optimizerStateBytes)
             + (bf16Weights ? 2 * streamedParams : 0); // bf16 copies of the streamed weights
     List<String> streamedNames = streamed.stream().map(LayerCost::name).toList();
     List<String> residentNames = names.stream().filter(n -> !streamedNames.contains(n)).toList();

@@ -3,6 +3,7 @@ package dev.ramtrain.trainer.offload;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.HostBuffer;
+import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -26,9 +27,10 @@ final class SpeculativeClip implements AutoCloseable {
   private final int n;
   private final HostThreads threads;
   private final List<long[]> frozen; // [from, count): out of the norm, their gradients zeroed
-  private final List<FloatBuffer> written = new ArrayList<>();
+  private final List<ByteBuffer> written = new ArrayList<>();
   private final List<HostBuffer> kept = new ArrayList<>();
-  private final List<FloatBuffer> keptFloats = new ArrayList<>();
+  private final List<ByteBuffer> keptBytes = new ArrayList<>();
+  private final List<Integer> widths = new ArrayList<>(); // bytes an element, per kept slab
   private final int chunkSize;
   private final int[] waiting; // per chunk: elements not landed yet this step
   private final double[] sums;
@@ -36,7 +38,8 @@ final class SpeculativeClip implements AutoCloseable {
 
   /**
    * Speculation over {@code grads} (n floats) for an update writing {@code written}, each a slab of
-   * n floats in the gradients' order; {@code frozen}: ranges without gradients in the norm.
+   * n elements (fp32, or bf16 moments) in the gradients' order; {@code frozen}: ranges without
+   * gradients in the norm.
    */
   SpeculativeClip(
       Backend backend,
@@ -63,16 +66,19 @@ final class SpeculativeClip implements AutoCloseable {
     }
   }
 
-  /** Keeps {@code slab} (n floats the step writes) too: the weights' average, once there is one. */
+  /**
+   * Keeps {@code slab} (n elements the step writes) too: the weights' average, once there is one.
+   */
   void alsoKeep(HostBuffer slab) {
-    FloatBuffer values = slab.asByteBuffer().asFloatBuffer();
-    if (values.capacity() != n) {
-      throw new IllegalArgumentException(values.capacity() + " floats kept beside " + n);
+    if (slab.bytes() != 4L * n && slab.bytes() != 2L * n) {
+      throw new IllegalArgumentException(
+          slab.bytes() + " bytes kept beside " + n + " gradients: neither fp32 nor bf16 of each");
     }
     HostBuffer copy = backend.allocateHost("speculative-clip.kept", slab.bytes());
     kept.add(copy);
-    keptFloats.add(copy.asByteBuffer().asFloatBuffer());
-    written.add(values);
+    keptBytes.add(copy.asByteBuffer());
+    written.add(slab.asByteBuffer());
+    widths.add((int) (slab.bytes() / n));
   }
 
   /** Host memory one more kept slab of {@code parameters} floats takes. */
@@ -113,9 +119,7 @@ final class SpeculativeClip implements AutoCloseable {
       }
     }
     for (int k = 0; k < written.size(); k++) {
-      FloatBuffer source = written.get(k);
-      FloatBuffer copy = keptFloats.get(k);
-      threads.forRange(from, to, (a, b) -> copy.put(a, source, a, b - a));
+      copyElements(written.get(k), keptBytes.get(k), widths.get(k), from, to);
     }
   }
 
@@ -136,10 +140,13 @@ final class SpeculativeClip implements AutoCloseable {
   /** Puts back everything the step's speculative updates changed. */
   void restore() {
     for (int k = 0; k < written.size(); k++) {
-      FloatBuffer target = written.get(k);
-      FloatBuffer copy = keptFloats.get(k);
-      threads.forRange(0, n, (a, b) -> target.put(a, copy, a, b - a));
+      copyElements(keptBytes.get(k), written.get(k), widths.get(k), 0, n);
     }
+  }
+
+  /** Elements [from, to) of {@code source} into {@code target}, {@code width} bytes each. */
+  private void copyElements(ByteBuffer source, ByteBuffer target, int width, int from, int to) {
+    threads.forRange(from, to, (a, b) -> target.put(a * width, source, a * width, (b - a) * width));
   }
 
   /** The gradients, for scaling them before the step runs again. */

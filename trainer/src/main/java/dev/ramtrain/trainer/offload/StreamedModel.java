@@ -399,6 +399,27 @@ public final class StreamedModel implements Network, AutoCloseable {
     }
   }
 
+  /**
+   * As {@link #mastersChanged}, after an update of the whole slab that wrote the bf16 copies {@link
+   * #updateCopies} gave the optimizer (a serial or redone clipped step).
+   */
+  public void mastersUpdated() {
+    for (int i = 0; i < layers.size(); i++) {
+      mastersChanged[i] = layout.count(i) > 0;
+      if (layout.count(i) > 0) {
+        slabs.markUpdated(i);
+      }
+    }
+  }
+
+  /**
+   * Where the host optimizer writes the bf16 copies of the streamed layers it updates, in its own
+   * pass; none with a delayed update, whose copies lag the masters by a step.
+   */
+  public Bf16Copies updateCopies() {
+    return delayable ? Bf16Copies.NONE : slabs.updateCopies();
+  }
+
   // ---- measurements and read-back -------------------------------------------------------------
 
   /** What the last training step moved and how long its parts took; waits for it to finish. */

@@ -17,6 +17,7 @@ import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
+import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
 import java.util.List;
@@ -66,6 +67,12 @@ public final class Placement {
       DataParallel ranks,
       HostLimit hostLimit) {
     float clipNorm = loop.clipNorm();
+    boolean bf16State = offload.optimizerState() == OffloadSpec.OptimizerState.BF16;
+    if (bf16State && !(optimizer instanceof AdamWSpec)) {
+      throw new ConfigException(
+          "ramtrain.offload.optimizer-state = bf16: only AdamW keeps bf16 state; use fp32 with"
+              + " SGD");
+    }
     if (offload.mode() == OffloadSpec.Mode.OFF) {
       return resident(model, optimizer, clipNorm, backend, setup, ranks);
     }
@@ -122,12 +129,23 @@ public final class Placement {
             "placement: resident (%s of %s; ramtrain.offload.mode=auto)%n",
             PlacementPlan.bytes(plan.deviceBytes()), budgetText);
       }
+      if (bf16State && ranks.leader()) {
+        System.out.println(
+            "optimizer state: fp32 on the device (ramtrain.offload.optimizer-state = bf16 is the"
+                + " host optimizer's, and this run is resident)");
+      }
       return resident(model, optimizer, clipNorm, backend, setup, ranks);
     }
     DeviceProfile profile =
         DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
     costs =
-        LayerCost.timed(costs, model.layers(), backend, model.maxBatch(), offload.hostThreads());
+        LayerCost.timed(
+            costs,
+            model.layers(),
+            backend,
+            model.maxBatch(),
+            offload.hostThreads(),
+            offload.optimizerState());
     plan = plan(offload, costs, model.maxBatch(), budget, profile);
     if (ranks.leader()) {
       System.out.print(plan.render(model.spec(), profile, budget));
@@ -148,7 +166,7 @@ public final class Placement {
             host,
             backend.sharesHostCores());
     if (speculative) {
-      pinned += keptBytes(optimizer, parameters);
+      pinned += keptBytes(optimizer, offload, parameters);
     }
     if (pinned > host) { // pinned memory cannot be paged out: fail now, not midway through setup
       throw new ConfigException(
@@ -158,7 +176,7 @@ public final class Placement {
               PlacementPlan.bytes(pinned),
               speculative
                   ? " (ramtrain.offload.clip-update=serial saves "
-                      + PlacementPlan.bytes(keptBytes(optimizer, parameters))
+                      + PlacementPlan.bytes(keptBytes(optimizer, offload, parameters))
                       + ")"
                   : "",
               hostLimit.binds(machine)
@@ -198,7 +216,8 @@ public final class Placement {
     return OffloadedLearner.build(
         model,
         Streaming.of(plan, offload.delayedUpdate(), offload.delayWarmupSteps()),
-        OffloadedLearner.OptimizerFactory.of(optimizer, backend),
+        OffloadedLearner.OptimizerFactory.of(
+            optimizer, backend, offload.optimizerState(), model.seed()),
         offload.hostThreads(),
         clipNorm,
         speculative,
@@ -227,7 +246,7 @@ public final class Placement {
     if (clipNorm <= 0 || offload.delayedUpdate() || ranks.partitionsOptimizerState()) {
       return false;
     }
-    long kept = keptBytes(optimizer, parameters);
+    long kept = keptBytes(optimizer, offload, parameters);
     boolean speculate =
         switch (offload.clipUpdate()) {
           case SERIAL -> false;
@@ -253,8 +272,9 @@ public final class Placement {
   }
 
   /** What a speculative update keeps: the masters and each optimizer state slab. */
-  private static long keptBytes(OptimizerSpec optimizer, long parameters) {
-    return 4 * parameters * (1 + optimizer.stateSlabs().size());
+  private static long keptBytes(OptimizerSpec optimizer, OffloadSpec offload, long parameters) {
+    int width = offload.optimizerState().bytesPerValue();
+    return parameters * (4 + (long) width * optimizer.stateSlabs().size());
   }
 
   /**
@@ -278,7 +298,8 @@ public final class Placement {
         o.delayedUpdate(),
         o.delayWarmupSteps(),
         o.hostThreads(),
-        o.clipUpdate());
+        o.clipUpdate(),
+        o.optimizerState());
   }
 
   /**
@@ -297,7 +318,8 @@ public final class Placement {
           offload.prefetchDepth(),
           offload.bf16Weights(),
           profile,
-          offload.mode() == OffloadSpec.Mode.ON);
+          offload.mode() == OffloadSpec.Mode.ON,
+          2 * offload.optimizerState().bytesPerValue());
     } catch (IllegalArgumentException e) {
       throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
     }

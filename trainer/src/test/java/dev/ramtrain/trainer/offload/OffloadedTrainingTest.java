@@ -74,6 +74,9 @@ public abstract class OffloadedTrainingTest {
 
   private ParamGroups.Rules groups = ParamGroups.Rules.NONE;
 
+  /** The host AdamW's moments in every offloaded run of a test. */
+  private OffloadSpec.OptimizerState optimizerState = OffloadSpec.OptimizerState.FP32;
+
   /** --ema's decay for every run of a test; 0: none. */
   private float emaDecay;
 
@@ -173,17 +176,17 @@ public abstract class OffloadedTrainingTest {
     return OffloadedLearner.build(
         new ModelBlueprint(spec, () -> ModelSpec.parse(spec, shape), BATCH, 3),
         setup.how(),
-        (masters, grads, layout, threads) -> {
+        (slab, threads) -> {
           HostOptimizer opt =
               HostOptimizer.create(
                   setup.sgd()
                       ? new SgdSpec(0.9f, 0.01f, true, groups)
                       : new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f, groups),
                   b,
-                  masters,
-                  grads,
-                  layout,
-                  threads);
+                  slab,
+                  threads,
+                  optimizerState,
+                  3);
           return setup.slowHost() ? new SlowHost(opt) : opt;
         },
         2,
@@ -229,6 +232,11 @@ public abstract class OffloadedTrainingTest {
     @Override
     public List<HostBuffer> state() {
       return inner.state();
+    }
+
+    @Override
+    public int stateBytesPerValue() {
+      return inner.stateBytesPerValue();
     }
 
     @Override
@@ -505,6 +513,57 @@ public abstract class OffloadedTrainingTest {
           run(bf16.offloaded(Set.of("conv1", "conv2", "fc1", "fc2"), 1).over(jitter)),
           "bf16, all streamed through one slot, jitter seed " + seed);
     }
+  }
+
+  /**
+   * The host AdamW writes the bf16 copies of what it updates in its own pass: after each layer's
+   * update as gradients land, after a serial clipped update of the whole slab, and after a
+   * speculative step redone from its kept copy. A norm that never clips must leave the serial
+   * path's bits those of the unclipped run (which the reference pins above), and the redone steps
+   * those of the serial ones.
+   */
+  @Test
+  void bf16CopiesWrittenByTheUpdateMatchOnEveryUpdatePath() throws IOException {
+    Setup bf16 = Setup.resident().offloaded(Set.of("conv2", "fc1", "fc2"), 2).withBf16Slots();
+    Final unclipped = run(bf16);
+    assertSameRun(run(Setup.referenceFor(bf16)), unclipped, "bf16 slots vs the reference");
+    speculative = false;
+    assertSameRun(unclipped, run(bf16.clipped(1e9f)), "serial update, never clipping");
+    Final serial = run(bf16.clipped(0.05f));
+    speculative = true;
+    assertSameRun(serial, run(bf16.clipped(0.05f)), "every step redone from the kept copy");
+    assertEquals(List.of(true, true, true, true), redone, "a norm of 0.05 clips every step");
+    assertSameRun(serial, run(bf16.clipped(0.05f).withSlowHost()), "redone, slow host");
+  }
+
+  /**
+   * bf16 moments (ramtrain.offload.optimizer-state = bf16): stochastically rounded from bits
+   * counted per element, so the run does not depend on the placement, the copies' timing or the
+   * host's pace; checkpoints keep them as fp32 values, which a resumed run narrows back exactly.
+   */
+  @Test
+  void bf16MomentsDoNotDependOnPlacementOrTimingAndResumeExactly(@TempDir Path dir)
+      throws IOException {
+    Setup streamed = Setup.resident().offloaded(Set.of("conv1", "fc1", "fc2"), 2);
+    Final fp32 = run(streamed);
+    optimizerState = OffloadSpec.OptimizerState.BF16;
+    Final bf16 = run(streamed);
+    assertTrue(!java.util.Arrays.equals(fp32.weights(), bf16.weights()), "bf16 moments differ");
+    for (float v : bf16.optimizerState()) {
+      assertEquals(v, Bf16.toFloat(Bf16.fromFloat(v)), "every moment is a bf16 value");
+    }
+    assertSameRun(bf16, run(streamed.offloaded(ALL, 1)), "everything streamed");
+    assertSameRun(bf16, run(streamed.offloaded(Set.of(), 1)), "nothing streamed");
+    assertSameRun(bf16, run(streamed.withSlowHost()), "slow host");
+    assertSameRun(bf16, run(streamed.over(new SimulatedBus(0, 2_000_000, 6))), "random delays");
+    run(streamed, 0, 2, null, dir.resolve("bf16"));
+    Path saved = dir.resolve("bf16/checkpoints/epoch-0001");
+    assertSameRun(bf16, run(streamed, 2, 4, saved, null), "resumed");
+    speculative = true;
+    Setup clipped = streamed.clipped(0.05f);
+    Final clippedRun = run(clipped);
+    speculative = false;
+    assertSameRun(clippedRun, run(clipped), "speculative and serial clipped steps");
   }
 
   /**

@@ -259,8 +259,13 @@ class PlacementPlanTest {
           OffloadedLearner.build(
               new ModelBlueprint(spec, () -> ModelSpec.parse(spec), batch, 1),
               Streaming.of(plan),
-              (masters, grads, layout, threads) ->
-                  new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), threads),
+              (slab, threads) ->
+                  new HostAdamW(
+                      b,
+                      slab.masters(),
+                      slab.gradients(),
+                      new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f),
+                      threads),
               1,
               0f,
               b,
@@ -312,8 +317,13 @@ class PlacementPlanTest {
           OffloadedLearner.build(
               new ModelBlueprint(spec, () -> ModelSpec.parse(spec, shape), batch, 1),
               Streaming.of(planned),
-              (masters, grads, layout, threads) ->
-                  new HostAdamW(b, masters, grads, new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f), threads),
+              (slab, threads) ->
+                  new HostAdamW(
+                      b,
+                      slab.masters(),
+                      slab.gradients(),
+                      new AdamWSpec(0.9f, 0.999f, 1e-8f, 0f),
+                      threads),
               1,
               0f,
               b,

@@ -105,7 +105,16 @@ class TrainingSessionTest {
         new ScheduleSpec(ScheduleSpec.Kind.CONSTANT, 3e-3, 1, 1, 0, 0),
         new LoopSpec(epochs, 0f, 1f, LoopSpec.NanPolicy.STOP, new float[0], new float[0], 5),
         new OffloadSpec(
-            OffloadSpec.Mode.OFF, 0, 0, 2, false, false, 0, 1, OffloadSpec.ClipUpdate.AUTO),
+            OffloadSpec.Mode.OFF,
+            0,
+            0,
+            2,
+            false,
+            false,
+            0,
+            1,
+            OffloadSpec.ClipUpdate.AUTO,
+            OffloadSpec.OptimizerState.FP32),
         new BackendSpec(BackendSpec.Kind.CPU, 2));
   }
 
