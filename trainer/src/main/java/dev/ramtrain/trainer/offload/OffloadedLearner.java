@@ -106,10 +106,6 @@ public final class OffloadedLearner implements Learner {
       Backend backend,
       Stream stream,
       DataParallel ranks) {
-    if (how.delayedUpdate() && clipNorm > 0) {
-      throw new IllegalArgumentException(
-          "a delayed update cannot clip: clipping needs every gradient before any update");
-    }
     HostThreads threads = new HostThreads(hostThreads);
     StreamedModel streamed = null;
     try {
@@ -253,6 +249,10 @@ public final class OffloadedLearner implements Learner {
             : (from, to) ->
                 ranks.averageGradients(
                     grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
+    if (model.delaysThisStep()) {
+      delayedClippedStep(compute, dlogits, batch, step, averaging);
+      return;
+    }
     if (speculation != null) {
       speculativeStep(compute, dlogits, batch, step, averaging);
       return;
@@ -265,6 +265,24 @@ public final class OffloadedLearner implements Learner {
     step.update(0, model.parameterCount());
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersUpdated();
+  }
+
+  /**
+   * A clipped step of the delayed update: each layer's copies are published as its gradient lands
+   * (averaged over the ranks there), as an unclipped delayed step does; the whole slab is then
+   * clipped and updated on the host optimizer thread after backward, beside the next step's
+   * forward, which computes with the published weights (the update before this one), as
+   * ZeRO-Offload's.
+   */
+  private void delayedClippedStep(
+      Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, HostUpdate averaging) {
+    model.backward(compute, dlogits, batch, averaging != null ? averaging : (from, to) -> {});
+    FloatBuffer g = model.hostGradients().asByteBuffer().asFloatBuffer();
+    model.afterBackward(
+        (from, to) -> {
+          clip(g, false);
+          step.update(from, to);
+        });
   }
 
   /**

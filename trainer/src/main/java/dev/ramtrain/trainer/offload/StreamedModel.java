@@ -61,6 +61,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final long delayFromStep;
   private boolean delayThisStep; // the update begun by this step's backward runs late
   private boolean pendingDelayed; // the pending updates were begun delayed
+  private Event lastLanding; // the last gradient the last backward sent to the host
   private ActivationCheckpoints checkpoints; // null: every layer keeps its own activations
   private final int maxBatch;
   private final long seed;
@@ -334,6 +335,24 @@ public final class StreamedModel implements Network, AutoCloseable {
     updates.submit(
         gradients.onHost(i), from, to, update, delayThisStep, () -> slabs.refreshCopies(i));
     mastersChanged[i] = true;
+    lastLanding = gradients.onHost(i);
+  }
+
+  /** Whether the update begun by this step's backward runs late (a delayed update). */
+  public boolean delaysThisStep() {
+    return delayThisStep;
+  }
+
+  /**
+   * Runs {@code update} over the whole slab on the host optimizer thread after the updates the last
+   * backward queued, once every gradient is on the host: a delayed step's clipped update, which the
+   * next forward does not wait for (it reads the copies published before it).
+   */
+  public void afterBackward(HostUpdate update) {
+    if (!delayThisStep || lastLanding == null) {
+      throw new IllegalStateException("an update after backward is a delayed step's, after one");
+    }
+    updates.submit(lastLanding, 0, (int) layout.parameters(), update, true, () -> {});
   }
 
   /**

@@ -200,11 +200,6 @@ public final class Placement {
               + " updates once the whole gradient is reduced)");
     }
     if (offload.delayedUpdate()) {
-      if (clipNorm > 0) {
-        throw new ConfigException(
-            "ramtrain.offload.delayed-update: cannot be used with ramtrain.train.clip-norm (clipping"
-                + " needs every gradient before any update)");
-      }
       if (ranks.leader()) {
         System.out.printf(
             "delayed update on: %s more pinned host memory for the published weights%n",

@@ -97,7 +97,8 @@ public abstract class OffloadedTrainingTest {
     }
 
     static Setup referenceFor(Setup offloaded) {
-      return new Setup(null, offloaded.how(), offloaded.sgd(), 0, SimulatedBus.NONE, false);
+      return new Setup(
+          null, offloaded.how(), offloaded.sgd(), offloaded.clipNorm(), SimulatedBus.NONE, false);
     }
 
     /** Host updates that each sleep up to 15 ms first: races with the host thread show. */
@@ -171,7 +172,7 @@ public abstract class OffloadedTrainingTest {
               : new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f, groups).onDevice(b, model.parameters());
       return setup.reference() == null
           ? new ResidentLearner(b, model, opt, setup.clipNorm())
-          : new Reference(b, model, opt, setup.reference());
+          : new Reference(b, model, opt, setup.reference(), setup.clipNorm());
     }
     return OffloadedLearner.build(
         new ModelBlueprint(spec, () -> ModelSpec.parse(spec, shape), BATCH, 3),
@@ -588,10 +589,23 @@ public abstract class OffloadedTrainingTest {
         run(Setup.referenceFor(everything)),
         run(everything.over(new SimulatedBus(0, 2_000_000, 5))),
         "delayed, bf16 slots, checkpointed, random delays");
-    var e =
-        org.junit.jupiter.api.Assertions.assertThrows(
-            IllegalArgumentException.class, () -> run(delayed.clipped(1f)));
-    assertTrue(e.getMessage().contains("clip"), e.getMessage());
+    // Clipped: the whole slab clipped and updated after backward, beside the next forward.
+    for (float norm : new float[] {0.05f, 1e9f}) {
+      Setup clipped = delayed.clipped(norm);
+      Final expected = run(Setup.referenceFor(clipped));
+      assertSameRun(expected, run(clipped), "delayed, clipped at " + norm);
+      assertSameRun(expected, run(clipped.withSlowHost()), "delayed, clipped, slow host");
+      assertTrue(
+          !java.util.Arrays.equals(
+              run(Setup.resident().offloaded(Set.of("conv2", "fc1"), 2).clipped(norm)).weights(),
+              expected.weights()),
+          "a delayed clipped run is not the undelayed one");
+    }
+    Setup clippedLater = everything.clipped(0.05f);
+    assertSameRun(
+        run(Setup.referenceFor(clippedLater)),
+        run(clippedLater.over(new SimulatedBus(0, 2_000_000, 7))),
+        "delayed from step 2, clipped, bf16 slots, checkpointed, random delays");
   }
 
   @Test
@@ -659,15 +673,19 @@ public abstract class OffloadedTrainingTest {
     private final Model model;
     private final Optimizer optimizer;
     private final Streaming how;
+    private final float clipNorm;
+    private final DeviceBuffer gradNorm;
     private float[] masters;
     private float[] published;
     private long step;
 
-    Reference(Backend backend, Model model, Optimizer optimizer, Streaming how) {
+    Reference(Backend backend, Model model, Optimizer optimizer, Streaming how, float clipNorm) {
       this.backend = backend;
       this.model = model;
       this.optimizer = optimizer;
       this.how = how;
+      this.clipNorm = clipNorm;
+      this.gradNorm = backend.allocate("reference.norm", DType.F32, 1);
     }
 
     @Override
@@ -724,6 +742,12 @@ public abstract class OffloadedTrainingTest {
     @Override
     public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
       model.backward(compute, dlogits, batch);
+      if (clipNorm > 0) { // as the resident learner clips
+        backend.run(
+            compute,
+            new dev.ramtrain.trainer.backend.ops.ClipGradNorm(
+                model.parameters().grads(), clipNorm, gradNorm));
+      }
       float[] before = masters;
       Checkpoints.upload(backend, compute, model.parameters().values(), masters);
       optimizer.step(compute, model.parameters(), lr);
@@ -749,6 +773,7 @@ public abstract class OffloadedTrainingTest {
 
     @Override
     public void close() {
+      gradNorm.close();
       optimizer.close();
       model.close();
     }
