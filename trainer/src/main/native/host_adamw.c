@@ -1,17 +1,39 @@
 /*
  * HostAdamWKernel: the offloaded optimizer's AdamW over pinned host slabs in one pass. Java's loop
  * keeps fp32 moments at the memory's speed, but the bf16 work (the device-bound copy of the masters
- * and bf16 moments) goes scalar in the JIT, 8x slower; here gcc vectorizes it for the best ISA the
- * CPU has (target_clones). The arithmetic is AdamWMath's, operation for operation and without
+ * and bf16 moments) goes scalar in the JIT, 8x slower; here gcc vectorizes it for AVX-512, AVX2 and
+ * baseline x86-64, each call running the best the CPU has. The arithmetic is AdamWMath's, operation for operation and without
  * contraction into FMAs (-ffp-contract=off), so the bits are the Java reference's
- * (HostAdamWKernelTest).
+ * (HostAdamWTest, every variant the CPU runs).
  */
 #include <jni.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+/*
+ * Each pass is compiled for three instruction sets; every call names the one to use (ISA_BEST: the
+ * best this CPU runs, as training calls it), so a test runs each variant the CPU has against the
+ * Java loop: a kernel that differed on AVX2 machines only would fail on an AVX-512 one too.
+ */
+#define ISA_AVX512 0
+#define ISA_AVX2 1
+#define ISA_BASELINE 2
+
+/* The variant a call asking for {@code isa} gets: it, or the best below it this CPU runs. */
+static int usable(int isa) {
+  __builtin_cpu_init();
+  if (isa <= ISA_AVX512 && __builtin_cpu_supports("avx512f")) {
+    return ISA_AVX512;
+  }
+  if (isa <= ISA_AVX2 && __builtin_cpu_supports("avx2")) {
+    return ISA_AVX2;
+  }
+  return ISA_BASELINE;
+}
+
+#define AVX512 __attribute__((target("avx512f")))
+#define AVX2 __attribute__((target("avx2")))
 
 static inline float from_bits(uint32_t b) {
   float x;
@@ -73,19 +95,10 @@ static inline __attribute__((always_inline)) void fp32_body(
   }
 }
 
-CLONES static void fp32(float *restrict p, const float *restrict g, float *restrict m,
-                        float *restrict v, uint16_t *restrict out, int n, float b1, float b2,
-                        float eps, float decay, float step_size, float sqrt_correction) {
-  if (out != NULL) {
-    fp32_body(p, g, m, v, out, n, b1, b2, eps, decay, step_size, sqrt_correction, 1);
-  } else {
-    fp32_body(p, g, m, v, out, n, b1, b2, eps, decay, step_size, sqrt_correction, 0);
-  }
-}
-
 /* STREAM's triad a = b + 3 c: the memory's streaming speed, which the update is measured against. */
-CLONES static void triad(float *restrict a, const float *restrict b, const float *restrict c,
-                         int n) {
+static inline __attribute__((always_inline)) void triad_body(float *restrict a,
+                                                             const float *restrict b,
+                                                             const float *restrict c, int n) {
   for (int i = 0; i < n; i++) {
     a[i] = b[i] + 3.0f * c[i];
   }
@@ -114,44 +127,113 @@ static inline __attribute__((always_inline)) void bf16_state_body(
   }
 }
 
-CLONES static void bf16_state(float *restrict p, const float *restrict g, uint16_t *restrict m,
-                              uint16_t *restrict v, uint16_t *restrict out, int n, float b1,
-                              float b2, float eps, float decay, float step_size,
-                              float sqrt_correction, uint32_t key, uint32_t hi, uint32_t lo) {
-  if (out != NULL) {
-    bf16_state_body(p, g, m, v, out, n, b1, b2, eps, decay, step_size, sqrt_correction, key, hi,
-                    lo, 1);
-  } else {
-    bf16_state_body(p, g, m, v, out, n, b1, b2, eps, decay, step_size, sqrt_correction, key, hi,
-                    lo, 0);
+#define FP32_PARAMS                                                                          \
+  float *restrict p, const float *restrict g, float *restrict m, float *restrict v,          \
+      uint16_t *restrict out, int n, float b1, float b2, float eps, float decay,             \
+      float step_size, float sqrt_correction
+#define FP32_ARGS p, g, m, v, out, n, b1, b2, eps, decay, step_size, sqrt_correction
+#define BF16_PARAMS                                                                          \
+  float *restrict p, const float *restrict g, uint16_t *restrict m, uint16_t *restrict v,    \
+      uint16_t *restrict out, int n, float b1, float b2, float eps, float decay,             \
+      float step_size, float sqrt_correction, uint32_t key, uint32_t hi, uint32_t lo
+#define BF16_ARGS p, g, m, v, out, n, b1, b2, eps, decay, step_size, sqrt_correction, key, hi, lo
+
+/* One variant of each pass for an instruction set; the copy's loop apart from the one without. */
+#define VARIANTS(suffix, target)                                                              \
+  target static void fp32_##suffix(FP32_PARAMS) {                                             \
+    if (out != NULL) {                                                                        \
+      fp32_body(FP32_ARGS, 1);                                                                \
+    } else {                                                                                  \
+      fp32_body(FP32_ARGS, 0);                                                                \
+    }                                                                                         \
+  }                                                                                           \
+  target static void bf16_state_##suffix(BF16_PARAMS) {                                       \
+    if (out != NULL) {                                                                        \
+      bf16_state_body(BF16_ARGS, 1);                                                          \
+    } else {                                                                                  \
+      bf16_state_body(BF16_ARGS, 0);                                                          \
+    }                                                                                         \
+  }                                                                                           \
+  target static void triad_##suffix(float *restrict a, const float *restrict b,               \
+                                    const float *restrict c, int n) {                         \
+    triad_body(a, b, c, n);                                                                   \
   }
+
+VARIANTS(avx512, AVX512)
+VARIANTS(avx2, AVX2)
+VARIANTS(baseline, )
+
+JNIEXPORT jint JNICALL Java_dev_ramtrain_trainer_offload_HostAdamWKernel_usableIsa(JNIEnv *env,
+                                                                                  jclass cls,
+                                                                                  jint isa) {
+  (void)env;
+  (void)cls;
+  return usable(isa);
 }
 
 JNIEXPORT void JNICALL Java_dev_ramtrain_trainer_offload_HostAdamWKernel_fp32Native(
-    JNIEnv *env, jclass cls, jlong p, jlong g, jlong m, jlong v, jlong out, jint n, jfloat b1,
-    jfloat b2, jfloat eps, jfloat decay, jfloat step_size, jfloat sqrt_correction) {
+    JNIEnv *env, jclass cls, jlong pa, jlong ga, jlong ma, jlong va, jlong outa, jint n, jfloat b1,
+    jfloat b2, jfloat eps, jfloat decay, jfloat step_size, jfloat sqrt_correction, jint isa) {
   (void)env;
   (void)cls;
-  fp32((float *)(intptr_t)p, (const float *)(intptr_t)g, (float *)(intptr_t)m,
-       (float *)(intptr_t)v, (uint16_t *)(intptr_t)out, n, b1, b2, eps, decay, step_size,
-       sqrt_correction);
+  float *p = (float *)(intptr_t)pa;
+  const float *g = (const float *)(intptr_t)ga;
+  float *m = (float *)(intptr_t)ma;
+  float *v = (float *)(intptr_t)va;
+  uint16_t *out = (uint16_t *)(intptr_t)outa;
+  switch (usable(isa)) {
+    case ISA_AVX512:
+      fp32_avx512(FP32_ARGS);
+      break;
+    case ISA_AVX2:
+      fp32_avx2(FP32_ARGS);
+      break;
+    default:
+      fp32_baseline(FP32_ARGS);
+  }
 }
 
 JNIEXPORT void JNICALL Java_dev_ramtrain_trainer_offload_HostAdamWKernel_bf16StateNative(
-    JNIEnv *env, jclass cls, jlong p, jlong g, jlong m, jlong v, jlong out, jint n, jfloat b1,
-    jfloat b2, jfloat eps, jfloat decay, jfloat step_size, jfloat sqrt_correction, jint key,
-    jlong index) {
+    JNIEnv *env, jclass cls, jlong pa, jlong ga, jlong ma, jlong va, jlong outa, jint n, jfloat b1,
+    jfloat b2, jfloat eps, jfloat decay, jfloat step_size, jfloat sqrt_correction, jint jkey,
+    jlong index, jint isa) {
   (void)env;
   (void)cls;
-  bf16_state((float *)(intptr_t)p, (const float *)(intptr_t)g, (uint16_t *)(intptr_t)m,
-             (uint16_t *)(intptr_t)v, (uint16_t *)(intptr_t)out, n, b1, b2, eps, decay,
-             step_size, sqrt_correction, (uint32_t)key, (uint32_t)((uint64_t)index >> 32),
-             (uint32_t)index);
+  float *p = (float *)(intptr_t)pa;
+  const float *g = (const float *)(intptr_t)ga;
+  uint16_t *m = (uint16_t *)(intptr_t)ma;
+  uint16_t *v = (uint16_t *)(intptr_t)va;
+  uint16_t *out = (uint16_t *)(intptr_t)outa;
+  uint32_t key = (uint32_t)jkey;
+  uint32_t hi = (uint32_t)((uint64_t)index >> 32);
+  uint32_t lo = (uint32_t)index;
+  switch (usable(isa)) {
+    case ISA_AVX512:
+      bf16_state_avx512(BF16_ARGS);
+      break;
+    case ISA_AVX2:
+      bf16_state_avx2(BF16_ARGS);
+      break;
+    default:
+      bf16_state_baseline(BF16_ARGS);
+  }
 }
 
 JNIEXPORT void JNICALL Java_dev_ramtrain_trainer_offload_HostAdamWKernel_triadNative(
     JNIEnv *env, jclass cls, jlong a, jlong b, jlong c, jint n) {
   (void)env;
   (void)cls;
-  triad((float *)(intptr_t)a, (const float *)(intptr_t)b, (const float *)(intptr_t)c, n);
+  float *x = (float *)(intptr_t)a;
+  const float *y = (const float *)(intptr_t)b;
+  const float *z = (const float *)(intptr_t)c;
+  switch (usable(ISA_AVX512)) {
+    case ISA_AVX512:
+      triad_avx512(x, y, z, n);
+      break;
+    case ISA_AVX2:
+      triad_avx2(x, y, z, n);
+      break;
+    default:
+      triad_baseline(x, y, z, n);
+  }
 }

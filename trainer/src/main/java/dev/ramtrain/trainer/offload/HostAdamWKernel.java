@@ -26,6 +26,12 @@ final class HostAdamWKernel {
   private static final String LIBRARY = "linux-x86_64/libramtrain_hostadamw.so";
   private static final String UNAVAILABLE = load(); // null once the library is loaded
 
+  /** The library's variants, by instruction set (host_adamw.c's ISA_*); a call takes one. */
+  static final int BEST = 0;
+
+  static final int AVX2 = 1;
+  static final int BASELINE = 2;
+
   private HostAdamWKernel() {}
 
   /** Whether the vectorized library runs the passes (else the Java loops). */
@@ -38,6 +44,11 @@ final class HostAdamWKernel {
    * weights' bf16 rounding to {@code bf16} unless it is 0.
    */
   static void fp32(long p, long g, long m, long v, long bf16, int n, AdamWMath a) {
+    fp32(p, g, m, v, bf16, n, a, BEST);
+  }
+
+  /** As above, the library's variant for {@code isa} (or the best below it the CPU runs). */
+  static void fp32(long p, long g, long m, long v, long bf16, int n, AdamWMath a, int isa) {
     if (UNAVAILABLE == null) {
       fp32Native(
           p,
@@ -51,7 +62,8 @@ final class HostAdamWKernel {
           a.eps(),
           a.decay(),
           a.stepSize(),
-          a.sqrtCorrection());
+          a.sqrtCorrection(),
+          isa);
     } else {
       fp32Java(p, g, m, v, bf16, n, a);
     }
@@ -64,6 +76,12 @@ final class HostAdamWKernel {
    */
   static void bf16State(
       long p, long g, long m, long v, long bf16, int n, AdamWMath a, int key, long index) {
+    bf16State(p, g, m, v, bf16, n, a, key, index, BEST);
+  }
+
+  /** As above, the library's variant for {@code isa} (or the best below it the CPU runs). */
+  static void bf16State(
+      long p, long g, long m, long v, long bf16, int n, AdamWMath a, int key, long index, int isa) {
     if (UNAVAILABLE == null) {
       bf16StateNative(
           p,
@@ -79,7 +97,8 @@ final class HostAdamWKernel {
           a.stepSize(),
           a.sqrtCorrection(),
           key,
-          index);
+          index,
+          isa);
     } else {
       bf16StateJava(p, g, m, v, bf16, n, a, key, index);
     }
@@ -165,7 +184,8 @@ final class HostAdamWKernel {
       float eps,
       float decay,
       float stepSize,
-      float sqrtCorrection);
+      float sqrtCorrection,
+      int isa);
 
   private static native void bf16StateNative(
       long p,
@@ -181,9 +201,13 @@ final class HostAdamWKernel {
       float stepSize,
       float sqrtCorrection,
       int key,
-      long index);
+      long index,
+      int isa);
 
   private static native void triadNative(long a, long b, long c, int n);
+
+  /** The variant a call asking for {@code isa} runs on this CPU. */
+  static native int usableIsa(int isa);
 
   private static String load() {
     String why = BundledLibrary.load(HostAdamWKernel.class, LIBRARY);

@@ -51,14 +51,25 @@ class HostAdamWTest {
     for (int i = 0; i < n; i++) {
       v[i] = Math.abs(v[i]); // a second moment is never negative
     }
+    assertEquals(HostAdamWKernel.BASELINE, HostAdamWKernel.usableIsa(HostAdamWKernel.BASELINE));
+    for (int isa :
+        new int[] {HostAdamWKernel.BEST, HostAdamWKernel.AVX2, HostAdamWKernel.BASELINE}) {
+      if (HostAdamWKernel.usableIsa(isa) == isa) { // a variant this CPU runs (AVX-512 for BEST)
+        compareWithJava(isa, p, g, m, v);
+      }
+    }
+  }
+
+  private static void compareWithJava(int isa, float[] p, float[] g, float[] m, float[] v) {
+    int n = p.length;
     for (int step = 1; step <= 3; step++) {
       AdamWMath math = AdamWMath.of(1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step);
       for (boolean copy : new boolean[] {true, false}) {
         try (Slabs fast = new Slabs(p, g, m, v);
             Slabs java = new Slabs(p, g, m, v)) {
-          HostAdamWKernel.fp32(fast.p, fast.g, fast.m, fast.v, copy ? fast.out : 0, n, math);
+          HostAdamWKernel.fp32(fast.p, fast.g, fast.m, fast.v, copy ? fast.out : 0, n, math, isa);
           HostAdamWKernel.fp32Java(java.p, java.g, java.m, java.v, copy ? java.out : 0, n, math);
-          fast.assertSame(java, "fp32 moments, copy " + copy + ", step " + step);
+          fast.assertSame(java, "isa " + isa + ", fp32 moments, copy " + copy + ", step " + step);
         }
       }
       int key = StochasticBits.key(42, step);
@@ -66,10 +77,10 @@ class HostAdamWTest {
         try (Slabs fast = Slabs.bf16(p, g, m, v);
             Slabs java = Slabs.bf16(p, g, m, v)) {
           HostAdamWKernel.bf16State(
-              fast.p, fast.g, fast.m, fast.v, copy ? fast.out : 0, n, math, key, 1L << 31);
+              fast.p, fast.g, fast.m, fast.v, copy ? fast.out : 0, n, math, key, 1L << 31, isa);
           HostAdamWKernel.bf16StateJava(
               java.p, java.g, java.m, java.v, copy ? java.out : 0, n, math, key, 1L << 31);
-          fast.assertSame(java, "bf16 moments, copy " + copy + ", step " + step);
+          fast.assertSame(java, "isa " + isa + ", bf16 moments, copy " + copy + ", step " + step);
         }
       }
     }
