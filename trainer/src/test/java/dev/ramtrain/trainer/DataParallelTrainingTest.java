@@ -95,7 +95,7 @@ class DataParallelTrainingTest {
       throws Exception {
     // Accumulation needs the model resident; an offloaded rank computes what a resident one does.
     Outcome single = run(MODEL, false, clip, DataParallel.single(), cuda, 2);
-    List<Outcome> two = twoRanks(MODEL, offloaded, clip, false, cuda);
+    List<Outcome> two = twoRanks(MODEL, offloaded, clip, 0, cuda);
     Outcome rank0 = two.get(0);
     Outcome rank1 = two.get(1);
 
@@ -128,7 +128,7 @@ class DataParallelTrainingTest {
   @Test
   void batchNormStatisticsFollowRankZero() throws Exception {
     Outcome single = run(BATCH_NORM_MODEL, false, 0, DataParallel.single(), false, 2);
-    List<Outcome> two = twoRanks(BATCH_NORM_MODEL, false, 0, false, false);
+    List<Outcome> two = twoRanks(BATCH_NORM_MODEL, false, 0, 0, false);
     assertSameTensors(two.get(0).weights(), two.get(1).weights(), "rank 1 against rank 0");
     assertEquals(two.get(0).eval().loss(), two.get(1).eval().loss(), "rank 0's statistics on both");
     assertEquals(two.get(0).eval().accuracy(), two.get(1).eval().accuracy());
@@ -159,8 +159,8 @@ class DataParallelTrainingTest {
   @ParameterizedTest
   @CsvSource({"0", "1"})
   void zero1PartitionsTheOptimizerStateAndChangesNoWeight(float clip) throws Exception {
-    List<Outcome> plain = twoRanks(clip, false);
-    List<Outcome> zero = twoRanks(clip, true);
+    List<Outcome> plain = twoRanks(clip, 0);
+    List<Outcome> zero = twoRanks(clip, 1);
     for (int r = 0; r < 2; r++) {
       for (int t = 0; t < plain.get(0).weights().size(); t++) {
         float[] expected = plain.get(r).weights().get(t).values();
@@ -190,10 +190,38 @@ class DataParallelTrainingTest {
     assertEquals(plain.get(0).pinnedBytes() - halfOfTheState - kept, zero.get(0).pinnedBytes());
   }
 
+  /**
+   * ZeRO-2: each layer's gradient reduced to its owners as it lands, the host keeping this rank's
+   * share of the gradients only, and every weight, moment, loss and evaluation those of ZeRO-1 bit
+   * for bit, on two ranks and three (whose chunks cut layers unevenly), clipped or not; the
+   * gradient slab shrinks to the share, beside two landing slots of the largest layer.
+   */
+  @ParameterizedTest
+  @CsvSource({"2, 0", "2, 1", "3, 0", "3, 1"})
+  void zero2ReducesEachLayerToItsOwnersWithZero1sBits(int world, float clip) throws Exception {
+    List<Outcome> one = ranks(world, MODEL, true, clip, 1, false);
+    List<Outcome> two = ranks(world, MODEL, true, clip, 2, false);
+    for (int r = 0; r < world; r++) {
+      assertEquals(one.get(r).losses(), two.get(r).losses(), "rank " + r + " losses");
+      assertSameTensors(one.get(r).weights(), two.get(r).weights(), "rank " + r);
+      for (int s = 0; s < 2; s++) {
+        assertArrayEquals(one.get(r).state().get(s), two.get(r).state().get(s), "state " + s);
+      }
+      assertEquals(one.get(r).eval().loss(), two.get(r).eval().loss(), "rank " + r + " eval");
+    }
+    long parameters = one.get(0).state().get(0).length;
+    long share = parameters / world; // rank 0's share is the floor
+    long largestLayer = 64 * 32 + 32; // fc1 of mlp:64-32-3
+    assertEquals(
+        one.get(0).pinnedBytes() - 4 * (parameters - share) + 4 * 2 * largestLayer,
+        two.get(0).pinnedBytes(),
+        "rank 0 keeps its share of the gradients, and two landing slots");
+  }
+
   /** Ranks that agree pass; a rank whose digest differs fails every rank, named. */
   @Test
   void ranksWhoseWeightsDifferAreToldSo() throws Exception {
-    List<DataParallel> three = ring(3, false);
+    List<DataParallel> three = ring(3, 0);
     try {
       List<Future<?>> agreeing = new ArrayList<>();
       for (DataParallel rank : three) {
@@ -222,22 +250,29 @@ class DataParallelTrainingTest {
     }
   }
 
-  private List<Outcome> twoRanks(float clip, boolean zero1) throws Exception {
-    return twoRanks(MODEL, true, clip, zero1, false);
+  private List<Outcome> twoRanks(float clip, int zero) throws Exception {
+    return twoRanks(MODEL, true, clip, zero, false);
   }
 
   private List<Outcome> twoRanks(
-      String model, boolean offloaded, float clip, boolean zero1, boolean cuda) throws Exception {
-    List<DataParallel> two = ring(2, zero1);
+      String model, boolean offloaded, float clip, int zero, boolean cuda) throws Exception {
+    return ranks(2, model, offloaded, clip, zero, cuda);
+  }
+
+  /** {@code world} ranks training side by side, each a thread of this JVM. */
+  private List<Outcome> ranks(
+      int world, String model, boolean offloaded, float clip, int zero, boolean cuda)
+      throws Exception {
+    List<DataParallel> joined = ring(world, zero);
     List<Future<Outcome>> running = new ArrayList<>();
-    for (DataParallel rank : two) {
+    for (DataParallel rank : joined) {
       running.add(ranks.submit(() -> run(model, offloaded, clip, rank, cuda, 1)));
     }
     List<Outcome> outcomes = new ArrayList<>();
     for (Future<Outcome> rank : running) {
       outcomes.add(rank.get(120, TimeUnit.SECONDS));
     }
-    for (DataParallel rank : two) {
+    for (DataParallel rank : joined) {
       rank.close();
     }
     return outcomes;
@@ -341,7 +376,7 @@ class DataParallelTrainingTest {
   }
 
   /** The ranks of a ring on loopback, joined side by side as barrier tasks would. */
-  private List<DataParallel> ring(int world, boolean zero1) throws Exception {
+  private List<DataParallel> ring(int world, int zero) throws Exception {
     List<ServerSocketChannel> listeners = new ArrayList<>();
     List<InetSocketAddress> addresses = new ArrayList<>();
     for (int r = 0; r < world; r++) {
@@ -356,12 +391,7 @@ class DataParallelTrainingTest {
           ranks.submit(
               () ->
                   DataParallel.join(
-                      rank,
-                      addresses,
-                      listeners.get(rank),
-                      secret,
-                      Duration.ofSeconds(60),
-                      zero1)));
+                      rank, addresses, listeners.get(rank), secret, Duration.ofSeconds(60), zero)));
     }
     List<DataParallel> joined = new ArrayList<>();
     for (Future<DataParallel> rank : joining) {

@@ -225,7 +225,7 @@ public final class DistributedTraining<T>
       addresses.add(new InetSocketAddress(parts[0], Integer.parseInt(parts[1])));
     }
     byte[] secret = Base64.getDecoder().decode(all[0].split(" ")[2]);
-    return DataParallel.join(rank, addresses, listener, secret, dist.timeout(), dist.zero() == 1);
+    return DataParallel.join(rank, addresses, listener, secret, dist.timeout(), dist.zero());
   }
 
   private EvalResult train(

@@ -25,18 +25,20 @@ import java.util.List;
  * unchecked here, as {@link UncheckedIOException}, because it ends the training step).
  */
 public final class DataParallel implements AutoCloseable {
-  private static final DataParallel SINGLE = new DataParallel(null, null, false);
+  private static final DataParallel SINGLE = new DataParallel(null, null, 0);
   private static final int GRADIENT_RING = 0;
   private static final int FIGURES_RING = 1;
 
   private final TcpRing ring; // gradients; null: one rank
   private final TcpRing figures; // sums of reported figures
-  private final boolean partitioned; // ZeRO-1: each rank keeps its share of the optimizer state
+  private final int zeroStage; // 1: each rank keeps its share of the optimizer state, 2: also of
 
-  private DataParallel(TcpRing ring, TcpRing figures, boolean partitioned) {
+  // the gradients
+
+  private DataParallel(TcpRing ring, TcpRing figures, int zeroStage) {
     this.ring = ring;
     this.figures = figures;
-    this.partitioned = partitioned;
+    this.zeroStage = zeroStage;
   }
 
   /** A job of one rank. */
@@ -46,8 +48,9 @@ public final class DataParallel implements AutoCloseable {
 
   /**
    * Joins the job as {@code rank} of {@code addresses.size()} (see {@link TcpRing#connect}): forms
-   * its two rings one after the other on the same listeners. The caller closes the listener. With
-   * {@code zero1}, the optimizer state is partitioned over the ranks (ZeRO stage 1).
+   * its two rings one after the other on the same listeners. The caller closes the listener. {@code
+   * zeroStage} 1 partitions the optimizer state over the ranks (ZeRO stage 1), 2 the gradients too
+   * (stage 2); 0 neither.
    */
   public static DataParallel join(
       int rank,
@@ -55,8 +58,11 @@ public final class DataParallel implements AutoCloseable {
       ServerSocketChannel listener,
       byte[] secret,
       Duration timeout,
-      boolean zero1)
+      int zeroStage)
       throws IOException {
+    if (zeroStage < 0 || zeroStage > 2) {
+      throw new IllegalArgumentException("ZeRO stage 0, 1 or 2, got " + zeroStage);
+    }
     if (addresses.size() == 1) {
       return SINGLE;
     }
@@ -65,7 +71,7 @@ public final class DataParallel implements AutoCloseable {
       return new DataParallel(
           gradients,
           TcpRing.connect(rank, addresses, listener, secret, timeout, FIGURES_RING),
-          zero1);
+          zeroStage);
     } catch (IOException | RuntimeException e) {
       gradients.close();
       throw e;
@@ -85,7 +91,44 @@ public final class DataParallel implements AutoCloseable {
    * parameters only ({@link #share}), updates that share and gathers the others' updated weights.
    */
   public boolean partitionsOptimizerState() {
-    return partitioned;
+    return zeroStage >= 1;
+  }
+
+  /**
+   * ZeRO stage 2: each rank also keeps only its share of the gradients, each layer's reduced to its
+   * owners as it lands ({@link #reduceToOwnersMean}), bit for bit stage 1's reduction.
+   */
+  public boolean partitionsGradients() {
+    return zeroStage == 2;
+  }
+
+  /**
+   * ZeRO-2's reduction of elements [{@code from}, {@code from + floats.remaining() / 4}) of a
+   * buffer of {@code n}: the part of them in this rank's {@link #share} becomes their mean over the
+   * ranks, with the bits {@link #reduceScatterMean} of the whole buffer gives them (the same
+   * chunks, cut to the part); the rest is left partly summed.
+   */
+  public void reduceToOwnersMean(ByteBuffer floats, long from, long n) {
+    if (ring == null) {
+      return;
+    }
+    long count = floats.remaining() / 4;
+    int world = ring.worldSize();
+    long[] bounds = new long[world + 1];
+    for (int c = 0; c <= world; c++) {
+      bounds[c] = Math.min(count, Math.max(0, TcpRing.chunkStart(n, c, world) - from));
+    }
+    try {
+      ring.reduceScatterSum(floats, bounds);
+    } catch (IOException e) {
+      throw new UncheckedIOException("reducing gradients to their owners: " + e.getMessage(), e);
+    }
+    int mine = rank();
+    scale(
+        floats.slice(
+            floats.position() + 4 * (int) bounds[mine],
+            4 * (int) (bounds[mine + 1] - bounds[mine])),
+        1f / world);
   }
 
   /** This rank's share [from, to) of {@code n} parameters: the ring's chunk {@link #rank()}. */

@@ -161,21 +161,45 @@ public final class TcpRing implements AutoCloseable {
    * hold partial sums.
    */
   public void reduceScatterSum(ByteBuffer floats) throws IOException {
+    reduceScatterSum(floats, chunks(elements(floats)));
+  }
+
+  /**
+   * The same over chunks of its own: chunk {@code c} is elements [{@code bounds[c]}, {@code
+   * bounds[c + 1]}) of {@code floats} (world + 1 ascending bounds from 0 to its length; a chunk may
+   * be empty). Each element is summed in the order its chunk's owner fixes, so a part of a buffer
+   * reduced with the whole buffer's chunk boundaries (cut to the part) gets the whole reduction's
+   * bits: ZeRO-2 reduces each layer's gradient to its owners that way.
+   */
+  public void reduceScatterSum(ByteBuffer floats, long[] bounds) throws IOException {
     long n = elements(floats);
+    if (bounds.length != world + 1 || bounds[0] != 0 || bounds[world] != n) {
+      throw new IllegalArgumentException(
+          "chunk bounds " + java.util.Arrays.toString(bounds) + " for " + n + " elements");
+    }
     for (int step = 0; step < world - 1; step++) {
       int send = Math.floorMod(rank - step - 1, world);
       int receive = Math.floorMod(rank - step - 2, world);
-      moveChunk(floats, n, send, receive, true);
+      moveChunk(floats, bounds, send, receive, true);
     }
+  }
+
+  /** The ring's chunk boundaries of a buffer of {@code n} elements. */
+  private long[] chunks(long n) {
+    long[] bounds = new long[world + 1];
+    for (int c = 0; c <= world; c++) {
+      bounds[c] = chunkStart(n, c, world);
+    }
+    return bounds;
   }
 
   /** Hands every rank's chunk {@code rank} of {@code floats} to every other rank, in place. */
   public void allGather(ByteBuffer floats) throws IOException {
-    long n = elements(floats);
+    long[] bounds = chunks(elements(floats));
     for (int step = 0; step < world - 1; step++) {
       int send = Math.floorMod(rank - step, world);
       int receive = Math.floorMod(rank - step - 1, world);
-      moveChunk(floats, n, send, receive, false);
+      moveChunk(floats, bounds, send, receive, false);
     }
   }
 
@@ -231,14 +255,13 @@ public final class TcpRing implements AutoCloseable {
     }
   }
 
-  private void moveChunk(ByteBuffer floats, long n, int send, int receive, boolean add)
+  private void moveChunk(ByteBuffer floats, long[] bounds, int send, int receive, boolean add)
       throws IOException {
     int base = floats.position();
-    int sendStart = base + 4 * (int) chunkStart(n, send, world);
-    int sendBytes = 4 * (int) (chunkStart(n, send + 1, world) - chunkStart(n, send, world));
-    int receiveStart = base + 4 * (int) chunkStart(n, receive, world);
-    int receiveBytes =
-        4 * (int) (chunkStart(n, receive + 1, world) - chunkStart(n, receive, world));
+    int sendStart = base + 4 * (int) bounds[send];
+    int sendBytes = 4 * (int) (bounds[send + 1] - bounds[send]);
+    int receiveStart = base + 4 * (int) bounds[receive];
+    int receiveBytes = 4 * (int) (bounds[receive + 1] - bounds[receive]);
     for (int at = 0; at < Math.max(sendBytes, receiveBytes); at += SEGMENT_BYTES) {
       ByteBuffer out = floats.slice(sendStart + Math.min(at, sendBytes), piece(sendBytes, at));
       int length = piece(receiveBytes, at);

@@ -13,9 +13,9 @@ import java.util.List;
 /**
  * The way gradients leave the device: streamed layers compute theirs into two alternating gradient
  * slots (streamed layer j in slot {@code j mod 2}), resident layers into the resident slab; as soon
- * as a layer's backward is done its gradient is copied into the host gradient slab on the copy-out
- * stream. Per layer, {@link #done} marks its backward and {@link #onHost} its gradient in the host
- * slab (what the host update waits for).
+ * as a layer's backward is done its gradient is copied into the host gradient slab (ZeRO-2: a
+ * landing slot) on the copy-out stream. Per layer, {@link #done} marks its backward and {@link
+ * #onHost} its gradient in the host slab (what the host update waits for).
  */
 final class GradientReturn implements AutoCloseable {
   private final Backend backend;
@@ -81,7 +81,7 @@ final class GradientReturn implements AutoCloseable {
     DeviceBuffer source =
         j >= 0 ? slotOf(j).view(0, count) : resident.grads().view(layout.residentAt(i), count);
     int k = timeline.begin(StepTimeline.Lane.COPY_OUT, copyOut);
-    backend.copy(source, slabs.gradients(), 4 * layout.offset(i), 4 * count, copyOut);
+    backend.copy(source, slabs.landingOf(i), slabs.landingOffset(i), 4 * count, copyOut);
     timeline.end(StepTimeline.Lane.COPY_OUT, k, copyOut, 4 * count);
     onHost[i].record(copyOut);
     if (j >= 0) {

@@ -21,6 +21,10 @@ final class HostSlabs implements AutoCloseable {
   private final HostBuffer published; // or null
   private final boolean[] stale; // per layer: its copies lag its masters
   private final boolean[] copiedByUpdate; // per layer: the last update wrote its bf16 copy
+  private final long[] gradientShare; // ZeRO-2: the gradients kept, [from, to); null: all
+  private final HostBuffer landing; // ZeRO-2: the landing slots; null: gradients land in place
+  private final long slotElements;
+  private final int[] landingSlot; // per layer, ZeRO-2: its landing slot
 
   HostSlabs(Backend backend, HostLayout layout, boolean bf16Copies, boolean publishedCopy) {
     this(backend, layout, bf16Copies, publishedCopy, true);
@@ -33,23 +37,85 @@ final class HostSlabs implements AutoCloseable {
       boolean bf16Copies,
       boolean publishedCopy,
       boolean gradients) {
+    this(backend, layout, bf16Copies, publishedCopy, gradients, null);
+  }
+
+  /**
+   * As above; with a {@code gradientShare} [from, to) (ZeRO-2) the gradient slab holds that share
+   * only, and each layer's gradient lands in one of two alternating slots of the largest layer's
+   * size, from where the ranks reduce it to its owners.
+   */
+  HostSlabs(
+      Backend backend,
+      HostLayout layout,
+      boolean bf16Copies,
+      boolean publishedCopy,
+      boolean gradients,
+      long[] gradientShare) {
     this.layout = layout;
     this.stale = new boolean[layout.layers()];
     this.copiedByUpdate = new boolean[layout.layers()];
+    this.landingSlot = new int[layout.layers()];
     long n = layout.parameters();
     this.masters = backend.allocateHost("masters", 4 * n);
     this.bf16 =
         bf16Copies ? backend.allocateHost("masters-bf16", 2 * layout.streamedParameters()) : null;
     this.published = publishedCopy ? backend.allocateHost("published-weights", 4 * n) : null;
-    this.gradients = gradients ? backend.allocateHost("host-gradients", 4 * n) : null;
+    this.gradientShare = gradients ? gradientShare : null;
+    if (!gradients) {
+      this.gradients = null;
+      this.landing = null;
+      this.slotElements = 0;
+      return;
+    }
+    if (gradientShare == null) {
+      this.gradients = backend.allocateHost("host-gradients", 4 * n);
+      this.landing = null;
+      this.slotElements = 0;
+      return;
+    }
+    long largest = 0;
+    int sent = 0;
+    for (int i = layout.layers() - 1; i >= 0; i--) { // in the order backward sends them
+      largest = Math.max(largest, layout.count(i));
+      landingSlot[i] = layout.count(i) > 0 ? sent++ % LANDING_SLOTS : -1;
+    }
+    this.slotElements = largest;
+    this.gradients =
+        backend.allocateHost("host-gradients", 4 * (gradientShare[1] - gradientShare[0]));
+    this.landing = backend.allocateHost("gradient-landing", 4 * largest * LANDING_SLOTS);
   }
+
+  /** ZeRO-2's landing slots: one layer's gradient lands while the last one is reduced. */
+  static final int LANDING_SLOTS = 2;
 
   HostBuffer masters() {
     return masters;
   }
 
+  /** The gradients kept: every parameter's, or (ZeRO-2) the share's, from its first element. */
   HostBuffer gradients() {
     return gradients;
+  }
+
+  /** Where layer i's gradient lands: the gradient slab, or (ZeRO-2) its landing slot. */
+  HostBuffer landingOf(int i) {
+    return landing != null ? landing : gradients;
+  }
+
+  /** The byte offset in {@link #landingOf} where layer i's gradient lands. */
+  long landingOffset(int i) {
+    return landing != null ? 4 * slotElements * landingSlot[i] : 4 * layout.offset(i);
+  }
+
+  /** ZeRO-2: layer i's landing slot; -1 where gradients land in place. */
+  int landingSlot(int i) {
+    return landing != null ? landingSlot[i] : -1;
+  }
+
+  /** ZeRO-2: the share [from, to) of the gradients kept; null where all are. */
+  long[] gradientShare() {
+    return gradientShare;
   }
 
   /** The bf16 copy of the streamed layers' masters, or null without bf16 slots. */
@@ -156,6 +222,9 @@ final class HostSlabs implements AutoCloseable {
     masters.close();
     if (gradients != null) {
       gradients.close();
+    }
+    if (landing != null) {
+      landing.close();
     }
     if (bf16 != null) {
       bf16.close();

@@ -33,13 +33,14 @@ final class HostUpdateQueue implements AutoCloseable {
 
   /**
    * Queues {@code update} of parameters [from, to) to run once {@code landed} has completed, and
-   * {@code refreshCopies} after it, or before it when {@code late} (a delayed update).
+   * {@code refreshCopies} after it, or before it when {@code late} (a delayed update); returns what
+   * completes when both have run.
    */
-  void submit(
+  CompletableFuture<Void> submit(
       Event landed, int from, int to, HostUpdate update, boolean late, Runnable refreshCopies) {
     CompletableFuture<Void> copiesReady = new CompletableFuture<>();
     published.add(copiesReady);
-    updates.add(
+    CompletableFuture<Void> done =
         CompletableFuture.runAsync(
             () -> {
               try {
@@ -62,7 +63,9 @@ final class HostUpdateQueue implements AutoCloseable {
                 throw e;
               }
             },
-            thread));
+            thread);
+    updates.add(done);
+    return done;
   }
 
   /** Blocks until every queued layer's copies are refreshed (delayed updates may still run). */

@@ -109,7 +109,9 @@ public final class OffloadedLearner implements Learner {
     HostThreads threads = new HostThreads(hostThreads);
     StreamedModel streamed = null;
     try {
-      streamed = new StreamedModel(model, how, backend, stream);
+      streamed =
+          new StreamedModel(
+              model, how, backend, stream, ranks.partitionsGradients() ? ranks::share : null);
       HostBuffer masters = streamed.masters();
       HostBuffer gradients = streamed.hostGradients();
       ParamGroups.Layout layout = streamed.layout();
@@ -122,7 +124,9 @@ public final class OffloadedLearner implements Learner {
         }
         long[] share = ranks.share(streamed.parameterCount());
         masters = new HostSlice(masters, 4 * share[0], 4 * (share[1] - share[0]));
-        gradients = new HostSlice(gradients, 4 * share[0], 4 * (share[1] - share[0]));
+        if (!ranks.partitionsGradients()) { // ZeRO-2's gradient slab is the share's already
+          gradients = new HostSlice(gradients, 4 * share[0], 4 * (share[1] - share[0]));
+        }
         layout = layout.share(share[0], share[1]);
         first = share[0];
         copies = Bf16Copies.NONE; // the gathered shares are narrowed after the gather
@@ -323,19 +327,30 @@ public final class OffloadedLearner implements Learner {
   /**
    * ZeRO-1: after backward the gradients are reduce-scattered (this rank's share averaged), this
    * rank's optimizer updates its share of the masters, and the ranks gather each other's updated
-   * shares. Without clipping the weights are those of the unpartitioned update, bit for bit (AdamW
-   * and SGD are element-wise); the clipping norm sums the shares' squares over the ranks.
+   * shares. ZeRO-2: each layer's gradient is reduced to its owners as it lands instead, the host
+   * keeping this rank's share only; the same bits. Without clipping the weights are those of the
+   * unpartitioned update, bit for bit (AdamW and SGD are element-wise); the clipping norm sums the
+   * shares' squares over the ranks.
    */
   private void updateShare(
       Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, ByteBuffer grads) {
-    model.backward(compute, dlogits, batch, null);
-    model.awaitGradients(compute);
-    long start = System.nanoTime();
-    ranks.reduceScatterMean(grads);
     long[] share = ranks.share(model.parameterCount());
     int n = (int) (share[1] - share[0]);
-    FloatBuffer mine =
-        grads.slice(4 * (int) share[0], 4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
+    FloatBuffer mine;
+    long start;
+    if (ranks.partitionsGradients()) {
+      model.backward(compute, dlogits, batch, (from, to) -> reduceToOwner(from, to, share, grads));
+      model.awaitGradients(compute);
+      model.awaitUpdates();
+      start = System.nanoTime();
+      mine = grads.order(ByteOrder.nativeOrder()).asFloatBuffer();
+    } else {
+      model.backward(compute, dlogits, batch, null);
+      model.awaitGradients(compute);
+      start = System.nanoTime();
+      ranks.reduceScatterMean(grads);
+      mine = grads.slice(4 * (int) share[0], 4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
+    }
     if (clipNorm > 0) {
       clip(mine, true);
     }
@@ -346,6 +361,22 @@ public final class OffloadedLearner implements Learner {
     }
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersChanged();
+  }
+
+  /**
+   * ZeRO-2, on the host optimizer thread as layer [from, to)'s gradient lands: reduced to its
+   * owners over the gradient ring with ZeRO-1's chunks cut to the layer (so with its bits), and the
+   * part in this rank's {@code share} kept in the share's gradient slab {@code kept}; the landing
+   * slot is then free for the next layer but one.
+   */
+  private void reduceToOwner(int from, int to, long[] share, ByteBuffer kept) {
+    ByteBuffer landed = model.landed(from, to);
+    ranks.reduceToOwnersMean(landed, from, model.parameterCount());
+    int a = (int) Math.max(from, share[0]);
+    int b = (int) Math.min(to, share[1]);
+    if (a < b) {
+      kept.put(4 * (int) (a - share[0]), landed, 4 * (a - from), 4 * (b - a));
+    }
   }
 
   /**

@@ -15,7 +15,9 @@ import dev.ramtrain.trainer.nn.ParameterSource;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.nn.Workspace;
 import dev.ramtrain.trainer.optim.ParamGroups;
+import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * A model whose master weights and gradients live in pinned host memory, with some layers resident
@@ -62,6 +64,8 @@ public final class StreamedModel implements Network, AutoCloseable {
   private boolean delayThisStep; // the update begun by this step's backward runs late
   private boolean pendingDelayed; // the pending updates were begun delayed
   private Event lastLanding; // the last gradient the last backward sent to the host
+  private final CompletableFuture<?>[] slotReleased =
+      new CompletableFuture<?>[HostSlabs.LANDING_SLOTS]; // ZeRO-2: each slot's last reduction
   private ActivationCheckpoints checkpoints; // null: every layer keeps its own activations
   private final int maxBatch;
   private final long seed;
@@ -71,6 +75,20 @@ public final class StreamedModel implements Network, AutoCloseable {
    * model would, uploads the resident layers and binds every layer.
    */
   public StreamedModel(ModelBlueprint config, Streaming how, Backend backend, Stream stream) {
+    this(config, how, backend, stream, null);
+  }
+
+  /**
+   * As above; with a {@code gradientShare} (ZeRO-2: the share [from, to) of the model's parameter
+   * count the host keeps the gradients of) each layer's gradient lands in a slot from where the
+   * update given to {@link #backward} reduces it ({@link #landed}); null keeps them all.
+   */
+  public StreamedModel(
+      ModelBlueprint config,
+      Streaming how,
+      Backend backend,
+      Stream stream,
+      java.util.function.LongFunction<long[]> gradientShare) {
     this.spec = config.spec();
     this.backend = backend;
     this.layers = List.copyOf(config.layers().get());
@@ -81,7 +99,14 @@ public final class StreamedModel implements Network, AutoCloseable {
     boolean bf16 = how.bf16Weights() && layout.streamedCount() > 0;
     this.delayable = how.delayedUpdate();
     this.delayFromStep = how.delayWarmupSteps();
-    this.slabs = new HostSlabs(backend, layout, bf16, delayable);
+    this.slabs =
+        new HostSlabs(
+            backend,
+            layout,
+            bf16,
+            delayable,
+            true,
+            gradientShare == null ? null : gradientShare.apply(layout.parameters()));
     Parameters.writeInitialValues(
         layout.entries(),
         seed,
@@ -320,22 +345,58 @@ public final class StreamedModel implements Network, AutoCloseable {
         if (j >= 0) {
           ring.release(compute, j);
         }
+        int slot = slabs.landingSlot(i);
+        if (slot >= 0 && slotReleased[slot] != null) {
+          slotReleased[slot].join(); // the layer that landed there last has been reduced
+        }
         gradients.send(compute, i);
         if (update != null) {
-          scheduleUpdate(i, update);
+          CompletableFuture<Void> done = scheduleUpdate(i, update);
+          if (slot >= 0) {
+            slotReleased[slot] = done;
+          }
         }
       }
     }
   }
 
   /** Runs {@code update} over layer i's range once its gradient is on the host. */
-  private void scheduleUpdate(int i, HostUpdate update) {
+  private CompletableFuture<Void> scheduleUpdate(int i, HostUpdate update) {
     int from = (int) layout.offset(i);
     int to = (int) (layout.offset(i) + layout.count(i));
-    updates.submit(
-        gradients.onHost(i), from, to, update, delayThisStep, () -> slabs.refreshCopies(i));
+    CompletableFuture<Void> done =
+        updates.submit(
+            gradients.onHost(i), from, to, update, delayThisStep, () -> slabs.refreshCopies(i));
     mastersChanged[i] = true;
     lastLanding = gradients.onHost(i);
+    return done;
+  }
+
+  /**
+   * Where the gradient of parameters [from, to) (one layer's range, as an update given to {@link
+   * #backward} receives it) has landed on the host: its place in the gradient slab, or (ZeRO-2) its
+   * landing slot, which the next layer but one overwrites once that update has returned.
+   */
+  public ByteBuffer landed(int from, int to) {
+    int i = layerAt(from);
+    if (layout.offset(i) != from || layout.offset(i) + layout.count(i) != to) {
+      throw new IllegalArgumentException("[" + from + ", " + to + ") is not one layer's range");
+    }
+    return slabs
+        .landingOf(i)
+        .asByteBuffer()
+        .slice((int) slabs.landingOffset(i), 4 * (to - from))
+        .order(java.nio.ByteOrder.nativeOrder());
+  }
+
+  /** The layer with parameters whose range starts at {@code from}. */
+  private int layerAt(int from) {
+    for (int i = 0; i < layers.size(); i++) {
+      if (layout.count(i) > 0 && layout.offset(i) == from) {
+        return i;
+      }
+    }
+    throw new IllegalArgumentException("no layer's parameters start at " + from);
   }
 
   /** Whether the update begun by this step's backward runs late (a delayed update). */

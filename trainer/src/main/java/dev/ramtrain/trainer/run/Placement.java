@@ -196,8 +196,8 @@ public final class Placement {
     }
     if (offload.delayedUpdate() && ranks.partitionsOptimizerState()) {
       throw new ConfigException(
-          "ramtrain.dist.zero = 1: cannot be used with ramtrain.offload.delayed-update (ZeRO-1"
-              + " updates once the whole gradient is reduced)");
+          "ramtrain.dist.zero: cannot be used with ramtrain.offload.delayed-update (ZeRO updates"
+              + " once the whole gradient is reduced)");
     }
     if (offload.delayedUpdate()) {
       if (ranks.leader()) {
@@ -329,8 +329,8 @@ public final class Placement {
       DataParallel ranks) {
     if (ranks.partitionsOptimizerState()) {
       throw new ConfigException(
-          "ramtrain.dist.zero = 1 partitions the host optimizer's state, and this run is resident"
-              + " on the device: use it with ramtrain.offload.mode = on");
+          "ramtrain.dist.zero partitions the host optimizer's state, and this run is resident on"
+              + " the device: use it with ramtrain.offload.mode = on");
     }
     Model model = config.buildResident(backend, setup);
     try {

@@ -50,12 +50,7 @@ class GradientExchangeTest {
               () -> {
                 try (DataParallel dp =
                     DataParallel.join(
-                        rank,
-                        addresses,
-                        listeners.get(rank),
-                        secret,
-                        Duration.ofSeconds(30),
-                        false)) {
+                        rank, addresses, listeners.get(rank), secret, Duration.ofSeconds(30), 0)) {
                   return exchanged(dp, bucketBytes, cuda);
                 }
               }));
