@@ -127,6 +127,14 @@ static inline __attribute__((always_inline)) void bf16_state_body(
   }
 }
 
+/* bf16 gradients widened into fp32 (exact: the bf16 bits are the float's top half). */
+static inline __attribute__((always_inline)) void widen_body(const uint16_t *restrict src,
+                                                             float *restrict dst, int n) {
+  for (int i = 0; i < n; i++) {
+    dst[i] = from_bits((uint32_t)src[i] << 16);
+  }
+}
+
 #define FP32_PARAMS                                                                          \
   float *restrict p, const float *restrict g, float *restrict m, float *restrict v,          \
       uint16_t *restrict out, int n, float b1, float b2, float eps, float decay,             \
@@ -153,6 +161,9 @@ static inline __attribute__((always_inline)) void bf16_state_body(
     } else {                                                                                  \
       bf16_state_body(BF16_ARGS, 0);                                                          \
     }                                                                                         \
+  }                                                                                           \
+  target static void widen_##suffix(const uint16_t *restrict src, float *restrict dst, int n) { \
+    widen_body(src, dst, n);                                                                  \
   }                                                                                           \
   target static void triad_##suffix(float *restrict a, const float *restrict b,               \
                                     const float *restrict c, int n) {                         \
@@ -235,5 +246,23 @@ JNIEXPORT void JNICALL Java_dev_ramtrain_trainer_offload_HostAdamWKernel_triadNa
       break;
     default:
       triad_baseline(x, y, z, n);
+  }
+}
+
+JNIEXPORT void JNICALL Java_dev_ramtrain_trainer_offload_HostAdamWKernel_widenNative(
+    JNIEnv *env, jclass cls, jlong src, jlong dst, jint n) {
+  (void)env;
+  (void)cls;
+  const uint16_t *x = (const uint16_t *)(intptr_t)src;
+  float *y = (float *)(intptr_t)dst;
+  switch (usable(ISA_AVX512)) {
+    case ISA_AVX512:
+      widen_avx512(x, y, n);
+      break;
+    case ISA_AVX2:
+      widen_avx2(x, y, n);
+      break;
+    default:
+      widen_baseline(x, y, n);
   }
 }

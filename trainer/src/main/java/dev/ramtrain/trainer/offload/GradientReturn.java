@@ -5,6 +5,7 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Event;
 import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.backend.ops.Convert;
 import dev.ramtrain.trainer.backend.ops.Fill;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.util.ArrayList;
@@ -14,8 +15,9 @@ import java.util.List;
  * The way gradients leave the device: streamed layers compute theirs into two alternating gradient
  * slots (streamed layer j in slot {@code j mod 2}), resident layers into the resident slab; as soon
  * as a layer's backward is done its gradient is copied into the host gradient slab (ZeRO-2: a
- * landing slot) on the copy-out stream. Per layer, {@link #done} marks its backward and {@link
- * #onHost} its gradient in the host slab (what the host update waits for).
+ * landing slot) on the copy-out stream; with bf16 slots a streamed layer's gradient is rounded to
+ * bf16 on the device first and crosses in half the bytes. Per layer, {@link #done} marks its
+ * backward and {@link #onHost} its gradient in the host slab (what the host update waits for).
  */
 final class GradientReturn implements AutoCloseable {
   private final Backend backend;
@@ -25,6 +27,7 @@ final class GradientReturn implements AutoCloseable {
   private final StepTimeline timeline;
   private final Stream copyOut;
   private final List<DeviceBuffer> slots = new ArrayList<>();
+  private final List<DeviceBuffer> bf16Slots = new ArrayList<>(); // bf16 slots: what crosses
   private final Event[] returned; // per slot: its last copy to the host is done
   private final Event[] done; // per layer: its backward is done (compute stream)
   private final Event[] onHost; // per layer: its gradient is in the host slab
@@ -42,6 +45,10 @@ final class GradientReturn implements AutoCloseable {
     this.timeline = timeline;
     for (int s = 0; s < Math.min(2, layout.streamedCount()); s++) {
       slots.add(backend.allocate("grad-slot." + s, DType.F32, layout.largestStreamed()));
+      if (slabs.gradientsBf16() != null) {
+        bf16Slots.add(
+            backend.allocate("grad-slot-bf16." + s, DType.BF16, layout.largestStreamed()));
+      }
     }
     this.copyOut = backend.createStream("gradients-out");
     this.returned = new Event[slots.size()];
@@ -76,13 +83,28 @@ final class GradientReturn implements AutoCloseable {
   void send(Stream compute, int i) {
     int j = layout.ordinal(i);
     long count = layout.count(i);
+    boolean bf16 = slabs.landsBf16(i);
+    if (bf16) { // rounded as the weights are: half the bytes cross
+      backend.run(
+          compute,
+          new Convert(slotOf(j).view(0, count), bf16Slots.get(j % slots.size()).view(0, count)));
+    }
     done[i].record(compute);
     copyOut.waitFor(done[i]);
     DeviceBuffer source =
         j >= 0 ? slotOf(j).view(0, count) : resident.grads().view(layout.residentAt(i), count);
     int k = timeline.begin(StepTimeline.Lane.COPY_OUT, copyOut);
-    backend.copy(source, slabs.landingOf(i), slabs.landingOffset(i), 4 * count, copyOut);
-    timeline.end(StepTimeline.Lane.COPY_OUT, k, copyOut, 4 * count);
+    if (bf16) {
+      backend.copy(
+          bf16Slots.get(j % slots.size()).view(0, count),
+          slabs.gradientsBf16(),
+          2 * layout.bf16At(i),
+          2 * count,
+          copyOut);
+    } else {
+      backend.copy(source, slabs.landingOf(i), slabs.landingOffset(i), 4 * count, copyOut);
+    }
+    timeline.end(StepTimeline.Lane.COPY_OUT, k, copyOut, (bf16 ? 2 : 4) * count);
     onHost[i].record(copyOut);
     if (j >= 0) {
       returned[j % slots.size()].record(copyOut);
@@ -109,6 +131,7 @@ final class GradientReturn implements AutoCloseable {
     copyOut.synchronize();
     copyOut.close(); // its own: a CUDA stream holds device scratch until closed
     slots.forEach(DeviceBuffer::close);
+    bf16Slots.forEach(DeviceBuffer::close);
     for (Event e : returned) {
       e.close();
     }

@@ -121,6 +121,19 @@ final class HostAdamWKernel {
     }
   }
 
+  /** Widens {@code n} bf16 values at {@code src} into floats at {@code dst} (exactly). */
+  static void widen(long src, long dst, int n) {
+    if (UNAVAILABLE == null) {
+      widenNative(src, dst, n);
+      return;
+    }
+    ShortBuffer from = shorts(src, n);
+    FloatBuffer to = floats(dst, n);
+    for (int i = 0; i < n; i++) {
+      to.put(i, Bf16.toFloat(from.get(i)));
+    }
+  }
+
   /** The Java loop of {@link #fp32}: {@link AdamWMath#update}, then each weight rounded. */
   static void fp32Java(long p, long g, long m, long v, long bf16, int n, AdamWMath a) {
     FloatBuffer params = floats(p, n);
@@ -205,6 +218,8 @@ final class HostAdamWKernel {
       int isa);
 
   private static native void triadNative(long a, long b, long c, int n);
+
+  private static native void widenNative(long src, long dst, int n);
 
   /** The variant a call asking for {@code isa} runs on this CPU. */
   static native int usableIsa(int isa);

@@ -23,6 +23,7 @@ final class HostSlabs implements AutoCloseable {
   private final boolean[] copiedByUpdate; // per layer: the last update wrote its bf16 copy
   private final long[] gradientShare; // ZeRO-2: the gradients kept, [from, to); null: all
   private final HostBuffer landing; // ZeRO-2: the landing slots; null: gradients land in place
+  private final HostBuffer gradientsBf16; // bf16 slots: streamed layers' gradients as they land
   private final long slotElements;
   private final int[] landingSlot; // per layer, ZeRO-2: its landing slot
 
@@ -65,6 +66,7 @@ final class HostSlabs implements AutoCloseable {
     if (!gradients) {
       this.gradients = null;
       this.landing = null;
+      this.gradientsBf16 = null;
       this.slotElements = 0;
       return;
     }
@@ -72,8 +74,14 @@ final class HostSlabs implements AutoCloseable {
       this.gradients = backend.allocateHost("host-gradients", 4 * n);
       this.landing = null;
       this.slotElements = 0;
+      // bf16 slots: the streamed layers' gradients cross the bus in bf16 too, widened on the host.
+      this.gradientsBf16 =
+          bf16Copies
+              ? backend.allocateHost("host-gradients-bf16", 2 * layout.streamedParameters())
+              : null;
       return;
     }
+    this.gradientsBf16 = null; // ZeRO-2 lands fp32 gradients in its slots
     long largest = 0;
     int sent = 0;
     for (int i = layout.layers() - 1; i >= 0; i--) { // in the order backward sends them
@@ -96,6 +104,27 @@ final class HostSlabs implements AutoCloseable {
   /** The gradients kept: every parameter's, or (ZeRO-2) the share's, from its first element. */
   HostBuffer gradients() {
     return gradients;
+  }
+
+  /**
+   * Whether streamed layer i's gradient lands in bf16 (bf16 slots without ZeRO-2), to be {@link
+   * #widenGradient widened} into the gradient slab before anything reads it there.
+   */
+  boolean landsBf16(int i) {
+    return gradientsBf16 != null && layout.streamed(i);
+  }
+
+  /** The bf16 gradients of the streamed layers, in the bf16 copy's layout; null without. */
+  HostBuffer gradientsBf16() {
+    return gradientsBf16;
+  }
+
+  /** Widens streamed layer i's landed bf16 gradient into its place in the gradient slab. */
+  void widenGradient(int i) {
+    HostAdamWKernel.widen(
+        gradientsBf16.address() + 2 * layout.bf16At(i),
+        gradients.address() + 4 * layout.offset(i),
+        Math.toIntExact(layout.count(i)));
   }
 
   /** Where layer i's gradient lands: the gradient slab, or (ZeRO-2) its landing slot. */
@@ -225,6 +254,9 @@ final class HostSlabs implements AutoCloseable {
     }
     if (landing != null) {
       landing.close();
+    }
+    if (gradientsBf16 != null) {
+      gradientsBf16.close();
     }
     if (bf16 != null) {
       bf16.close();

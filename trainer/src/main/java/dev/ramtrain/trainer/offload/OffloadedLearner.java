@@ -347,6 +347,7 @@ public final class OffloadedLearner implements Learner {
     } else {
       model.backward(compute, dlogits, batch, null);
       model.awaitGradients(compute);
+      model.awaitUpdates(); // bf16 gradients widened
       start = System.nanoTime();
       ranks.reduceScatterMean(grads);
       mine = grads.slice(4 * (int) share[0], 4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();

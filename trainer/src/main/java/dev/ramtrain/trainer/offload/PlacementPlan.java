@@ -198,7 +198,8 @@ public record PlacementPlan(
             .mapToLong(LayerCost::parameters)
             .sum();
     long copied =
-        params * 4
+        (params - streamedParams) * 4 // resident gradients
+            + streamedParams * deviceWeightBytesPerParam // streamed ones, in bf16 with bf16 slots
             + (params - streamedParams) * 4
             + (2 * streamedParams - stillHeld) * deviceWeightBytesPerParam;
     double copy = copied / profile.copyBytesPerSecond();
@@ -256,8 +257,10 @@ public record PlacementPlan(
    */
   static long streamingFloor(List<LayerCost> layers, int depth, long weightBytesPerParam) {
     long largest = layers.stream().mapToLong(LayerCost::parameters).max().orElse(0);
-    long working = weightBytesPerParam < 4 ? 4 : 0;
-    return largest * (depth * weightBytesPerParam + working + 2 * 4);
+    // bf16 slots: an fp32 working copy of the weights, and two bf16 gradient slots beside the
+    // fp32 ones (a gradient crosses the bus in bf16 as the weights do).
+    long bf16 = weightBytesPerParam < 4 ? 4 + 2 * 2 : 0;
+    return largest * (depth * weightBytesPerParam + bf16 + 2 * 4);
   }
 
   /**

@@ -312,11 +312,13 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /**
    * Backward from dL/dlogits. Every layer's gradient returns to the host slab as soon as its
-   * backward is done; {@code update} (null: none) then runs for that layer's range on the host
+   * backward is done; {@code given} (null: none) then runs for that layer's range on the host
    * optimizer thread, in the order gradients land.
    */
-  public void backward(Stream compute, DeviceBuffer dlogits, int batch, HostUpdate update) {
+  public void backward(Stream compute, DeviceBuffer dlogits, int batch, HostUpdate given) {
     updates.awaitAll(); // delayed ones read the gradient slab this backward refills
+    // bf16 gradients are widened on the host optimizer thread: it runs for every layer then.
+    HostUpdate update = given == null && slabs.gradientsBf16() != null ? (f, t) -> {} : given;
     pendingDelayed = delayThisStep;
     timeline.beginPass(compute);
     DeviceBuffer g = dlogits;
@@ -364,9 +366,16 @@ public final class StreamedModel implements Network, AutoCloseable {
   private CompletableFuture<Void> scheduleUpdate(int i, HostUpdate update) {
     int from = (int) layout.offset(i);
     int to = (int) (layout.offset(i) + layout.count(i));
+    HostUpdate landed =
+        slabs.landsBf16(i)
+            ? (a, b) -> {
+              slabs.widenGradient(i);
+              update.update(a, b);
+            }
+            : update;
     CompletableFuture<Void> done =
         updates.submit(
-            gradients.onHost(i), from, to, update, delayThisStep, () -> slabs.refreshCopies(i));
+            gradients.onHost(i), from, to, landed, delayThisStep, () -> slabs.refreshCopies(i));
     mastersChanged[i] = true;
     lastLanding = gradients.onHost(i);
     return done;
@@ -536,6 +545,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   /** Every parameter's gradient of the last backward in model order, on the host. */
   public float[] gradients(Stream compute) {
     awaitGradients(compute);
+    awaitUpdates(); // bf16 gradients are widened there
     float[] out = new float[parameterCount()];
     slabs.gradients().asByteBuffer().asFloatBuffer().get(out);
     return out;

@@ -742,6 +742,19 @@ public abstract class OffloadedTrainingTest {
     @Override
     public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
       model.backward(compute, dlogits, batch);
+      if (how.bf16Weights()) { // streamed layers' gradients cross the bus in bf16 too
+        DeviceBuffer grads = model.parameters().grads();
+        float[] g = Checkpoints.download(backend, compute, grads);
+        for (var e : model.parameters().entries()) {
+          String layer = e.spec().name().substring(0, e.spec().name().indexOf('.'));
+          if (how.streamed().contains(layer)) {
+            for (long i = e.offset(); i < e.offset() + e.spec().count(); i++) {
+              g[(int) i] = Bf16.toFloat(Bf16.fromFloat(g[(int) i]));
+            }
+          }
+        }
+        Checkpoints.upload(backend, compute, grads, g);
+      }
       if (clipNorm > 0) { // as the resident learner clips
         backend.run(
             compute,

@@ -219,15 +219,16 @@ class PlacementPlanTest {
     assertTrue(60.0 * (1 << 20) * (minBatch - 1) / 1e12 < plan.copySeconds());
 
     PlacementPlan bf16 = PlacementPlan.plan(tenLayers(), batch, budget, 2, true, DEVICE);
-    // bf16 slots take 2 bytes a parameter, plus one fp32 working buffer: at depth 2 that is the
-    // fp32 ring's 16 MiB again, so the same 5 layers stream; their weights move as 2 bytes:
-    // 40 + 4 × 5M + 2 × (10M - 2M).
+    // bf16 slots take 2 bytes a parameter, plus one fp32 working buffer and two bf16 gradient
+    // slots beside the fp32 ones: at depth 2, 4 + 4 + 4 + 8 = 20 MiB (8k + 20 + 40 <= 100 -> k =
+    // 5), so the same 5 layers stream; their weights and gradients move as 2 bytes: 4 × 5M + 2 ×
+    // 5M of gradients, 4 × 5M of resident weights, 2 × (10M - 2M) of streamed ones.
     assertEquals(5, bf16.streamed().size(), bf16.streamed().toString());
-    assertEquals((40L + 20 + 16) << 20, bf16.copiedBytesPerStep());
+    assertEquals((20L + 10 + 20 + 16) << 20, bf16.copiedBytesPerStep());
     PlacementPlan deep = PlacementPlan.plan(tenLayers(), batch, budget, 4, true, DEVICE);
-    // At depth 4 bf16 slots save 8 of the fp32 ring's 24 MiB: 20 MiB in all, and the resident
-    // layers stay as many as fit beside it (8k + 20 + 40 <= 100 -> k = 5).
-    assertEquals((40L << 20) + (20L << 20) + activations, deep.deviceBytes());
+    // At depth 4 the bf16 ring takes 8 + 4 + 4 + 8 = 24 MiB, and the resident layers stay as many
+    // as fit beside it (8k + 24 + 40 <= 100 -> k = 4).
+    assertEquals((32L << 20) + (24L << 20) + activations, deep.deviceBytes());
 
     PlacementPlan roomy = PlacementPlan.plan(tenLayers(), batch, 150L << 20, 2, false, DEVICE);
     assertEquals(PlacementPlan.Mode.OFFLOADED, roomy.mode(), "AdamW's moments do not fit");
@@ -237,10 +238,12 @@ class PlacementPlanTest {
 
   /**
    * A partial offload built as planned allocates exactly the plan's device bytes, and a step moves
-   * exactly the plan's bytes each way.
+   * exactly the plan's bytes each way; with bf16 slots too (the weights in and the streamed layers'
+   * gradients out in bf16).
    */
-  @Test
-  void anOffloadedModelAllocatesAndCopiesWhatItsPlanSays() {
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+  void anOffloadedModelAllocatesAndCopiesWhatItsPlanSays(boolean bf16) {
     String spec = "mlp:64-128-128-128-128-128-128-128-10";
     int batch = 8;
     List<LayerCost> costs;
@@ -250,8 +253,9 @@ class PlacementPlanTest {
     long weightsResident =
         PlacementPlan.plan(costs, batch, 1L << 30, 2, false, DEVICE, true).deviceBytes();
     PlacementPlan plan =
-        PlacementPlan.plan(costs, batch, weightsResident * 9 / 10, 2, false, DEVICE);
+        PlacementPlan.plan(costs, batch, weightsResident * 9 / 10, 2, bf16, DEVICE);
     assertEquals(PlacementPlan.Mode.OFFLOADED, plan.mode());
+    assertEquals(bf16, plan.bf16Weights());
     assertTrue(!plan.streamed().isEmpty() && !plan.resident().isEmpty(), plan.toString());
     try (Backend b = new CpuBackend(1)) {
       var s = b.createStream("s");

@@ -44,7 +44,10 @@ class StreamedModelTest {
     return resident(spec, layers, Set.of());
   }
 
-  /** As {@link #resident}, with the weights of layers {@code bf16} rounded to bf16 first. */
+  /**
+   * As {@link #resident}, with the weights of layers {@code bf16} rounded to bf16 first, and their
+   * gradients rounded to bf16 after.
+   */
   private static List<Step> resident(String spec, Supplier<List<Layer>> layers, Set<String> bf16) {
     try (Backend b = new CpuBackend(2)) {
       Stream s = b.createStream("compute");
@@ -69,7 +72,15 @@ class StreamedModelTest {
           model.beginStep(step);
           float[] logits = DeviceArrays.read(b, s, model.forward(s, x, BATCH, true));
           model.backward(s, dy, BATCH);
-          steps.add(new Step(logits, DeviceArrays.read(b, s, model.parameters().grads())));
+          float[] grads = DeviceArrays.read(b, s, model.parameters().grads());
+          for (var e : model.parameters().entries()) { // bf16 layers' gradients cross in bf16
+            if (bf16.contains(e.spec().name().substring(0, e.spec().name().indexOf('.')))) {
+              for (long i = e.offset(); i < e.offset() + e.spec().count(); i++) {
+                grads[(int) i] = Bf16.toFloat(Bf16.fromFloat(grads[(int) i]));
+              }
+            }
+          }
+          steps.add(new Step(logits, grads));
         }
         return steps;
       }
@@ -155,7 +166,8 @@ class StreamedModelTest {
 
   /**
    * bf16 slots compute exactly what a resident model computes with those layers' weights rounded to
-   * bf16 (widened into fp32 on the device before use).
+   * bf16 (widened into fp32 on the device before use), their gradients rounded to bf16 on the way
+   * back (widened on the host).
    */
   @Test
   void bf16SlotsComputeWithTheBf16RoundedWeights() {
