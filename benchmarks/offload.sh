@@ -3,7 +3,8 @@
 # than the device budget, the plan's placement, the same batches; step-time ratio, loss curves,
 # per-step copy/overlap figures. BUS_GBPS > 0 adds a simulated host-device bus to the copies.
 # CLIP > 0: clipped at that norm, the offloaded run's serial and speculative host updates side by
-# side (ramtrain.offload.clip-update), with each one's exposed host-update time.
+# side (ramtrain.offload.clip-update) and the delayed one (from step 2), with each one's exposed
+# host-update time and loss curve.
 # Usage: benchmarks/offload.sh [spec] [batch=128] [threads=2] [ratio=4] [rounds=3] [steps=10] [bus_gbps=0] [bf16=false] [delayed=false] [clip=0]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

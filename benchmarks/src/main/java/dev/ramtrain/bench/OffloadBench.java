@@ -73,7 +73,16 @@ public final class OffloadBench {
         plan.copySeconds() * 1e3);
     SimulatedBus bus = busGbps > 0 ? new SimulatedBus(busGbps * 1e9, 0, 0) : SimulatedBus.NONE;
     if (clip > 0) {
-      clipped(spec, batch, threads, rounds, steps, Streaming.of(plan, false, 2), bus, clip);
+      clipped(
+          spec,
+          batch,
+          threads,
+          rounds,
+          steps,
+          Streaming.of(plan, false, 2),
+          Streaming.of(plan, true, 2),
+          bus,
+          clip);
       return;
     }
     for (int round = 1; round <= rounds; round++) {
@@ -103,9 +112,10 @@ public final class OffloadBench {
   }
 
   /**
-   * Clipped at {@code norm}: resident, offloaded with the serial host update (after backward) and
-   * with the speculative one (as gradients land), A B C per round; the host update's exposed time
-   * per step beside each step.
+   * Clipped at {@code norm}: resident, offloaded with the serial host update (after backward), with
+   * the speculative one (as gradients land) and with the delayed one ({@code delayed}: beside the
+   * next forward, one step stale from step 2), A B C D per round; the host update's exposed time
+   * per step beside each step, and the loss curves.
    */
   private static void clipped(
       String spec,
@@ -114,6 +124,7 @@ public final class OffloadBench {
       int rounds,
       int steps,
       Streaming how,
+      Streaming delayed,
       SimulatedBus bus,
       float norm) {
     for (int round = 1; round <= rounds; round++) {
@@ -125,6 +136,16 @@ public final class OffloadBench {
       TrainingSteps.Run speculative =
           clippedRun(
               () -> new CpuBackend(threads, bus), spec, batch, threads, how, norm, true, steps);
+      TrainingSteps.Run late =
+          clippedRun(
+              () -> new CpuBackend(threads, bus),
+              spec,
+              batch,
+              threads,
+              delayed,
+              norm,
+              false,
+              steps);
       System.out.printf(
           "round %d, clip-norm %s: resident %.2f ms; offloaded serial %.2f ms (%.3fx, host update"
               + " exposed %s ms), speculative %.2f ms (%.3fx, exposed %s ms, redone %s); losses"
@@ -141,9 +162,15 @@ public final class OffloadBench {
           speculative.lastMetrics().get("clip_redone"),
           java.util.Arrays.equals(resident.losses(), serial.losses()),
           java.util.Arrays.equals(serial.losses(), speculative.losses()));
+      System.out.printf(
+          "  delayed (from step 2) %.2f ms (%.3fx, exposed %s ms)%n",
+          late.medianStepSeconds() * 1e3,
+          late.medianStepSeconds() / resident.medianStepSeconds(),
+          late.lastMetrics().get("optimizer_exposed_ms"));
       if (round == 1) {
         System.out.println("  loss per step, serial: " + format(serial.losses()));
         System.out.println("  loss per step, speculative: " + format(speculative.losses()));
+        System.out.println("  loss per step, delayed: " + format(late.losses()));
       }
     }
   }

@@ -430,7 +430,11 @@ public final class OffloadedLearner implements Learner {
     m.put("overlap", t.overlap());
     // Clipping updates after backward: then all of it is exposed.
     m.put("host_optimizer_ms", model.hostUpdateMillis() + serialUpdateNanos / 1e6);
-    m.put("optimizer_exposed_ms", model.updateTailMillis() + serialUpdateNanos / 1e6);
+    m.put(
+        "optimizer_exposed_ms",
+        model.delaysThisStep() // the update runs beside the next forward: what it did not hide
+            ? model.delayedUpdateWaitMillis()
+            : model.updateTailMillis() + serialUpdateNanos / 1e6);
     m.put("pinned_host_bytes", backend.allocatedHostBytes());
     if (speculation != null) {
       m.put("clip_redone", redone ? 1 : 0); // the speculative update clipped: run again

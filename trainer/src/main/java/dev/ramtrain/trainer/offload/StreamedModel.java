@@ -64,6 +64,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   private boolean delayThisStep; // the update begun by this step's backward runs late
   private boolean pendingDelayed; // the pending updates were begun delayed
   private Event lastLanding; // the last gradient the last backward sent to the host
+  private long delayedWaitNanos; // how long the last backward waited for a delayed update
   private final CompletableFuture<?>[] slotReleased =
       new CompletableFuture<?>[HostSlabs.LANDING_SLOTS]; // ZeRO-2: each slot's last reduction
   private ActivationCheckpoints checkpoints; // null: every layer keeps its own activations
@@ -316,7 +317,9 @@ public final class StreamedModel implements Network, AutoCloseable {
    * optimizer thread, in the order gradients land.
    */
   public void backward(Stream compute, DeviceBuffer dlogits, int batch, HostUpdate given) {
+    long waitFrom = System.nanoTime();
     updates.awaitAll(); // delayed ones read the gradient slab this backward refills
+    delayedWaitNanos = pendingDelayed ? System.nanoTime() - waitFrom : 0;
     // bf16 gradients are widened on the host optimizer thread: it runs for every layer then.
     HostUpdate update = given == null && slabs.gradientsBf16() != null ? (f, t) -> {} : given;
     pendingDelayed = delayThisStep;
@@ -531,6 +534,14 @@ public final class StreamedModel implements Network, AutoCloseable {
    */
   public double updateTailMillis() {
     return updates.tailMillis();
+  }
+
+  /**
+   * Milliseconds the last backward waited for the step before's delayed update, which the forward
+   * in between did not hide: a delayed update's exposed time.
+   */
+  public double delayedUpdateWaitMillis() {
+    return delayedWaitNanos / 1e6;
   }
 
   /** The master weights in model order (a copy), after pending updates. */
