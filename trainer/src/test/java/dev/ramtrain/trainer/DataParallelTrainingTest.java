@@ -58,6 +58,10 @@ class DataParallelTrainingTest {
   private static final String BATCH_NORM_MODEL = "cnn:cb4-p-f3";
   private static final int GLOBAL_BATCH = 32;
   private static final int EPOCHS = 3;
+
+  /** The offloaded runs' delayed update starts at this step; -1: none. */
+  private int delayedFrom = -1;
+
   private static final AdamWSpec ADAMW = new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f);
 
   @TempDir Path tmp;
@@ -218,6 +222,36 @@ class DataParallelTrainingTest {
         "rank 0 keeps its share of the gradients, and two landing slots");
   }
 
+  /**
+   * The delayed update with ZeRO: the share's reduction, clipping, update and gather run on the
+   * host optimizer thread beside the next forward; unclipped, ZeRO-1 and ZeRO-2 end with the
+   * weights of the delayed run without ZeRO bit for bit, and clipped ZeRO-2 with ZeRO-1's (the norm
+   * summed share by share either way), none of them the undelayed run.
+   */
+  @ParameterizedTest
+  @CsvSource({"0", "1"})
+  void theDelayedUpdateRunsWithZero(float clip) throws Exception {
+    List<Outcome> undelayed = twoRanks(clip, 1);
+    delayedFrom = 2;
+    List<Outcome> one = twoRanks(clip, 1);
+    List<Outcome> two = twoRanks(clip, 2);
+    if (clip == 0) {
+      List<Outcome> plain = twoRanks(clip, 0);
+      for (int r = 0; r < 2; r++) {
+        assertSameTensors(plain.get(r).weights(), one.get(r).weights(), "ZeRO-1, rank " + r);
+        assertEquals(plain.get(r).losses(), one.get(r).losses(), "ZeRO-1 losses, rank " + r);
+      }
+    }
+    for (int r = 0; r < 2; r++) {
+      assertSameTensors(one.get(r).weights(), two.get(r).weights(), "ZeRO-2, rank " + r);
+      assertEquals(one.get(r).losses(), two.get(r).losses(), "ZeRO-2 losses, rank " + r);
+    }
+    assertTrue(
+        !java.util.Arrays.equals(
+            undelayed.get(0).weights().get(0).values(), one.get(0).weights().get(0).values()),
+        "the delayed run is not the undelayed one");
+  }
+
   /** Ranks that agree pass; a rank whose digest differs fails every rank, named. */
   @Test
   void ranksWhoseWeightsDifferAreToldSo() throws Exception {
@@ -348,7 +382,7 @@ class DataParallelTrainingTest {
     }
   }
 
-  private static Learner learner(
+  private Learner learner(
       String spec,
       boolean offloaded,
       float clip,
@@ -365,7 +399,7 @@ class DataParallelTrainingTest {
     // fc1 streamed, fc2 resident: each layer's gradient is averaged on the host as it lands.
     return OffloadedLearner.build(
         new ModelBlueprint(spec, () -> ModelSpec.parse(spec, PatternShards.SHAPE), batch, 1),
-        new Streaming(Set.of("fc1"), 1, false, false, false, 0),
+        new Streaming(Set.of("fc1"), 1, false, false, delayedFrom >= 0, Math.max(0, delayedFrom)),
         (slab, threads) -> new HostAdamW(b, slab.masters(), slab.gradients(), ADAMW, threads),
         1,
         clip,

@@ -198,6 +198,18 @@ public final class DataParallel implements AutoCloseable {
    * everywhere).
    */
   public double[] sum(double... values) {
+    return sum(figures, values);
+  }
+
+  /**
+   * As {@link #sum}, over the gradient ring: for the thread that averages gradients (a delayed ZeRO
+   * step's clipping norm), while the loop's thread sums figures on the other ring.
+   */
+  public double[] sumOnGradientRing(double... values) {
+    return sum(ring, values);
+  }
+
+  private double[] sum(TcpRing over, double... values) {
     if (ring == null) {
       return values.clone();
     }
@@ -205,7 +217,7 @@ public final class DataParallel implements AutoCloseable {
     mine.asDoubleBuffer().put(values);
     List<byte[]> all;
     try {
-      all = figures.allGatherBytes(mine.array());
+      all = over.allGatherBytes(mine.array());
     } catch (IOException e) {
       throw new UncheckedIOException("summing figures over the ranks: " + e.getMessage(), e);
     }

@@ -118,10 +118,6 @@ public final class OffloadedLearner implements Learner {
       long first = 0;
       Bf16Copies copies = streamed.updateCopies();
       if (ranks.partitionsOptimizerState()) {
-        if (how.delayedUpdate()) {
-          throw new IllegalArgumentException(
-              "ZeRO-1 updates after the whole gradient is reduced: no delayed update");
-        }
         long[] share = ranks.share(streamed.parameterCount());
         masters = new HostSlice(masters, 4 * share[0], 4 * (share[1] - share[0]));
         if (!ranks.partitionsGradients()) { // ZeRO-2's gradient slab is the share's already
@@ -336,6 +332,10 @@ public final class OffloadedLearner implements Learner {
       Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, ByteBuffer grads) {
     long[] share = ranks.share(model.parameterCount());
     int n = (int) (share[1] - share[0]);
+    if (model.delaysThisStep()) {
+      delayedShareStep(compute, dlogits, batch, step, grads, share);
+      return;
+    }
     FloatBuffer mine;
     long start;
     if (ranks.partitionsGradients()) {
@@ -365,6 +365,51 @@ public final class OffloadedLearner implements Learner {
   }
 
   /**
+   * ZeRO with the delayed update: backward publishes each layer's copies as its gradient lands
+   * (ZeRO-2 reducing it to its owners there), and the share's reduction (ZeRO-1), clipping, update
+   * and the gather of the masters run on the host optimizer thread after backward, beside the next
+   * step's forward. Everything that talks to the other ranks there goes over the gradient ring, the
+   * host optimizer thread's (the clipping norm's sum too: the figures ring is the loop's).
+   */
+  private void delayedShareStep(
+      Stream compute,
+      DeviceBuffer dlogits,
+      int batch,
+      HostUpdate step,
+      ByteBuffer grads,
+      long[] share) {
+    int n = (int) (share[1] - share[0]);
+    boolean reduced = ranks.partitionsGradients();
+    model.backward(
+        compute,
+        dlogits,
+        batch,
+        reduced ? (from, to) -> reduceToOwner(from, to, share, grads) : (from, to) -> {});
+    model.afterBackward(
+        (from, to) -> {
+          FloatBuffer mine;
+          if (reduced) {
+            mine = grads.order(ByteOrder.nativeOrder()).asFloatBuffer();
+          } else {
+            ranks.reduceScatterMean(grads);
+            mine =
+                grads
+                    .slice(4 * (int) share[0], 4 * n)
+                    .order(ByteOrder.nativeOrder())
+                    .asFloatBuffer();
+          }
+          if (clipNorm > 0) {
+            clip(mine, true, true);
+          }
+          step.update(0, n);
+          ranks.allGather(model.masters().asByteBuffer());
+          if (average != null) {
+            average.update(0, model.parameterCount());
+          }
+        });
+  }
+
+  /**
    * ZeRO-2, on the host optimizer thread as layer [from, to)'s gradient lands: reduced to its
    * owners over the gradient ring with ZeRO-1's chunks cut to the layer (so with its bits), and the
    * part in this rank's {@code share} kept in the share's gradient slab {@code kept}; the landing
@@ -386,6 +431,14 @@ public final class OffloadedLearner implements Learner {
    * norm.
    */
   private void clip(FloatBuffer g, boolean share) {
+    clip(g, share, false);
+  }
+
+  /**
+   * As above; {@code updaterRing}: the shares' sum of squares over the ranks goes over the gradient
+   * ring (called on the host optimizer thread), with the same bits as over the figures ring.
+   */
+  private void clip(FloatBuffer g, boolean share, boolean updaterRing) {
     int n = g.capacity();
     // Frozen parameters have no gradient in timm's clipping (none is computed): out of the norm.
     for (long[] frozen : optimizer.groups().frozen(n)) {
@@ -401,7 +454,11 @@ public final class OffloadedLearner implements Learner {
     }
     double[] sums = new double[GradClipMath.chunks(n)];
     threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(g, c, n));
-    float norm = GradClipMath.norm(share ? ranks.sum(squares(sums)) : sums);
+    float norm =
+        GradClipMath.norm(
+            !share
+                ? sums
+                : updaterRing ? ranks.sumOnGradientRing(squares(sums)) : ranks.sum(squares(sums)));
     float scale = GradClipMath.scale(clipNorm, norm);
     if (scale < 1) {
       threads.forRange(0, n, (from, to) -> GradClipMath.scale(g, scale, from, to));

@@ -194,11 +194,6 @@ public final class Placement {
                   + " batch that fits without accumulation, or accumulate = 1",
               loop.accumulate()));
     }
-    if (offload.delayedUpdate() && ranks.partitionsOptimizerState()) {
-      throw new ConfigException(
-          "ramtrain.dist.zero: cannot be used with ramtrain.offload.delayed-update (ZeRO updates"
-              + " once the whole gradient is reduced)");
-    }
     if (offload.delayedUpdate()) {
       if (ranks.leader()) {
         System.out.printf(
