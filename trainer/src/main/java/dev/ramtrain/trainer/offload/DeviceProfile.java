@@ -11,16 +11,27 @@ import dev.ramtrain.trainer.backend.ops.GemmOperand;
 
 /**
  * What the plan needs to know of a device: its memory, the host-to-device bandwidth from pinned
- * memory, and the FLOP rate training reaches on it (fp32 GEMM rate, or bf16 where weights are
- * bf16).
+ * memory, the FLOP rate training reaches on it (fp32 GEMM rate, or bf16 where weights are bf16),
+ * and whether it computes on the host's own cores (the cpu backend: copies then take compute's
+ * cores instead of running beside it).
  */
 public record DeviceProfile(
-    String name, long memoryBytes, double copyBytesPerSecond, double flopsPerSecond) {
+    String name,
+    long memoryBytes,
+    double copyBytesPerSecond,
+    double flopsPerSecond,
+    boolean sharesHostCores) {
   public DeviceProfile {
     if (memoryBytes <= 0 || copyBytesPerSecond <= 0 || flopsPerSecond <= 0) {
       throw new IllegalArgumentException(
           "device profile " + name + ": memory, bandwidth and FLOP rate must be positive");
     }
+  }
+
+  /** A device with cores of its own (a GPU): its copies run beside its compute. */
+  public DeviceProfile(
+      String name, long memoryBytes, double copyBytesPerSecond, double flopsPerSecond) {
+    this(name, memoryBytes, copyBytesPerSecond, flopsPerSecond, false);
   }
 
   /**
@@ -53,7 +64,8 @@ public record DeviceProfile(
         copy = Math.min(copy, (t1 - t0) / 1e9);
         gemm = Math.min(gemm, (t2 - t1) / 1e9);
       }
-      return new DeviceProfile(name, memoryBytes, bytes / copy, 2.0 * n * n * n / gemm);
+      return new DeviceProfile(
+          name, memoryBytes, bytes / copy, 2.0 * n * n * n / gemm, backend.sharesHostCores());
     }
   }
 }

@@ -212,8 +212,14 @@ public record PlacementPlan(
     // forward pass and every hidden update (measured on an H200: a 377 M-parameter MLP's 122 ms of
     // host AdamW made its streamed step 171 ms where the device alone needed 93).
     double hidden = Math.max(0, hostUpdate(layers) - exposed);
+    // A GPU copies beside its compute; the cpu backend's copies are memcpy on the cores its
+    // compute runs on, so they add up (measured: plan 12-20% short of 2-core streamed steps when
+    // it overlapped them, benchmarks/RESULTS.md).
     double onDevice =
-        Math.max(compute + recompute, copy) + firstCopy / profile.copyBytesPerSecond();
+        (profile.sharesHostCores()
+                ? compute + recompute + copy
+                : Math.max(compute + recompute, copy))
+            + firstCopy / profile.copyBytesPerSecond();
     double streamedStep = Math.max(onDevice, compute / 3 + hidden) + exposed;
     double computePerSample = (compute + recompute) / batch;
     int minBatch = computePerSample == 0 ? 1 : (int) Math.ceil(copy / computePerSample);

@@ -214,6 +214,19 @@ class PlacementPlanTest {
         plan.streamedStepSeconds(),
         1e-12,
         "the longer of compute and copies, plus the first layer's copy");
+    // On the cpu backend the copies take the cores compute runs on: they add up.
+    DeviceProfile host =
+        new DeviceProfile(
+            "cpu",
+            DEVICE.memoryBytes(),
+            DEVICE.copyBytesPerSecond(),
+            DEVICE.flopsPerSecond(),
+            true);
+    assertEquals(
+        compute + plan.copySeconds() + 4.0 * (1 << 20) / 10e9,
+        PlacementPlan.plan(tenLayers(), batch, budget, 2, false, host).streamedStepSeconds(),
+        1e-12,
+        "compute, then copies, plus the first layer's copy");
     int minBatch = plan.minBatchToHideCopies();
     assertTrue(60.0 * (1 << 20) * minBatch / 1e12 >= plan.copySeconds());
     assertTrue(60.0 * (1 << 20) * (minBatch - 1) / 1e12 < plan.copySeconds());
