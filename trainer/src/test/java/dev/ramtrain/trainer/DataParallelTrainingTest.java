@@ -18,7 +18,7 @@ import dev.ramtrain.trainer.dist.TcpRing;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
-import dev.ramtrain.trainer.offload.HostAdamW;
+import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.AdamW;
@@ -58,6 +58,9 @@ class DataParallelTrainingTest {
   private static final String BATCH_NORM_MODEL = "cnn:cb4-p-f3";
   private static final int GLOBAL_BATCH = 32;
   private static final int EPOCHS = 3;
+
+  /** The offloaded runs' host AdamW moments. */
+  private OffloadSpec.OptimizerState optimizerState = OffloadSpec.OptimizerState.FP32;
 
   /** The offloaded runs' delayed update starts at this step; -1: none. */
   private int delayedFrom = -1;
@@ -252,6 +255,32 @@ class DataParallelTrainingTest {
         "the delayed run is not the undelayed one");
   }
 
+  /**
+   * bf16 moments draw their rounding bits by the element's index in the model, so a rank updating
+   * its ZeRO share rounds each moment as one process updating everything would: ZeRO-1 and ZeRO-2
+   * end with the unpartitioned run's weights and moments bit for bit.
+   */
+  @Test
+  void bf16MomentsRoundAlikeWhicheverRankOwnsThem() throws Exception {
+    optimizerState = OffloadSpec.OptimizerState.BF16;
+    List<Outcome> plain = twoRanks(0, 0);
+    for (int zero = 1; zero <= 2; zero++) {
+      List<Outcome> shared = twoRanks(0, zero);
+      for (int r = 0; r < 2; r++) {
+        assertSameTensors(plain.get(r).weights(), shared.get(r).weights(), "ZeRO-" + zero);
+        for (int s = 0; s < 2; s++) {
+          assertArrayEquals(plain.get(r).state().get(s), shared.get(r).state().get(s));
+        }
+      }
+    }
+    optimizerState = OffloadSpec.OptimizerState.FP32;
+    assertTrue(
+        !java.util.Arrays.equals(
+            plain.get(0).weights().get(0).values(),
+            twoRanks(0, 0).get(0).weights().get(0).values()),
+        "bf16 moments change the weights");
+  }
+
   /** Ranks that agree pass; a rank whose digest differs fails every rank, named. */
   @Test
   void ranksWhoseWeightsDifferAreToldSo() throws Exception {
@@ -400,7 +429,9 @@ class DataParallelTrainingTest {
     return OffloadedLearner.build(
         new ModelBlueprint(spec, () -> ModelSpec.parse(spec, PatternShards.SHAPE), batch, 1),
         new Streaming(Set.of("fc1"), 1, false, false, delayedFrom >= 0, Math.max(0, delayedFrom)),
-        (slab, threads) -> new HostAdamW(b, slab.masters(), slab.gradients(), ADAMW, threads),
+        (slab, threads) ->
+            dev.ramtrain.trainer.offload.HostOptimizer.create(
+                ADAMW, b, slab, threads, optimizerState, 5),
         1,
         clip,
         clip > 0, // clipped: speculative, as a run's default is where its kept state fits

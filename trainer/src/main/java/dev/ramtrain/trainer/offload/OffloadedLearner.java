@@ -629,24 +629,25 @@ public final class OffloadedLearner implements Learner {
    * rank takes part, as in every collective).
    */
   private float[] wholeState(HostBuffer slab) {
-    int width = optimizer.stateBytesPerValue();
-    ByteBuffer bytes = slab.asByteBuffer();
-    if (ranks.partitionsOptimizerState()) {
-      long n = model.parameterCount();
-      long[] share = ranks.share(n);
-      bytes = ByteBuffer.allocateDirect(Math.toIntExact(width * n)).order(ByteOrder.nativeOrder());
-      bytes.put(width * (int) share[0], slab.asByteBuffer(), 0, (int) slab.bytes());
-      ranks.allGather(bytes);
-    }
-    float[] values = new float[bytes.capacity() / width];
-    if (width == 4) {
-      bytes.asFloatBuffer().get(values);
-    } else { // bf16 moments: checkpoints keep fp32, so any run resumes from them
-      ShortBuffer s = bytes.asShortBuffer();
-      for (int i = 0; i < values.length; i++) {
-        values[i] = Bf16.toFloat(s.get(i));
+    boolean bf16 = optimizer.stateBytesPerValue() == 2;
+    long n = model.parameterCount();
+    long[] share = ranks.partitionsOptimizerState() ? ranks.share(n) : new long[] {0, n};
+    // fp32 always (checkpoints keep fp32, any run resumes from them), at the share's place
+    ByteBuffer whole =
+        ByteBuffer.allocateDirect(Math.toIntExact(4 * n)).order(ByteOrder.nativeOrder());
+    if (bf16) {
+      ShortBuffer mine = slab.asByteBuffer().asShortBuffer();
+      for (int e = 0; e < mine.capacity(); e++) {
+        whole.putFloat(4 * ((int) share[0] + e), Bf16.toFloat(mine.get(e)));
       }
+    } else {
+      whole.put(4 * (int) share[0], slab.asByteBuffer(), 0, (int) slab.bytes());
     }
+    if (ranks.partitionsOptimizerState()) {
+      ranks.allGather(whole); // every rank's share, in floats (the ring's unit)
+    }
+    float[] values = new float[(int) n];
+    whole.asFloatBuffer().get(values);
     return values;
   }
 
