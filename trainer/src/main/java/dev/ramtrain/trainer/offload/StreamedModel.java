@@ -555,6 +555,9 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /** Every parameter's gradient of the last backward in model order, on the host. */
   public float[] gradients(Stream compute) {
+    if (slabs.gradientShare() != null) {
+      throw new IllegalStateException("under ZeRO-2 the host keeps only a share of the gradients");
+    }
     awaitGradients(compute);
     awaitUpdates(); // bf16 gradients are widened there
     float[] out = new float[parameterCount()];
