@@ -5,6 +5,8 @@ import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import java.nio.FloatBuffer;
 import java.nio.ShortBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
@@ -58,40 +60,48 @@ final class HostSlabs implements AutoCloseable {
     this.copiedByUpdate = new boolean[layout.layers()];
     this.landingSlot = new int[layout.layers()];
     long n = layout.parameters();
-    this.masters = backend.allocateHost("masters", 4 * n);
-    this.bf16 =
-        bf16Copies ? backend.allocateHost("masters-bf16", 2 * layout.streamedParameters()) : null;
-    this.published = publishedCopy ? backend.allocateHost("published-weights", 4 * n) : null;
-    this.gradientShare = gradients ? gradientShare : null;
-    if (!gradients) {
-      this.gradients = null;
-      this.landing = null;
-      this.gradientsBf16 = null;
-      this.slotElements = 0;
-      return;
-    }
-    if (gradientShare == null) {
-      this.gradients = backend.allocateHost("host-gradients", 4 * n);
-      this.landing = null;
-      this.slotElements = 0;
-      // bf16 slots: the streamed layers' gradients cross the bus in bf16 too, widened on the host.
-      this.gradientsBf16 =
-          bf16Copies
-              ? backend.allocateHost("host-gradients-bf16", 2 * layout.streamedParameters())
-              : null;
-      return;
-    }
-    this.gradientsBf16 = null; // ZeRO-2 lands fp32 gradients in its slots
+    boolean zero2 = gradients && gradientShare != null;
+    this.gradientShare = zero2 ? gradientShare : null;
     long largest = 0;
     int sent = 0;
     for (int i = layout.layers() - 1; i >= 0; i--) { // in the order backward sends them
       largest = Math.max(largest, layout.count(i));
-      landingSlot[i] = layout.count(i) > 0 ? sent++ % LANDING_SLOTS : -1;
+      landingSlot[i] = zero2 && layout.count(i) > 0 ? sent++ % LANDING_SLOTS : -1;
     }
-    this.slotElements = largest;
-    this.gradients =
-        backend.allocateHost("host-gradients", 4 * (gradientShare[1] - gradientShare[0]));
-    this.landing = backend.allocateHost("gradient-landing", 4 * largest * LANDING_SLOTS);
+    this.slotElements = zero2 ? largest : 0;
+    List<HostBuffer> made = new ArrayList<>(); // closed again if a later one cannot be had
+    try {
+      this.masters = made(made, backend.allocateHost("masters", 4 * n));
+      this.bf16 =
+          bf16Copies
+              ? made(made, backend.allocateHost("masters-bf16", 2 * layout.streamedParameters()))
+              : null;
+      this.published =
+          publishedCopy ? made(made, backend.allocateHost("published-weights", 4 * n)) : null;
+      long kept = zero2 ? gradientShare[1] - gradientShare[0] : n;
+      this.gradients =
+          gradients ? made(made, backend.allocateHost("host-gradients", 4 * kept)) : null;
+      this.landing =
+          zero2
+              ? made(made, backend.allocateHost("gradient-landing", 4 * largest * LANDING_SLOTS))
+              : null;
+      // bf16 slots: the streamed layers' gradients cross the bus in bf16 too, widened on the host
+      // (ZeRO-2 lands fp32 gradients in its slots).
+      this.gradientsBf16 =
+          gradients && bf16Copies && !zero2
+              ? made(
+                  made,
+                  backend.allocateHost("host-gradients-bf16", 2 * layout.streamedParameters()))
+              : null;
+    } catch (RuntimeException e) {
+      made.forEach(HostBuffer::close);
+      throw e;
+    }
+  }
+
+  private static HostBuffer made(List<HostBuffer> made, HostBuffer buffer) {
+    made.add(buffer);
+    return buffer;
   }
 
   /** ZeRO-2's landing slots: one layer's gradient lands while the last one is reduced. */
