@@ -31,9 +31,7 @@ public final class DataParallel implements AutoCloseable {
 
   private final TcpRing ring; // gradients; null: one rank
   private final TcpRing figures; // sums of reported figures
-  private final int zeroStage; // 1: each rank keeps its share of the optimizer state, 2: also of
-
-  // the gradients
+  private final int zeroStage; // ZeRO: 1 shares the optimizer state out, 2 the gradients too
 
   private DataParallel(TcpRing ring, TcpRing figures, int zeroStage) {
     this.ring = ring;
@@ -144,18 +142,7 @@ public final class DataParallel implements AutoCloseable {
    * summed.
    */
   public void reduceScatterMean(ByteBuffer floats) {
-    if (ring == null) {
-      return;
-    }
-    try {
-      ring.reduceScatterSum(floats);
-    } catch (IOException e) {
-      throw new UncheckedIOException("reduce-scattering gradients: " + e.getMessage(), e);
-    }
-    long[] mine = share(floats.remaining() / 4);
-    scale(
-        floats.slice(floats.position() + 4 * (int) mine[0], 4 * (int) (mine[1] - mine[0])),
-        1f / ring.worldSize());
+    reduceToOwnersMean(floats, 0, floats.remaining() / 4);
   }
 
   /** ZeRO-1's second half: every rank's {@link #share} of {@code floats} to every rank. */

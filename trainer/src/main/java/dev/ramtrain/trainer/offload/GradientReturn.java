@@ -84,10 +84,9 @@ final class GradientReturn implements AutoCloseable {
     int j = layout.ordinal(i);
     long count = layout.count(i);
     boolean bf16 = slabs.landsBf16(i);
+    DeviceBuffer narrowed = bf16 ? bf16Slots.get(j % slots.size()).view(0, count) : null;
     if (bf16) { // rounded as the weights are: half the bytes cross
-      backend.run(
-          compute,
-          new Convert(slotOf(j).view(0, count), bf16Slots.get(j % slots.size()).view(0, count)));
+      backend.run(compute, new Convert(slotOf(j).view(0, count), narrowed));
     }
     done[i].record(compute);
     copyOut.waitFor(done[i]);
@@ -95,12 +94,7 @@ final class GradientReturn implements AutoCloseable {
         j >= 0 ? slotOf(j).view(0, count) : resident.grads().view(layout.residentAt(i), count);
     int k = timeline.begin(StepTimeline.Lane.COPY_OUT, copyOut);
     if (bf16) {
-      backend.copy(
-          bf16Slots.get(j % slots.size()).view(0, count),
-          slabs.gradientsBf16(),
-          2 * layout.bf16At(i),
-          2 * count,
-          copyOut);
+      backend.copy(narrowed, slabs.gradientsBf16(), 2 * layout.bf16At(i), 2 * count, copyOut);
     } else {
       backend.copy(source, slabs.landingOf(i), slabs.landingOffset(i), 4 * count, copyOut);
     }

@@ -5,7 +5,6 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.ParamGroups;
-import java.nio.FloatBuffer;
 import java.util.List;
 import org.apache.arrow.memory.util.MemoryUtil;
 
@@ -21,12 +20,8 @@ public final class HostAdamW implements HostOptimizer {
   private final AdamWSpec spec;
   private final HostBuffer paramSlab;
   private final HostBuffer gradSlab;
-  private final FloatBuffer params;
-  private final FloatBuffer grads;
   private final HostBuffer m;
   private final HostBuffer v;
-  private final FloatBuffer fm; // null with bf16 moments
-  private final FloatBuffer fv;
   private final HostThreads threads;
   private final ParamGroups groups;
   private final OffloadSpec.OptimizerState state;
@@ -82,8 +77,6 @@ public final class HostAdamW implements HostOptimizer {
     this.groups = groups;
     this.paramSlab = params;
     this.gradSlab = grads;
-    this.params = params.asByteBuffer().asFloatBuffer();
-    this.grads = grads.asByteBuffer().asFloatBuffer();
     this.threads = threads;
     this.state = state;
     this.copies = copies;
@@ -99,9 +92,6 @@ public final class HostAdamW implements HostOptimizer {
     }
     MemoryUtil.setMemory(m.address(), m.bytes(), (byte) 0); // both moments start at zero
     MemoryUtil.setMemory(v.address(), v.bytes(), (byte) 0);
-    boolean fp32 = state == OffloadSpec.OptimizerState.FP32;
-    this.fm = fp32 ? m.asByteBuffer().asFloatBuffer() : null;
-    this.fv = fp32 ? v.asByteBuffer().asFloatBuffer() : null;
   }
 
   @Override
@@ -140,11 +130,9 @@ public final class HostAdamW implements HostOptimizer {
       long mAt = m.address() + 2L * from;
       long vAt = v.address() + 2L * from;
       HostAdamWKernel.bf16State(p, g, mAt, vAt, out, to - from, math, key, firstElement + from);
-    } else if (HostAdamWKernel.vectorized() || out != 0) {
+    } else {
       HostAdamWKernel.fp32(
           p, g, m.address() + 4L * from, v.address() + 4L * from, out, to - from, math);
-    } else {
-      math.update(params, grads, fm, fv, from, to); // the resident kernel's loop
     }
   }
 

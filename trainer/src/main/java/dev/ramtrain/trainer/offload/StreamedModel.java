@@ -320,8 +320,6 @@ public final class StreamedModel implements Network, AutoCloseable {
     long waitFrom = System.nanoTime();
     updates.awaitAll(); // delayed ones read the gradient slab this backward refills
     delayedWaitNanos = pendingDelayed ? System.nanoTime() - waitFrom : 0;
-    // bf16 gradients are widened on the host optimizer thread: it runs for every layer then.
-    HostUpdate update = given == null && slabs.gradientsBf16() != null ? (f, t) -> {} : given;
     pendingDelayed = delayThisStep;
     timeline.beginPass(compute);
     DeviceBuffer g = dlogits;
@@ -355,8 +353,8 @@ public final class StreamedModel implements Network, AutoCloseable {
           slotReleased[slot].join(); // the layer that landed there last has been reduced
         }
         gradients.send(compute, i);
-        if (update != null) {
-          CompletableFuture<Void> done = scheduleUpdate(i, update);
+        if (given != null || slabs.landsBf16(i)) { // bf16 gradients are widened there too
+          CompletableFuture<Void> done = scheduleUpdate(i, given);
           if (slot >= 0) {
             slotReleased[slot] = done;
           }
@@ -365,7 +363,10 @@ public final class StreamedModel implements Network, AutoCloseable {
     }
   }
 
-  /** Runs {@code update} over layer i's range once its gradient is on the host. */
+  /**
+   * Runs {@code update} over layer i's range once its gradient is on the host, after widening a
+   * bf16 gradient; {@code update} null: the widening alone (the masters and their copies stand).
+   */
   private CompletableFuture<Void> scheduleUpdate(int i, HostUpdate update) {
     int from = (int) layout.offset(i);
     int to = (int) (layout.offset(i) + layout.count(i));
@@ -373,13 +374,15 @@ public final class StreamedModel implements Network, AutoCloseable {
         slabs.landsBf16(i)
             ? (a, b) -> {
               slabs.widenGradient(i);
-              update.update(a, b);
+              if (update != null) {
+                update.update(a, b);
+              }
             }
             : update;
+    Runnable refresh = update == null ? () -> {} : () -> slabs.refreshCopies(i);
     CompletableFuture<Void> done =
-        updates.submit(
-            gradients.onHost(i), from, to, landed, delayThisStep, () -> slabs.refreshCopies(i));
-    mastersChanged[i] = true;
+        updates.submit(gradients.onHost(i), from, to, landed, delayThisStep, refresh);
+    mastersChanged[i] |= update != null;
     lastLanding = gradients.onHost(i);
     return done;
   }
