@@ -18,6 +18,7 @@ import dev.ramtrain.trainer.dist.TcpRing;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
+import dev.ramtrain.trainer.offload.DeviceGroup;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
 import dev.ramtrain.trainer.offload.Streaming;
@@ -146,6 +147,90 @@ class DataParallelTrainingTest {
     assertEquals(single.weights().size() - 2, trained.size(), "running mean and var are buffers");
     assertSameTensors(trained, rankTrained, "the ranks against one process");
     assertTrue(two.get(0).eval().accuracy() > 0.9, "it learns: " + two.get(0).eval().accuracy());
+  }
+
+  /**
+   * Two devices of a node in one JVM share one host copy: device 0 keeps the masters, gradients and
+   * AdamW state, device 1 only two landing slots of the largest layer; and the node trains as two
+   * ranks with host copies of their own and as one process accumulating their batches, bit for bit
+   * (device 0 adds g0 + g1 as the ring and the accumulated total do, the mean x 1/2 after), on the
+   * CPU backend's two device instances and on two devices of the emulated driver, clipped
+   * (speculatively) or not.
+   */
+  @ParameterizedTest
+  @CsvSource({"0,false", "1,false", "0,true", "1,true"})
+  void twoDevicesOfANodeShareOneHostCopyAndTrainAsTwoRanks(float clip, boolean cuda)
+      throws Exception {
+    List<Outcome> own = twoRanks(MODEL, true, clip, 0, cuda);
+    List<Outcome> node = ranks(2, 2, MODEL, true, clip, 0, cuda, 1);
+    Outcome single = run(MODEL, false, clip, DataParallel.single(), cuda, 2);
+    for (int r = 0; r < 2; r++) {
+      assertSameTensors(own.get(r).weights(), node.get(r).weights(), "device " + r);
+      assertEquals(own.get(r).losses(), node.get(r).losses(), "device " + r + " losses");
+      assertEquals(own.get(r).eval().loss(), node.get(r).eval().loss(), "device " + r + " eval");
+      for (int s = 0; s < 2; s++) { // device 1's snapshot reads device 0's moments
+        assertArrayEquals(own.get(r).state().get(s), node.get(r).state().get(s), "state " + s);
+      }
+    }
+    assertSameTensors(single.weights(), node.get(1).weights(), "the node against one process");
+    long largestLayer = 64 * 32 + 32; // fc1 of mlp:64-32-3
+    assertEquals(own.get(0).pinnedBytes(), node.get(0).pinnedBytes(), "device 0: the one copy");
+    long parameters = own.get(0).state().get(0).length;
+    long copy = 4 * 4 * parameters + (clip > 0 ? 3 * 4 * parameters : 0); // speculation keeps 3
+    assertEquals(
+        own.get(1).pinnedBytes() - copy + 4 * 2 * largestLayer,
+        node.get(1).pinnedBytes(),
+        "device 1: its input staging and two landing slots, no copy");
+  }
+
+  /**
+   * Three devices of the emulated driver on one node: one host copy (the two other devices keep
+   * their landing slots only), and the three end with the same weights, which learn. (Against three
+   * ranks with copies of their own the sum's order differs: the ring adds chunk c from rank c + 1
+   * on, the node from device 0 on, as one process accumulating adds its batches.)
+   */
+  @Test
+  void threeEmulatedDevicesShareOneHostCopy() throws Exception {
+    List<Outcome> node = ranks(3, 3, MODEL, true, 1, 0, true, 1);
+    for (int r = 1; r < 3; r++) {
+      assertSameTensors(node.get(0).weights(), node.get(r).weights(), "device " + r);
+      assertEquals(node.get(0).eval().loss(), node.get(r).eval().loss(), "device " + r);
+    }
+    assertTrue(node.get(0).eval().accuracy() > 0.9, "it learns: " + node.get(0).eval());
+    long parameters = node.get(0).state().get(0).length;
+    long copy = 4 * 4 * parameters + 3 * 4 * parameters; // clipped: speculation keeps 3 more
+    long slots = 4 * 2 * (64 * 32 + 32);
+    for (int r = 1; r < 3; r++) {
+      assertEquals(node.get(0).pinnedBytes() - copy + slots, node.get(r).pinnedBytes(), "no copy");
+    }
+  }
+
+  /**
+   * Two nodes of two devices: each node's sum crosses the gradient ring once, and all four devices
+   * end with the weights of two ranks that each accumulate two batches, bit for bit: node n's
+   * devices take the slices rank n accumulates, and add them as it does (its halved micro-batch
+   * gradients summed, then the ranks' sum halved: the same bits as the nodes' sums quartered,
+   * halving being exact).
+   */
+  @ParameterizedTest
+  @CsvSource({"0", "1"})
+  void twoNodesOfTwoDevicesTrainAsTwoRanksAccumulatingTwoBatches(float clip) throws Exception {
+    List<Outcome> nodes = ranks(4, 2, MODEL, true, clip, 0, false, 1);
+    List<Outcome> accumulating = ranks(2, 1, MODEL, false, clip, 0, false, 2);
+    for (int r = 0; r < 4; r++) {
+      assertSameTensors(accumulating.get(0).weights(), nodes.get(r).weights(), "device " + r);
+      assertEquals(accumulating.get(0).eval().loss(), nodes.get(r).eval().loss(), "eval " + r);
+    }
+    assertTrue(nodes.get(0).eval().accuracy() > 0.9, "it learns: " + nodes.get(0).eval());
+    // ranks 0 and 1 are the nodes' devices 0, each holding its node's copy; ranks 2 and 3 none
+    assertEquals(nodes.get(0).pinnedBytes(), nodes.get(1).pinnedBytes(), "one copy a node");
+    long parameters = nodes.get(0).state().get(0).length;
+    long copy = 4 * 4 * parameters + (clip > 0 ? 3 * 4 * parameters : 0); // speculation keeps 3
+    long slots = 4 * 2 * (64 * 32 + 32); // two of fc1's
+    for (int r = 2; r < 4; r++) {
+      assertEquals(
+          nodes.get(0).pinnedBytes() - copy + slots, nodes.get(r).pinnedBytes(), "no copy");
+    }
   }
 
   private static void assertSameTensors(
@@ -326,10 +411,34 @@ class DataParallelTrainingTest {
   private List<Outcome> ranks(
       int world, String model, boolean offloaded, float clip, int zero, boolean cuda)
       throws Exception {
-    List<DataParallel> joined = ring(world, zero);
+    return ranks(world, 1, model, offloaded, clip, zero, cuda, 1);
+  }
+
+  /**
+   * {@code world} ranks training side by side, each a thread of this JVM, in nodes of {@code
+   * devicesPerNode} that share one host copy (offloaded); a step of each is {@code accumulate}
+   * batches.
+   */
+  private List<Outcome> ranks(
+      int world,
+      int devicesPerNode,
+      String model,
+      boolean offloaded,
+      float clip,
+      int zero,
+      boolean cuda,
+      int accumulate)
+      throws Exception {
+    List<DataParallel> joined = ring(world, zero, devicesPerNode);
+    List<DeviceGroup> nodes = new ArrayList<>();
+    for (int node = 0; node < world / devicesPerNode; node++) {
+      nodes.add(
+          devicesPerNode > 1 ? new DeviceGroup(devicesPerNode, Duration.ofSeconds(60)) : null);
+    }
     List<Future<Outcome>> running = new ArrayList<>();
     for (DataParallel rank : joined) {
-      running.add(ranks.submit(() -> run(model, offloaded, clip, rank, cuda, 1)));
+      DeviceGroup node = nodes.get(rank.node());
+      running.add(ranks.submit(() -> run(model, offloaded, clip, rank, cuda, accumulate, node)));
     }
     List<Outcome> outcomes = new ArrayList<>();
     for (Future<Outcome> rank : running) {
@@ -348,13 +457,23 @@ class DataParallelTrainingTest {
   private Outcome run(
       String model, boolean offloaded, float clip, DataParallel dp, boolean cuda, int accumulate)
       throws Exception {
+    return run(model, offloaded, clip, dp, cuda, accumulate, null);
+  }
+
+  /** As above, as its device of {@code node} (null: a host copy of its own). */
+  private Outcome run(
+      String model,
+      boolean offloaded,
+      float clip,
+      DataParallel dp,
+      boolean cuda,
+      int accumulate,
+      DeviceGroup node)
+      throws Exception {
     int world = dp.worldSize();
     int batch = GLOBAL_BATCH / world / accumulate;
     LoaderSpec.Rank rank = new LoaderSpec.Rank(dp.rank(), world);
-    try (Backend b =
-            cuda
-                ? EmulatorFaults.open(new BackendSpec(BackendSpec.Kind.CUDA, 1))
-                : new CpuBackend(1);
+    try (Backend b = open(cuda, dp.deviceInNode(), dp.devicesPerNode());
         DataLoader trainLoader =
             new DataLoader(
                 b,
@@ -379,7 +498,7 @@ class DataParallelTrainingTest {
                     LoaderSpec.SampleAugmentation.NONE,
                     rank))) {
       Stream setup = b.createStream("setup");
-      try (Learner learner = learner(model, offloaded, clip, batch, b, setup, dp);
+      try (Learner learner = learner(model, offloaded, clip, batch, b, setup, dp, node);
           MetricsLog metrics = new MetricsLog(null);
           Trainer trainer =
               new Trainer(
@@ -411,6 +530,20 @@ class DataParallelTrainingTest {
     }
   }
 
+  /**
+   * The CPU backend, or the CUDA backend on emulated device {@code device} of {@code devices} (the
+   * emulator reads its faults file as a backend opens, so they open one at a time).
+   */
+  private static Backend open(boolean cuda, int device, int devices) {
+    if (!cuda) {
+      return new CpuBackend(1);
+    }
+    synchronized (DataParallelTrainingTest.class) {
+      return EmulatorFaults.open(
+          new BackendSpec(BackendSpec.Kind.CUDA, 1).onDevice(device), "devices=" + devices);
+    }
+  }
+
   private Learner learner(
       String spec,
       boolean offloaded,
@@ -418,7 +551,8 @@ class DataParallelTrainingTest {
       int batch,
       Backend b,
       Stream setup,
-      DataParallel dp) {
+      DataParallel dp,
+      DeviceGroup node) {
     if (!offloaded) {
       Model model =
           Model.build(spec, ModelSpec.parse(spec, PatternShards.SHAPE), b, setup, batch, 1);
@@ -437,11 +571,17 @@ class DataParallelTrainingTest {
         clip > 0, // clipped: speculative, as a run's default is where its kept state fits
         b,
         setup,
-        dp);
+        dp,
+        node);
   }
 
   /** The ranks of a ring on loopback, joined side by side as barrier tasks would. */
   private List<DataParallel> ring(int world, int zero) throws Exception {
+    return ring(world, zero, 1);
+  }
+
+  /** As above, in nodes of {@code devicesPerNode} ranks. */
+  private List<DataParallel> ring(int world, int zero, int devicesPerNode) throws Exception {
     List<ServerSocketChannel> listeners = new ArrayList<>();
     List<InetSocketAddress> addresses = new ArrayList<>();
     for (int r = 0; r < world; r++) {
@@ -456,7 +596,13 @@ class DataParallelTrainingTest {
           ranks.submit(
               () ->
                   DataParallel.join(
-                      rank, addresses, listeners.get(rank), secret, Duration.ofSeconds(60), zero)));
+                      rank,
+                      addresses,
+                      listeners.get(rank),
+                      secret,
+                      Duration.ofSeconds(60),
+                      zero,
+                      devicesPerNode)));
     }
     List<DataParallel> joined = new ArrayList<>();
     for (Future<DataParallel> rank : joining) {

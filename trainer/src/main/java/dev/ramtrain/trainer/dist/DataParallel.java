@@ -25,18 +25,20 @@ import java.util.List;
  * unchecked here, as {@link UncheckedIOException}, because it ends the training step).
  */
 public final class DataParallel implements AutoCloseable {
-  private static final DataParallel SINGLE = new DataParallel(null, null, 0);
+  private static final DataParallel SINGLE = new DataParallel(null, null, 0, 1);
   private static final int GRADIENT_RING = 0;
   private static final int FIGURES_RING = 1;
 
-  private final TcpRing ring; // gradients; null: one rank
-  private final TcpRing figures; // sums of reported figures
+  private final TcpRing ring; // gradients, between the nodes' first ranks; null: one node, or none
+  private final TcpRing figures; // sums of reported figures, every rank; null: one rank
   private final int zeroStage; // ZeRO: 1 shares the optimizer state out, 2 the gradients too
+  private final int devicesPerNode; // ranks that share one host copy of the model
 
-  private DataParallel(TcpRing ring, TcpRing figures, int zeroStage) {
+  private DataParallel(TcpRing ring, TcpRing figures, int zeroStage, int devicesPerNode) {
     this.ring = ring;
     this.figures = figures;
     this.zeroStage = zeroStage;
+    this.devicesPerNode = devicesPerNode;
   }
 
   /** A job of one rank. */
@@ -58,30 +60,104 @@ public final class DataParallel implements AutoCloseable {
       Duration timeout,
       int zeroStage)
       throws IOException {
+    return join(rank, addresses, listener, secret, timeout, zeroStage, 1);
+  }
+
+  /**
+   * As above, the ranks on nodes of {@code devicesPerNode} devices that share one host copy of the
+   * model in one JVM ({@code offload.DeviceGroup}). Of W ranks on W / N nodes, rank r is device r /
+   * (W / N) of node r mod (W / N): a node's devices take the global batch's slices a rank of a W /
+   * N rank job accumulating N batches a step would take, in the order it adds them, so a node
+   * computes what that rank computes. A node's device 0 (ranks 0 to W / N - 1) sums its node's
+   * gradients on the host, and only those ranks form the gradient ring, which then carries one sum
+   * per node. Every rank is on the figures ring. ZeRO partitions over ranks with host copies of
+   * their own, so it takes nodes of one device.
+   */
+  public static DataParallel join(
+      int rank,
+      List<InetSocketAddress> addresses,
+      ServerSocketChannel listener,
+      byte[] secret,
+      Duration timeout,
+      int zeroStage,
+      int devicesPerNode)
+      throws IOException {
     if (zeroStage < 0 || zeroStage > 2) {
       throw new IllegalArgumentException("ZeRO stage 0, 1 or 2, got " + zeroStage);
     }
-    if (addresses.size() == 1) {
+    int world = addresses.size();
+    if (devicesPerNode < 1 || world % devicesPerNode != 0) {
+      throw new IllegalArgumentException(
+          world + " ranks do not make nodes of " + devicesPerNode + " devices");
+    }
+    if (devicesPerNode > 1 && zeroStage > 0) {
+      throw new IllegalArgumentException(
+          "ZeRO partitions over ranks with host copies of their own; the "
+              + devicesPerNode
+              + " devices of a node share one");
+    }
+    if (world == 1) {
       return SINGLE;
     }
-    TcpRing gradients = TcpRing.connect(rank, addresses, listener, secret, timeout, GRADIENT_RING);
+    if (devicesPerNode == 1) {
+      TcpRing gradients =
+          TcpRing.connect(rank, addresses, listener, secret, timeout, GRADIENT_RING);
+      try {
+        return new DataParallel(
+            gradients,
+            TcpRing.connect(rank, addresses, listener, secret, timeout, FIGURES_RING),
+            zeroStage,
+            1);
+      } catch (IOException | RuntimeException e) {
+        gradients.close();
+        throw e;
+      }
+    }
+    // Every rank joins the figures ring first, and is known to have (its first sum) before the
+    // nodes' first ranks connect again: a listener then receives only the gradient ring's.
+    TcpRing figures = TcpRing.connect(rank, addresses, listener, secret, timeout, FIGURES_RING);
     try {
-      return new DataParallel(
-          gradients,
-          TcpRing.connect(rank, addresses, listener, secret, timeout, FIGURES_RING),
-          zeroStage);
+      figures.allGatherBytes(new byte[0]);
+      int nodes = world / devicesPerNode;
+      TcpRing gradients = null;
+      if (rank < nodes && nodes > 1) { // each node's device 0
+        gradients =
+            TcpRing.connect(
+                rank, addresses.subList(0, nodes), listener, secret, timeout, GRADIENT_RING);
+      }
+      return new DataParallel(gradients, figures, zeroStage, devicesPerNode);
     } catch (IOException | RuntimeException e) {
-      gradients.close();
+      figures.close();
       throw e;
     }
   }
 
   public int rank() {
-    return ring == null ? 0 : ring.rank();
+    return figures == null ? 0 : figures.rank();
   }
 
   public int worldSize() {
-    return ring == null ? 1 : ring.worldSize();
+    return figures == null ? 1 : figures.worldSize();
+  }
+
+  /** The ranks of a node, sharing one host copy of the model: 1 where each has its own. */
+  public int devicesPerNode() {
+    return devicesPerNode;
+  }
+
+  /** This rank's device among its node's, 0 for the one that sums and updates for them. */
+  public int deviceInNode() {
+    return rank() / nodes();
+  }
+
+  /** This rank's node, 0 to {@link #nodes()} - 1. */
+  public int node() {
+    return rank() % nodes();
+  }
+
+  /** The nodes of the job. */
+  public int nodes() {
+    return worldSize() / devicesPerNode;
   }
 
   /**
@@ -167,10 +243,48 @@ public final class DataParallel implements AutoCloseable {
    * the ring's sum in its fixed order, times 1 / world. Identical bits on every rank afterwards.
    */
   public void averageGradients(ByteBuffer floats) {
+    if (devicesPerNode > 1) {
+      averageNodeSums(floats);
+      return;
+    }
     // The all-reduce's two halves, the mean taken on each rank's own share between them: each
     // rank scales 1 / world of the buffer, not all of it, and the gather hands out those bits.
     reduceScatterMean(floats);
     allGather(floats);
+  }
+
+  /**
+   * A node's first rank, {@code floats} holding its node's gradient sum: the sum over the nodes
+   * (the gradient ring's, in its fixed order) times 1 / world, the world counting every device.
+   */
+  private void averageNodeSums(ByteBuffer floats) {
+    if (deviceInNode() != 0) {
+      throw new IllegalStateException(
+          "rank " + rank() + " hands its gradients to its node's first rank, which averages them");
+    }
+    float mean = 1f / worldSize();
+    if (ring == null) { // one node
+      scale(floats.slice(), mean);
+      return;
+    }
+    long count = floats.remaining() / 4;
+    int nodes = ring.worldSize();
+    long[] bounds = new long[nodes + 1];
+    for (int c = 0; c <= nodes; c++) {
+      bounds[c] = TcpRing.chunkStart(count, c, nodes);
+    }
+    try {
+      ring.reduceScatterSum(floats, bounds);
+      int mine = ring.rank();
+      scale(
+          floats.slice(
+              floats.position() + 4 * (int) bounds[mine],
+              4 * (int) (bounds[mine + 1] - bounds[mine])),
+          mean);
+      ring.allGather(floats);
+    } catch (IOException e) {
+      throw new UncheckedIOException("averaging the nodes' gradients: " + e.getMessage(), e);
+    }
   }
 
   private static void scale(ByteBuffer floats, float factor) {
@@ -197,7 +311,7 @@ public final class DataParallel implements AutoCloseable {
   }
 
   private double[] sum(TcpRing over, double... values) {
-    if (ring == null) {
+    if (over == null) {
       return values.clone();
     }
     ByteBuffer mine = ByteBuffer.allocate(8 * values.length);
@@ -251,7 +365,7 @@ public final class DataParallel implements AutoCloseable {
    * rank whose bytes differ from rank 0's and {@code what} they are.
    */
   public void requireSame(byte[] mine, String what) {
-    if (ring == null) {
+    if (figures == null) {
       return;
     }
     List<byte[]> all;
@@ -270,11 +384,9 @@ public final class DataParallel implements AutoCloseable {
 
   @Override
   public void close() throws IOException {
-    if (ring != null) {
-      try (ring;
-          figures) {
-        // both closed, the second even if the first fails
-      }
+    try (TcpRing closedGradients = ring;
+        TcpRing closedFigures = figures) {
+      // both closed (either may be null), the second even if the first fails
     }
   }
 }

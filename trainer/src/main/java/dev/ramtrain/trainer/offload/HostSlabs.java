@@ -28,6 +28,7 @@ final class HostSlabs implements AutoCloseable {
   private final HostBuffer gradientsBf16; // bf16 slots: streamed layers' gradients as they land
   private final long slotElements;
   private final int[] landingSlot; // per layer, ZeRO-2: its landing slot
+  private final boolean owner; // false: a node's other device, reading its first device's slabs
 
   HostSlabs(Backend backend, HostLayout layout, boolean bf16Copies, boolean publishedCopy) {
     this(backend, layout, bf16Copies, publishedCopy, true);
@@ -56,6 +57,7 @@ final class HostSlabs implements AutoCloseable {
       boolean gradients,
       long[] gradientShare) {
     this.layout = layout;
+    this.owner = true;
     this.stale = new boolean[layout.layers()];
     this.copiedByUpdate = new boolean[layout.layers()];
     this.landingSlot = new int[layout.layers()];
@@ -102,6 +104,43 @@ final class HostSlabs implements AutoCloseable {
   private static HostBuffer made(List<HostBuffer> made, HostBuffer buffer) {
     made.add(buffer);
     return buffer;
+  }
+
+  /**
+   * A node's other device's view of {@code first}'s slabs ({@link DeviceGroup}): it loads the same
+   * masters and bf16 copies, which only {@code first} writes, and lands each layer's gradient in
+   * one of two slots of its own (allocated on {@code backend}), from where the node's first device
+   * adds it to the node's gradient; it keeps no gradient slab.
+   */
+  static HostSlabs sharing(Backend backend, HostSlabs first) {
+    return new HostSlabs(backend, first);
+  }
+
+  private HostSlabs(Backend backend, HostSlabs first) {
+    this.owner = false;
+    this.layout = first.layout;
+    this.masters = first.masters;
+    this.bf16 = first.bf16;
+    this.published = first.published;
+    this.gradients = null;
+    this.gradientsBf16 = null;
+    this.stale = new boolean[layout.layers()];
+    this.copiedByUpdate = new boolean[layout.layers()];
+    this.landingSlot = new int[layout.layers()];
+    this.gradientShare = new long[] {0, 0};
+    long largest = 0;
+    int sent = 0;
+    for (int i = layout.layers() - 1; i >= 0; i--) {
+      largest = Math.max(largest, layout.count(i));
+      landingSlot[i] = layout.count(i) > 0 ? sent++ % LANDING_SLOTS : -1;
+    }
+    this.slotElements = largest;
+    this.landing = backend.allocateHost("gradient-landing", 4 * largest * LANDING_SLOTS);
+  }
+
+  /** Whether this is the slabs' owner, not a node's other device's view of them. */
+  boolean owner() {
+    return owner;
   }
 
   /** ZeRO-2's landing slots: one layer's gradient lands while the last one is reduced. */
@@ -235,6 +274,9 @@ final class HostSlabs implements AutoCloseable {
    * copy of a streamed layer (bf16 slots).
    */
   void refreshCopies(int i) {
+    if (!owner) {
+      return; // the copies are the node's first device's to write
+    }
     long from = layout.offset(i);
     long count = layout.count(i);
     if (published != null) {
@@ -258,6 +300,10 @@ final class HostSlabs implements AutoCloseable {
 
   @Override
   public void close() {
+    if (!owner) {
+      landing.close();
+      return;
+    }
     masters.close();
     if (gradients != null) {
       gradients.close();

@@ -49,6 +49,10 @@ public final class OffloadedLearner implements Learner {
   private long serialUpdateNanos; // the last step's clip and update after backward, if clipping
   private SpeculativeClip speculation; // null: a clipped step updates after backward
   private boolean redone; // the last step's speculative update was clipped and ran again
+  private final DeviceGroup group; // null: this rank's host copy is its own
+  private final int device; // this rank's device in its group: 0 owns the host copy
+  private long updatesBegun; // backward-and-update calls so far
+  private long seenPublished = -1; // a group's other device: the updates it last loaded after
 
   /** Makes the host optimizer over a model's host slabs. */
   public interface OptimizerFactory {
@@ -106,6 +110,106 @@ public final class OffloadedLearner implements Learner {
       Backend backend,
       Stream stream,
       DataParallel ranks) {
+    return build(
+        model, how, optimizer, hostThreads, clipNorm, speculative, backend, stream, ranks, null);
+  }
+
+  /**
+   * The same, as device {@code ranks.deviceInNode()} of its node's {@code group} (null: a host copy
+   * of its own): device 0 builds the host copy and the optimizer, and the others, waiting for it,
+   * stream from that copy and hand their gradients to it ({@link DeviceGroup}).
+   */
+  public static OffloadedLearner build(
+      ModelBlueprint model,
+      Streaming how,
+      OptimizerFactory optimizer,
+      int hostThreads,
+      float clipNorm,
+      boolean speculative,
+      Backend backend,
+      Stream stream,
+      DataParallel ranks,
+      DeviceGroup group) {
+    if (group != null && group.devices() != ranks.devicesPerNode()) {
+      throw new IllegalArgumentException(
+          "a group of "
+              + group.devices()
+              + " devices for ranks in nodes of "
+              + ranks.devicesPerNode());
+    }
+    DeviceGroup shared = group != null && group.devices() > 1 ? group : null;
+    if (shared != null && how.delayedUpdate()) {
+      throw new IllegalArgumentException(
+          "the delayed update with "
+              + shared.devices()
+              + " devices sharing a node's host copy is not built");
+    }
+    if (shared != null && ranks.deviceInNode() > 0) {
+      return buildOther(model, how, clipNorm, backend, stream, ranks, shared);
+    }
+    try {
+      OffloadedLearner learner =
+          buildOwn(
+              model,
+              how,
+              optimizer,
+              hostThreads,
+              clipNorm,
+              speculative,
+              backend,
+              stream,
+              ranks,
+              shared);
+      if (shared != null) {
+        shared.shareFirst(learner.model.slabs(), learner.optimizer);
+      }
+      return learner;
+    } catch (RuntimeException e) {
+      if (shared != null) {
+        shared.firstFailed(e);
+      }
+      throw e;
+    }
+  }
+
+  /** A node's other device: streams from device 0's host copy, keeping no optimizer of its own. */
+  private static OffloadedLearner buildOther(
+      ModelBlueprint model,
+      Streaming how,
+      float clipNorm,
+      Backend backend,
+      Stream stream,
+      DataParallel ranks,
+      DeviceGroup group) {
+    int device = ranks.deviceInNode();
+    DeviceGroup.Shared first = group.awaitFirst(device);
+    HostThreads threads = new HostThreads(1);
+    StreamedModel streamed = null;
+    try {
+      streamed = new StreamedModel(model, how, backend, stream, null, first.slabs());
+      return new OffloadedLearner(
+          backend, streamed, first.optimizer(), threads, clipNorm, ranks, group, device);
+    } catch (RuntimeException e) {
+      if (streamed != null) {
+        streamed.close();
+      }
+      threads.close();
+      group.closed();
+      throw e;
+    }
+  }
+
+  private static OffloadedLearner buildOwn(
+      ModelBlueprint model,
+      Streaming how,
+      OptimizerFactory optimizer,
+      int hostThreads,
+      float clipNorm,
+      boolean speculative,
+      Backend backend,
+      Stream stream,
+      DataParallel ranks,
+      DeviceGroup group) {
     HostThreads threads = new HostThreads(hostThreads);
     StreamedModel streamed = null;
     try {
@@ -131,7 +235,7 @@ public final class OffloadedLearner implements Learner {
           optimizer.create(
               new HostOptimizer.Slab(masters, gradients, layout, first, copies), threads);
       OffloadedLearner learner =
-          new OffloadedLearner(backend, streamed, opt, threads, clipNorm, ranks);
+          new OffloadedLearner(backend, streamed, opt, threads, clipNorm, ranks, group, 0);
       if (speculative
           && clipNorm > 0
           && !how.delayedUpdate()
@@ -169,12 +273,51 @@ public final class OffloadedLearner implements Learner {
       HostThreads threads,
       float clipNorm,
       DataParallel ranks) {
+    this(backend, model, optimizer, threads, clipNorm, ranks, null, 0);
+  }
+
+  private OffloadedLearner(
+      Backend backend,
+      StreamedModel model,
+      HostOptimizer optimizer,
+      HostThreads threads,
+      float clipNorm,
+      DataParallel ranks,
+      DeviceGroup group,
+      int device) {
     this.backend = backend;
     this.model = model;
     this.optimizer = optimizer;
     this.threads = threads;
     this.clipNorm = clipNorm;
     this.ranks = ranks;
+    this.group = group;
+    this.device = device;
+  }
+
+  /** A node's device other than 0: the host copy and its optimizer are device 0's. */
+  private boolean sharesAnothersCopy() {
+    return group != null && device > 0;
+  }
+
+  /**
+   * Forward from the host copy as it is after every update begun so far. A node's device 0
+   * publishes its updates first (they are done, their copies written), and its other devices wait
+   * for that before loading anything.
+   */
+  @Override
+  public DeviceBuffer forward(Stream compute, DeviceBuffer x, int batch, boolean training) {
+    if (group != null && device == 0) {
+      model.publishUpdates(compute);
+      group.publish(updatesBegun);
+    } else if (sharesAnothersCopy()) {
+      long published = group.awaitPublished(device, updatesBegun);
+      if (published != seenPublished) {
+        seenPublished = published;
+        model.hostCopyChanged();
+      }
+    }
+    return model.forward(compute, x, batch, training);
   }
 
   @Override
@@ -208,6 +351,12 @@ public final class OffloadedLearner implements Learner {
 
   @Override
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
+    updatesBegun++;
+    if (sharesAnothersCopy()) { // device 0 adds this gradient to its own and updates for both
+      model.backward(
+          compute, dlogits, batch, (from, to) -> group.land(device, from, model.landed(from, to)));
+      return;
+    }
     if (bufferAverage != null) {
       bufferAverage.update(compute); // the buffers are final once forward has run
       average.beginUpdate();
@@ -234,8 +383,7 @@ public final class OffloadedLearner implements Learner {
           ranks.worldSize() == 1
               ? step
               : (from, to) -> {
-                ranks.averageGradients(
-                    grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
+                averageLanded(grads, from, to);
                 step.update(from, to);
               };
       model.backward(compute, dlogits, batch, averaged);
@@ -244,11 +392,7 @@ public final class OffloadedLearner implements Learner {
     // Clipping: the ranks' gradients averaged layer by layer as they land, as without clipping
     // (so that the speculative and the serial update see the same bits).
     HostUpdate averaging =
-        ranks.worldSize() == 1
-            ? null
-            : (from, to) ->
-                ranks.averageGradients(
-                    grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
+        ranks.worldSize() == 1 ? null : (from, to) -> averageLanded(grads, from, to);
     if (model.delaysThisStep()) {
       delayedClippedStep(compute, dlogits, batch, step, averaging);
       return;
@@ -265,6 +409,18 @@ public final class OffloadedLearner implements Learner {
     step.update(0, model.parameterCount());
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersUpdated();
+  }
+
+  /**
+   * Layer [from, to)'s gradient, landed in {@code grads}, becomes its mean over the ranks: a node's
+   * other devices' gradients added first, in device order, then the nodes' sums averaged.
+   */
+  private void averageLanded(ByteBuffer grads, int from, int to) {
+    ByteBuffer landed = grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder());
+    if (group != null) {
+      group.addOthers(from, landed);
+    }
+    ranks.averageGradients(landed);
   }
 
   /**
@@ -533,6 +689,10 @@ public final class OffloadedLearner implements Learner {
 
   @Override
   public void averageWeights(EmaDecay decay, Checkpoints.Loaded resumed, Stream compute) {
+    if (group != null) {
+      throw new IllegalArgumentException(
+          "--ema with " + group.devices() + " devices sharing a node's host copy is not built");
+    }
     model.awaitUpdates();
     compute.synchronize();
     Parameters slabs = model.residentSlabs();
@@ -593,14 +753,19 @@ public final class OffloadedLearner implements Learner {
     List<Parameters.Entry> expected = new ArrayList<>(model.entries());
     expected.addAll(model.residentSlabs().bufferEntries());
     Checkpoints.requireTensors(c, expected);
-    float[] masters = Checkpoints.gather(c, model.entries(), model.parameterCount());
-    model.masters().asByteBuffer().asFloatBuffer().put(masters);
+    if (!sharesAnothersCopy()) {
+      float[] masters = Checkpoints.gather(c, model.entries(), model.parameterCount());
+      model.masters().asByteBuffer().asFloatBuffer().put(masters);
+    }
     Parameters slabs = model.residentSlabs();
     Checkpoints.upload(
         backend,
         compute,
         slabs.buffers(),
         Checkpoints.gather(c, slabs.bufferEntries(), slabs.buffers().count()));
+    if (sharesAnothersCopy()) {
+      return; // the masters and the optimizer state are device 0's, restored there
+    }
     long[] share = ranks.partitionsOptimizerState() ? ranks.share(model.parameterCount()) : null;
     for (int i = 0; i < state.size(); i++) {
       float[] values = c.optimizerState().get(i);
@@ -653,6 +818,21 @@ public final class OffloadedLearner implements Learner {
 
   @Override
   public void close() {
+    if (sharesAnothersCopy()) {
+      try (threads;
+          model) {
+        // its own slots and device memory; the host copy and the optimizer are device 0's
+      } finally {
+        group.closed();
+      }
+      return;
+    }
+    if (group != null && !group.awaitOthersClosed()) {
+      threads.close();
+      throw new IllegalStateException(
+          "device 0: the node's other devices did not stop; its host copy stays allocated, as"
+              + " they may still read it");
+    }
     try (threads;
         SpeculativeClip closedSpeculation = speculation;
         optimizer;

@@ -90,6 +90,21 @@ public final class StreamedModel implements Network, AutoCloseable {
       Backend backend,
       Stream stream,
       java.util.function.LongFunction<long[]> gradientShare) {
+    this(config, how, backend, stream, gradientShare, null);
+  }
+
+  /**
+   * As above; with {@code first} (a node's other device, {@link DeviceGroup}) the masters and their
+   * copies are {@code first}'s, initialized and written there only, and each layer's gradient lands
+   * in a slot of this model's own, from where the update given to {@link #backward} hands it on.
+   */
+  StreamedModel(
+      ModelBlueprint config,
+      Streaming how,
+      Backend backend,
+      Stream stream,
+      java.util.function.LongFunction<long[]> gradientShare,
+      HostSlabs first) {
     this.spec = config.spec();
     this.backend = backend;
     this.layers = List.copyOf(config.layers().get());
@@ -101,18 +116,22 @@ public final class StreamedModel implements Network, AutoCloseable {
     this.delayable = how.delayedUpdate();
     this.delayFromStep = how.delayWarmupSteps();
     this.slabs =
-        new HostSlabs(
-            backend,
-            layout,
-            bf16,
-            delayable,
-            true,
-            gradientShare == null ? null : gradientShare.apply(layout.parameters()));
-    Parameters.writeInitialValues(
-        layout.entries(),
-        seed,
-        config.pretrained(),
-        slabs.masters().asByteBuffer().asFloatBuffer());
+        first != null
+            ? HostSlabs.sharing(backend, first)
+            : new HostSlabs(
+                backend,
+                layout,
+                bf16,
+                delayable,
+                true,
+                gradientShare == null ? null : gradientShare.apply(layout.parameters()));
+    if (slabs.owner()) {
+      Parameters.writeInitialValues(
+          layout.entries(),
+          seed,
+          config.pretrained(),
+          slabs.masters().asByteBuffer().asFloatBuffer());
+    }
     this.resident = Parameters.allocate(backend, layout.residentParameters(), layout.buffers());
     this.workspace = Workspace.forLayers(backend, layers, maxBatch);
     this.gradientSlots = GradientSlots.forLayers(backend, layers, maxBatch);
@@ -241,6 +260,11 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   public HostBuffer masters() {
     return slabs.masters();
+  }
+
+  /** The host slabs, for a node's other devices to share ({@link DeviceGroup}). */
+  HostSlabs slabs() {
+    return slabs;
   }
 
   /** Every parameter's gradient in model order once {@link #awaitGradients} returns. */
@@ -433,9 +457,11 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   /**
    * Waits for every host update begun by backward, then enqueues the uploads of resident layers
-   * whose masters changed and forgets what the weight slots held: loads read the new masters.
+   * whose masters changed and forgets what the weight slots held: loads read the new masters. The
+   * next forward does it first; done before it, the masters and copies stay as they are until the
+   * next backward's updates (what a node's other devices wait for, {@link DeviceGroup}).
    */
-  private void publishUpdates(Stream compute) {
+  void publishUpdates(Stream compute) {
     if (pendingDelayed) {
       updates.awaitPublished(); // the updates themselves run on beside this step
     } else {
@@ -491,6 +517,16 @@ public final class StreamedModel implements Network, AutoCloseable {
       if (layout.count(i) > 0) {
         slabs.markStale(i);
       }
+    }
+  }
+
+  /**
+   * Says the masters and their copies, which another device of the node owns, were updated there:
+   * the next forward uploads the resident layers and reloads the streamed ones, as after an update.
+   */
+  void hostCopyChanged() {
+    for (int i = 0; i < layers.size(); i++) {
+      mastersChanged[i] = layout.count(i) > 0;
     }
   }
 
