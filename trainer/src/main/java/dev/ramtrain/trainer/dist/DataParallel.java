@@ -25,20 +25,22 @@ import java.util.List;
  * unchecked here, as {@link UncheckedIOException}, because it ends the training step).
  */
 public final class DataParallel implements AutoCloseable {
-  private static final DataParallel SINGLE = new DataParallel(null, null, 0, 1);
+  private static final DataParallel SINGLE = new DataParallel(null, null, 0, null);
   private static final int GRADIENT_RING = 0;
   private static final int FIGURES_RING = 1;
 
   private final TcpRing ring; // gradients, between the nodes' first ranks; null: one node, or none
   private final TcpRing figures; // sums of reported figures, every rank; null: one rank
   private final int zeroStage; // ZeRO: 1 shares the optimizer state out, 2 the gradients too
-  private final int devicesPerNode; // ranks that share one host copy of the model
+  private final NodeExchange node; // this rank's node's devices in this JVM; null: one a node
+  private final int devicesPerNode;
 
-  private DataParallel(TcpRing ring, TcpRing figures, int zeroStage, int devicesPerNode) {
+  private DataParallel(TcpRing ring, TcpRing figures, int zeroStage, NodeExchange node) {
     this.ring = ring;
     this.figures = figures;
     this.zeroStage = zeroStage;
-    this.devicesPerNode = devicesPerNode;
+    this.node = node;
+    this.devicesPerNode = node == null ? 1 : node.devices();
   }
 
   /** A job of one rank. */
@@ -60,18 +62,18 @@ public final class DataParallel implements AutoCloseable {
       Duration timeout,
       int zeroStage)
       throws IOException {
-    return join(rank, addresses, listener, secret, timeout, zeroStage, 1);
+    return join(rank, addresses, listener, secret, timeout, zeroStage, null);
   }
 
   /**
-   * As above, the ranks on nodes of {@code devicesPerNode} devices that share one host copy of the
-   * model in one JVM ({@code offload.DeviceGroup}). Of W ranks on W / N nodes, rank r is device r /
-   * (W / N) of node r mod (W / N): a node's devices take the global batch's slices a rank of a W /
-   * N rank job accumulating N batches a step would take, in the order it adds them, so a node
-   * computes what that rank computes. A node's device 0 (ranks 0 to W / N - 1) sums its node's
-   * gradients on the host, and only those ranks form the gradient ring, which then carries one sum
-   * per node. Every rank is on the figures ring. ZeRO partitions over ranks with host copies of
-   * their own, so it takes nodes of one device.
+   * As above, the ranks on nodes whose devices are ranks in one JVM, exchanging gradients through
+   * the host: {@code node}, this rank's node's exchange (null: one device a node). Of W ranks on W
+   * / N nodes, rank r is device r / (W / N) of node r mod (W / N): a node's devices take the global
+   * batch's slices a rank of a W / N rank job accumulating N batches a step would take, in the
+   * order it adds them, so a node computes what that rank computes. A node's device 0 (ranks 0 to W
+   * / N - 1) sums its node's gradients on the host, and only those ranks form the gradient ring,
+   * which then carries one sum per node. Every rank is on the figures ring. ZeRO partitions over
+   * ranks with host copies of their own, so it takes nodes of one device.
    */
   public static DataParallel join(
       int rank,
@@ -80,8 +82,9 @@ public final class DataParallel implements AutoCloseable {
       byte[] secret,
       Duration timeout,
       int zeroStage,
-      int devicesPerNode)
+      NodeExchange node)
       throws IOException {
+    int devicesPerNode = node == null ? 1 : node.devices();
     if (zeroStage < 0 || zeroStage > 2) {
       throw new IllegalArgumentException("ZeRO stage 0, 1 or 2, got " + zeroStage);
     }
@@ -107,7 +110,7 @@ public final class DataParallel implements AutoCloseable {
             gradients,
             TcpRing.connect(rank, addresses, listener, secret, timeout, FIGURES_RING),
             zeroStage,
-            1);
+            null);
       } catch (IOException | RuntimeException e) {
         gradients.close();
         throw e;
@@ -125,7 +128,7 @@ public final class DataParallel implements AutoCloseable {
             TcpRing.connect(
                 rank, addresses.subList(0, nodes), listener, secret, timeout, GRADIENT_RING);
       }
-      return new DataParallel(gradients, figures, zeroStage, devicesPerNode);
+      return new DataParallel(gradients, figures, zeroStage, node);
     } catch (IOException | RuntimeException e) {
       figures.close();
       throw e;
@@ -243,8 +246,8 @@ public final class DataParallel implements AutoCloseable {
    * the ring's sum in its fixed order, times 1 / world. Identical bits on every rank afterwards.
    */
   public void averageGradients(ByteBuffer floats) {
-    if (devicesPerNode > 1) {
-      averageNodeSums(floats);
+    if (node != null) {
+      averageOverNodes(floats, true);
       return;
     }
     // The all-reduce's two halves, the mean taken on each rank's own share between them: each
@@ -254,37 +257,59 @@ public final class DataParallel implements AutoCloseable {
   }
 
   /**
-   * A node's first rank, {@code floats} holding its node's gradient sum: the sum over the nodes
-   * (the gradient ring's, in its fixed order) times 1 / world, the world counting every device.
+   * A node's other device: hands {@code floats} (this device's gradient, float32, native order,
+   * position to limit) to its node's device 0, which averages it in with the ranks' as {@link
+   * #averageGradients} does, and does not want the mean back (an offloaded device, whose host copy
+   * device 0 updates for the node). Returns once device 0 has added it: the buffer is free.
    */
-  private void averageNodeSums(ByteBuffer floats) {
-    if (deviceInNode() != 0) {
-      throw new IllegalStateException(
-          "rank " + rank() + " hands its gradients to its node's first rank, which averages them");
+  public void contributeGradients(ByteBuffer floats) {
+    if (node == null || deviceInNode() == 0) {
+      throw new IllegalStateException("rank " + rank() + " averages its node's gradients itself");
     }
-    float mean = 1f / worldSize();
-    if (ring == null) { // one node
-      scale(floats.slice(), mean);
+    averageOverNodes(floats, false);
+  }
+
+  /**
+   * The mean over the ranks of a job on nodes of several devices: the node's other devices hand
+   * their gradients to device 0, which adds them to its own in device order, sums the nodes' sums
+   * on the gradient ring (its fixed order), scales by 1 / world (every device counted) and hands
+   * the mean back to those that want it.
+   */
+  private void averageOverNodes(ByteBuffer floats, boolean wantsMean) {
+    int device = deviceInNode();
+    if (device > 0) {
+      node.handOver(device, floats, wantsMean);
       return;
     }
-    long count = floats.remaining() / 4;
-    int nodes = ring.worldSize();
-    long[] bounds = new long[nodes + 1];
-    for (int c = 0; c <= nodes; c++) {
-      bounds[c] = TcpRing.chunkStart(count, c, nodes);
-    }
+    List<NodeExchange.Handed> others = node.addOthers(floats);
     try {
-      ring.reduceScatterSum(floats, bounds);
-      int mine = ring.rank();
-      scale(
-          floats.slice(
-              floats.position() + 4 * (int) bounds[mine],
-              4 * (int) (bounds[mine + 1] - bounds[mine])),
-          mean);
-      ring.allGather(floats);
-    } catch (IOException e) {
-      throw new UncheckedIOException("averaging the nodes' gradients: " + e.getMessage(), e);
+      float mean = 1f / worldSize();
+      if (ring == null) { // one node
+        scale(floats.slice(), mean);
+      } else {
+        long count = floats.remaining() / 4;
+        int nodes = ring.worldSize();
+        long[] bounds = new long[nodes + 1];
+        for (int c = 0; c <= nodes; c++) {
+          bounds[c] = TcpRing.chunkStart(count, c, nodes);
+        }
+        ring.reduceScatterSum(floats, bounds);
+        int mine = ring.rank();
+        scale(
+            floats.slice(
+                floats.position() + 4 * (int) bounds[mine],
+                4 * (int) (bounds[mine + 1] - bounds[mine])),
+            mean);
+        ring.allGather(floats);
+      }
+    } catch (IOException | RuntimeException e) {
+      node.fail(others, e);
+      if (e instanceof IOException io) {
+        throw new UncheckedIOException("averaging the nodes' gradients: " + e.getMessage(), io);
+      }
+      throw (RuntimeException) e;
     }
+    node.handBack(others, floats);
   }
 
   private static void scale(ByteBuffer floats, float factor) {

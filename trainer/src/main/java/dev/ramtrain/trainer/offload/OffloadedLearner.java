@@ -354,7 +354,7 @@ public final class OffloadedLearner implements Learner {
     updatesBegun++;
     if (sharesAnothersCopy()) { // device 0 adds this gradient to its own and updates for both
       model.backward(
-          compute, dlogits, batch, (from, to) -> group.land(device, from, model.landed(from, to)));
+          compute, dlogits, batch, (from, to) -> ranks.contributeGradients(model.landed(from, to)));
       return;
     }
     if (bufferAverage != null) {
@@ -412,15 +412,11 @@ public final class OffloadedLearner implements Learner {
   }
 
   /**
-   * Layer [from, to)'s gradient, landed in {@code grads}, becomes its mean over the ranks: a node's
-   * other devices' gradients added first, in device order, then the nodes' sums averaged.
+   * Layer [from, to)'s gradient, landed in {@code grads}, becomes its mean over the ranks (a node's
+   * other devices' gradients added first, {@link DataParallel#averageGradients}).
    */
   private void averageLanded(ByteBuffer grads, int from, int to) {
-    ByteBuffer landed = grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder());
-    if (group != null) {
-      group.addOthers(from, landed);
-    }
-    ranks.averageGradients(landed);
+    ranks.averageGradients(grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
   }
 
   /**

@@ -1,0 +1,156 @@
+package dev.ramtrain.trainer.dist;
+
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The devices of one node, ranks in one JVM, exchanging gradients through host memory instead of
+ * the ring: each of devices 1 to N - 1 hands a gradient it has on the host to device 0, which adds
+ * them to its own in device order ({@code ((g0 + g1) + g2) ...}, the order one process accumulating
+ * the devices' batches adds them), takes the node's sum over the ring to the other nodes, and hands
+ * the mean back to the devices that want it (resident ones; an offloaded device's host copy is
+ * device 0's, which updates for all). Calls pair up in order, as the ring's do; every wait is
+ * bounded by the job's timeout and names the device it waited for.
+ */
+public final class NodeExchange {
+  private final int devices;
+  private final long timeoutNanos;
+  private final List<BlockingQueue<Handed>> handed = new ArrayList<>();
+
+  /** A gradient another device handed over, until device 0 is done with it. */
+  record Handed(ByteBuffer floats, boolean wantsMean, CompletableFuture<Void> done) {}
+
+  /**
+   * The exchange of a node of {@code devices} (at least 1), waits given up after {@code timeout}.
+   */
+  public NodeExchange(int devices, Duration timeout) {
+    if (devices < 1) {
+      throw new IllegalArgumentException("a node has at least one device, got " + devices);
+    }
+    this.devices = devices;
+    this.timeoutNanos = timeout.toNanos();
+    for (int d = 1; d < devices; d++) {
+      handed.add(new LinkedBlockingQueue<>());
+    }
+  }
+
+  public int devices() {
+    return devices;
+  }
+
+  /**
+   * Device {@code device} (not 0): hands {@code floats} (position to limit) to device 0 and waits
+   * until device 0 is done with it; {@code wantsMean}: it then holds the ranks' mean.
+   */
+  void handOver(int device, ByteBuffer floats, boolean wantsMean) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    handed.get(device - 1).add(new Handed(floats, wantsMean, done));
+    try {
+      done.get(timeoutNanos, TimeUnit.NANOSECONDS);
+    } catch (ExecutionException e) {
+      throw failure(
+          "device " + device + ": its node's device 0 failed: " + e.getCause().getMessage(),
+          e.getCause());
+    } catch (TimeoutException e) {
+      throw failure(
+          "device "
+              + device
+              + ": its node's device 0 took none of its gradients within "
+              + seconds()
+              + " s",
+          null);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw failure("device " + device + ": interrupted", e);
+    }
+  }
+
+  /**
+   * Device 0: adds the other devices' next gradients to {@code sum} (its own, in place), device by
+   * device; returns them, to be {@link #handBack handed back}.
+   */
+  List<Handed> addOthers(ByteBuffer sum) {
+    FloatBuffer total = sum.slice().order(ByteOrder.nativeOrder()).asFloatBuffer();
+    List<Handed> taken = new ArrayList<>();
+    try {
+      for (int d = 1; d < devices; d++) {
+        Handed theirs = take(d);
+        taken.add(theirs);
+        if (theirs.floats().remaining() != sum.remaining()) {
+          throw new IllegalStateException(
+              "device "
+                  + d
+                  + " handed "
+                  + theirs.floats().remaining() / 4
+                  + " gradients, device 0 has "
+                  + sum.remaining() / 4
+                  + ": the node's devices do not run the same model");
+        }
+        FloatBuffer g = theirs.floats().slice().order(ByteOrder.nativeOrder()).asFloatBuffer();
+        for (int i = 0; i < total.limit(); i++) {
+          total.put(i, total.get(i) + g.get(i));
+        }
+      }
+      return taken;
+    } catch (RuntimeException e) {
+      fail(taken, e);
+      throw e;
+    }
+  }
+
+  /** Device 0: {@code mean} to every device of {@code taken} that wants it; all are done. */
+  void handBack(List<Handed> taken, ByteBuffer mean) {
+    for (Handed theirs : taken) {
+      if (theirs.wantsMean()) {
+        theirs.floats().slice().put(mean.slice());
+      }
+      theirs.done().complete(null);
+    }
+  }
+
+  /** Device 0 could not finish the exchange: the devices of {@code taken} fail with it. */
+  void fail(List<Handed> taken, Throwable cause) {
+    for (Handed theirs : taken) {
+      theirs.done().completeExceptionally(cause);
+    }
+  }
+
+  private Handed take(int device) {
+    try {
+      Handed theirs = handed.get(device - 1).poll(timeoutNanos, TimeUnit.NANOSECONDS);
+      if (theirs == null) {
+        throw failure(
+            "device 0: its node's device "
+                + device
+                + " handed no gradient within "
+                + seconds()
+                + " s",
+            null);
+      }
+      return theirs;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw failure("device 0: interrupted", e);
+    }
+  }
+
+  /** Unchecked, as {@link DataParallel}'s collectives fail: it ends the training step. */
+  private static UncheckedIOException failure(String message, Throwable cause) {
+    return new UncheckedIOException(message, new CollectiveException(message, cause));
+  }
+
+  private long seconds() {
+    return Duration.ofNanos(timeoutNanos).toSeconds();
+  }
+}
