@@ -9,8 +9,10 @@ import dev.ramtrain.trainer.backend.BackendSpec;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.dist.NodeExchange;
 import dev.ramtrain.trainer.dist.RanksDivergedException;
 import dev.ramtrain.trainer.dist.TcpRing;
+import dev.ramtrain.trainer.offload.DeviceGroup;
 import dev.ramtrain.trainer.run.HostLimit;
 import dev.ramtrain.trainer.run.RankContext;
 import java.io.IOException;
@@ -28,8 +30,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorCompletionService;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.BarrierTaskContext;
@@ -71,6 +80,7 @@ public final class DistributedTraining<T>
 
   private final JobSpec spec;
   private final int world;
+  private final int devicesPerNode; // ranks a task drives in its JVM, sharing one host copy
   private final TrainSettings.Dist dist;
   private final String job; // names this job's checkpoints: a retried stage resumes only from those
   private final LongAccumulator progressSteps; // rank 0's steps run, for the driver's line
@@ -90,6 +100,7 @@ public final class DistributedTraining<T>
     this.spec = spec;
     this.hadoop = hadoop;
     this.world = dist.ranks();
+    this.devicesPerNode = dist.devicesPerNodeOr(1);
     this.dist = dist;
     this.inputs = inputs;
     this.job = job;
@@ -106,8 +117,13 @@ public final class DistributedTraining<T>
       SparkSession spark, JobSpec spec, TrainSettings.Dist dist, Manifest manifest)
       throws IOException {
     int world = dist.ranks();
-    List<Integer> ranks = IntStream.range(0, world).boxed().toList();
-    RDD<Integer> slots = new JavaSparkContext(spark.sparkContext()).parallelize(ranks, world).rdd();
+    dist =
+        dist.withDevicesPerNode(
+            TrainerResources.devicesPerNode(dist, spark.sparkContext().getConf()));
+    // One task a node: its partition is the node's number (a rank's own, with one device a node).
+    int nodes = world / dist.devicesPerNode();
+    List<Integer> tasks = IntStream.range(0, nodes).boxed().toList();
+    RDD<Integer> slots = new JavaSparkContext(spark.sparkContext()).parallelize(tasks, nodes).rdd();
     Configuration conf = spark.sparkContext().hadoopConfiguration();
     ShardAssignment assignment = null;
     long trainPerEpoch = 0;
@@ -125,7 +141,9 @@ public final class DistributedTraining<T>
 
   /**
    * Trains the ranks of {@code dist} in a barrier stage over {@code onePartitionPerRank}, each rank
-   * opening its partition through {@code inputs}; the evaluation over all ranks.
+   * opening its partition through {@code inputs}; the evaluation over all ranks. With several
+   * devices a node ({@code dist.devicesPerNode()}, resolved) the partitions are the nodes', one
+   * task driving each node's devices, whose inputs open with no records (every shard of a dataset).
    */
   static <T> EvalResult run(
       RDD<T> onePartitionPerRank,
@@ -134,17 +152,19 @@ public final class DistributedTraining<T>
       TrainSettings.Dist dist,
       String what) {
     int world = dist.ranks();
+    int devices = dist.devicesPerNodeOr(1);
+    int nodes = world / devices;
     SparkContext sc = onePartitionPerRank.context();
-    if (sc.isLocal() && world > sc.defaultParallelism()) {
+    if (sc.isLocal() && nodes > sc.defaultParallelism()) {
       throw new ConfigException(
           String.format(
               "ramtrain.dist.ranks = %d: a barrier stage runs all its tasks at once, and %s has"
                   + " %d task slots",
               world, sc.master(), sc.defaultParallelism()));
     }
-    if (onePartitionPerRank.getNumPartitions() != world) {
+    if (onePartitionPerRank.getNumPartitions() != nodes) {
       throw new IllegalArgumentException(
-          onePartitionPerRank.getNumPartitions() + " input partitions for " + world + " ranks");
+          onePartitionPerRank.getNumPartitions() + " input partitions for " + nodes + " nodes");
     }
     spec.run().forRank(0, world); // an uneven batch split is a usage error before anything starts
     LongAccumulator steps = sc.longAccumulator("ramtrain.train.steps");
@@ -164,11 +184,19 @@ public final class DistributedTraining<T>
             .mapPartitions(rank, false, ClassTag$.MODULE$.apply(EvalResult.class));
     // On a GPU cluster the trainer stage takes one GPU and all of an executor's cores; the ETL's
     // stages keep their one core per task.
-    ResourceProfile profile = TrainerResources.profile(sc.getConf());
+    ResourceProfile profile = TrainerResources.profile(sc.getConf(), devices);
     if (profile != null) {
       trained = trained.withResources(profile);
     }
-    sc.setJobDescription("ramtrain train: " + world + " " + what + " (barrier stage)");
+    sc.setJobDescription(
+        "ramtrain train: "
+            + world
+            + " "
+            + what
+            + " on "
+            + nodes(nodes, devices)
+            + " (barrier stage)");
+    System.out.printf("training on %s%n", nodes(nodes, devices));
     FirstTaskFailure failure = new FirstTaskFailure(sc);
     sc.addSparkListener(failure);
     List<EvalResult> results;
@@ -189,24 +217,194 @@ public final class DistributedTraining<T>
     return results.get(0);
   }
 
-  /** One rank: joins the others, trains, and (rank 0) hands back the evaluation. */
+  /** "1 node of 1 device", "2 nodes of 2 devices each". */
+  static String nodes(int nodes, int devices) {
+    return nodes == 1
+        ? "1 node of " + (devices == 1 ? "1 device" : devices + " devices")
+        : nodes + " nodes of " + (devices == 1 ? "1 device" : devices + " devices") + " each";
+  }
+
+  /**
+   * One task: a rank (one device a node) or a node's devices, which join the others, train, and
+   * (rank 0) hand back the evaluation.
+   */
   @Override
   public Iterator<EvalResult> apply(Iterator<T> partition) {
     BarrierTaskContext task = BarrierTaskContext.get();
+    EvalResult eval =
+        devicesPerNode == 1 ? oneRank(task, CollectionConverters.asJava(partition)) : oneNode(task);
+    return CollectionConverters.asScala(
+        (eval != null ? List.of(eval) : List.<EvalResult>of()).iterator());
+  }
+
+  /** The task of a rank that is its node's only device; its evaluation if it is rank 0. */
+  private EvalResult oneRank(BarrierTaskContext task, java.util.Iterator<T> input) {
     int rank = task.partitionId();
-    // The GPU Spark assigned this task, as a CUDA ordinal (the CPU backend has none to drive).
-    int device =
-        spec.run().backend().kind() == BackendSpec.Kind.CPU
-            ? 0
-            : TrainerResources.cudaOrdinal(task.resourcesJMap(), System.getenv(), rank);
     try (ServerSocketChannel listener = TcpRing.listen(InetAddress.getByName(host(task, rank)));
         DataParallel ranks = join(task, rank, listener)) {
-      EvalResult eval = train(task, ranks, device, CollectionConverters.asJava(partition));
-      return CollectionConverters.asScala(
-          (rank == 0 ? List.of(eval) : List.<EvalResult>of()).iterator());
+      EvalResult eval =
+          train(task, ranks, cudaOrdinal(task, rank, 0), input, null, task::barrier, task::barrier);
+      return rank == 0 ? eval : null;
     } catch (IOException e) {
       throw new UncheckedIOException(e.getMessage(), e); // the driver names the rank
     }
+  }
+
+  /** The GPU of the {@code index}-th device of this task, as a CUDA ordinal (none on the CPU). */
+  private int cudaOrdinal(BarrierTaskContext task, int rank, int index) {
+    return spec.run().backend().kind() == BackendSpec.Kind.CPU
+        ? 0
+        : TrainerResources.cudaOrdinal(task.resourcesJMap(), System.getenv(), rank, index);
+  }
+
+  /**
+   * The task of node {@code task.partitionId()}: its devices' ranks (device d of node n is rank d *
+   * nodes + n, {@link DataParallel#join}) as threads of this task, over one {@link NodeExchange}
+   * and one {@link DeviceGroup}, rank 0's evaluation if it holds rank 0. The first rank to fail
+   * aborts the node's exchange, so that its other devices fail at once, not at the timeout; the
+   * task fails with that rank's error.
+   */
+  private EvalResult oneNode(BarrierTaskContext task) {
+    int node = task.partitionId();
+    int nodes = world / devicesPerNode;
+    List<ServerSocketChannel> listeners = new ArrayList<>();
+    ExecutorService threads =
+        Executors.newFixedThreadPool(
+            devicesPerNode,
+            r -> {
+              Thread t = new Thread(r, "ramtrain-node-" + node + "-device");
+              t.setDaemon(true);
+              return t;
+            });
+    try {
+      InetAddress host = InetAddress.getByName(host(task, node));
+      StringBuilder message = new StringBuilder();
+      for (int d = 0; d < devicesPerNode; d++) {
+        listeners.add(TcpRing.listen(host));
+        InetSocketAddress mine = (InetSocketAddress) listeners.get(d).getLocalAddress();
+        message.append(d == 0 ? "" : ",").append(mine.getHostString()).append(' ');
+        message.append(mine.getPort());
+      }
+      if (node == 0) {
+        byte[] secret = new byte[32];
+        new SecureRandom().nextBytes(secret);
+        message.append(';').append(Base64.getEncoder().encodeToString(secret));
+      }
+      String[] all = task.allGather(message.toString());
+      InetSocketAddress[] addresses = new InetSocketAddress[world];
+      for (int n = 0; n < nodes; n++) {
+        String[] devices = all[n].split(";")[0].split(",");
+        for (int d = 0; d < devicesPerNode; d++) {
+          String[] parts = devices[d].split(" ");
+          addresses[d * nodes + n] = new InetSocketAddress(parts[0], Integer.parseInt(parts[1]));
+        }
+      }
+      byte[] secret = Base64.getDecoder().decode(all[0].split(";")[1]);
+      NodeExchange exchange = new NodeExchange(devicesPerNode, dist.timeout());
+      DeviceGroup group = new DeviceGroup(devicesPerNode, dist.timeout());
+      // Rank 0 opens the run directory before any task passes the barrier; the task's other
+      // devices wait for the barrier as one-device tasks do.
+      CompletableFuture<Void> directoryOpen = new CompletableFuture<>();
+      if (node != 0) {
+        directoryOpen.complete(null);
+      }
+      CompletableFuture<Void> settled = new CompletableFuture<>();
+      ExecutorCompletionService<EvalResult> done = new ExecutorCompletionService<>(threads);
+      AtomicReference<Exception> rootCause = new AtomicReference<>(); // the first rank to fail
+      List<Future<EvalResult>> running = new ArrayList<>();
+      for (int d = 0; d < devicesPerNode; d++) {
+        int device = d;
+        int rank = d * nodes + node;
+        running.add(
+            done.submit(
+                () -> {
+                  try (DataParallel ranks =
+                      DataParallel.join(
+                          rank,
+                          List.of(addresses),
+                          listeners.get(device),
+                          secret,
+                          dist.timeout(),
+                          dist.zero(),
+                          exchange)) {
+                    return train(
+                        task,
+                        ranks,
+                        cudaOrdinal(task, rank, device),
+                        java.util.Collections.emptyIterator(),
+                        group,
+                        () -> {
+                          directoryOpen.complete(null);
+                          settled.join();
+                        },
+                        settled::join);
+                  } catch (Throwable e) {
+                    Exception mine = named(rank, e);
+                    rootCause.compareAndSet(null, mine); // before the others fail after it
+                    directoryOpen.completeExceptionally(e);
+                    settled.completeExceptionally(e);
+                    exchange.abort(e);
+                    group.abort(e);
+                    throw mine;
+                  }
+                }));
+      }
+      try {
+        directoryOpen.join();
+        task.barrier();
+        settled.complete(null);
+      } catch (RuntimeException e) {
+        settled.completeExceptionally(e); // the rank that failed is reported below
+      }
+      EvalResult eval = null;
+      Throwable first = null;
+      for (int i = 0; i < devicesPerNode; i++) {
+        try {
+          Future<EvalResult> finished = done.take();
+          EvalResult result = finished.get();
+          if (running.indexOf(finished) == 0 && node == 0) {
+            eval = result;
+          }
+        } catch (ExecutionException e) {
+          first = first == null ? e.getCause() : first;
+        }
+      }
+      if (first != null) {
+        Throwable cause = rootCause.get() != null ? rootCause.get() : first;
+        throw cause instanceof RuntimeException unchecked
+            ? unchecked
+            : new IllegalStateException(cause.getMessage(), cause);
+      }
+      return eval;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("node " + node + ": interrupted", e);
+    } finally {
+      threads.shutdownNow();
+      for (ServerSocketChannel listener : listeners) {
+        try {
+          listener.close();
+        } catch (IOException e) {
+          LOG.debug("closing a node's listener", e);
+        }
+      }
+    }
+  }
+
+  /**
+   * {@code e} as the task reports a node's rank's failure: its message starting with the rank (the
+   * driver names the task's node otherwise); a usage error or diverged ranks keep their class,
+   * which ends the job at once.
+   */
+  private static Exception named(int rank, Throwable e) {
+    String message = String.valueOf(e.getMessage());
+    if (e instanceof ConfigException || e instanceof RanksDivergedException) {
+      return (Exception) e;
+    }
+    return new IllegalStateException(
+        message.startsWith("rank ") ? message : "rank " + rank + ": " + message, e);
   }
 
   private DataParallel join(BarrierTaskContext task, int rank, ServerSocketChannel listener)
@@ -228,8 +426,19 @@ public final class DistributedTraining<T>
     return DataParallel.join(rank, addresses, listener, secret, dist.timeout(), dist.zero());
   }
 
+  /**
+   * Trains rank {@code ranks.rank()} on CUDA device {@code device} (of {@code node}'s, null: its
+   * node's only one); rank 0 calls {@code directoryOpen} once it holds the run directory, the
+   * others {@code awaitDirectory} before they read its checkpoint (the stage's barrier).
+   */
   private EvalResult train(
-      BarrierTaskContext task, DataParallel ranks, int device, java.util.Iterator<T> input)
+      BarrierTaskContext task,
+      DataParallel ranks,
+      int device,
+      java.util.Iterator<T> input,
+      DeviceGroup node,
+      Runnable directoryOpen,
+      Runnable awaitDirectory)
       throws IOException {
     JobSpec.Output output = task.stageAttemptNumber() == 0 ? spec.output() : afterFailure();
     RankContext.StepListener steps = stepListener(task, ranks.rank());
@@ -249,19 +458,23 @@ public final class DistributedTraining<T>
             run.afterEachCheckpoint(remote);
           }
           run.recordInCheckpoints(Map.of(JOB_KEY, job));
-          task.barrier(); // the run directory is settled: the others may read its checkpoint
+          directoryOpen.run(); // the run directory is settled: the others may read its checkpoint
           return TrainingRun.run(
-              mine, opened.data(), run, new RankContext(ranks, steps, hostLimit(), !local()), null);
+              mine,
+              opened.data(),
+              run,
+              new RankContext(ranks, steps, hostLimit(), !local(), node),
+              null);
         }
       }
-      task.barrier();
+      awaitDirectory.run();
       Checkpoints.Loaded resumeFrom =
           output.mode() == RunDirectory.Mode.RESUME ? latestCheckpoint(output) : null;
       return TrainingRun.run(
           mine,
           opened.data(),
           null,
-          new RankContext(ranks, steps, hostLimit(), !local()),
+          new RankContext(ranks, steps, hostLimit(), !local(), node),
           resumeFrom);
     }
   }
@@ -400,8 +613,11 @@ public final class DistributedTraining<T>
 
     private static String describe(int rank, String description) {
       String prefix = "rank " + rank + ": ";
-      // The ring's own errors already start with the rank that saw them.
-      return description.startsWith(prefix) ? description : prefix + description;
+      // The ring's own errors already start with the rank that saw them, and a node's task's
+      // with the rank of its that failed.
+      return description.startsWith(prefix) || description.matches("(?s)rank \\d+: .*")
+          ? description
+          : prefix + description;
     }
 
     RuntimeException explain(Exception stageFailure) {

@@ -66,7 +66,8 @@ public final class InMemoryTraining {
               byRank.rdd(),
               new InMemoryRanks(shards.manifest(), assignment.trainPerEpoch(pad)),
               spec,
-              dist.withRanks(world),
+              // a rank's input is its executor's cached shards: one rank a task
+              dist.withRanks(world).withDevicesPerNode(1),
               "ranks on their executors' in-memory shards");
     } finally {
       traffic.awaitJobEnd(); // Spark's listeners hear of the tasks' ends after the job returns

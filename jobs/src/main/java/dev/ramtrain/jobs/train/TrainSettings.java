@@ -78,7 +78,12 @@ public final class TrainSettings {
    * the dataset or all of them.
    */
   public record Dist(
-      int ranks, java.time.Duration timeout, int zero, boolean ownShards, long failOnceAtStep)
+      int ranks,
+      java.time.Duration timeout,
+      int zero,
+      boolean ownShards,
+      long failOnceAtStep,
+      int devicesPerNode)
       implements Serializable {
     /** The rank count given, or {@code auto} where {@code ramtrain.dist.ranks = auto}. */
     public int ranksOr(int auto) {
@@ -87,9 +92,22 @@ public final class TrainSettings {
 
     /** These settings with {@code n} ranks. */
     public Dist withRanks(int n) {
-      return new Dist(n, timeout, zero, ownShards, failOnceAtStep);
+      return new Dist(n, timeout, zero, ownShards, failOnceAtStep, devicesPerNode);
+    }
+
+    /** These settings with {@code n} devices a node. */
+    public Dist withDevicesPerNode(int n) {
+      return new Dist(ranks, timeout, zero, ownShards, failOnceAtStep, n);
+    }
+
+    /** The devices a node given, or {@code auto} where {@code devices-per-node = auto}. */
+    public int devicesPerNodeOr(int auto) {
+      return devicesPerNode == AUTO_DEVICES ? auto : devicesPerNode;
     }
   }
+
+  /** {@code ramtrain.dist.devices-per-node = auto}. */
+  public static final int AUTO_DEVICES = 0;
 
   /** {@code ramtrain.dist.ranks = auto}. */
   public static final int AUTO_RANKS = 0;
@@ -114,8 +132,26 @@ public final class TrainSettings {
         shards.equals("shared") || shards.equals("own"),
         "ramtrain.dist.shards",
         "must be shared or own, got '" + shards + "'");
+    String devicesKey = "ramtrain.dist.devices-per-node";
+    int devices =
+        c.string(devicesKey).strip().equalsIgnoreCase("auto")
+            ? AUTO_DEVICES
+            : c.integer(devicesKey);
+    require(devices >= 1 || devices == AUTO_DEVICES, devicesKey, "must be auto or >= 1");
+    require(
+        devices <= 1 || zero == 0,
+        devicesKey,
+        devices
+            + " devices of a node share one host copy, and ramtrain.dist.zero = "
+            + zero
+            + " partitions host copies of their own; use devices-per-node = 1 with ZeRO");
     return new Dist(
-        ranks, timeout, zero, shards.equals("own"), c.longValue("ramtrain.dist.fail-once-at-step"));
+        ranks,
+        timeout,
+        zero,
+        shards.equals("own"),
+        c.longValue("ramtrain.dist.fail-once-at-step"),
+        devices);
   }
 
   /** {@code ramtrain.train.batch-size}: the samples of a step, checked here for every reader. */

@@ -22,17 +22,46 @@ final class TrainerResources {
   private TrainerResources() {}
 
   /**
+   * The devices of a node (ranks a trainer task drives in one JVM) for {@code dist} on a cluster
+   * configured as {@code conf}: as set, or (auto) every rank in local mode, the GPUs of an executor
+   * on a GPU cluster, one elsewhere. It must divide the ranks.
+   */
+  static int devicesPerNode(TrainSettings.Dist dist, SparkConf conf) {
+    boolean local = conf.get("spark.master", "").startsWith("local");
+    double gpus = conf.getDouble("spark.executor.resource.gpu.amount", 0);
+    int devices =
+        dist.devicesPerNodeOr(local ? dist.ranks() : gpus >= 1 ? (int) Math.floor(gpus) : 1);
+    if (dist.ranks() % devices != 0) {
+      throw new dev.ramtrain.settings.ConfigException(
+          String.format(
+              "ramtrain.dist.devices-per-node = %d does not divide ramtrain.dist.ranks = %d",
+              devices, dist.ranks()));
+    }
+    if (devices > 1 && dist.zero() > 0) {
+      return 1; // ZeRO partitions host copies of the ranks' own (auto only: a set value refused)
+    }
+    return devices;
+  }
+
+  /**
    * The trainer stage's profile for a cluster configured as {@code conf}, or null where executors
    * have no GPUs (or in local mode, which has no stage-level scheduling): then the stage takes what
    * every task takes.
    */
   static ResourceProfile profile(SparkConf conf) {
+    return profile(conf, 1);
+  }
+
+  /**
+   * As above, for trainer tasks that each drive {@code devices} GPUs (a node's, one executor's).
+   */
+  static ResourceProfile profile(SparkConf conf, int devices) {
     double gpus = conf.getDouble("spark.executor.resource.gpu.amount", 0);
     if (gpus <= 0 || conf.get("spark.master", "").startsWith("local")) {
       return null;
     }
     int cores = conf.getInt("spark.executor.cores", 1);
-    TaskResourceRequests task = new TaskResourceRequests().cpus(cores).resource(GPU, 1.0);
+    TaskResourceRequests task = new TaskResourceRequests().cpus(cores).resource(GPU, devices);
     ResourceProfileBuilder profile = new ResourceProfileBuilder().require(task);
     if (conf.getBoolean("spark.dynamicAllocation.enabled", false)) {
       ExecutorResourceRequests executor =
@@ -67,11 +96,27 @@ final class TrainerResources {
    */
   static int cudaOrdinal(
       Map<String, ResourceInformation> resources, Map<String, String> env, int rank) {
+    return cudaOrdinal(resources, env, rank, 0);
+  }
+
+  /**
+   * As above, for the {@code index}-th of the GPUs assigned to a task that drives several (its
+   * node's devices, {@code rank} the index-th's rank): the addresses in Spark's order; one where a
+   * task was assigned fewer GPUs than it drives fails at start, naming the rank.
+   */
+  static int cudaOrdinal(
+      Map<String, ResourceInformation> resources, Map<String, String> env, int rank, int index) {
     ResourceInformation gpu = resources.get(GPU);
     if (gpu == null || gpu.addresses().length == 0) {
-      return 0;
+      return index;
     }
-    String address = gpu.addresses()[0].strip();
+    if (index >= gpu.addresses().length) {
+      throw new IllegalStateException(
+          String.format(
+              "rank %d is device %d of its node, and its task was assigned %d GPUs (%s)",
+              rank, index, gpu.addresses().length, String.join(",", gpu.addresses())));
+    }
+    String address = gpu.addresses()[index].strip();
     String visible = env.getOrDefault("CUDA_VISIBLE_DEVICES", "").strip();
     if (!visible.isEmpty()) {
       List<String> listed = Arrays.stream(visible.split(",")).map(String::strip).toList();
@@ -79,7 +124,7 @@ final class TrainerResources {
       if (position >= 0) {
         return position;
       }
-      if (listed.size() == 1) {
+      if (listed.size() == 1 && index == 0) {
         return 0;
       }
       throw new IllegalStateException(

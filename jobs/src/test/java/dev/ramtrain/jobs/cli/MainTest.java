@@ -541,6 +541,25 @@ class MainTest {
                 "local[2]"));
     assertEquals(0, two.status(), two.err());
     assertTrue(two.out().contains("(2 ranks)"), two.out());
+    assertTrue(two.out().contains("training on 1 node of 2 devices"), two.out());
+    // Offloaded, local[2]'s two ranks are the devices of one node sharing one host copy (device 0
+    // holds it: DataParallelTrainingTest counts the bytes): the same weights still.
+    Run shared =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("shared").toString(),
+                "--ranks",
+                "2",
+                "--master",
+                "local[2]",
+                "--offload",
+                "on"));
+    assertEquals(0, shared.status(), shared.err());
+    assertTrue(shared.out().contains("placement      offloaded"), shared.out());
+    assertTrue(
+        shared.out().contains("host copy      one a node (1 node of 2 devices)"), shared.out());
 
     List<String> epochsOne = epochs(tmp.resolve("one"));
     List<String> epochsTwo = epochs(tmp.resolve("two"));
@@ -555,6 +574,9 @@ class MainTest {
       RunMetrics.assertSameTrainedWeights(
           tmp.resolve("one/checkpoints").resolve(epoch),
           tmp.resolve("two/checkpoints").resolve(epoch));
+      RunMetrics.assertSameTrainedWeights(
+          tmp.resolve("one/checkpoints").resolve(epoch),
+          tmp.resolve("shared/checkpoints").resolve(epoch));
     }
 
     // A trainer task fails within an epoch (the last rank, after step 10, in the first attempt):

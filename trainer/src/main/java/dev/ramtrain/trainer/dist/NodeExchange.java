@@ -24,9 +24,12 @@ import java.util.concurrent.TimeoutException;
  * bounded by the job's timeout and names the device it waited for.
  */
 public final class NodeExchange {
+  private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
   private final int devices;
   private final long timeoutNanos;
   private final List<BlockingQueue<Handed>> handed = new ArrayList<>();
+  private volatile Throwable aborted; // a device of the node failed: every wait fails at once
 
   /** A gradient another device handed over, until device 0 is done with it. */
   record Handed(ByteBuffer floats, boolean wantsMean, CompletableFuture<Void> done) {}
@@ -57,7 +60,20 @@ public final class NodeExchange {
     CompletableFuture<Void> done = new CompletableFuture<>();
     handed.get(device - 1).add(new Handed(floats, wantsMean, done));
     try {
-      done.get(timeoutNanos, TimeUnit.NANOSECONDS);
+      long deadline = System.nanoTime() + timeoutNanos;
+      while (true) {
+        requireNotAborted(device);
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          throw new TimeoutException();
+        }
+        try {
+          done.get(Math.min(left, POLL_NANOS), TimeUnit.NANOSECONDS);
+          return;
+        } catch (TimeoutException e) {
+          // look again, for an abort or the deadline
+        }
+      }
     } catch (ExecutionException e) {
       throw failure(
           "device " + device + ": its node's device 0 failed: " + e.getCause().getMessage(),
@@ -128,7 +144,15 @@ public final class NodeExchange {
 
   private Handed take(int device) {
     try {
-      Handed theirs = handed.get(device - 1).poll(timeoutNanos, TimeUnit.NANOSECONDS);
+      long deadline = System.nanoTime() + timeoutNanos;
+      Handed theirs = null;
+      while (theirs == null && System.nanoTime() < deadline) {
+        requireNotAborted(0);
+        theirs =
+            handed
+                .get(device - 1)
+                .poll(Math.min(POLL_NANOS, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      }
       if (theirs == null) {
         throw failure(
             "device 0: its node's device "
@@ -142,6 +166,21 @@ public final class NodeExchange {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw failure("device 0: interrupted", e);
+    }
+  }
+
+  /**
+   * A device of the node failed ({@code cause}): every wait of the others fails at once, naming it,
+   * instead of at the timeout.
+   */
+  public void abort(Throwable cause) {
+    aborted = cause;
+  }
+
+  private void requireNotAborted(int device) {
+    Throwable cause = aborted;
+    if (cause != null) {
+      throw failure("device " + device + ": another device of its node failed: " + cause, cause);
     }
   }
 

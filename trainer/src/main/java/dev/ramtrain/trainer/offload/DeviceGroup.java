@@ -2,7 +2,6 @@ package dev.ramtrain.trainer.offload;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -19,12 +18,16 @@ import java.util.concurrent.TimeoutException;
  * wait is bounded by the job's timeout and names the device it waited for.
  */
 public final class DeviceGroup {
+  private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
   private final int devices;
   private final long timeoutNanos;
   private final CompletableFuture<Shared> first = new CompletableFuture<>();
-  private final CountDownLatch othersClosed;
-  private final Object publication = new Object();
+  private final Object monitor = new Object();
   private long published = -1; // the steps whose updates device 0 has published; guarded
+  private int reading; // the other devices built over device 0's slabs and not closed; guarded
+  private int closed; // the other devices that closed (or never built); guarded
+  private Throwable aborted; // a device of the node failed: every wait fails at once; guarded
 
   /** What device 0 shares: its slabs (the others read them) and its optimizer (checkpoints). */
   record Shared(HostSlabs slabs, HostOptimizer optimizer) {}
@@ -36,11 +39,22 @@ public final class DeviceGroup {
     }
     this.devices = devices;
     this.timeoutNanos = timeout.toNanos();
-    this.othersClosed = new CountDownLatch(devices - 1);
   }
 
   public int devices() {
     return devices;
+  }
+
+  /**
+   * A device of the node failed ({@code cause}): the others' waits fail at once, naming it, and
+   * device 0 frees its slabs once the devices reading them have closed.
+   */
+  public void abort(Throwable cause) {
+    synchronized (monitor) {
+      aborted = cause;
+      monitor.notifyAll();
+    }
+    first.completeExceptionally(cause);
   }
 
   /** Device 0, once its learner is built: the others build theirs over its slabs. */
@@ -53,17 +67,35 @@ public final class DeviceGroup {
     first.completeExceptionally(cause);
   }
 
-  /** What device 0 shares, waiting for it to be built. */
+  /**
+   * What device 0 shares, waiting for it to be built; the caller then reads device 0's slabs until
+   * it says {@link #closed}.
+   */
   Shared awaitFirst(int device) {
+    long deadline = System.nanoTime() + timeoutNanos;
     try {
-      return first.get(timeoutNanos, TimeUnit.NANOSECONDS);
+      while (true) {
+        try {
+          Shared shared =
+              first.get(Math.min(POLL_NANOS, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+          synchronized (monitor) {
+            reading++;
+          }
+          return shared;
+        } catch (TimeoutException e) {
+          if (System.nanoTime() >= deadline) {
+            throw new IllegalStateException(
+                "device "
+                    + device
+                    + ": the node's device 0 built no model within "
+                    + seconds()
+                    + " s");
+          }
+        }
+      }
     } catch (ExecutionException e) {
       throw new IllegalStateException(
-          "device " + device + ": the node's device 0 failed to build its model: " + e.getCause(),
-          e.getCause());
-    } catch (TimeoutException e) {
-      throw new IllegalStateException(
-          "device " + device + ": the node's device 0 built no model within " + timeoutText());
+          "device " + device + ": the node's device 0 has no model: " + e.getCause(), e.getCause());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("device " + device + ": interrupted", e);
@@ -72,9 +104,9 @@ public final class DeviceGroup {
 
   /** Device 0: the updates of its first {@code steps} steps are done and their copies written. */
   void publish(long steps) {
-    synchronized (publication) {
+    synchronized (monitor) {
       published = Math.max(published, steps);
-      publication.notifyAll();
+      monitor.notifyAll();
     }
   }
 
@@ -84,8 +116,12 @@ public final class DeviceGroup {
    */
   long awaitPublished(int device, long steps) {
     long deadline = System.nanoTime() + timeoutNanos;
-    synchronized (publication) {
+    synchronized (monitor) {
       while (published < steps) {
+        if (aborted != null) {
+          throw new IllegalStateException(
+              "device " + device + ": another device of its node failed: " + aborted, aborted);
+        }
         long left = deadline - System.nanoTime();
         if (left <= 0) {
           throw new IllegalStateException(
@@ -94,10 +130,11 @@ public final class DeviceGroup {
                   + ": the node's device 0 published no update of step "
                   + steps
                   + " within "
-                  + timeoutText());
+                  + seconds()
+                  + " s");
         }
         try {
-          TimeUnit.NANOSECONDS.timedWait(publication, left);
+          TimeUnit.NANOSECONDS.timedWait(monitor, left);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           throw new IllegalStateException("device " + device + ": interrupted", e);
@@ -107,25 +144,42 @@ public final class DeviceGroup {
     }
   }
 
-  /** Another device has closed its learner: device 0 may free the slabs once all have. */
-  void closed() {
-    othersClosed.countDown();
-  }
-
-  /**
-   * Device 0, closing: waits (bounded) until the other devices no longer read its slabs; false if
-   * one still might, and the slabs must then stay allocated.
-   */
-  boolean awaitOthersClosed() {
-    try {
-      return othersClosed.await(timeoutNanos, TimeUnit.NANOSECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
+  /** Another device has closed its learner (built over device 0's slabs or not). */
+  void closed(boolean wasReading) {
+    synchronized (monitor) {
+      closed++;
+      if (wasReading) {
+        reading--;
+      }
+      monitor.notifyAll();
     }
   }
 
-  private String timeoutText() {
-    return Duration.ofNanos(timeoutNanos).toSeconds() + " s";
+  /**
+   * Device 0, closing: waits (bounded) until the other devices no longer read its slabs (all have
+   * closed; after an abort, those that were reading); false if one still might, and the slabs must
+   * then stay allocated.
+   */
+  boolean awaitOthersClosed() {
+    long deadline = System.nanoTime() + timeoutNanos;
+    synchronized (monitor) {
+      while (aborted == null ? closed < devices - 1 : reading > 0) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          return false;
+        }
+        try {
+          TimeUnit.NANOSECONDS.timedWait(monitor, left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
+  private long seconds() {
+    return Duration.ofNanos(timeoutNanos).toSeconds();
   }
 }

@@ -182,7 +182,13 @@ public final class OffloadedLearner implements Learner {
       DataParallel ranks,
       DeviceGroup group) {
     int device = ranks.deviceInNode();
-    DeviceGroup.Shared first = group.awaitFirst(device);
+    DeviceGroup.Shared first;
+    try {
+      first = group.awaitFirst(device);
+    } catch (RuntimeException e) {
+      group.closed(false);
+      throw e;
+    }
     HostThreads threads = new HostThreads(1);
     StreamedModel streamed = null;
     try {
@@ -194,7 +200,7 @@ public final class OffloadedLearner implements Learner {
         streamed.close();
       }
       threads.close();
-      group.closed();
+      group.closed(true);
       throw e;
     }
   }
@@ -819,7 +825,7 @@ public final class OffloadedLearner implements Learner {
           model) {
         // its own slots and device memory; the host copy and the optimizer are device 0's
       } finally {
-        group.closed();
+        group.closed(true);
       }
       return;
     }

@@ -290,6 +290,31 @@ public record PlacementPlan(
   }
 
   /** The plan as the lines the {@code plan} command prints. */
+  /**
+   * The line saying what {@code devices} devices of a node hold of {@code plan}'s host memory when
+   * they share one host copy ({@link DeviceGroup}): device 0 the plan's pinned bytes, each other
+   * device two landing slots of the largest of {@code costs}' layers.
+   */
+  public static String sharedCopy(
+      PlacementPlan plan, List<LayerCost> costs, int devices, int nodes) {
+    long slots = landingSlotBytes(costs);
+    return String.format(
+        "host copy      one a node (%d node%s of %d devices): device 0 %s pinned, each other device"
+            + " %s (two gradient landing slots); %s a node%n",
+        nodes,
+        nodes == 1 ? "" : "s",
+        devices,
+        bytes(plan.hostPinnedBytes()),
+        bytes(slots),
+        bytes(plan.hostPinnedBytes() + (devices - 1) * slots));
+  }
+
+  /** What a node's other device pins: two landing slots of the largest layer's gradient. */
+  public static long landingSlotBytes(List<LayerCost> costs) {
+    long largest = costs.stream().mapToLong(LayerCost::parameters).max().orElse(0);
+    return 2 * 4 * largest;
+  }
+
   public String render(String model, DeviceProfile profile, long budgetBytes) {
     StringBuilder out = new StringBuilder();
     out.append(

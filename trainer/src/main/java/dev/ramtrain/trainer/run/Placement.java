@@ -11,6 +11,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
+import dev.ramtrain.trainer.offload.DeviceGroup;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -20,6 +21,7 @@ import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.AdamWSpec;
 import dev.ramtrain.trainer.optim.Optimizer;
 import dev.ramtrain.trainer.optim.OptimizerSpec;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
@@ -46,6 +48,22 @@ public final class Placement {
       Stream setup,
       DataParallel ranks,
       HostLimit hostLimit) {
+    return learner(run, shape, loop, backend, setup, ranks, hostLimit, null);
+  }
+
+  /**
+   * As above, as a device of {@code node} (null: its node's only device), whose devices share one
+   * host copy when offloaded: device 0 holds it, the others only their landing slots.
+   */
+  public static Learner learner(
+      RunSpec run,
+      ImageShape shape,
+      LoopSpec loop,
+      Backend backend,
+      Stream setup,
+      DataParallel ranks,
+      HostLimit hostLimit,
+      DeviceGroup node) {
     return learner(
         run.model().blueprint(shape, run.batchSize()),
         run.optimizer(),
@@ -54,7 +72,8 @@ public final class Placement {
         backend,
         setup,
         ranks,
-        hostLimit);
+        hostLimit,
+        node);
   }
 
   private static Learner learner(
@@ -65,7 +84,8 @@ public final class Placement {
       Backend backend,
       Stream setup,
       DataParallel ranks,
-      HostLimit hostLimit) {
+      HostLimit hostLimit,
+      DeviceGroup node) {
     float clipNorm = loop.clipNorm();
     boolean bf16State = offload.optimizerState() == OffloadSpec.OptimizerState.BF16;
     if (bf16State && !(optimizer instanceof AdamWSpec)) {
@@ -100,6 +120,17 @@ public final class Placement {
     // only feed the printed predictions of an offloaded run.
     PlacementPlan plan =
         plan(offload, costs, model.maxBatch(), budget, new DeviceProfile("unmeasured", free, 1, 1));
+    if (ranks.devicesPerNode() > 1) {
+      // A node's devices share device 0's host copy only if all of them offload: they must agree.
+      ranks.requireSame(plan.mode().name().getBytes(StandardCharsets.US_ASCII), "placement");
+      if (plan.mode() == PlacementPlan.Mode.OFFLOADED && offload.delayedUpdate()) {
+        throw new ConfigException(
+            "ramtrain.offload.delayed-update: the delayed update with "
+                + ranks.devicesPerNode()
+                + " devices of a node sharing one host copy is not built; use"
+                + " ramtrain.dist.devices-per-node = 1");
+      }
+    }
     if (plan.mode() == PlacementPlan.Mode.OFFLOADED
         && backend.sharesHostCores()
         && offload.mode() == OffloadSpec.Mode.AUTO
@@ -149,6 +180,10 @@ public final class Placement {
     plan = plan(offload, costs, model.maxBatch(), budget, profile);
     if (ranks.leader()) {
       System.out.print(plan.render(model.spec(), profile, budget));
+      if (ranks.devicesPerNode() > 1 && node != null) {
+        System.out.print(
+            PlacementPlan.sharedCopy(plan, costs, ranks.devicesPerNode(), ranks.nodes()));
+      }
     }
     long parameters = costs.stream().mapToLong(LayerCost::parameters).sum();
     long publishedBytes = offload.delayedUpdate() ? 4 * parameters : 0;
@@ -213,7 +248,8 @@ public final class Placement {
         speculative,
         backend,
         setup,
-        ranks);
+        ranks,
+        node);
   }
 
   /**

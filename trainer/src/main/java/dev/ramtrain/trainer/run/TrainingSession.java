@@ -21,6 +21,7 @@ import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.offload.OffloadedLearner;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -89,7 +90,8 @@ public final class TrainingSession {
       }
       Stream setup = backend.createStream("setup");
       try (Learner learner =
-              Placement.learner(spec, shape, options, backend, setup, ranks, rank.hostLimit());
+              Placement.learner(
+                  spec, shape, options, backend, setup, ranks, rank.hostLimit(), rank.node());
           MetricsLog metrics = run != null ? run.metrics() : new MetricsLog(null);
           Trainer trainer =
               new Trainer(
@@ -149,6 +151,13 @@ public final class TrainingSession {
         }
         if (spec.model().ema() > 0) { // from the checkpoint's average, or the weights now
           requireAverage(checkpoint);
+          if (rank.node() != null && learner instanceof OffloadedLearner) {
+            throw new ConfigException(
+                "ramtrain.train.ema: an average of the weights with "
+                    + rank.node().devices()
+                    + " devices of a node sharing one host copy is not built; use"
+                    + " ramtrain.dist.devices-per-node = 1");
+          }
           learner.averageWeights(spec.model().emaDecay(), checkpoint, setup);
         }
         if (rank.steps() != null) {
