@@ -133,11 +133,9 @@ public final class TrainSettings {
         "ramtrain.dist.shards",
         "must be shared or own, got '" + shards + "'");
     String devicesKey = "ramtrain.dist.devices-per-node";
-    int devices =
-        c.string(devicesKey).strip().equalsIgnoreCase("auto")
-            ? AUTO_DEVICES
-            : c.integer(devicesKey);
-    require(devices >= 1 || devices == AUTO_DEVICES, devicesKey, "must be auto or >= 1");
+    boolean autoDevices = c.string(devicesKey).strip().equalsIgnoreCase("auto");
+    int devices = autoDevices ? AUTO_DEVICES : c.integer(devicesKey);
+    require(autoDevices || devices >= 1, devicesKey, "must be auto or >= 1, got " + devices);
     require(
         devices <= 1 || zero == 0,
         devicesKey,

@@ -50,6 +50,51 @@ class TrainerResourcesTest {
         "/opt/spark/getGpus.sh", elastic.executorResources().get("gpu").get().discoveryScript());
   }
 
+  /**
+   * A node's devices: every rank locally, an executor's GPUs on a GPU cluster, one elsewhere; a
+   * setting as given, refused where it does not divide the ranks; one under ZeRO when left auto.
+   */
+  @Test
+  void aNodesDevicesAreTheExecutorsGpus() {
+    TrainSettings.Dist auto = dist(4, TrainSettings.AUTO_DEVICES, 0);
+    assertEquals(4, TrainerResources.devicesPerNode(auto, conf("spark.master", "local[4]")));
+    assertEquals(
+        2, TrainerResources.devicesPerNode(auto, conf("spark.executor.resource.gpu.amount", "2")));
+    assertEquals(1, TrainerResources.devicesPerNode(auto, conf()));
+    assertEquals(
+        1, TrainerResources.devicesPerNode(dist(4, 0, 1), conf("spark.master", "local[4]")));
+    assertEquals(2, TrainerResources.devicesPerNode(dist(4, 2, 0), conf()));
+    var uneven =
+        assertThrows(
+            dev.ramtrain.settings.ConfigException.class,
+            () -> TrainerResources.devicesPerNode(dist(4, 3, 0), conf()));
+    assertTrue(uneven.getMessage().contains("devices-per-node = 3"), uneven.getMessage());
+    // The trainer task of a node of two GPUs asks for both.
+    ResourceProfile two =
+        TrainerResources.profile(
+            conf("spark.executor.resource.gpu.amount", "2", "spark.executor.cores", "8"), 2);
+    assertEquals(2.0, two.taskResources().get("gpu").get().amount());
+  }
+
+  private static TrainSettings.Dist dist(int ranks, int devicesPerNode, int zero) {
+    return new TrainSettings.Dist(
+        ranks, java.time.Duration.ofMinutes(1), zero, false, -1, devicesPerNode);
+  }
+
+  /** Device d of a node drives the d-th GPU its task was assigned; too few assigned is refused. */
+  @Test
+  void aNodesDevicesTakeTheirTasksGpusInOrder() {
+    var two = Map.of("gpu", new ResourceInformation("gpu", new String[] {"2", "3"}));
+    Map<String, String> pci = Map.of("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    assertEquals(2, TrainerResources.cudaOrdinal(two, pci, 0, 0));
+    assertEquals(3, TrainerResources.cudaOrdinal(two, pci, 2, 1));
+    assertEquals(1, TrainerResources.cudaOrdinal(Map.of(), Map.of(), 1, 1), "none assigned");
+    var tooFew =
+        assertThrows(
+            IllegalStateException.class, () -> TrainerResources.cudaOrdinal(gpu("0"), pci, 5, 1));
+    assertTrue(tooFew.getMessage().startsWith("rank 5 is device 1"), tooFew.getMessage());
+  }
+
   private static Map<String, ResourceInformation> gpu(String address) {
     return Map.of("gpu", new ResourceInformation("gpu", new String[] {address}));
   }
