@@ -9,6 +9,7 @@ import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
+import dev.ramtrain.trainer.dist.NodeExchange;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.offload.DeviceProfile;
@@ -77,6 +78,14 @@ public final class PlanCommand implements Callable<Integer> {
   Boolean bf16;
 
   @Option(
+      names = "--devices",
+      defaultValue = "1",
+      description =
+          "Devices of a node sharing one host copy (ramtrain.dist.devices-per-node): the node's"
+              + " host memory and step (default ${DEFAULT-VALUE}).")
+  int devices;
+
+  @Option(
       names = {"-c", "--checkpoint"},
       paramLabel = "RUN",
       description =
@@ -96,6 +105,9 @@ public final class PlanCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws IOException {
+    if (devices < 1) {
+      throw new ConfigException("--devices must be >= 1, got " + devices);
+    }
     Map<String, String> f = new LinkedHashMap<>();
     f.put("ramtrain.train.model", model);
     f.put("ramtrain.train.batch-size", CommonFlags.text(batchSize));
@@ -142,6 +154,10 @@ public final class PlanCommand implements Callable<Integer> {
       }
       PlacementPlan plan = Placement.plan(offload, costs, batch, budgetBytes, profile);
       System.out.print(plan.render(spec + " on " + shape + " images", profile, budgetBytes));
+      if (devices > 1) {
+        System.out.print(
+            plan.renderNode(costs, devices, 1, NodeExchange.addBytesPerSecond(1 << 22)));
+      }
       if (plan.mode() == PlacementPlan.Mode.OFFLOADED) {
         System.out.printf(
             "resident needs %s at this batch%n",

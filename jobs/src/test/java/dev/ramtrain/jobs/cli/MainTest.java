@@ -559,7 +559,8 @@ class MainTest {
     assertEquals(0, shared.status(), shared.err());
     assertTrue(shared.out().contains("placement      offloaded"), shared.out());
     assertTrue(
-        shared.out().contains("host copy      one a node (1 node of 2 devices)"), shared.out());
+        shared.out().contains("node           2 devices sharing one host copy (1 node)"),
+        shared.out());
 
     List<String> epochsOne = epochs(tmp.resolve("one"));
     List<String> epochsTwo = epochs(tmp.resolve("two"));

@@ -113,16 +113,39 @@ public final class NodeExchange {
                   + sum.remaining() / 4
                   + ": the node's devices do not run the same model");
         }
-        FloatBuffer g = theirs.floats().slice().order(ByteOrder.nativeOrder()).asFloatBuffer();
-        for (int i = 0; i < total.limit(); i++) {
-          total.put(i, total.get(i) + g.get(i));
-        }
+        add(total, theirs.floats().slice().order(ByteOrder.nativeOrder()).asFloatBuffer());
       }
       return taken;
     } catch (RuntimeException e) {
       fail(taken, e);
       throw e;
     }
+  }
+
+  /** {@code total += g}, element by element. */
+  static void add(FloatBuffer total, FloatBuffer g) {
+    for (int i = 0; i < total.limit(); i++) {
+      total.put(i, total.get(i) + g.get(i));
+    }
+  }
+
+  /**
+   * Bytes a second device 0 adds another device's gradient at (the best of three sums over {@code
+   * n} floats, 12 bytes an element: two read, one written), for the plan of a node.
+   */
+  public static double addBytesPerSecond(int n) {
+    FloatBuffer total =
+        ByteBuffer.allocateDirect(4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
+    FloatBuffer g = ByteBuffer.allocateDirect(4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
+    double best = Double.MAX_VALUE;
+    for (int round = 0; round < 4; round++) { // the first warms the loop up
+      long t0 = System.nanoTime();
+      add(total, g);
+      if (round > 0) {
+        best = Math.min(best, (System.nanoTime() - t0) / 1e9);
+      }
+    }
+    return 12.0 * n / best;
   }
 
   /** Device 0: {@code mean} to every device of {@code taken} that wants it; all are done. */

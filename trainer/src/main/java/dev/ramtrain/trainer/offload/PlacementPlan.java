@@ -291,22 +291,39 @@ public record PlacementPlan(
 
   /** The plan as the lines the {@code plan} command prints. */
   /**
-   * The line saying what {@code devices} devices of a node hold of {@code plan}'s host memory when
-   * they share one host copy ({@link DeviceGroup}): device 0 the plan's pinned bytes, each other
-   * device two landing slots of the largest of {@code costs}' layers.
+   * What {@code devices} devices of a node sharing this plan's one host copy need ({@link
+   * DeviceGroup}): device 0 pins the plan's host memory, each other device two landing slots of the
+   * largest of {@code costs}' layers; each device's step is this plan's, and device 0's host
+   * optimizer thread adds the other devices' gradients before each layer's update, at {@code
+   * addBytesPerSecond} (12 bytes a parameter and device), which the step then also waits for.
    */
-  public static String sharedCopy(
-      PlacementPlan plan, List<LayerCost> costs, int devices, int nodes) {
+  public String renderNode(
+      List<LayerCost> costs, int devices, int nodes, double addBytesPerSecond) {
     long slots = landingSlotBytes(costs);
-    return String.format(
-        "host copy      one a node (%d node%s of %d devices): device 0 %s pinned, each other device"
-            + " %s (two gradient landing slots); %s a node%n",
-        nodes,
-        nodes == 1 ? "" : "s",
-        devices,
-        bytes(plan.hostPinnedBytes()),
-        bytes(slots),
-        bytes(plan.hostPinnedBytes() + (devices - 1) * slots));
+    long params = costs.stream().mapToLong(LayerCost::parameters).sum();
+    long node = hostPinnedBytes + (devices - 1) * slots;
+    StringBuilder out = new StringBuilder();
+    out.append(
+        String.format(
+            "node           %d device%s sharing one host copy (%d node%s): %s pinned a node (device"
+                + " 0 %s, each other device %s of landing slots; %s with a copy each)%n",
+            devices,
+            devices == 1 ? "" : "s",
+            nodes,
+            nodes == 1 ? "" : "s",
+            bytes(node),
+            bytes(hostPinnedBytes),
+            bytes(slots),
+            bytes(devices * hostPinnedBytes)));
+    if (mode == Mode.OFFLOADED && devices > 1) {
+      double sum = (devices - 1) * 12.0 * params / addBytesPerSecond;
+      out.append(
+          String.format(
+              "node step      %.2f ms, each device a batch of %d (%.2f ms of it adding the other"
+                  + " devices' gradients on the host, %.1f GB/s)%n",
+              (streamedStepSeconds + sum) * 1e3, batch, sum * 1e3, addBytesPerSecond / 1e9));
+    }
+    return out.toString();
   }
 
   /** What a node's other device pins: two landing slots of the largest layer's gradient. */

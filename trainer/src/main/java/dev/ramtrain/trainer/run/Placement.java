@@ -9,6 +9,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostMemory;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.dist.NodeExchange;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.offload.DeviceGroup;
@@ -182,7 +183,11 @@ public final class Placement {
       System.out.print(plan.render(model.spec(), profile, budget));
       if (ranks.devicesPerNode() > 1 && node != null) {
         System.out.print(
-            PlacementPlan.sharedCopy(plan, costs, ranks.devicesPerNode(), ranks.nodes()));
+            plan.renderNode(
+                costs,
+                ranks.devicesPerNode(),
+                ranks.nodes(),
+                NodeExchange.addBytesPerSecond(1 << 22)));
       }
     }
     long parameters = costs.stream().mapToLong(LayerCost::parameters).sum();
