@@ -106,6 +106,15 @@ public interface Learner extends Network, AutoCloseable {
   /** Weights, buffers and optimizer state, read back for a checkpoint. */
   Checkpoints.Snapshot snapshot(Stream compute);
 
+  /**
+   * The weights and buffers alone, as {@link #snapshot} holds them (what the ranks compare at the
+   * end), without reading the optimizer state back.
+   */
+  default java.util.List<dev.ramtrain.trainer.checkpoint.Safetensors.Tensor> weights(
+      Stream compute) {
+    return snapshot(compute).weights();
+  }
+
   /** Puts a checkpoint's weights, buffers and optimizer state back. */
   void restore(Checkpoints.Loaded checkpoint, Stream compute);
 

@@ -663,7 +663,7 @@ public final class OffloadedLearner implements Learner {
   }
 
   @Override
-  public Checkpoints.Snapshot snapshot(Stream compute) {
+  public List<Safetensors.Tensor> weights(Stream compute) {
     float[] weights = model.weights(compute);
     Parameters slabs = model.residentSlabs();
     List<Safetensors.Tensor> tensors =
@@ -671,6 +671,13 @@ public final class OffloadedLearner implements Learner {
     tensors.addAll(
         Checkpoints.tensors(
             slabs.bufferEntries(), Checkpoints.download(backend, compute, slabs.buffers())));
+    return tensors;
+  }
+
+  @Override
+  public Checkpoints.Snapshot snapshot(Stream compute) {
+    List<Safetensors.Tensor> tensors = weights(compute);
+    Parameters slabs = model.residentSlabs();
     List<float[]> state = new ArrayList<>();
     for (HostBuffer slab : optimizer.state()) {
       state.add(wholeState(slab));

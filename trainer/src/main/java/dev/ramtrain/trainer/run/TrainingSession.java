@@ -175,7 +175,7 @@ public final class TrainingSession {
         }
         EvalResult eval = trainer.evaluate(valLoader);
         if (ranks.worldSize() > 1) {
-          String digest = digest(learner.snapshot(setup).weights());
+          String digest = digest(learner.weights(setup)); // the optimizer state stays put
           ranks.requireSame(digest.getBytes(StandardCharsets.US_ASCII), "final weights");
           if (rank.speaks()) {
             System.out.printf(
