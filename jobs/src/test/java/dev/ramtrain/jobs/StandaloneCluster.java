@@ -48,11 +48,13 @@ final class StandaloneCluster implements AutoCloseable {
   static StandaloneCluster start(Path dir, Path root, int workers) throws Exception {
     Path home = assembleSparkHome(dir.resolve("spark-home"), root);
     Path logs = Files.createDirectories(dir.resolve("logs"));
+    Path gpus = gpuDiscoveryScript(dir);
     int port = freePort();
     Process master =
         daemon(
             home,
             logs.resolve("master.log"),
+            List.of(),
             "org.apache.spark.deploy.master.Master",
             "--host",
             "127.0.0.1",
@@ -61,6 +63,7 @@ final class StandaloneCluster implements AutoCloseable {
             "--webui-port",
             Integer.toString(freePort()));
     StandaloneCluster cluster = new StandaloneCluster(home, logs, port, master);
+    cluster.gpuScript = gpus;
     try {
       cluster.awaitLog(logs.resolve("master.log"), "ALIVE", 1);
       for (int w = 0; w < workers; w++) {
@@ -70,6 +73,9 @@ final class StandaloneCluster implements AutoCloseable {
             daemon(
                 home,
                 logs.resolve("worker-" + w + ".log"),
+                List.of(
+                    "-Dspark.worker.resource.gpu.amount=" + GPUS_PER_WORKER,
+                    "-Dspark.worker.resource.gpu.discoveryScript=" + gpus),
                 "org.apache.spark.deploy.worker.Worker",
                 "--host",
                 "127.0.0.1",
@@ -89,6 +95,45 @@ final class StandaloneCluster implements AutoCloseable {
       cluster.close();
       throw e;
     }
+  }
+
+  /**
+   * The GPUs each Worker offers, as its discovery script ({@link #gpuDiscoveryScript}) reports
+   * them: an application asks for them with {@link #gpuConf}; the cpu backend's device instances
+   * stand in for them.
+   */
+  static final int GPUS_PER_WORKER = 2;
+
+  private Path gpuScript;
+
+  /**
+   * A GPU discovery script of the tests' own (Spark's resource discovery protocol: one JSON line
+   * naming the resource and its addresses), offering {@link #GPUS_PER_WORKER} GPUs.
+   */
+  private static Path gpuDiscoveryScript(Path dir) throws IOException {
+    Path script = Files.createDirectories(dir).resolve("gpus.sh");
+    StringBuilder addresses = new StringBuilder();
+    for (int g = 0; g < GPUS_PER_WORKER; g++) {
+      addresses.append(g == 0 ? "" : ", ").append('"').append(g).append('"');
+    }
+    Files.writeString(
+        script, "#!/bin/sh\necho '{\"name\": \"gpu\", \"addresses\": [" + addresses + "]}'\n");
+    if (!script.toFile().setExecutable(true)) {
+      throw new IOException("cannot make " + script + " executable");
+    }
+    return script;
+  }
+
+  /** The spark-submit settings of an application whose executors take a Worker's GPUs. */
+  List<String> gpuConf() {
+    return List.of(
+        "--conf",
+        "spark.executor.resource.gpu.amount=" + GPUS_PER_WORKER,
+        "--conf",
+        "spark.executor.resource.gpu.discoveryScript=" + gpuScript,
+        // addresses numbered as nvidia-smi does, which CUDA follows in this order only
+        "--conf",
+        "spark.executorEnv.CUDA_DEVICE_ORDER=PCI_BUS_ID");
   }
 
   String masterUrl() {
@@ -257,11 +302,13 @@ final class StandaloneCluster implements AutoCloseable {
         "JAVA_HOME", System.getProperty("java.home"));
   }
 
-  private static Process daemon(Path home, Path log, String mainClass, String... args)
+  private static Process daemon(
+      Path home, Path log, List<String> properties, String mainClass, String... args)
       throws IOException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(List.of(System.getProperty("ramtrain.jvm.flags", "").split("\\s+")));
+    command.addAll(properties);
     command.addAll(List.of("-Xmx512m", "-cp", home.resolve("jars") + "/*", mainClass));
     command.addAll(List.of(args));
     ProcessBuilder pb =

@@ -214,6 +214,107 @@ class StandaloneClusterIT {
   }
 
   /**
+   * Two Workers of two GPUs each (a discovery script of the test's own; the cpu backend's device
+   * instances stand in for them): {@code train} runs one trainer task a node, each driving its
+   * executor's two devices over one host copy, and the four ranks end with the trained weights of
+   * two ranks that each accumulate two batches (what a node computes, see
+   * DataParallelTrainingTest). An executor killed mid-epoch takes its node's two devices with it;
+   * the stage runs again and ends with the uninterrupted run's weights, byte for byte.
+   */
+  @Test
+  void twoNodesOfTwoDevicesShareAHostCopyEachAndSurviveAKilledExecutor() throws Exception {
+    Path dataset = tmp.resolve("nodes-dataset");
+    Result preprocessed =
+        ramtrain(
+            true,
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--height",
+            "16",
+            "--width",
+            "16",
+            "--set",
+            "ramtrain.etl.val-fraction=0.2");
+    assertEquals(0, preprocessed.status(), preprocessed.output());
+    List<String> train =
+        List.of(
+            "train",
+            "-d",
+            dataset.toString(),
+            "--model",
+            "mlp:768-64-3",
+            "--epochs",
+            "1",
+            "--set",
+            "ramtrain.train.threads=1",
+            "--set",
+            "ramtrain.train.checkpoint-every=4",
+            "--set",
+            "ramtrain.train.keep-checkpoints=0");
+    Result accumulating =
+        ramtrain(
+            true,
+            with(
+                    train,
+                    "-o",
+                    tmp.resolve("accumulating").toString(),
+                    "--ranks",
+                    "2",
+                    "--batch-size", // a micro-batch of the two ranks: 16 samples a step
+                    "8",
+                    "--accumulate",
+                    "2")
+                .toArray(String[]::new));
+    assertEquals(0, accumulating.status(), accumulating.output());
+
+    // offloaded, as a node's devices share a host copy (and compute what resident ones do)
+    List<String> nodes = with(train, "--ranks", "4", "--batch-size", "16", "--offload", "on");
+    nodes.addAll(cluster.gpuConf());
+    Set<Path> before = cluster.applications();
+    Result shared =
+        ramtrain(true, with(nodes, "-o", tmp.resolve("nodes").toString()).toArray(String[]::new));
+    assertEquals(0, shared.status(), shared.output());
+    assertTrue(shared.output().contains("training on 2 nodes of 2 devices each"), shared.output());
+    String ranks = cluster.executorStdout(before);
+    Matcher digest =
+        Pattern.compile(
+                "rank (\\d) of 4: final weights identical on every rank \\((sha256:\\w+)\\)")
+            .matcher(ranks);
+    Set<String> seen = new HashSet<>();
+    int count = 0;
+    while (digest.find()) {
+      seen.add(digest.group(2));
+      count++;
+    }
+    assertEquals(4, count, "every rank reports its final weights:\n" + ranks);
+    assertEquals(1, seen.size(), "the same weights:\n" + ranks);
+    assertTrue(ranks.contains("node           2 devices sharing one host copy (2 nodes)"), ranks);
+    RunMetrics.assertSameTrainedWeights(
+        tmp.resolve("accumulating/checkpoints/epoch-0001"),
+        tmp.resolve("nodes/checkpoints/epoch-0001"));
+
+    Path killedRun = tmp.resolve("nodes-killed");
+    Path log = tmp.resolve("nodes-killed.log");
+    Process run = start(log, true, with(nodes, "-o", killedRun.toString()));
+    awaitStepCheckpoint(killedRun, run);
+    List<ProcessHandle> executors = cluster.executors(1);
+    assertEquals(1, executors.size(), "worker 1 runs one executor");
+    assertTrue(executors.get(0).destroyForcibly(), "SIGKILL to worker 1's executor");
+    Result killed = finish(run, log);
+    assertEquals(0, killed.status(), killed.output());
+    assertTrue(killed.output().contains("Spark runs it again (attempt 2)"), killed.output());
+    assertEquals(
+        -1L,
+        Files.mismatch(
+            tmp.resolve("nodes/checkpoints/epoch-0001/model.safetensors"),
+            killedRun.resolve("checkpoints/epoch-0001/model.safetensors")),
+        "the killed run ends with the uninterrupted run's weights");
+  }
+
+  /**
    * The pipeline on the cluster: shards preprocessed into executor memory, one rank per executor
    * training on the shards cached there, none read over the network.
    */

@@ -10,6 +10,7 @@ import dev.ramtrain.trainer.checkpoint.Checkpoints;
 import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.NodeExchange;
+import dev.ramtrain.trainer.dist.NodeStoppedException;
 import dev.ramtrain.trainer.dist.RanksDivergedException;
 import dev.ramtrain.trainer.dist.TcpRing;
 import dev.ramtrain.trainer.offload.DeviceGroup;
@@ -340,7 +341,9 @@ public final class DistributedTraining<T>
                         settled::join);
                   } catch (Throwable e) {
                     Exception mine = named(rank, e);
-                    rootCause.compareAndSet(null, mine); // before the others fail after it
+                    if (!NodeStoppedException.within(e)) { // a device that failed for itself
+                      rootCause.compareAndSet(null, mine);
+                    }
                     directoryOpen.completeExceptionally(e);
                     settled.completeExceptionally(e);
                     exchange.abort(e);
@@ -403,8 +406,9 @@ public final class DistributedTraining<T>
     if (e instanceof ConfigException || e instanceof RanksDivergedException) {
       return (Exception) e;
     }
-    return new IllegalStateException(
-        message.startsWith("rank ") ? message : "rank " + rank + ": " + message, e);
+    boolean named =
+        message.startsWith("rank " + rank + ":") || message.startsWith("rank " + rank + " ");
+    return new IllegalStateException(named ? message : "rank " + rank + ": " + message, e);
   }
 
   private DataParallel join(BarrierTaskContext task, int rank, ServerSocketChannel listener)
@@ -615,7 +619,7 @@ public final class DistributedTraining<T>
       String prefix = "rank " + rank + ": ";
       // The ring's own errors already start with the rank that saw them, and a node's task's
       // with the rank of its that failed.
-      return description.startsWith(prefix) || description.matches("(?s)rank \\d+: .*")
+      return description.startsWith(prefix) || description.matches("(?s)rank \\d+[: ].*")
           ? description
           : prefix + description;
     }

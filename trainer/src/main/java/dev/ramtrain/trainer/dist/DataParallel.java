@@ -407,8 +407,20 @@ public final class DataParallel implements AutoCloseable {
     }
   }
 
+  /**
+   * Says this rank takes part in no more of its node's exchanges (it is closing: a rank closes once
+   * the job's last collective is behind it, or when it failed): the node's other devices' waits for
+   * it fail at once instead of at the timeout.
+   */
+  public void leaveNode() {
+    if (node != null) {
+      node.abort(new IllegalStateException("rank " + rank() + " of the node stopped"));
+    }
+  }
+
   @Override
   public void close() throws IOException {
+    leaveNode();
     try (TcpRing closedGradients = ring;
         TcpRing closedFigures = figures) {
       // both closed (either may be null), the second even if the first fails

@@ -203,7 +203,9 @@ public final class NodeExchange {
   private void requireNotAborted(int device) {
     Throwable cause = aborted;
     if (cause != null) {
-      throw failure("device " + device + ": another device of its node failed: " + cause, cause);
+      throw new NodeStoppedException(
+          "device " + device + ": another device of its node stopped: " + cause.getMessage(),
+          cause);
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.offload;
 
+import dev.ramtrain.trainer.dist.NodeStoppedException;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -94,8 +95,9 @@ public final class DeviceGroup {
         }
       }
     } catch (ExecutionException e) {
-      throw new IllegalStateException(
-          "device " + device + ": the node's device 0 has no model: " + e.getCause(), e.getCause());
+      throw new NodeStoppedException(
+          "device " + device + ": the node's device 0 has no model: " + e.getCause().getMessage(),
+          e.getCause());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("device " + device + ": interrupted", e);
@@ -119,8 +121,9 @@ public final class DeviceGroup {
     synchronized (monitor) {
       while (published < steps) {
         if (aborted != null) {
-          throw new IllegalStateException(
-              "device " + device + ": another device of its node failed: " + aborted, aborted);
+          throw new NodeStoppedException(
+              "device " + device + ": another device of its node stopped: " + aborted.getMessage(),
+              aborted);
         }
         long left = deadline - System.nanoTime();
         if (left <= 0) {

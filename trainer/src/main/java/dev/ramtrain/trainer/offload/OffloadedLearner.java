@@ -827,6 +827,14 @@ public final class OffloadedLearner implements Learner {
 
   @Override
   public void close() {
+    if (group != null) {
+      // A learner closes after the job's last exchange, or when its rank failed: the node's other
+      // devices then wait for this one in vain, and fail at once.
+      IllegalStateException stopped =
+          new IllegalStateException("device " + device + " of the node closed its model");
+      ranks.leaveNode();
+      group.abort(stopped);
+    }
     if (sharesAnothersCopy()) {
       try (threads;
           model) {
