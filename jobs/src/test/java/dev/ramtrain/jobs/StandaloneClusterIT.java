@@ -271,12 +271,16 @@ class StandaloneClusterIT {
     assertEquals(0, accumulating.status(), accumulating.output());
 
     // offloaded, as a node's devices share a host copy (and compute what resident ones do)
-    List<String> nodes = with(train, "--ranks", "4", "--batch-size", "16", "--offload", "on");
+    // no --ranks: one node an executor, as many devices as its GPUs
+    List<String> nodes = with(train, "--batch-size", "16", "--offload", "on");
     nodes.addAll(cluster.gpuConf());
     Set<Path> before = cluster.applications();
     Result shared =
         ramtrain(true, with(nodes, "-o", tmp.resolve("nodes").toString()).toArray(String[]::new));
     assertEquals(0, shared.status(), shared.output());
+    assertTrue(
+        shared.output().contains("training with 4 ranks: one node of 2 devices per executor"),
+        shared.output());
     assertTrue(shared.output().contains("training on 2 nodes of 2 devices each"), shared.output());
     String ranks = cluster.executorStdout(before);
     Matcher digest =

@@ -13,6 +13,7 @@ import dev.ramtrain.jobs.train.RemainderNotice;
 import dev.ramtrain.jobs.train.RunDirectory;
 import dev.ramtrain.jobs.train.RunReports;
 import dev.ramtrain.jobs.train.TrainSettings;
+import dev.ramtrain.jobs.train.TrainerResources;
 import dev.ramtrain.jobs.train.TrainingRun;
 import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.EvalResult;
@@ -169,7 +170,10 @@ public final class TrainCommand implements Callable<Integer> {
     try (SparkSession spark = SparkSessions.open("ramtrain train", common.master())) {
       if (dist.ranks() == TrainSettings.AUTO_RANKS) {
         ExecutorRanks.Choice choice =
-            ExecutorRanks.choose(spark.sparkContext(), spec.run().batchSize());
+            ExecutorRanks.choose(
+                spark.sparkContext(),
+                spec.run().batchSize(),
+                TrainerResources.clusterDevicesPerNode(dist, spark.sparkContext().getConf()));
         System.out.printf("training with %s: %s%n", ranks(choice.ranks()), choice.why());
         dist = dist.withRanks(choice.ranks());
       }

@@ -20,16 +20,29 @@ public final class ExecutorRanks {
   private ExecutorRanks() {}
 
   public static Choice choose(SparkContext sc, int globalBatch) throws InterruptedException {
+    return choose(sc, globalBatch, 1);
+  }
+
+  /**
+   * As above, each executor a node of {@code devicesPerNode} devices (its GPUs): the ranks are
+   * nodes x devices, as many nodes as split the global batch evenly into every device's share.
+   */
+  public static Choice choose(SparkContext sc, int globalBatch, int devicesPerNode)
+      throws InterruptedException {
     int executors = awaitExecutors(sc);
-    int ranks = largestDivisorUpTo(globalBatch, executors);
+    int devices = globalBatch % devicesPerNode == 0 ? devicesPerNode : 1;
+    int nodes = largestDivisorUpTo(globalBatch / devices, executors);
+    String per = devices == 1 ? "" : String.format(" of %d devices", devices);
     String why =
-        ranks == executors
-            ? String.format("one per executor (%d registered)", executors)
+        nodes == executors
+            ? String.format(
+                "%s per executor (%d registered)",
+                devices == 1 ? "one" : "one node" + per, executors)
             : String.format(
-                "%d executors registered; %d is the most that split ramtrain.train.batch-size = %d"
-                    + " evenly",
-                executors, ranks, globalBatch);
-    return new Choice(ranks, why + "; --ranks N chooses");
+                "%d executors registered; %d nodes%s are the most that split"
+                    + " ramtrain.train.batch-size = %d evenly",
+                executors, nodes, per, globalBatch);
+    return new Choice(nodes * devices, why + "; --ranks N chooses");
   }
 
   static int largestDivisorUpTo(int batch, int limit) {

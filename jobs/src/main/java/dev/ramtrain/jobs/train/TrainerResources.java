@@ -16,10 +16,20 @@ import org.apache.spark.resource.TaskResourceRequests;
  * ETL's stages keep one core per task. With dynamic allocation off, a task profile over the
  * executors already there (Spark's TaskResourceProfile); with it on, executors of that shape too.
  */
-final class TrainerResources {
+public final class TrainerResources {
   static final String GPU = "gpu";
 
   private TrainerResources() {}
+
+  /**
+   * A cluster's devices a node as {@code dist} sets them, or (auto) its executors' GPUs (one
+   * without GPUs); one under ZeRO, which partitions host copies of the ranks' own.
+   */
+  public static int clusterDevicesPerNode(TrainSettings.Dist dist, SparkConf conf) {
+    double gpus = conf.getDouble("spark.executor.resource.gpu.amount", 0);
+    int devices = dist.devicesPerNodeOr(gpus >= 1 ? (int) Math.floor(gpus) : 1);
+    return dist.zero() > 0 && dist.devicesPerNode() == TrainSettings.AUTO_DEVICES ? 1 : devices;
+  }
 
   /**
    * The devices of a node (ranks a trainer task drives in one JVM) for {@code dist} on a cluster
@@ -28,9 +38,7 @@ final class TrainerResources {
    */
   static int devicesPerNode(TrainSettings.Dist dist, SparkConf conf) {
     boolean local = conf.get("spark.master", "").startsWith("local");
-    double gpus = conf.getDouble("spark.executor.resource.gpu.amount", 0);
-    int devices =
-        dist.devicesPerNodeOr(local ? dist.ranks() : gpus >= 1 ? (int) Math.floor(gpus) : 1);
+    int devices = local ? dist.devicesPerNodeOr(dist.ranks()) : clusterDevicesPerNode(dist, conf);
     if (dist.ranks() % devices != 0) {
       throw new dev.ramtrain.settings.ConfigException(
           String.format(
