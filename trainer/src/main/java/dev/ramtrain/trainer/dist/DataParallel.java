@@ -189,6 +189,14 @@ public final class DataParallel implements AutoCloseable {
     if (ring == null) {
       return;
     }
+    reduceToOwners(floats, from, n, 1f / ring.worldSize());
+  }
+
+  /**
+   * The gradient ring's reduce-scatter of elements [{@code from}, ...) of a buffer of {@code n},
+   * its chunks cut to them, then this ring rank's part of them times {@code factor}.
+   */
+  private void reduceToOwners(ByteBuffer floats, long from, long n, float factor) {
     long count = floats.remaining() / 4;
     int world = ring.worldSize();
     long[] bounds = new long[world + 1];
@@ -200,12 +208,12 @@ public final class DataParallel implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException("reducing gradients to their owners: " + e.getMessage(), e);
     }
-    int mine = rank();
+    int mine = ring.rank();
     scale(
         floats.slice(
             floats.position() + 4 * (int) bounds[mine],
             4 * (int) (bounds[mine + 1] - bounds[mine])),
-        1f / world);
+        factor);
   }
 
   /** This rank's share [from, to) of {@code n} parameters: the ring's chunk {@link #rank()}. */
@@ -283,31 +291,16 @@ public final class DataParallel implements AutoCloseable {
     }
     List<NodeExchange.Handed> others = node.addOthers(floats);
     try {
-      float mean = 1f / worldSize();
+      float mean = 1f / worldSize(); // every device counted
       if (ring == null) { // one node
         scale(floats.slice(), mean);
       } else {
-        long count = floats.remaining() / 4;
-        int nodes = ring.worldSize();
-        long[] bounds = new long[nodes + 1];
-        for (int c = 0; c <= nodes; c++) {
-          bounds[c] = TcpRing.chunkStart(count, c, nodes);
-        }
-        ring.reduceScatterSum(floats, bounds);
-        int mine = ring.rank();
-        scale(
-            floats.slice(
-                floats.position() + 4 * (int) bounds[mine],
-                4 * (int) (bounds[mine + 1] - bounds[mine])),
-            mean);
-        ring.allGather(floats);
+        reduceToOwners(floats, 0, floats.remaining() / 4, mean);
+        allGather(floats);
       }
-    } catch (IOException | RuntimeException e) {
+    } catch (RuntimeException e) {
       node.fail(others, e);
-      if (e instanceof IOException io) {
-        throw new UncheckedIOException("averaging the nodes' gradients: " + e.getMessage(), io);
-      }
-      throw (RuntimeException) e;
+      throw e;
     }
     node.handBack(others, floats);
   }
