@@ -67,6 +67,11 @@ class DataParallelTrainingTest {
   /** The offloaded runs' delayed update starts at this step; -1: none. */
   private int delayedFrom = -1;
 
+  /**
+   * The offloaded runs' streamed layer computes from bf16 weights (its gradients cross in bf16).
+   */
+  private boolean bf16Weights;
+
   private static final AdamWSpec ADAMW = new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f);
 
   @TempDir Path tmp;
@@ -193,6 +198,34 @@ class DataParallelTrainingTest {
         own.get(1).pinnedBytes() - copy + 4 * 2 * largestLayer,
         node.get(1).pinnedBytes(),
         "device 1: its input staging and two landing slots, no copy");
+  }
+
+  /**
+   * With bf16 weights the streamed layer's gradients cross the bus in bf16 on every device, device
+   * 1's widened in its own bf16 slots before it hands them over: the node trains as two ranks with
+   * copies of their own, bit for bit, device 1 pinning two fp32 and two bf16 slots.
+   */
+  @Test
+  void twoDevicesWithBf16WeightsRoundTheirGradientsAlike() throws Exception {
+    bf16Weights = true;
+    List<Outcome> own = twoRanks(MODEL, true, 0, 0, false);
+    List<Outcome> node = ranks(2, 2, MODEL, true, 0, 0, false, 1);
+    bf16Weights = false;
+    for (int r = 0; r < 2; r++) {
+      assertSameTensors(own.get(r).weights(), node.get(r).weights(), "device " + r);
+    }
+    assertTrue(
+        !java.util.Arrays.equals(
+            own.get(0).weights().get(0).values(),
+            twoRanks(MODEL, true, 0, 0, false).get(0).weights().get(0).values()),
+        "bf16 weights change the weights");
+    long parameters = own.get(0).state().get(0).length;
+    long fc1 = 64 * 32 + 32;
+    long copy = 4 * 4 * parameters + 2 * fc1 + 2 * fc1; // and fc1's bf16 copy and gradient
+    assertEquals(
+        own.get(1).pinnedBytes() - copy + 2 * (4 + 2) * fc1,
+        node.get(1).pinnedBytes(),
+        "device 1: two fp32 and two bf16 landing slots, no copy");
   }
 
   /**
@@ -583,7 +616,8 @@ class DataParallelTrainingTest {
     // fc1 streamed, fc2 resident: each layer's gradient is averaged on the host as it lands.
     return OffloadedLearner.build(
         new ModelBlueprint(spec, () -> ModelSpec.parse(spec, PatternShards.SHAPE), batch, 1),
-        new Streaming(Set.of("fc1"), 1, false, false, delayedFrom >= 0, Math.max(0, delayedFrom)),
+        new Streaming(
+            Set.of("fc1"), 1, bf16Weights, false, delayedFrom >= 0, Math.max(0, delayedFrom)),
         (slab, threads) ->
             dev.ramtrain.trainer.offload.HostOptimizer.create(
                 ADAMW, b, slab, threads, optimizerState, 5),

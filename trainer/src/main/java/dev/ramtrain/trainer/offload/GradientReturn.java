@@ -94,7 +94,7 @@ final class GradientReturn implements AutoCloseable {
         j >= 0 ? slotOf(j).view(0, count) : resident.grads().view(layout.residentAt(i), count);
     int k = timeline.begin(StepTimeline.Lane.COPY_OUT, copyOut);
     if (bf16) {
-      backend.copy(narrowed, slabs.gradientsBf16(), 2 * layout.bf16At(i), 2 * count, copyOut);
+      backend.copy(narrowed, slabs.gradientsBf16(), slabs.bf16LandingOffset(i), 2 * count, copyOut);
     } else {
       backend.copy(source, slabs.landingOf(i), slabs.landingOffset(i), 4 * count, copyOut);
     }

@@ -123,7 +123,6 @@ final class HostSlabs implements AutoCloseable {
     this.bf16 = first.bf16;
     this.published = first.published;
     this.gradients = null;
-    this.gradientsBf16 = null;
     this.stale = new boolean[layout.layers()];
     this.copiedByUpdate = new boolean[layout.layers()];
     this.landingSlot = new int[layout.layers()];
@@ -135,7 +134,21 @@ final class HostSlabs implements AutoCloseable {
       landingSlot[i] = layout.count(i) > 0 ? sent++ % LANDING_SLOTS : -1;
     }
     this.slotElements = largest;
-    this.landing = backend.allocateHost("gradient-landing", 4 * largest * LANDING_SLOTS);
+    List<HostBuffer> made = new ArrayList<>();
+    try {
+      this.landing =
+          made(made, backend.allocateHost("gradient-landing", 4 * largest * LANDING_SLOTS));
+      // bf16 slots: streamed layers' gradients cross the bus in bf16 as device 0's do, widened
+      // into the fp32 slot before they are handed over (the node's sum adds like roundings).
+      this.gradientsBf16 =
+          first.gradientsBf16 != null
+              ? made(
+                  made, backend.allocateHost("gradient-landing-bf16", 2 * largest * LANDING_SLOTS))
+              : null;
+    } catch (RuntimeException e) {
+      made.forEach(HostBuffer::close);
+      throw e;
+    }
   }
 
   /** Whether this is the slabs' owner, not a node's other device's view of them. */
@@ -168,12 +181,23 @@ final class HostSlabs implements AutoCloseable {
     return gradientsBf16;
   }
 
-  /** Widens streamed layer i's landed bf16 gradient into its place in the gradient slab. */
+  /**
+   * Widens streamed layer i's landed bf16 gradient into its place in the gradient slab (a node's
+   * other device: into its fp32 landing slot).
+   */
   void widenGradient(int i) {
     HostAdamWKernel.widen(
-        gradientsBf16.address() + 2 * layout.bf16At(i),
-        gradients.address() + 4 * layout.offset(i),
+        gradientsBf16.address() + bf16LandingOffset(i),
+        landingOf(i).address() + landingOffset(i),
         Math.toIntExact(layout.count(i)));
+  }
+
+  /**
+   * The byte offset in {@link #gradientsBf16} where streamed layer i's bf16 gradient lands: its
+   * place in the bf16 copy's layout, or (a node's other device) its slot.
+   */
+  long bf16LandingOffset(int i) {
+    return owner ? 2 * layout.bf16At(i) : 2 * slotElements * landingSlot[i];
   }
 
   /** Where layer i's gradient lands: the gradient slab, or (ZeRO-2) its landing slot. */
@@ -302,6 +326,9 @@ final class HostSlabs implements AutoCloseable {
   public void close() {
     if (!owner) {
       landing.close();
+      if (gradientsBf16 != null) {
+        gradientsBf16.close();
+      }
       return;
     }
     masters.close();

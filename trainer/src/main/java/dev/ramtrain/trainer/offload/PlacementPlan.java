@@ -299,7 +299,7 @@ public record PlacementPlan(
    */
   public String renderNode(
       List<LayerCost> costs, int devices, int nodes, double addBytesPerSecond) {
-    long slots = landingSlotBytes(costs);
+    long slots = landingSlotBytes(costs, bf16Weights && !streamed.isEmpty());
     long params = costs.stream().mapToLong(LayerCost::parameters).sum();
     long node = hostPinnedBytes + (devices - 1) * slots;
     StringBuilder out = new StringBuilder();
@@ -326,10 +326,13 @@ public record PlacementPlan(
     return out.toString();
   }
 
-  /** What a node's other device pins: two landing slots of the largest layer's gradient. */
-  public static long landingSlotBytes(List<LayerCost> costs) {
+  /**
+   * What a node's other device pins: two landing slots of the largest layer's gradient, in fp32
+   * and, where streamed gradients cross in bf16 ({@code bf16}), in bf16 too.
+   */
+  public static long landingSlotBytes(List<LayerCost> costs, boolean bf16) {
     long largest = costs.stream().mapToLong(LayerCost::parameters).max().orElse(0);
-    return 2 * 4 * largest;
+    return 2 * (4 + (bf16 ? 2 : 0)) * largest;
   }
 
   public String render(String model, DeviceProfile profile, long budgetBytes) {
