@@ -85,6 +85,30 @@ class NodeExchangeTest {
     assertTrue(f.getCause() instanceof NodeStoppedException, String.valueOf(f.getCause()));
   }
 
+  /** Spread over the cores in chunks, the sum has the bits of one thread adding in device order. */
+  @Test
+  void theSumInChunksHasTheBitsOfOneThreadAddingInDeviceOrder() {
+    int n = 3 * (1 << 16) + 7; // chunks, and a short last one
+    java.util.Random random = new java.util.Random(43);
+    float[][] g = new float[3][n];
+    for (float[] device : g) {
+      for (int i = 0; i < n; i++) {
+        device[i] = (float) random.nextGaussian() * (1 << random.nextInt(20));
+      }
+    }
+    float[] expected = new float[n];
+    for (int i = 0; i < n; i++) {
+      expected[i] = (g[0][i] + g[1][i]) + g[2][i];
+    }
+    ByteBuffer total = floats(g[0]);
+    NodeExchange.addInOrder(
+        total.duplicate().order(ByteOrder.nativeOrder()).asFloatBuffer(),
+        List.of(
+            floats(g[1]).order(ByteOrder.nativeOrder()).asFloatBuffer(),
+            floats(g[2]).order(ByteOrder.nativeOrder()).asFloatBuffer()));
+    assertArrayEquals(expected, read(total));
+  }
+
   /** Devices that do not run the same model fail the exchange, naming the device. */
   @Test
   void aGradientOfAnotherLengthIsRefused() throws Exception {
