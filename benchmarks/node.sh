@@ -7,7 +7,9 @@
 #   B  2 devices of one node sharing one host copy (--ranks 2 --master local[2])
 #   C  2 devices with a host copy each (the same, ramtrain.dist.devices-per-node = 1)
 # Target: B <= 1.1x A (beyond the second device's own device memory and staging); C about A + one
-# copy. Also each run's samples/s (2 cores: the devices share them).
+# copy. Also each run's samples/s (2 cores: the devices share them). The heap is fixed at 2 GiB
+# (--driver-memory) in every run: left to the JVM's default (a quarter of the machine) its growth
+# swamped the native memory compared here, by ±1 GiB from run to run.
 # Usage: benchmarks/node.sh [rounds=2]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +28,7 @@ run() { # label, flags...
   shift
   local dir="$WORK/run-$RANDOM"
   /usr/bin/time -f "%M %e" -o "$WORK/time" "$ROOT/bin/ramtrain" train -d "$WORK/data" -o "$dir" \
-    --model "$MODEL" --epochs 1 --batch-size 16 --offload on --set ramtrain.offload.budget=160MiB \
+    --driver-memory 2g --model "$MODEL" --epochs 1 --batch-size 16 --offload on --set ramtrain.offload.budget=160MiB \
     --set ramtrain.train.backend=cpu "$@" > "$WORK/log" 2>&1 || { cat "$WORK/log"; exit 1; }
   read -r rss wall < "$WORK/time"
   local rate
