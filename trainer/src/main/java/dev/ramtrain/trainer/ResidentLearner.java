@@ -34,6 +34,11 @@ import java.util.function.Supplier;
  * accumulating N micro-batches computes what N ranks with those batches compute (for two, bit for
  * bit: the ring adds g0 + g1 as the total does), at the cost of a second gradient slab while
  * accumulating.
+ *
+ * <p>Under ZeRO ({@code ramtrain.dist.zero}) the device keeps optimizer state for this rank's share
+ * of the parameters only: the gradients are reduced to their owners instead of averaged back
+ * (ZeRO-2 bucket by bucket during backward, ZeRO-1 after it), and {@link ResidentShare} clips,
+ * updates the share and gathers the ranks' updated shares.
  */
 public final class ResidentLearner implements Learner {
   private final Backend backend;
@@ -43,6 +48,7 @@ public final class ResidentLearner implements Learner {
   private final DeviceBuffer gradNorm;
   private final DataParallel ranks;
   private final GradientExchange exchange; // null: one rank
+  private final ResidentShare share; // ZeRO: the optimizer is this rank's share's; else null
   private DeviceBuffer stepTotal; // the step's finished micro-batches' gradients (accumulating)
   private boolean holdsTotal; // whether this step has finished micro-batches in stepTotal
   private MovingAverage average; // null: no --ema
@@ -52,7 +58,11 @@ public final class ResidentLearner implements Learner {
     this(backend, model, optimizer, clipNorm, DataParallel.single());
   }
 
-  /** One rank of {@code ranks} (which the caller closes); {@code clipNorm} 0: no clipping. */
+  /**
+   * One rank of {@code ranks} (which the caller closes); {@code clipNorm} 0: no clipping. Where
+   * {@code ranks} partition the optimizer state (ZeRO), {@code optimizer} is this rank's share's
+   * ({@link dev.ramtrain.trainer.optim.OptimizerSpec#onDevice(Backend, Parameters, long, long)}).
+   */
   public ResidentLearner(
       Backend backend, Model model, Optimizer optimizer, float clipNorm, DataParallel ranks) {
     this.backend = backend;
@@ -62,6 +72,10 @@ public final class ResidentLearner implements Learner {
     this.ranks = ranks;
     this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
     this.exchange = ranks.worldSize() == 1 ? null : new GradientExchange(backend, model, ranks);
+    this.share =
+        ranks.partitionsOptimizerState()
+            ? new ResidentShare(backend, ranks, model.parameters().count())
+            : null;
   }
 
   @Override
@@ -119,6 +133,13 @@ public final class ResidentLearner implements Learner {
     } else {
       model.backward(compute, dlogits, batch, layer -> exchange.layerDone(compute, layer));
       exchange.finish(compute);
+    }
+    if (share != null) {
+      share.update(compute, model.parameters(), optimizer, exchange, clipNorm, lr);
+      if (average != null) {
+        average.update(compute);
+      }
+      return;
     }
     if (clipNorm > 0) {
       DeviceBuffer grads = model.parameters().grads();
@@ -188,6 +209,9 @@ public final class ResidentLearner implements Learner {
   @Override
   public Checkpoints.Snapshot snapshot(Stream compute) {
     Checkpoints.Snapshot snapshot = Checkpoints.snapshot(model, optimizer, backend, compute);
+    if (share != null) {
+      snapshot = snapshot.withOptimizerState(share.wholeState(optimizer, compute));
+    }
     if (average == null) {
       return snapshot;
     }
@@ -204,7 +228,12 @@ public final class ResidentLearner implements Learner {
 
   @Override
   public void restore(Checkpoints.Loaded checkpoint, Stream compute) {
-    Checkpoints.restore(checkpoint, model, optimizer, backend, compute);
+    if (share == null) {
+      Checkpoints.restore(checkpoint, model, optimizer, backend, compute);
+    } else {
+      Checkpoints.restore(checkpoint, model, null, backend, compute);
+      share.restoreState(checkpoint, optimizer, compute);
+    }
   }
 
   @Override

@@ -101,7 +101,8 @@ class DataParallelTrainingTest {
       List<Safetensors.Tensor> weights,
       List<float[]> state,
       EvalResult eval,
-      long pinnedBytes) {}
+      long pinnedBytes,
+      long deviceBytes) {}
 
   @ParameterizedTest
   @CsvSource({"false,0,false", "false,1,false", "true,0,false", "true,1,false", "false,1,true"})
@@ -360,6 +361,79 @@ class DataParallelTrainingTest {
   }
 
   /**
+   * ZeRO on resident ranks: the device keeps AdamW's moments for the rank's share only, the
+   * gradients are reduced to their owners (ZeRO-2 bucket by bucket during backward, ZeRO-1 after
+   * it), the share updated on the device and the shares gathered. Unclipped, both end with the
+   * unpartitioned ranks' weights, moments, losses and evaluation bit for bit; clipped, ZeRO-2 with
+   * ZeRO-1's (the norm summed share by share) and within the norm's rounding of the unpartitioned
+   * ranks'; on two ranks and three, the CPU backend and the CUDA engine over the emulator.
+   */
+  @ParameterizedTest
+  @CsvSource({
+    "2, 0, false",
+    "2, 1, false",
+    "3, 0, false",
+    "3, 1, false",
+    "2, 0, true",
+    "2, 1, true"
+  })
+  void residentZeroUpdatesEachSharesOnTheDevice(int world, float clip, boolean cuda)
+      throws Exception {
+    List<Outcome> plain = ranks(world, MODEL, false, clip, 0, cuda);
+    List<Outcome> one = ranks(world, MODEL, false, clip, 1, cuda);
+    List<Outcome> two = ranks(world, MODEL, false, clip, 2, cuda);
+    for (int r = 0; r < world; r++) {
+      assertSameTensors(one.get(r).weights(), two.get(r).weights(), "ZeRO-2, rank " + r);
+      assertEquals(one.get(r).losses(), two.get(r).losses(), "ZeRO-2 losses, rank " + r);
+      assertEquals(one.get(r).eval().loss(), two.get(r).eval().loss(), "ZeRO-2 eval, rank " + r);
+      for (int s = 0; s < 2; s++) {
+        assertArrayEquals(one.get(r).state().get(s), two.get(r).state().get(s), "state " + s);
+      }
+      if (clip == 0) {
+        assertSameTensors(plain.get(r).weights(), one.get(r).weights(), "ZeRO-1, rank " + r);
+        assertEquals(plain.get(r).losses(), one.get(r).losses(), "ZeRO-1 losses, rank " + r);
+        for (int s = 0; s < 2; s++) {
+          assertArrayEquals(plain.get(r).state().get(s), one.get(r).state().get(s), "moments");
+        }
+      } else { // the norm's sum differs in its last bits: each weight within AdamW's step of it
+        for (int t = 0; t < plain.get(r).weights().size(); t++) {
+          float[] expected = plain.get(r).weights().get(t).values();
+          float[] actual = one.get(r).weights().get(t).values();
+          for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], actual[i], 1e-5, "rank " + r + " [" + i + "]");
+          }
+        }
+      }
+      assertSameTensors(one.get(0).weights(), one.get(r).weights(), "rank " + r + " vs rank 0");
+    }
+    long parameters = plain.get(0).state().get(0).length;
+    long share = parameters / world; // rank 0's share is the floor
+    assertEquals(
+        plain.get(0).deviceBytes() - 2 * 4 * (parameters - share),
+        one.get(0).deviceBytes(),
+        "rank 0's device keeps the moments of its share");
+    assertEquals(one.get(0).deviceBytes(), two.get(0).deviceBytes());
+  }
+
+  /**
+   * A resident ZeRO rank and an offloaded one update the same share with the same arithmetic (the
+   * device's AdamW is the host's; clipping the share on the host either way): clipped ZeRO-2 gives
+   * the same weights, moments and losses, bit for bit.
+   */
+  @Test
+  void residentZeroComputesWhatOffloadedZeroComputes() throws Exception {
+    List<Outcome> resident = ranks(2, MODEL, false, 1, 2, false);
+    List<Outcome> offloaded = ranks(2, MODEL, true, 1, 2, false);
+    for (int r = 0; r < 2; r++) {
+      assertSameTensors(resident.get(r).weights(), offloaded.get(r).weights(), "rank " + r);
+      assertEquals(resident.get(r).losses(), offloaded.get(r).losses(), "losses, rank " + r);
+      for (int s = 0; s < 2; s++) {
+        assertArrayEquals(resident.get(r).state().get(s), offloaded.get(r).state().get(s));
+      }
+    }
+  }
+
+  /**
    * The delayed update with ZeRO: the share's reduction, clipping, update and gather run on the
    * host optimizer thread beside the next forward; unclipped, ZeRO-1 and ZeRO-2 end with the
    * weights of the delayed run without ZeRO bit for bit, and clipped ZeRO-2 with ZeRO-1's (the norm
@@ -578,8 +652,10 @@ class DataParallelTrainingTest {
         }
         EvalResult eval = trainer.evaluate(valLoader);
         long pinned = b.allocatedHostBytes();
+        long device = b.allocatedBytes();
         var snapshot = learner.snapshot(setup);
-        return new Outcome(losses, snapshot.weights(), snapshot.optimizerState(), eval, pinned);
+        return new Outcome(
+            losses, snapshot.weights(), snapshot.optimizerState(), eval, pinned, device);
       }
     }
   }
@@ -610,8 +686,15 @@ class DataParallelTrainingTest {
     if (!offloaded) {
       Model model =
           Model.build(spec, ModelSpec.parse(spec, PatternShards.SHAPE), b, setup, batch, 1);
+      long[] share = dp.share(model.parameters().count());
       return new ResidentLearner(
-          b, model, new AdamW(b, model.parameters().count(), ADAMW), clip, dp);
+          b,
+          model,
+          dp.partitionsOptimizerState()
+              ? ADAMW.onDevice(b, model.parameters(), share[0], share[1])
+              : new AdamW(b, model.parameters().count(), ADAMW),
+          clip,
+          dp);
     }
     // fc1 streamed, fc2 resident: each layer's gradient is averaged on the host as it lands.
     return OffloadedLearner.build(

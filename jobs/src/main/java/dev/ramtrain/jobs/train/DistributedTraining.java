@@ -197,7 +197,7 @@ public final class DistributedTraining<T>
             + " on "
             + nodes(nodes, devices)
             + " (barrier stage)");
-    System.out.printf("training on %s%n", nodes(nodes, devices));
+    System.out.printf("training on %s%s%n", nodes(nodes, devices), zero(dist.zero(), world));
     FirstTaskFailure failure = new FirstTaskFailure(sc);
     sc.addSparkListener(failure);
     List<EvalResult> results;
@@ -219,6 +219,15 @@ public final class DistributedTraining<T>
   }
 
   /** "1 node of 1 device", "2 nodes of 2 devices each". */
+  /** What ZeRO stage {@code stage} of {@code world} ranks splits, or nothing without ZeRO. */
+  static String zero(int stage, int world) {
+    return stage == 0
+        ? ""
+        : String.format(
+            ", ZeRO-%d: each rank keeps the optimizer state%s of its 1/%d share",
+            stage, stage == 2 ? " and reduced gradients" : "", world);
+  }
+
   static String nodes(int nodes, int devices) {
     return nodes == 1
         ? "1 node of " + (devices == 1 ? "1 device" : devices + " devices")

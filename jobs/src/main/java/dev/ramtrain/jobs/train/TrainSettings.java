@@ -120,13 +120,6 @@ public final class TrainSettings {
     require(!timeout.isNegative() && !timeout.isZero(), "ramtrain.dist.timeout", "must be > 0");
     int zero = c.integer("ramtrain.dist.zero");
     require(zero >= 0 && zero <= 2, "ramtrain.dist.zero", "must be 0, 1 or 2, got " + zero);
-    require(
-        zero == 0 || c.choice(O + "mode", OffloadSpec.Mode.class) == OffloadSpec.Mode.ON,
-        "ramtrain.dist.zero",
-        zero
-            + " partitions the host optimizer's state"
-            + (zero == 2 ? " and gradients" : "")
-            + ", which needs offloaded training (ramtrain.offload.mode = on, --offload on)");
     String shards = c.string("ramtrain.dist.shards").strip();
     require(
         shards.equals("shared") || shards.equals("own"),

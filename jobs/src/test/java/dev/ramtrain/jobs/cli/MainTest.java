@@ -606,6 +606,42 @@ class MainTest {
             tmp.resolve("two/checkpoints/epoch-0003/model.safetensors"),
             tmp.resolve("recovered/checkpoints/epoch-0003/model.safetensors")));
 
+    // Resident ZeRO-2 (each rank's device keeps its share of AdamW's moments): unclipped, the same
+    // weights as ranks keeping all of them; a retried stage resumes from step 9's checkpoint, whose
+    // moments the ranks gathered whole, and ends with those weights again, byte for byte.
+    Run zero =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("zero").toString(),
+                "--ranks",
+                "2",
+                "--master",
+                "local[2]",
+                "--set",
+                "ramtrain.dist.devices-per-node=1",
+                "--set",
+                "ramtrain.dist.zero=2",
+                "--set",
+                "ramtrain.train.checkpoint-every=3",
+                "--set",
+                "ramtrain.dist.fail-once-at-step=10"));
+    assertEquals(0, zero.status(), zero.err());
+    assertTrue(zero.out().contains("step-000000009"), zero.out());
+    assertTrue(zero.out().contains("placement: resident"), zero.out());
+    assertTrue(
+        zero.out()
+            .contains(
+                "training on 2 nodes of 1 device each, ZeRO-2: each rank keeps the optimizer"
+                    + " state and reduced gradients of its 1/2 share"),
+        zero.out());
+    assertEquals(
+        -1L,
+        Files.mismatch(
+            tmp.resolve("two/checkpoints/epoch-0003/model.safetensors"),
+            tmp.resolve("zero/checkpoints/epoch-0003/model.safetensors")));
+
     // Own shards: each rank opens only the shards assigned to it, together all of the dataset.
     Run own =
         run(

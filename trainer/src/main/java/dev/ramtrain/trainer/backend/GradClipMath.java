@@ -42,11 +42,19 @@ public final class GradClipMath {
 
   /** The L2 norm from the chunks' sums, added in chunk order. */
   public static float norm(double[] chunkSums) {
+    return (float) Math.sqrt(total(chunkSums));
+  }
+
+  /**
+   * The chunks' sums added in chunk order, as {@link #norm} adds them: a rank's share's sum of
+   * squares, which the ranks' shares sum to the norm's (ZeRO).
+   */
+  public static double total(double[] chunkSums) {
     double total = 0;
     for (double p : chunkSums) {
       total += p;
     }
-    return (float) Math.sqrt(total);
+    return total;
   }
 
   /** Multiplies gradients [from, to) by {@code scale}. */

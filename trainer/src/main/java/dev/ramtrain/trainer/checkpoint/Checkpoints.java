@@ -130,6 +130,11 @@ public final class Checkpoints {
     public Snapshot withAveraged(List<Safetensors.Tensor> tensors) {
       return new Snapshot(model, weights, optimizerState, optimizerSteps, loopState, tensors);
     }
+
+    /** The same with {@code state} for the optimizer's slabs (a ZeRO rank's, gathered whole). */
+    public Snapshot withOptimizerState(List<float[]> state) {
+      return new Snapshot(model, weights, state, optimizerSteps, loopState, averaged);
+    }
   }
 
   /** Reads a resident model's and optimizer's state back from the device. */

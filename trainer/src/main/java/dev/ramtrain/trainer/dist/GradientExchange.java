@@ -9,6 +9,7 @@ import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.Parameters;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,6 +32,12 @@ import org.slf4j.LoggerFactory;
  * pair up. A model of one bucket exchanges its gradients once after backward, on the calling
  * thread: handing one exchange to another thread hides nothing and measured 5-14% slower on two
  * cores (per-layer exchanges of a 7 MB model, 12% slower), the reason for buckets.
+ *
+ * <p>Under ZeRO the gradients are reduced to their owners instead, and nothing comes back to the
+ * device: each rank's share of the mean is left in the host slab ({@link #reduced}), where the
+ * share's update takes it. ZeRO-2 reduces each bucket as it closes ({@link
+ * DataParallel#reduceToOwnersMean}, the reduce-scatter's chunks cut to the bucket), ZeRO-1 the
+ * whole slab after backward; the bits are the same.
  */
 public final class GradientExchange implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(GradientExchange.class);
@@ -47,7 +54,8 @@ public final class GradientExchange implements AutoCloseable {
   private final HostBuffer host;
   // By layer: the bucket a layer closes (the last of it backward reaches), else null.
   private final List<Slice> closes = new ArrayList<>();
-  private final boolean overlapped; // more than one bucket
+  private final boolean overlapped; // more than one bucket, and not ZeRO-1
+  private final boolean toOwners; // ZeRO: reduced to the shares' owners, left on the host
   // Only when overlapped, by layer where a bucket closes (else null): the bucket's backward has
   // run, its averaged slice is back; the stream and thread that exchange it.
   private final List<Event> computed = new ArrayList<>();
@@ -101,7 +109,9 @@ public final class GradientExchange implements AutoCloseable {
         end = -1;
       }
     }
-    this.overlapped = buckets > 1;
+    this.toOwners = ranks.partitionsOptimizerState();
+    // ZeRO-1 reduces once after backward; ZeRO-2 as each bucket closes.
+    this.overlapped = buckets > 1 && (!toOwners || ranks.partitionsGradients());
     this.host = backend.allocateHost("grad-exchange", grads.bytes());
     for (int i = 0; i < closes.size(); i++) {
       boolean exchanges = overlapped && closes.get(i) != null;
@@ -138,9 +148,14 @@ public final class GradientExchange implements AutoCloseable {
     copies.waitFor(ready);
     backend.copy(slice, host, at, bytes, copies);
     copies.synchronize();
-    ranks.averageGradients(
-        host.asByteBuffer().slice((int) at, (int) bytes).order(ByteOrder.nativeOrder()));
-    backend.copy(host, at, slice, bytes, copies);
+    ByteBuffer bucket =
+        host.asByteBuffer().slice((int) at, (int) bytes).order(ByteOrder.nativeOrder());
+    if (toOwners) {
+      ranks.reduceToOwnersMean(bucket, s.offset(), grads.count());
+    } else {
+      ranks.averageGradients(bucket);
+      backend.copy(host, at, slice, bytes, copies);
+    }
     back.record(copies);
   }
 
@@ -153,8 +168,12 @@ public final class GradientExchange implements AutoCloseable {
       long bytes = grads.bytes();
       backend.copy(grads, host, 0, bytes, compute);
       compute.synchronize();
-      ranks.averageGradients(host.asByteBuffer().order(ByteOrder.nativeOrder()));
-      backend.copy(host, 0, grads, bytes, compute);
+      if (toOwners) {
+        ranks.reduceScatterMean(host.asByteBuffer().order(ByteOrder.nativeOrder()));
+      } else {
+        ranks.averageGradients(host.asByteBuffer().order(ByteOrder.nativeOrder()));
+        backend.copy(host, 0, grads, bytes, compute);
+      }
       return;
     }
     RuntimeException failure = null;
@@ -182,6 +201,18 @@ public final class GradientExchange implements AutoCloseable {
         compute.waitFor(returned.get(i));
       }
     }
+  }
+
+  /**
+   * ZeRO, after {@link #finish}: the host slab, float32 in the slab's order, whose elements in this
+   * rank's {@link DataParallel#share} are their mean over the ranks (the rest partly summed). Free
+   * for the share's update to use until the next backward's first exchange.
+   */
+  public HostBuffer reduced() {
+    if (!toOwners) {
+      throw new IllegalStateException("the gradients are averaged back to the device, not reduced");
+    }
+    return host;
   }
 
   @Override

@@ -616,20 +616,13 @@ public final class OffloadedLearner implements Learner {
         GradClipMath.norm(
             !share
                 ? sums
-                : updaterRing ? ranks.sumOnGradientRing(squares(sums)) : ranks.sum(squares(sums)));
+                : updaterRing
+                    ? ranks.sumOnGradientRing(GradClipMath.total(sums))
+                    : ranks.sum(GradClipMath.total(sums)));
     float scale = GradClipMath.scale(clipNorm, norm);
     if (scale < 1) {
       threads.forRange(0, n, (from, to) -> GradClipMath.scale(g, scale, from, to));
     }
-  }
-
-  /** The chunks' sums of squares added in chunk order, as {@link GradClipMath#norm} adds them. */
-  private static double squares(double[] chunkSums) {
-    double total = 0;
-    for (double s : chunkSums) {
-      total += s;
-    }
-    return total;
   }
 
   @Override

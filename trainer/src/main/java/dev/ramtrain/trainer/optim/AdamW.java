@@ -5,7 +5,6 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.AdamWStep;
-import dev.ramtrain.trainer.nn.Parameters;
 import java.util.List;
 
 /**
@@ -34,14 +33,18 @@ public final class AdamW implements Optimizer {
   }
 
   @Override
-  public void step(Stream stream, Parameters p, float lr) {
+  public void step(Stream stream, DeviceBuffer values, DeviceBuffer grads, float lr) {
+    if (values.count() != m.count() || grads.count() != m.count()) {
+      throw new IllegalArgumentException(
+          "an optimizer of " + m.count() + " parameters stepped over " + values.count());
+    }
     steps++;
     for (ParamGroups.Range r : groups.ranges()) {
       backend.run(
           stream,
           new AdamWStep(
-              p.values().view(r.offset(), r.count()),
-              p.grads().view(r.offset(), r.count()),
+              values.view(r.offset(), r.count()),
+              grads.view(r.offset(), r.count()),
               m.view(r.offset(), r.count()),
               v.view(r.offset(), r.count()),
               lr * r.lrScale(),

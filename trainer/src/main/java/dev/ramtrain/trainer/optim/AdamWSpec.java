@@ -30,4 +30,10 @@ public record AdamWSpec(
     return new AdamW(
         backend, parameters.count(), this, ParamGroups.of(groups, parameters.entries()));
   }
+
+  @Override
+  public Optimizer onDevice(Backend backend, Parameters parameters, long from, long to) {
+    ParamGroups.Layout share = ParamGroups.Layout.whole(parameters.entries()).share(from, to);
+    return new AdamW(backend, to - from, this, share.groups(groups));
+  }
 }

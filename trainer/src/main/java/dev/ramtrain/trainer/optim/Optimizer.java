@@ -1,14 +1,27 @@
 package dev.ramtrain.trainer.optim;
 
+import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.nn.Parameters;
 import java.util.List;
 
-/** Updates a whole parameter slab from its gradient slab, in one kernel call per step. */
+/**
+ * Updates a parameter slab from its gradient slab, in one kernel call per range: a model's whole
+ * slab, or a rank's share of it (ZeRO, {@link OptimizerSpec#onDevice(Backend, Parameters, long,
+ * long)}).
+ */
 public interface Optimizer extends AutoCloseable {
   /** Applies one update with learning rate {@code lr}; the first step is step 1. */
-  void step(Stream stream, Parameters parameters, float lr);
+  default void step(Stream stream, Parameters parameters, float lr) {
+    step(stream, parameters.values(), parameters.grads(), lr);
+  }
+
+  /**
+   * As above, over {@code values} and {@code grads}: the slab this optimizer was built for (its
+   * state's length), a view of the share for a rank's share.
+   */
+  void step(Stream stream, DeviceBuffer values, DeviceBuffer grads, float lr);
 
   /** Steps taken so far. */
   int steps();

@@ -20,4 +20,11 @@ public sealed interface OptimizerSpec extends Serializable permits AdamWSpec, Sg
 
   /** The optimizer over a model's resident slab, its state on the device. */
   Optimizer onDevice(Backend backend, Parameters parameters);
+
+  /**
+   * The optimizer of a rank's share [{@code from}, {@code to}) of a resident slab (ZeRO): state for
+   * the share only, its groups numbered from the share's first element; it steps over the share's
+   * views.
+   */
+  Optimizer onDevice(Backend backend, Parameters parameters, long from, long to);
 }

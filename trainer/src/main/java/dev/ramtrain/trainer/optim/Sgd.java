@@ -5,7 +5,6 @@ import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.ops.SgdStep;
-import dev.ramtrain.trainer.nn.Parameters;
 import java.util.List;
 
 /**
@@ -31,13 +30,17 @@ public final class Sgd implements Optimizer {
   }
 
   @Override
-  public void step(Stream stream, Parameters p, float lr) {
+  public void step(Stream stream, DeviceBuffer values, DeviceBuffer grads, float lr) {
+    if (values.count() != buffer.count() || grads.count() != buffer.count()) {
+      throw new IllegalArgumentException(
+          "an optimizer of " + buffer.count() + " parameters stepped over " + values.count());
+    }
     for (ParamGroups.Range r : groups.ranges()) {
       backend.run(
           stream,
           new SgdStep(
-              p.values().view(r.offset(), r.count()),
-              p.grads().view(r.offset(), r.count()),
+              values.view(r.offset(), r.count()),
+              grads.view(r.offset(), r.count()),
               buffer.view(r.offset(), r.count()),
               lr * r.lrScale(),
               spec.momentum(),

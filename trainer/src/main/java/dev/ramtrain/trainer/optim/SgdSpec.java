@@ -30,4 +30,10 @@ public record SgdSpec(float momentum, float weightDecay, boolean nesterov, Param
   public Optimizer onDevice(Backend backend, Parameters parameters) {
     return new Sgd(backend, parameters.count(), this, ParamGroups.of(groups, parameters.entries()));
   }
+
+  @Override
+  public Optimizer onDevice(Backend backend, Parameters parameters, long from, long to) {
+    ParamGroups.Layout share = ParamGroups.Layout.whole(parameters.entries()).share(from, to);
+    return new Sgd(backend, to - from, this, share.groups(groups));
+  }
 }

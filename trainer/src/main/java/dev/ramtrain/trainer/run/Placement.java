@@ -363,14 +363,14 @@ public final class Placement {
       Backend backend,
       Stream setup,
       DataParallel ranks) {
-    if (ranks.partitionsOptimizerState()) {
-      throw new ConfigException(
-          "ramtrain.dist.zero partitions the host optimizer's state, and this run is resident on"
-              + " the device: use it with ramtrain.offload.mode = on");
-    }
     Model model = config.buildResident(backend, setup);
     try {
-      Optimizer opt = optimizer.onDevice(backend, model.parameters());
+      // ZeRO: the device holds optimizer state for this rank's share only.
+      long[] share = ranks.share(model.parameters().count());
+      Optimizer opt =
+          ranks.partitionsOptimizerState()
+              ? optimizer.onDevice(backend, model.parameters(), share[0], share[1])
+              : optimizer.onDevice(backend, model.parameters());
       return new ResidentLearner(backend, model, opt, clipNorm, ranks);
     } catch (RuntimeException e) {
       model.close();

@@ -26,14 +26,29 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * Buckets of any size average the whole slab: each rank fills its gradients with values of its own,
  * announces the layers as backward would (last first), and ends with (g0 + g1) / 2 in every
- * element, computed here independently.
+ * element, computed here independently. Under ZeRO each rank ends with that mean in its share of
+ * the host slab (ZeRO-2: every bucket reduced to its owners as it closes, its chunks cut to the
+ * bucket), and its device gradients untouched.
  */
 class GradientExchangeTest {
   private static final String SPEC = "mlp:12-8-6-4-3";
 
   @ParameterizedTest
-  @CsvSource({"1,false", "200,false", "400,false", "26214400,false", "1,true", "200,true"})
-  void everyBucketSizeAveragesTheWholeSlab(long bucketBytes, boolean cuda) throws Exception {
+  @CsvSource({
+    "1,false,0",
+    "200,false,0",
+    "400,false,0",
+    "26214400,false,0",
+    "1,true,0",
+    "200,true,0",
+    "1,false,1",
+    "1,false,2",
+    "200,false,2",
+    "26214400,false,2",
+    "1,true,2"
+  })
+  void everyBucketSizeAveragesTheWholeSlab(long bucketBytes, boolean cuda, int zero)
+      throws Exception {
     ExecutorService threads = Executors.newCachedThreadPool();
     List<ServerSocketChannel> listeners = new ArrayList<>();
     List<InetSocketAddress> addresses = new ArrayList<>();
@@ -50,7 +65,12 @@ class GradientExchangeTest {
               () -> {
                 try (DataParallel dp =
                     DataParallel.join(
-                        rank, addresses, listeners.get(rank), secret, Duration.ofSeconds(30), 0)) {
+                        rank,
+                        addresses,
+                        listeners.get(rank),
+                        secret,
+                        Duration.ofSeconds(30),
+                        zero)) {
                   return exchanged(dp, bucketBytes, cuda);
                 }
               }));
@@ -65,8 +85,16 @@ class GradientExchangeTest {
     for (int i = 0; i < expected.length; i++) {
       expected[i] = (gradient(0, i) + gradient(1, i)) * 0.5f;
     }
-    assertArrayEquals(expected, rank0);
-    assertArrayEquals(expected, rank1);
+    if (zero == 0) {
+      assertArrayEquals(expected, rank0);
+      assertArrayEquals(expected, rank1);
+      return;
+    }
+    int half = expected.length / 2; // rank 0's share is the floor
+    float[] both = new float[expected.length];
+    System.arraycopy(rank0, 0, both, 0, half);
+    System.arraycopy(rank1, half, both, half, expected.length - half);
+    assertArrayEquals(expected, both, "each rank's share of the mean");
   }
 
   /** Rank {@code rank}'s made-up gradient of element {@code i}. */
@@ -93,7 +121,14 @@ class GradientExchangeTest {
         exchange.layerDone(compute, layer);
       }
       exchange.finish(compute);
-      return Checkpoints.download(backend, compute, model.parameters().grads());
+      float[] device = Checkpoints.download(backend, compute, model.parameters().grads());
+      if (!dp.partitionsOptimizerState()) {
+        return device;
+      }
+      assertArrayEquals(mine, device, "nothing comes back to the device under ZeRO");
+      float[] host = new float[n];
+      exchange.reduced().asByteBuffer().asFloatBuffer().get(host);
+      return host;
     }
   }
 }

@@ -1,0 +1,136 @@
+package dev.ramtrain.trainer;
+
+import dev.ramtrain.trainer.backend.Backend;
+import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.GradClipMath;
+import dev.ramtrain.trainer.backend.HostBuffer;
+import dev.ramtrain.trainer.backend.Stream;
+import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.dist.DataParallel;
+import dev.ramtrain.trainer.dist.GradientExchange;
+import dev.ramtrain.trainer.nn.Parameters;
+import dev.ramtrain.trainer.optim.Optimizer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * ZeRO on a resident model: this rank's optimizer holds state for its {@link DataParallel#share} of
+ * the parameters only, and each step updates that share on the device and gathers the others'. The
+ * gradient exchange leaves the share's mean on the host ({@link GradientExchange#reduced}), where
+ * it is clipped with the offloaded learner's arithmetic (the shares' sums of squares summed over
+ * the ranks), goes to the share of the device's gradient slab, and the share's update runs there;
+ * the updated share comes back to the same host slab, the ring gathers every rank's, and the whole
+ * slab goes to the device. AdamW and SGD are element-wise, so without clipping the weights are the
+ * unpartitioned run's bit for bit; with it, ZeRO-1's and ZeRO-2's and the offloaded ZeRO run's.
+ * Holds no native memory of its own: the host slab is the exchange's.
+ */
+final class ResidentShare {
+  private final Backend backend;
+  private final DataParallel ranks;
+  private final long n;
+  private final long from;
+  private final long to;
+
+  ResidentShare(Backend backend, DataParallel ranks, long parameters) {
+    this.backend = backend;
+    this.ranks = ranks;
+    this.n = parameters;
+    long[] share = ranks.share(parameters);
+    this.from = share[0];
+    this.to = share[1];
+  }
+
+  /**
+   * After the exchange's {@link GradientExchange#finish}: clips the share's mean gradient to {@code
+   * clipNorm} (0: none), updates the share with {@code optimizer} at {@code lr}, and gathers every
+   * rank's updated share into {@code p}'s values.
+   */
+  void update(
+      Stream compute,
+      Parameters p,
+      Optimizer optimizer,
+      GradientExchange exchange,
+      float clipNorm,
+      float lr) {
+    HostBuffer host = exchange.reduced();
+    int count = (int) (to - from);
+    long at = 4 * from;
+    if (clipNorm > 0) {
+      clip(
+          host.asByteBuffer()
+              .slice((int) at, 4 * count)
+              .order(ByteOrder.nativeOrder())
+              .asFloatBuffer(),
+          optimizer,
+          clipNorm);
+    }
+    DeviceBuffer values = p.values().view(from, count);
+    DeviceBuffer grads = p.grads().view(from, count);
+    backend.copy(host, at, grads, 4L * count, compute);
+    optimizer.step(compute, values, grads, lr);
+    backend.copy(values, host, at, 4L * count, compute);
+    compute.synchronize(); // the share's weights on the host, and the gradients' upload read
+    ByteBuffer whole = host.asByteBuffer().slice(0, (int) (4 * n)).order(ByteOrder.nativeOrder());
+    ranks.allGather(whole);
+    backend.copy(host, 0, p.values(), 4 * n, compute);
+  }
+
+  /** As the offloaded ZeRO step clips its share: frozen parameters out, the ranks' sums summed. */
+  private void clip(FloatBuffer g, Optimizer optimizer, float clipNorm) {
+    int count = g.capacity();
+    for (long[] frozen : optimizer.groups().frozen(count)) {
+      for (int i = (int) frozen[0]; i < frozen[0] + frozen[1]; i++) {
+        g.put(i, 0f); // zero, as the device's Fill: a NaN times 0 would stay NaN
+      }
+    }
+    double[] sums = new double[GradClipMath.chunks(count)];
+    for (int c = 0; c < sums.length; c++) {
+      sums[c] = GradClipMath.chunkSumOfSquares(g, c, count);
+    }
+    float norm = GradClipMath.norm(ranks.sum(GradClipMath.total(sums)));
+    float scale = GradClipMath.scale(clipNorm, norm);
+    if (scale < 1) {
+      GradClipMath.scale(g, scale, 0, count);
+    }
+  }
+
+  /**
+   * The optimizer's state slabs as a checkpoint stores them, whole: every rank's share gathered
+   * (every rank takes part, as in every collective).
+   */
+  List<float[]> wholeState(Optimizer optimizer, Stream compute) {
+    List<float[]> slabs = new ArrayList<>();
+    for (DeviceBuffer slab : optimizer.state()) {
+      float[] mine = Checkpoints.download(backend, compute, slab);
+      ByteBuffer whole =
+          ByteBuffer.allocateDirect(Math.toIntExact(4 * n)).order(ByteOrder.nativeOrder());
+      whole.asFloatBuffer().put((int) from, mine);
+      ranks.allGather(whole);
+      float[] values = new float[(int) n];
+      whole.asFloatBuffer().get(values);
+      slabs.add(values);
+    }
+    return slabs;
+  }
+
+  /** Restores the share's part of {@code c}'s whole optimizer state and its step count. */
+  void restoreState(Checkpoints.Loaded c, Optimizer optimizer, Stream compute) {
+    List<DeviceBuffer> slabs = optimizer.state();
+    Checkpoints.requireOptimizerSlabs(c, slabs.size());
+    for (int i = 0; i < slabs.size(); i++) {
+      float[] values = c.optimizerState().get(i);
+      if (values.length != n) {
+        throw new IllegalArgumentException(
+            c.dir() + ": optimizer state slab " + i + " has " + values.length + " values");
+      }
+      // a checkpoint holds the whole state: under ZeRO this rank keeps its share
+      Checkpoints.upload(
+          backend, compute, slabs.get(i), Arrays.copyOfRange(values, (int) from, (int) to));
+    }
+    optimizer.resumeAt(c.optimizerSteps());
+  }
+}
