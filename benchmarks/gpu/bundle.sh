@@ -60,7 +60,7 @@ fi
 mvn -q -B -f "$ROOT/pom.xml" -N dependency:copy -Dartifact=org.slf4j:slf4j-simple:2.0.16 \
   -DoutputDirectory="$OUT/lib" >/dev/null
 cp "$ROOT"/trainer/target/ramtrain-trainer-*.jar "$ROOT"/etl/format/target/ramtrain-format-*.jar "$OUT/lib/"
-(cd "$ROOT/benchmarks/target/classes" && jar cf "$OUT/lib/ramtrain-gpu-bench.jar" dev/ramtrain/bench/GpuBench*.class dev/ramtrain/bench/TrainingSteps*.class \
+(cd "$ROOT/benchmarks/target/classes" && jar cf "$OUT/lib/ramtrain-gpu-bench.jar" dev/ramtrain/bench/GpuBench*.class dev/ramtrain/bench/TrainingSteps*.class dev/ramtrain/bench/AdamWBench*.class \
   dev/ramtrain/bench/OperationTimes*.class)
 # The Java modules the trainer's code paths use (what jdeps lists for the jars, less java.desktop,
 # which only log4j, left out, would need).

@@ -6,20 +6,21 @@
 # convolutions, bf16 autocast with channels_last on PyTorch's side), device peak against
 # max_memory_allocated and the host's launch time; GpuBench's resident against streamed ViT-L/16 and
 # ConvNeXt-L (a quarter of the weights' state on the device), and streamed with clip-norm 1 by the
-# serial and the speculative host update (ramtrain.offload.clip-update); then the CUDA tests on the real
-# device. Each part has its own time limit, so a slow one leaves the others their turn; every log
+# serial and the speculative host update (ramtrain.offload.clip-update); the host AdamW with fp32 and
+# bf16 moments beside STREAM's triad on the host's cores and torch.optim.AdamW (host); then the CUDA
+# tests on the real device. Each part has its own time limit, so a slow one leaves the others their turn; every log
 # lands in OUT_DIR (summary.txt has the figures).
 # Made here: bash benchmarks/gpu/bundle.sh --tests .gpu/bundle && tar -C .gpu -cJf .gpu/bundle.tar.xz bundle
-# Run there: benchmarks/gpu/lent.sh .gpu/bundle.tar.xz "$OUT" [BATCH=32 [PARTS=gemm,steps,torch,streamed,tests,ops]]
+# Run there: benchmarks/gpu/lent.sh .gpu/bundle.tar.xz "$OUT" [BATCH=32 [PARTS=gemm,steps,torch,streamed,host,tests,ops]]
 # (PARTS splits the work over two calls where one would not do: gemm,steps,torch then
-# streamed,tests,ops; ops ranks each model's operation types by device time, in fp32 and bf16, with
+# streamed,host,tests,ops; ops ranks each model's operation types by device time, in fp32 and bf16, with
 # the host's cost of issuing each, for what to improve)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TAR="$1"
 LOGS="$2"
 BATCH="${3:-32}"
-PARTS=",${4:-gemm,steps,torch,streamed,tests,ops},"
+PARTS=",${4:-gemm,steps,torch,streamed,host,tests,ops},"
 WORK="$(mktemp -d)"
 tar -C "$WORK" -xJf "$TAR"
 RUN="$WORK/bundle/run.sh"
@@ -55,6 +56,12 @@ if wanted streamed; then
     part bench 110 "$RUN" "$m" 2048 5 4
   done
   grep -h -E "^(model|batch|  streamed)" "$LOGS/bench.log" | tee -a "$LOGS/summary.txt" # with "  streamed, clip-norm 1"
+fi
+if wanted host; then # 100 M parameters (2.8 GB of fp32 state) on every core: the memory's bound
+  cores="$(nproc)"
+  part host 60 "$RUN" adamw 100000000 "$cores" 5
+  part host 60 python3 "$HERE/../adamw_torch.py" --params 100000000 --threads "$cores" --steps 5
+  grep -h -E '"impl"' "$LOGS/host.log" | tee -a "$LOGS/summary.txt"
 fi
 if wanted ops; then
   for mode in fp32 bf16; do

@@ -6,7 +6,8 @@
 # A timm-named SPEC (vit_large_patch16_224, convnext_large) runs at its 224x224 pretraining size.
 # `run.sh memory SPEC BATCH STEPS [MODES]`: resident steps, device peak beside the plan, in fp32,
 # tf32 and/or bf16 (torch_anchor.py's modes); `run.sh gemm N...`: GEMM TFLOP/s through the engine;
-# `run.sh ops SPEC BATCH STEPS [MODE]`: a resident step's device time by operation type.
+# `run.sh ops SPEC BATCH STEPS [MODE]`: a resident step's device time by operation type;
+# `run.sh adamw PARAMS THREADS STEPS`: the host AdamW (fp32 and bf16 moments) beside STREAM's triad.
 # NVIDIA's libraries (cuBLAS 13, cuDNN 9) come from LD_LIBRARY_PATH or, as bin/ramtrain finds them,
 # from a PyTorch install's site-packages/nvidia/*/lib; without them the engine runs its own kernels.
 # Usage: bundle/run.sh [SPEC [GEMM_N [STEPS [RATIO]]]] | bundle/run.sh memory SPEC BATCH STEPS [MODES]
@@ -36,5 +37,9 @@ if [ "${1:-}" = tests ]; then
     --select-method dev.ramtrain.trainer.TrainerTest#theCudaBackendTrainsAsTheCpuBackendDoes \
     --select-method dev.ramtrain.trainer.TrainerTest#bf16PrecisionTrainsOnBothBackendsAndOffloaded \
     --select-class dev.ramtrain.trainer.DataParallelTrainingTest
+fi
+if [ "${1:-}" = adamw ]; then # the host AdamW per parameter on this host's cores (issue 43)
+  shift
+  exec "${JAVA[@]}" -cp "$HERE/lib/*" dev.ramtrain.bench.AdamWBench "$@"
 fi
 exec "${JAVA[@]}" -cp "$HERE/lib/*" dev.ramtrain.bench.GpuBench "$@"
