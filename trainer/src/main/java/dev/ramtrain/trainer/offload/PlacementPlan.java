@@ -104,6 +104,32 @@ public record PlacementPlan(
       DeviceProfile profile,
       boolean offload,
       int optimizerStateBytes) {
+    return plan(
+        layers,
+        batch,
+        budgetBytes,
+        prefetchDepth,
+        bf16Weights,
+        profile,
+        offload,
+        optimizerStateBytes,
+        1);
+  }
+
+  /**
+   * As above, a resident run's optimizer state split over {@code stateShares} ranks (ZeRO: the
+   * device holds its rank's share; 1 without).
+   */
+  public static PlacementPlan plan(
+      List<LayerCost> layers,
+      int batch,
+      long budgetBytes,
+      int prefetchDepth,
+      boolean bf16Weights,
+      DeviceProfile profile,
+      boolean offload,
+      int optimizerStateBytes,
+      int stateShares) {
     if (batch < 1 || prefetchDepth < 1 || budgetBytes <= 0) {
       throw new IllegalArgumentException(
           "batch, prefetch depth and budget must be positive: "
@@ -128,7 +154,7 @@ public record PlacementPlan(
     // A resident step also runs the optimizer over every parameter on the device; offloaded, the
     // host runs it layer by layer behind backward (not modelled).
     double residentStep = compute + layers.stream().mapToDouble(LayerCost::updateSeconds).sum();
-    long residentBytes = residentBytes(layers, batch);
+    long residentBytes = residentBytes(layers, batch, stateShares);
     // Layers without weights (activations, pooling) have nothing to place.
     List<String> names =
         layers.stream().filter(l -> l.parameters() > 0).map(LayerCost::name).toList();
@@ -449,8 +475,19 @@ public record PlacementPlan(
    * every parameter, and the activations.
    */
   public static long residentBytes(List<LayerCost> layers, int batch) {
+    return residentBytes(layers, batch, 1);
+  }
+
+  /**
+   * As above, the optimizer's state split over {@code stateShares} ranks (ZeRO): the largest
+   * share's, which a rank's device holds at most.
+   */
+  public static long residentBytes(List<LayerCost> layers, int batch, int stateShares) {
     long params = layers.stream().mapToLong(LayerCost::parameters).sum();
-    return params * (4 + 4 + OPTIMIZER_BYTES_PER_PARAMETER) + activationBytes(layers, batch);
+    long share = (params + stateShares - 1) / stateShares;
+    return params * (4 + 4)
+        + share * OPTIMIZER_BYTES_PER_PARAMETER
+        + activationBytes(layers, batch);
   }
 
   /**

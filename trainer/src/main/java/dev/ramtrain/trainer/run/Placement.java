@@ -119,8 +119,16 @@ public final class Placement {
     List<LayerCost> costs = LayerCost.measure(model.layers(), backend);
     // Placement depends on memory only; the copy and GEMM rates, which take a second to measure,
     // only feed the printed predictions of an offloaded run.
+    // ZeRO: a resident rank's device holds its share of the optimizer state.
+    int stateShares = ranks.partitionsOptimizerState() ? ranks.worldSize() : 1;
     PlacementPlan plan =
-        plan(offload, costs, model.maxBatch(), budget, new DeviceProfile("unmeasured", free, 1, 1));
+        plan(
+            offload,
+            costs,
+            model.maxBatch(),
+            budget,
+            new DeviceProfile("unmeasured", free, 1, 1),
+            stateShares);
     if (ranks.devicesPerNode() > 1) {
       // A node's devices share device 0's host copy only if all of them offload: they must agree.
       ranks.requireSame(plan.mode().name().getBytes(StandardCharsets.US_ASCII), "placement");
@@ -142,7 +150,8 @@ public final class Placement {
               "ramtrain.train.batch-size = %d: training resident at this batch needs %s of the cpu"
                   + " backend's memory, and it has %s (%s); use a smaller --batch-size",
               model.maxBatch(),
-              PlacementPlan.bytes(PlacementPlan.residentBytes(costs, model.maxBatch())),
+              PlacementPlan.bytes(
+                  PlacementPlan.residentBytes(costs, model.maxBatch(), stateShares)),
               PlacementPlan.bytes(budget),
               limited
                   ? "this rank may take " + hostLimit.source()
@@ -341,6 +350,17 @@ public final class Placement {
    */
   public static PlacementPlan plan(
       OffloadSpec offload, List<LayerCost> costs, int batch, long budget, DeviceProfile profile) {
+    return plan(offload, costs, batch, budget, profile, 1);
+  }
+
+  /** As above, a resident run's optimizer state split over {@code stateShares} ranks (ZeRO). */
+  public static PlacementPlan plan(
+      OffloadSpec offload,
+      List<LayerCost> costs,
+      int batch,
+      long budget,
+      DeviceProfile profile,
+      int stateShares) {
     try {
       return PlacementPlan.plan(
           costs,
@@ -350,7 +370,8 @@ public final class Placement {
           offload.bf16Weights(),
           profile,
           offload.mode() == OffloadSpec.Mode.ON,
-          2 * offload.optimizerState().bytesPerValue());
+          2 * offload.optimizerState().bytesPerValue(),
+          stateShares);
     } catch (IllegalArgumentException e) {
       throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
     }

@@ -60,6 +60,32 @@ class PlacementPlanTest {
             model.parameters().count(), costs.stream().mapToLong(LayerCost::parameters).sum());
       }
     }
+    // ZeRO over 3 resident ranks: the device holds the largest share's moments.
+    PlacementPlan zero = PlacementPlan.plan(costs, batch, 1L << 30, 2, false, DEVICE, false, 8, 3);
+    try (Backend b = new CpuBackend(1)) {
+      var s = b.createStream("s");
+      try (Model model = Model.build(spec, layers.apply(shape), b, s, batch, 1)) {
+        long n = model.parameters().count();
+        int largest = 0;
+        for (int r = 1; r < 3; r++) {
+          if (share(n, r) > share(n, largest)) {
+            largest = r;
+          }
+        }
+        long from = dev.ramtrain.trainer.dist.TcpRing.chunkStart(n, largest, 3);
+        try (Optimizer share =
+            new AdamWSpec(0.9f, 0.999f, 1e-8f, 0.01f)
+                .onDevice(b, model.parameters(), from, from + share(n, largest))) {
+          assertEquals(b.allocatedBytes(), zero.deviceBytes(), "ZeRO's largest share");
+        }
+      }
+    }
+  }
+
+  /** The length of rank {@code r}'s ZeRO share of {@code n} parameters over 3 ranks. */
+  private static long share(long n, int r) {
+    return dev.ramtrain.trainer.dist.TcpRing.chunkStart(n, r + 1, 3)
+        - dev.ramtrain.trainer.dist.TcpRing.chunkStart(n, r, 3);
   }
 
   static java.util.stream.Stream<Arguments> architectures() {
