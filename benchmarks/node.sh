@@ -2,10 +2,12 @@
 # One host copy for a node's devices (issue 43): peak RSS of `train --offload on` for a model whose
 # host copy dominates (an MLP of 69 M parameters in 17 layers, 1.0 GiB of fp32 masters, gradients and AdamW
 # moments), streamed through a device budget of a quarter of its weights, on the cpu backend's
-# device instances in one Spark JVM, interleaved A B C A B C:
+# device instances in one Spark JVM, interleaved A B C D A B C D:
 #   A  1 device   (--ranks 1 --master local[1])
 #   B  2 devices of one node sharing one host copy (--ranks 2 --master local[2])
 #   C  2 devices with a host copy each (the same, ramtrain.dist.devices-per-node = 1)
+#   D  C with ZeRO-2 (ramtrain.dist.zero = 2): each rank's copy keeps the optimizer state and
+#      gradients of its half only (16 -> 10 pinned bytes a parameter, beside two landing slots)
 # Target: B <= 1.1x A (beyond the second device's own device memory and staging); C about A + one
 # copy. Also each run's samples/s (2 cores: the devices share them). The heap is fixed at 2 GiB
 # (--driver-memory) in every run: left to the JVM's default (a quarter of the machine) its growth
@@ -43,4 +45,6 @@ for round in $(seq "$ROUNDS"); do
   run "round $round, B 2 devices, one host copy" --ranks 2 --master 'local[2]'
   run "round $round, C 2 devices, a copy each" --ranks 2 --master 'local[2]' \
     --set ramtrain.dist.devices-per-node=1
+  run "round $round, D 2 devices, a copy each, ZeRO-2" --ranks 2 --master 'local[2]' \
+    --set ramtrain.dist.devices-per-node=1 --set ramtrain.dist.zero=2
 done
