@@ -208,9 +208,14 @@ public final class ResidentLearner implements Learner {
 
   @Override
   public Checkpoints.Snapshot snapshot(Stream compute) {
-    Checkpoints.Snapshot snapshot = Checkpoints.snapshot(model, optimizer, backend, compute);
-    if (share != null) {
-      snapshot = snapshot.withOptimizerState(share.wholeState(optimizer, compute));
+    Checkpoints.Snapshot snapshot;
+    if (share == null) {
+      snapshot = Checkpoints.snapshot(model, optimizer, backend, compute);
+    } else {
+      snapshot =
+          Checkpoints.snapshot(model, null, backend, compute)
+              .withOptimizerState(
+                  share.wholeState(optimizer, exchange, compute), optimizer.steps());
     }
     if (average == null) {
       return snapshot;

@@ -100,15 +100,17 @@ final class ResidentShare {
 
   /**
    * The optimizer's state slabs as a checkpoint stores them, whole: every rank's share gathered
-   * (every rank takes part, as in every collective).
+   * (every rank takes part, as in every collective) through the exchange's host slab, free between
+   * steps, so the heap holds only what the checkpoint keeps.
    */
-  List<float[]> wholeState(Optimizer optimizer, Stream compute) {
+  List<float[]> wholeState(Optimizer optimizer, GradientExchange exchange, Stream compute) {
+    HostBuffer host = exchange.reduced();
+    compute.synchronize(); // the last update's upload has read the slab
     List<float[]> slabs = new ArrayList<>();
     for (DeviceBuffer slab : optimizer.state()) {
-      float[] mine = Checkpoints.download(backend, compute, slab);
-      ByteBuffer whole =
-          ByteBuffer.allocateDirect(Math.toIntExact(4 * n)).order(ByteOrder.nativeOrder());
-      whole.asFloatBuffer().put((int) from, mine);
+      backend.copy(slab, host, 4 * from, slab.bytes(), compute);
+      compute.synchronize();
+      ByteBuffer whole = host.asByteBuffer().slice(0, (int) (4 * n)).order(ByteOrder.nativeOrder());
       ranks.allGather(whole);
       float[] values = new float[(int) n];
       whole.asFloatBuffer().get(values);

@@ -131,13 +131,19 @@ public final class Checkpoints {
       return new Snapshot(model, weights, optimizerState, optimizerSteps, loopState, tensors);
     }
 
-    /** The same with {@code state} for the optimizer's slabs (a ZeRO rank's, gathered whole). */
-    public Snapshot withOptimizerState(List<float[]> state) {
-      return new Snapshot(model, weights, state, optimizerSteps, loopState, averaged);
+    /**
+     * The same with {@code state} for the optimizer's slabs after {@code steps} (a ZeRO rank's,
+     * gathered whole).
+     */
+    public Snapshot withOptimizerState(List<float[]> state, int steps) {
+      return new Snapshot(model, weights, state, steps, loopState, averaged);
     }
   }
 
-  /** Reads a resident model's and optimizer's state back from the device. */
+  /**
+   * Reads a resident model's and optimizer's state back from the device; {@code optimizer} null:
+   * the weights only.
+   */
   public static Snapshot snapshot(
       Model model, Optimizer optimizer, Backend backend, Stream stream) {
     Parameters p = model.parameters();
@@ -145,6 +151,9 @@ public final class Checkpoints {
     weights.addAll(tensors(p.entries(), download(backend, stream, p.values())));
     weights.addAll(tensors(p.bufferEntries(), download(backend, stream, p.buffers())));
     List<float[]> state = new ArrayList<>();
+    if (optimizer == null) { // the caller adds the state (a ZeRO rank's, gathered whole)
+      return new Snapshot(model.spec(), weights, state, 0);
+    }
     for (DeviceBuffer slab : optimizer.state()) {
       state.add(download(backend, stream, slab));
     }

@@ -270,7 +270,7 @@ public final class TcpRing implements AutoCloseable {
               ? incoming.clear().limit(length)
               : floats.slice(receiveStart + Math.min(at, receiveBytes), length);
       exchange(out, in);
-      if (add) {
+      if (add && length > 0) { // past a shorter received chunk's end: only sending
         addInto(floats, receiveStart + at, length);
       }
     }

@@ -105,6 +105,32 @@ class TcpRingTest {
     }
   }
 
+  /**
+   * Chunk bounds cut to a part of a buffer (ZeRO-2's reduction of one layer or bucket) can leave a
+   * rank's chunk empty beside a neighbour's of several 1 MiB segments: each chunk still ends with
+   * its ring-order sum at its owner. (A 33 MB bucket wholly in one rank's share failed here once,
+   * the empty chunk's additions placed past the buffer's end.)
+   */
+  @ParameterizedTest
+  @CsvSource({"2, 0, 0", "2, 700000, 700000", "3, 0, 5", "3, 699990, 700000", "3, 1, 699999"})
+  void unevenChunksOfSeveralSegmentsReduceToTheirOwners(int world, long first, long second)
+      throws Exception {
+    int n = 700_000; // 2.8 MB: three segments
+    long[] bounds = world == 2 ? new long[] {0, first, n} : new long[] {0, first, second, n};
+    float[][] inputs = randomInputs(world, n, 11);
+    List<float[]> scattered =
+        runRanks(world, TIMEOUT, (ring, data) -> ring.reduceScatterSum(data, bounds), inputs);
+    for (int r = 0; r < world; r++) {
+      for (int i = (int) bounds[r]; i < bounds[r + 1]; i++) {
+        float acc = inputs[(r + 1) % world][i];
+        for (int k = 2; k <= world; k++) {
+          acc = acc + inputs[(r + k) % world][i];
+        }
+        assertEquals(acc, scattered.get(r)[i], "rank " + r + " [" + i + "]");
+      }
+    }
+  }
+
   /** Blocks of every size, a 1,000-class confusion matrix's 8 MB included, in rank order. */
   @Test
   void allGatherBytesHandsEveryRankEveryBlockInRankOrder() throws Exception {
