@@ -70,12 +70,12 @@ public final class ResidentLearner implements Learner {
     this.optimizer = optimizer;
     this.clipNorm = clipNorm;
     this.ranks = ranks;
-    this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
-    this.exchange = ranks.worldSize() == 1 ? null : new GradientExchange(backend, model, ranks);
-    this.share =
+    this.share = // first: it refuses a model it cannot gather before anything is allocated
         ranks.partitionsOptimizerState()
             ? new ResidentShare(backend, ranks, model.parameters().count())
             : null;
+    this.gradNorm = backend.allocate("grad-norm", DType.F32, 1);
+    this.exchange = ranks.worldSize() == 1 ? null : new GradientExchange(backend, model, ranks);
   }
 
   @Override

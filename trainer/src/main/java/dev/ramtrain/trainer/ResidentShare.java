@@ -38,6 +38,14 @@ final class ResidentShare {
   ResidentShare(Backend backend, DataParallel ranks, long parameters) {
     this.backend = backend;
     this.ranks = ranks;
+    if (4 * parameters > Integer.MAX_VALUE) { // the ring's collectives take one ByteBuffer
+      throw new IllegalArgumentException(
+          "ramtrain.dist.zero: a resident model's gather of "
+              + parameters
+              + " parameters exceeds the 2 GiB one buffer of the ring holds (at most "
+              + Integer.MAX_VALUE / 4
+              + "); use ramtrain.dist.zero = 0");
+    }
     this.n = parameters;
     long[] share = ranks.share(parameters);
     this.from = share[0];
