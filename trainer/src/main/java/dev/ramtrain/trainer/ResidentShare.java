@@ -38,6 +38,12 @@ final class ResidentShare {
   ResidentShare(Backend backend, DataParallel ranks, long parameters) {
     this.backend = backend;
     this.ranks = ranks;
+    if (ranks.devicesPerNode() > 1) { // a node's devices would each update the node's share
+      throw new IllegalArgumentException(
+          "ramtrain.dist.zero: resident ZeRO with "
+              + ranks.devicesPerNode()
+              + " devices a node is not built (ZeRO partitions the nodes' host copies, offloaded)");
+    }
     if (4 * parameters > Integer.MAX_VALUE) { // the ring's collectives take one ByteBuffer
       throw new IllegalArgumentException(
           "ramtrain.dist.zero: a resident model's gather of "
@@ -89,21 +95,12 @@ final class ResidentShare {
 
   /** As the offloaded ZeRO step clips its share: frozen parameters out, the ranks' sums summed. */
   private void clip(FloatBuffer g, Optimizer optimizer, float clipNorm) {
-    int count = g.capacity();
-    for (long[] frozen : optimizer.groups().frozen(count)) {
-      for (int i = (int) frozen[0]; i < frozen[0] + frozen[1]; i++) {
-        g.put(i, 0f); // zero, as the device's Fill: a NaN times 0 would stay NaN
-      }
-    }
-    double[] sums = new double[GradClipMath.chunks(count)];
-    for (int c = 0; c < sums.length; c++) {
-      sums[c] = GradClipMath.chunkSumOfSquares(g, c, count);
-    }
-    float norm = GradClipMath.norm(ranks.sum(GradClipMath.total(sums)));
-    float scale = GradClipMath.scale(clipNorm, norm);
-    if (scale < 1) {
-      GradClipMath.scale(g, scale, 0, count);
-    }
+    GradClipMath.clip(
+        g,
+        optimizer.groups().frozen(g.capacity()),
+        clipNorm,
+        share -> ranks.sum(share)[0],
+        GradClipMath.SERIAL);
   }
 
   /**

@@ -640,11 +640,12 @@ public final class Trainer implements AutoCloseable {
   }
 
   /**
-   * The learner's snapshot when a checkpoint is due here: when this rank saves, and on every rank
-   * under ZeRO-1, whose snapshot gathers the ranks' shares of the optimizer state.
+   * The learner's snapshot when a checkpoint is due here: when this rank saves, and under ZeRO on
+   * every share's owner (every rank, or each node's device 0), whose snapshot gathers the shares of
+   * the optimizer state.
    */
   private Checkpoints.Snapshot snapshotIfSaved() {
-    return checkpoints != null || ranks.partitionsOptimizerState()
+    return checkpoints != null || (ranks.partitionsOptimizerState() && ranks.deviceInNode() == 0)
         ? learner.snapshot(compute).withLoopState(best.state())
         : null;
   }

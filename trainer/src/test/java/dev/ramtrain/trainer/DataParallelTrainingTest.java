@@ -283,6 +283,66 @@ class DataParallelTrainingTest {
     }
   }
 
+  /**
+   * ZeRO on two nodes of two devices partitions over the nodes, whose one host copy each is device
+   * 0's: each node's device 0 keeps the AdamW moments (ZeRO-2: and the reduced gradients) of its
+   * node's half, the node's other device hands its gradients over as without ZeRO. Unclipped, all
+   * four devices end with the unpartitioned nodes' weights, moments and losses bit for bit;
+   * clipped, ZeRO-2 with ZeRO-1's (the norm summed share by share over the nodes) and within the
+   * norm's rounding of the unpartitioned nodes'. The other devices hold the same two landing slots
+   * in every stage.
+   */
+  @ParameterizedTest
+  @CsvSource({"0", "1"})
+  void zeroOnNodesOfTwoDevicesPartitionsOverTheNodes(float clip) throws Exception {
+    List<Outcome> plain = ranks(4, 2, MODEL, true, clip, 0, false, 1);
+    List<Outcome> one = ranks(4, 2, MODEL, true, clip, 1, false, 1);
+    List<Outcome> two = ranks(4, 2, MODEL, true, clip, 2, false, 1);
+    for (int r = 0; r < 4; r++) {
+      assertSameTensors(one.get(r).weights(), two.get(r).weights(), "ZeRO-2, device " + r);
+      assertEquals(one.get(r).losses(), two.get(r).losses(), "ZeRO-2 losses, device " + r);
+      assertEquals(one.get(r).eval().loss(), two.get(r).eval().loss(), "ZeRO-2 eval, " + r);
+      assertSameTensors(one.get(0).weights(), one.get(r).weights(), "device " + r + " vs 0");
+      if (clip == 0) {
+        assertSameTensors(plain.get(r).weights(), one.get(r).weights(), "ZeRO-1, device " + r);
+        assertEquals(plain.get(r).losses(), one.get(r).losses(), "ZeRO-1 losses, device " + r);
+      } else {
+        for (int t = 0; t < plain.get(r).weights().size(); t++) {
+          float[] expected = plain.get(r).weights().get(t).values();
+          float[] actual = one.get(r).weights().get(t).values();
+          for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], actual[i], 1e-5, "device " + r + " [" + i + "]");
+          }
+        }
+      }
+    }
+    for (int s = 0; s < 2; s++) { // the moments device 0 of node 0 gathers for a checkpoint
+      assertArrayEquals(one.get(0).state().get(s), two.get(0).state().get(s), "state " + s);
+      if (clip == 0) {
+        assertArrayEquals(plain.get(0).state().get(s), one.get(0).state().get(s), "moments");
+      }
+    }
+    assertTrue(one.get(0).eval().accuracy() > 0.9, "it learns: " + one.get(0).eval());
+    long parameters = plain.get(0).state().get(0).length;
+    long kept = clip > 0 ? 3 * 4 * parameters : 0; // the unpartitioned nodes speculate
+    long largestLayer = 64 * 32 + 32; // fc1 of mlp:64-32-3
+    for (int r = 0; r < 2; r++) { // the nodes' devices 0
+      long share = r == 0 ? parameters / 2 : parameters - parameters / 2; // node 0's: the floor
+      assertEquals(
+          plain.get(r).pinnedBytes() - 2 * 4 * (parameters - share) - kept,
+          one.get(r).pinnedBytes(),
+          "device 0 of node " + r + " keeps the moments of its node's share");
+      assertEquals(
+          one.get(r).pinnedBytes() - 4 * (parameters - share) + 4 * 2 * largestLayer,
+          two.get(r).pinnedBytes(),
+          "and, ZeRO-2, its gradients beside two landing slots");
+    }
+    for (int r = 2; r < 4; r++) {
+      assertEquals(plain.get(r).pinnedBytes(), one.get(r).pinnedBytes(), "device " + r);
+      assertEquals(plain.get(r).pinnedBytes(), two.get(r).pinnedBytes(), "device " + r);
+    }
+  }
+
   private static void assertSameTensors(
       List<Safetensors.Tensor> expected, List<Safetensors.Tensor> actual, String what) {
     assertEquals(expected.size(), actual.size(), what);

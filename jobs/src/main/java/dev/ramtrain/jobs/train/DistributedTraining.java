@@ -197,7 +197,8 @@ public final class DistributedTraining<T>
             + " on "
             + nodes(nodes, devices)
             + " (barrier stage)");
-    System.out.printf("training on %s%s%n", nodes(nodes, devices), zero(dist.zero(), world));
+    System.out.printf(
+        "training on %s%s%n", nodes(nodes, devices), zero(dist.zero(), nodes, devices));
     FirstTaskFailure failure = new FirstTaskFailure(sc);
     sc.addSparkListener(failure);
     List<EvalResult> results;
@@ -219,13 +220,19 @@ public final class DistributedTraining<T>
   }
 
   /** "1 node of 1 device", "2 nodes of 2 devices each". */
-  /** What ZeRO stage {@code stage} of {@code world} ranks splits, or nothing without ZeRO. */
-  static String zero(int stage, int world) {
+  /**
+   * What ZeRO stage {@code stage} splits over {@code nodes} of {@code devices} (a node's devices
+   * share one host copy, so the shares are the nodes'), or nothing without ZeRO.
+   */
+  static String zero(int stage, int nodes, int devices) {
     return stage == 0
         ? ""
         : String.format(
-            ", ZeRO-%d: each rank keeps the optimizer state%s of its 1/%d share",
-            stage, stage == 2 ? " and reduced gradients" : "", world);
+            ", ZeRO-%d: each %s keeps the optimizer state%s of its 1/%d share",
+            stage,
+            devices == 1 ? "rank" : "node",
+            stage == 2 ? " and reduced gradients" : "",
+            nodes);
   }
 
   static String nodes(int nodes, int devices) {

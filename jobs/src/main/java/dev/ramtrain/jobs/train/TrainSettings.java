@@ -129,13 +129,6 @@ public final class TrainSettings {
     boolean autoDevices = c.string(devicesKey).strip().equalsIgnoreCase("auto");
     int devices = autoDevices ? AUTO_DEVICES : c.integer(devicesKey);
     require(autoDevices || devices >= 1, devicesKey, "must be auto or >= 1, got " + devices);
-    require(
-        devices <= 1 || zero == 0,
-        devicesKey,
-        devices
-            + " devices of a node share one host copy, and ramtrain.dist.zero = "
-            + zero
-            + " partitions host copies of their own; use devices-per-node = 1 with ZeRO");
     return new Dist(
         ranks,
         timeout,

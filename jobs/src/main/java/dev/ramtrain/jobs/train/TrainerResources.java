@@ -23,7 +23,8 @@ public final class TrainerResources {
 
   /**
    * A cluster's devices a node as {@code dist} sets them, or (auto) its executors' GPUs (one
-   * without GPUs); one under ZeRO, which partitions host copies of the ranks' own.
+   * without GPUs); auto under ZeRO is one, partitioning over every rank in either placement (a set
+   * count partitions over the nodes, whose devices offload from one host copy).
    */
   public static int clusterDevicesPerNode(TrainSettings.Dist dist, SparkConf conf) {
     double gpus = conf.getDouble("spark.executor.resource.gpu.amount", 0);
@@ -45,8 +46,8 @@ public final class TrainerResources {
               "ramtrain.dist.devices-per-node = %d does not divide ramtrain.dist.ranks = %d",
               devices, dist.ranks()));
     }
-    if (devices > 1 && dist.zero() > 0) {
-      return 1; // ZeRO partitions host copies of the ranks' own (auto only: a set value refused)
+    if (devices > 1 && dist.zero() > 0 && dist.devicesPerNode() == TrainSettings.AUTO_DEVICES) {
+      return 1; // auto under ZeRO: every rank its own share, resident or offloaded
     }
     return devices;
   }

@@ -642,6 +642,67 @@ class MainTest {
             tmp.resolve("two/checkpoints/epoch-0003/model.safetensors"),
             tmp.resolve("zero/checkpoints/epoch-0003/model.safetensors")));
 
+    // ZeRO over nodes: four ranks as two nodes of two devices offloading from one host copy each,
+    // whose device 0 keeps its node's half of the moments and reduced gradients; the weights and
+    // the moments a checkpoint gathers are those of the same nodes without ZeRO, byte for byte.
+    List<String> fourRanks =
+        List.of(
+            with(
+                common,
+                "--ranks",
+                "4",
+                "--master",
+                "local[4]",
+                "--offload",
+                "on",
+                "--set",
+                "ramtrain.dist.devices-per-node=2"));
+    Run nodes = run(with(fourRanks, "-o", tmp.resolve("nodes").toString()));
+    assertEquals(0, nodes.status(), nodes.err());
+    Run nodesZero =
+        run(
+            with(
+                fourRanks,
+                "-o",
+                tmp.resolve("nodes-zero").toString(),
+                "--set",
+                "ramtrain.dist.zero=2"));
+    assertEquals(0, nodesZero.status(), nodesZero.err());
+    assertTrue(
+        nodesZero
+            .out()
+            .contains(
+                "training on 2 nodes of 2 devices each, ZeRO-2: each node keeps the optimizer"
+                    + " state and reduced gradients of its 1/2 share"),
+        nodesZero.out());
+    // Resident, each device of a node holds its own weights: ZeRO over nodes is refused there.
+    Run resident =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("nodes-resident").toString(),
+                "--ranks",
+                "4",
+                "--master",
+                "local[4]",
+                "--set",
+                "ramtrain.dist.devices-per-node=2",
+                "--set",
+                "ramtrain.dist.zero=1"));
+    assertEquals(2, resident.status(), resident.out() + resident.err());
+    assertTrue(
+        resident.err().contains("ramtrain.dist.zero: with 2 devices a node ZeRO partitions"),
+        resident.err());
+    for (String file : List.of("model.safetensors", "optimizer.safetensors")) {
+      assertEquals(
+          -1L,
+          Files.mismatch(
+              tmp.resolve("nodes/checkpoints/epoch-0003").resolve(file),
+              tmp.resolve("nodes-zero/checkpoints/epoch-0003").resolve(file)),
+          file);
+    }
+
     // Own shards: each rank opens only the shards assigned to it, together all of the dataset.
     Run own =
         run(

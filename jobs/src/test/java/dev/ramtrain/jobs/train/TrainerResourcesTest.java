@@ -64,6 +64,7 @@ class TrainerResourcesTest {
     assertEquals(
         1, TrainerResources.devicesPerNode(dist(4, 0, 1), conf("spark.master", "local[4]")));
     assertEquals(2, TrainerResources.devicesPerNode(dist(4, 2, 0), conf()));
+    assertEquals(2, TrainerResources.devicesPerNode(dist(4, 2, 1), conf()), "set: over nodes");
     var uneven =
         assertThrows(
             dev.ramtrain.settings.ConfigException.class,

@@ -1,6 +1,9 @@
 package dev.ramtrain.trainer.backend;
 
 import java.nio.FloatBuffer;
+import java.util.List;
+import java.util.function.DoubleUnaryOperator;
+import java.util.function.IntConsumer;
 
 /**
  * Gradient-norm clipping's arithmetic (torch.nn.utils.clip_grad_norm_'s), shared by the CPU
@@ -62,6 +65,56 @@ public final class GradClipMath {
     for (int i = from; i < to; i++) {
       grads.put(i, grads.get(i) * scale);
     }
+  }
+
+  /** Runs a body for each of {@code count} blocks, in any order, on whichever threads it has. */
+  @FunctionalInterface
+  public interface Blocks {
+    void forEach(int count, IntConsumer block);
+  }
+
+  /** {@link Blocks} on the calling thread. */
+  public static final Blocks SERIAL =
+      (count, block) -> {
+        for (int b = 0; b < count; b++) {
+          block.accept(b);
+        }
+      };
+
+  /**
+   * Clips host gradients {@code g} to {@code maxNorm} in place, as the resident kernel does: the
+   * {@code frozen} ranges ({from, count}) zeroed first (timm computes no gradient for them: out of
+   * the norm), the chunks' squares summed, and their {@link #total} passed through {@code
+   * overRanks} (ZeRO: the ranks' shares' sums added; else the identity) before the root. Returns
+   * the norm. The bits depend on neither {@code blocks}' threads nor their order.
+   */
+  public static float clip(
+      FloatBuffer g,
+      List<long[]> frozen,
+      float maxNorm,
+      DoubleUnaryOperator overRanks,
+      Blocks blocks) {
+    int n = g.capacity();
+    for (long[] range : frozen) {
+      int from = (int) range[0];
+      int to = from + (int) range[1];
+      blocks.forEach(
+          (to - from + GRAIN - 1) / GRAIN,
+          b -> {
+            for (int i = from + b * GRAIN; i < Math.min(to, from + (b + 1) * GRAIN); i++) {
+              g.put(i, 0f); // zero, as the device's Fill: a NaN times 0 would stay NaN
+            }
+          });
+    }
+    double[] sums = new double[chunks(n)];
+    blocks.forEach(sums.length, c -> sums[c] = chunkSumOfSquares(g, c, n));
+    float norm = (float) Math.sqrt(overRanks.applyAsDouble(total(sums)));
+    float factor = scale(maxNorm, norm);
+    if (factor < 1) {
+      blocks.forEach(
+          (n + GRAIN - 1) / GRAIN, b -> scale(g, factor, b * GRAIN, Math.min(n, (b + 1) * GRAIN)));
+    }
+    return norm;
   }
 
   /** The factor gradients are multiplied by, or 1 when the norm is within {@code maxNorm}. */

@@ -73,7 +73,8 @@ public final class DataParallel implements AutoCloseable {
    * order it adds them, so a node computes what that rank computes. A node's device 0 (ranks 0 to W
    * / N - 1) sums its node's gradients on the host, and only those ranks form the gradient ring,
    * which then carries one sum per node. Every rank is on the figures ring. ZeRO partitions over
-   * ranks with host copies of their own, so it takes nodes of one device.
+   * the nodes, whose one host copy each is device 0's: a node keeps the optimizer state (and, stage
+   * 2, the reduced gradients) of its 1 / (W / N) share.
    */
   public static DataParallel join(
       int rank,
@@ -92,12 +93,6 @@ public final class DataParallel implements AutoCloseable {
     if (devicesPerNode < 1 || world % devicesPerNode != 0) {
       throw new IllegalArgumentException(
           world + " ranks do not make nodes of " + devicesPerNode + " devices");
-    }
-    if (devicesPerNode > 1 && zeroStage > 0) {
-      throw new IllegalArgumentException(
-          "ZeRO partitions over ranks with host copies of their own; the "
-              + devicesPerNode
-              + " devices of a node share one");
     }
     if (world == 1) {
       return SINGLE;
@@ -183,13 +178,32 @@ public final class DataParallel implements AutoCloseable {
    * ZeRO-2's reduction of elements [{@code from}, {@code from + floats.remaining() / 4}) of a
    * buffer of {@code n}: the part of them in this rank's {@link #share} becomes their mean over the
    * ranks, with the bits {@link #reduceScatterMean} of the whole buffer gives them (the same
-   * chunks, cut to the part); the rest is left partly summed.
+   * chunks, cut to the part); the rest is left partly summed. On nodes of several devices, device 0
+   * calls it with its node's sum ({@link #addNodeGradients}), and the mean counts every device.
    */
   public void reduceToOwnersMean(ByteBuffer floats, long from, long n) {
-    if (ring == null) {
+    float mean = 1f / worldSize();
+    if (ring != null) {
+      reduceToOwners(floats, from, n, mean);
+    } else if (worldSize() > 1) { // one node of several devices: its share is everything
+      scale(floats.slice(), mean);
+    }
+  }
+
+  /**
+   * ZeRO on nodes of several devices, device 0: adds the node's other devices' next gradients
+   * ({@link #contributeGradients}, the same elements) to {@code floats}, in device order, before
+   * {@link #reduceToOwnersMean} or {@link #reduceScatterMean} takes the node's sum to the others.
+   * Nothing to add on nodes of one device.
+   */
+  public void addNodeGradients(ByteBuffer floats) {
+    if (node == null) {
       return;
     }
-    reduceToOwners(floats, from, n, 1f / ring.worldSize());
+    if (deviceInNode() != 0) {
+      throw new IllegalStateException("rank " + rank() + " hands its gradients to device 0");
+    }
+    node.handBack(node.addOthers(floats), floats); // none wants the sum: the update is device 0's
   }
 
   /**
@@ -216,10 +230,13 @@ public final class DataParallel implements AutoCloseable {
         factor);
   }
 
-  /** This rank's share [from, to) of {@code n} parameters: the ring's chunk {@link #rank()}. */
+  /**
+   * This rank's share [from, to) of {@code n} parameters under ZeRO: its node's chunk of the
+   * gradient ring, {@link #node()} of {@link #nodes()} (the rank's own where a node is one device).
+   */
   public long[] share(long n) {
     return new long[] {
-      TcpRing.chunkStart(n, rank(), worldSize()), TcpRing.chunkStart(n, rank() + 1, worldSize())
+      TcpRing.chunkStart(n, node(), nodes()), TcpRing.chunkStart(n, node() + 1, nodes())
     };
   }
 
@@ -321,8 +338,9 @@ public final class DataParallel implements AutoCloseable {
   }
 
   /**
-   * As {@link #sum}, over the gradient ring: for the thread that averages gradients (a delayed ZeRO
-   * step's clipping norm), while the loop's thread sums figures on the other ring.
+   * As {@link #sum}, over the gradient ring: a ZeRO step's clipping norm, summed over the shares'
+   * owners (the nodes' devices 0) by whichever thread updates, while the loop's thread may sum
+   * figures on the other ring. The same bits as {@link #sum} where a node is one device.
    */
   public double[] sumOnGradientRing(double... values) {
     return sum(ring, values);

@@ -503,7 +503,7 @@ public final class OffloadedLearner implements Learner {
       start = System.nanoTime();
       mine = grads.order(ByteOrder.nativeOrder()).asFloatBuffer();
     } else {
-      model.backward(compute, dlogits, batch, null);
+      model.backward(compute, dlogits, batch, nodeSum(grads));
       model.awaitGradients(compute);
       model.awaitUpdates(); // bf16 gradients widened
       start = System.nanoTime();
@@ -538,11 +538,14 @@ public final class OffloadedLearner implements Learner {
       long[] share) {
     int n = (int) (share[1] - share[0]);
     boolean reduced = ranks.partitionsGradients();
+    HostUpdate summed = nodeSum(grads);
     model.backward(
         compute,
         dlogits,
         batch,
-        reduced ? (from, to) -> reduceToOwner(from, to, share, grads) : (from, to) -> {});
+        reduced
+            ? (from, to) -> reduceToOwner(from, to, share, grads)
+            : summed != null ? summed : (from, to) -> {});
     model.afterBackward(
         (from, to) -> {
           FloatBuffer mine;
@@ -557,7 +560,7 @@ public final class OffloadedLearner implements Learner {
                     .asFloatBuffer();
           }
           if (clipNorm > 0) {
-            clip(mine, true, true);
+            clip(mine, true);
           }
           step.update(0, n);
           ranks.allGather(model.masters().asByteBuffer());
@@ -568,6 +571,20 @@ public final class OffloadedLearner implements Learner {
   }
 
   /**
+   * ZeRO-1 on a node of several devices: each layer's gradient from the node's other devices added
+   * to device 0's as it lands, so that the reduce-scatter after backward takes the node's sum; null
+   * where a node is one device (nothing to add).
+   */
+  private HostUpdate nodeSum(ByteBuffer grads) {
+    if (ranks.devicesPerNode() == 1) {
+      return null;
+    }
+    return (from, to) ->
+        ranks.addNodeGradients(
+            grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
+  }
+
+  /**
    * ZeRO-2, on the host optimizer thread as layer [from, to)'s gradient lands: reduced to its
    * owners over the gradient ring with ZeRO-1's chunks cut to the layer (so with its bits), and the
    * part in this rank's {@code share} kept in the share's gradient slab {@code kept}; the landing
@@ -575,6 +592,7 @@ public final class OffloadedLearner implements Learner {
    */
   private void reduceToOwner(int from, int to, long[] share, ByteBuffer kept) {
     ByteBuffer landed = model.landed(from, to);
+    ranks.addNodeGradients(landed);
     ranks.reduceToOwnersMean(landed, from, model.parameterCount());
     int a = (int) Math.max(from, share[0]);
     int b = (int) Math.min(to, share[1]);
@@ -585,44 +603,17 @@ public final class OffloadedLearner implements Learner {
 
   /**
    * Clips {@code g} to {@code clipNorm} with the resident kernel's arithmetic. When {@code g} is
-   * this rank's share of the gradient (ZeRO-1), the squares of the other ranks' shares join the
-   * norm.
+   * this rank's share of the gradient (ZeRO), the squares of the other shares join the norm over
+   * the gradient ring, whose members are the nodes' updating devices (on the loop's thread once
+   * backward's reductions are done, or on the host optimizer thread in a delayed step).
    */
   private void clip(FloatBuffer g, boolean share) {
-    clip(g, share, false);
-  }
-
-  /**
-   * As above; {@code updaterRing}: the shares' sum of squares over the ranks goes over the gradient
-   * ring (called on the host optimizer thread), with the same bits as over the figures ring.
-   */
-  private void clip(FloatBuffer g, boolean share, boolean updaterRing) {
-    int n = g.capacity();
-    // Frozen parameters have no gradient in timm's clipping (none is computed): out of the norm.
-    for (long[] frozen : optimizer.groups().frozen(n)) {
-      int from = (int) frozen[0];
-      threads.forRange(
-          from,
-          from + (int) frozen[1],
-          (a, b) -> {
-            for (int i = a; i < b; i++) {
-              g.put(i, 0f); // zero, as the device's Fill: a NaN times 0 would stay NaN
-            }
-          });
-    }
-    double[] sums = new double[GradClipMath.chunks(n)];
-    threads.forEach(sums.length, c -> sums[c] = GradClipMath.chunkSumOfSquares(g, c, n));
-    float norm =
-        GradClipMath.norm(
-            !share
-                ? sums
-                : updaterRing
-                    ? ranks.sumOnGradientRing(GradClipMath.total(sums))
-                    : ranks.sum(GradClipMath.total(sums)));
-    float scale = GradClipMath.scale(clipNorm, norm);
-    if (scale < 1) {
-      threads.forRange(0, n, (from, to) -> GradClipMath.scale(g, scale, from, to));
-    }
+    GradClipMath.clip(
+        g,
+        optimizer.groups().frozen(g.capacity()),
+        clipNorm,
+        share ? mine -> ranks.sumOnGradientRing(mine)[0] : whole -> whole,
+        threads::forEach);
   }
 
   @Override
@@ -672,7 +663,9 @@ public final class OffloadedLearner implements Learner {
     List<Safetensors.Tensor> tensors = weights(compute);
     Parameters slabs = model.residentSlabs();
     List<float[]> state = new ArrayList<>();
-    for (HostBuffer slab : optimizer.state()) {
+    // A node's other device under ZeRO: its node's share is device 0's, gathered there only.
+    boolean gathersState = !(sharesAnothersCopy() && ranks.partitionsOptimizerState());
+    for (HostBuffer slab : gathersState ? optimizer.state() : List.<HostBuffer>of()) {
       state.add(wholeState(slab));
     }
     Checkpoints.Snapshot snapshot =

@@ -157,6 +157,16 @@ public final class Placement {
                   ? "this rank may take " + hostLimit.source()
                   : "ramtrain.cpu.memory, printed at start"));
     }
+    if (plan.mode() == PlacementPlan.Mode.RESIDENT
+        && ranks.partitionsOptimizerState()
+        && ranks.devicesPerNode() > 1) {
+      throw new ConfigException(
+          "ramtrain.dist.zero: with "
+              + ranks.devicesPerNode()
+              + " devices a node ZeRO partitions the nodes' one host copy each, and this run"
+              + " places the model resident on every device; use ramtrain.offload.mode = on, or"
+              + " ramtrain.dist.devices-per-node = 1");
+    }
     if (plan.mode() == PlacementPlan.Mode.RESIDENT) {
       backend.reserve(plan.deviceBytes()); // the run's device memory in one allocation
       backend.resetPeakAllocatedBytes();
