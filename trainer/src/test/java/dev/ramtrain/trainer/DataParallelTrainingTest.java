@@ -20,8 +20,11 @@ import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceGroup;
+import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
+import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.AdamW;
 import dev.ramtrain.trainer.optim.AdamWSpec;
@@ -340,6 +343,36 @@ class DataParallelTrainingTest {
     for (int r = 2; r < 4; r++) {
       assertEquals(plain.get(r).pinnedBytes(), one.get(r).pinnedBytes(), "device " + r);
       assertEquals(plain.get(r).pinnedBytes(), two.get(r).pinnedBytes(), "device " + r);
+    }
+    if (clip == 0) { // the plan's pinned bytes drop as node 1's (the largest share's) do
+      assertEquals(
+          planHostPinned(new PlacementPlan.Zero(2, false))
+              - planHostPinned(PlacementPlan.Zero.NONE),
+          one.get(1).pinnedBytes() - plain.get(1).pinnedBytes(),
+          "ZeRO-1 as planned");
+      assertEquals(
+          planHostPinned(new PlacementPlan.Zero(2, true)) - planHostPinned(PlacementPlan.Zero.NONE),
+          two.get(1).pinnedBytes() - plain.get(1).pinnedBytes(),
+          "ZeRO-2 as planned");
+    }
+  }
+
+  /** The offloaded plan's pinned host bytes for {@link #MODEL} under {@code zero}. */
+  private static long planHostPinned(PlacementPlan.Zero zero) {
+    try (Backend b = new CpuBackend(1)) {
+      List<LayerCost> costs =
+          LayerCost.measure(() -> ModelSpec.parse(MODEL, PatternShards.SHAPE), b);
+      return PlacementPlan.plan(
+              costs,
+              GLOBAL_BATCH / 4,
+              1L << 40,
+              1,
+              false,
+              new DeviceProfile("test", 1L << 40, 1e10, 1e12),
+              true,
+              8,
+              zero)
+          .hostPinnedBytes();
     }
   }
 

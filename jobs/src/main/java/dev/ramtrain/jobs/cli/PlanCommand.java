@@ -152,7 +152,7 @@ public final class PlanCommand implements Callable<Integer> {
       if (deviceName.equals("measured")) { // this machine: predict from what its backend takes
         costs = LayerCost.timed(costs, layers, backend, batch, offload.hostThreads());
       }
-      PlacementPlan plan = Placement.plan(offload, costs, batch, budgetBytes, profile);
+      PlacementPlan plan = Placement.plan(offload, costs, batch, budgetBytes, profile, zero(c));
       System.out.print(plan.render(spec + " on " + shape + " images", profile, budgetBytes));
       if (devices > 1) {
         System.out.print(
@@ -165,6 +165,23 @@ public final class PlanCommand implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  /**
+   * ZeRO as {@code ramtrain.dist.zero} and {@code .ranks} set it, over the nodes of {@code
+   * --devices} that share one host copy each (a rank's own where a node is one device).
+   */
+  private PlacementPlan.Zero zero(RamtrainConfig c) {
+    TrainSettings.Dist dist = TrainSettings.dist(c);
+    if (dist.zero() == 0) {
+      return PlacementPlan.Zero.NONE;
+    }
+    if (dist.ranks() % devices != 0) {
+      throw new ConfigException(
+          String.format(
+              "--devices %d does not divide ramtrain.dist.ranks = %d", devices, dist.ranks()));
+    }
+    return new PlacementPlan.Zero(dist.ranks() / devices, dist.zero() == 2);
   }
 
   /**

@@ -464,6 +464,26 @@ class MainTest {
     assertTrue(offloaded.out().contains("resident needs 258.4 MiB at this batch"), offloaded.out());
     assertFalse(resident.out().contains("resident needs"), resident.out());
 
+    // ZeRO-1 over two ranks: the host copy keeps half of AdamW's moments, 12 bytes a parameter of
+    // 16 (the model's parameter count is even: exactly 3/4, to the printed rounding).
+    Run zero =
+        run(
+            "plan",
+            "--model",
+            "mlp:2048-2048-2048-2048-2048",
+            "--batch-size",
+            "32",
+            "--device",
+            "t4",
+            "--budget",
+            "100MiB",
+            "--set",
+            "ramtrain.dist.ranks=2",
+            "--set",
+            "ramtrain.dist.zero=1");
+    assertEquals(0, zero.status(), zero.err());
+    assertEquals(0.75 * hostPinnedMiB(offloaded.out()), hostPinnedMiB(zero.out()), 0.1, zero.out());
+
     Run measured = run("plan", "--model", "cnn:c8-p-10", "--image", "16x16x1");
     assertEquals(0, measured.status(), measured.err());
     assertTrue(measured.out().contains("measured (cpu backend)"), measured.out());
@@ -479,6 +499,13 @@ class MainTest {
     assertEquals(Main.EXIT_USAGE, unknown.status());
     assertTrue(unknown.err().contains("no device profile 'tpu'"), unknown.err());
     assertTrue(unknown.err().contains("h100-80gb"), unknown.err());
+  }
+
+  private static double hostPinnedMiB(String plan) {
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("(?m)^host pinned +([0-9.]+) MiB$").matcher(plan);
+    assertTrue(m.find(), plan);
+    return Double.parseDouble(m.group(1));
   }
 
   /**

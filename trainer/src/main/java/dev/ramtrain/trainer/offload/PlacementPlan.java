@@ -113,12 +113,33 @@ public record PlacementPlan(
         profile,
         offload,
         optimizerStateBytes,
-        1);
+        Zero.NONE);
   }
 
   /**
-   * As above, a resident run's optimizer state split over {@code stateShares} ranks (ZeRO: the
-   * device holds its rank's share; 1 without).
+   * ZeRO's partition as the plan sees it: {@code shares} owners (ranks, or nodes whose devices
+   * share one host copy) each keeping the optimizer state of its share, and with {@code gradients}
+   * (stage 2) only its share of the reduced gradients too.
+   */
+  public record Zero(int shares, boolean gradients) {
+    public static final Zero NONE = new Zero(1, false);
+
+    public Zero {
+      if (shares < 1) {
+        throw new IllegalArgumentException("ZeRO shares must be >= 1, got " + shares);
+      }
+    }
+
+    /** The largest share of {@code n} parameters, which one owner holds at most. */
+    long largestShare(long n) {
+      return (n + shares - 1) / shares;
+    }
+  }
+
+  /**
+   * As above, under ZeRO's {@code zero}: resident, the device holds its owner's share of the
+   * optimizer state; offloaded, the pinned host copy holds the share's state (and, stage 2, the
+   * share's gradients beside two landing slots of the largest layer).
    */
   public static PlacementPlan plan(
       List<LayerCost> layers,
@@ -129,7 +150,7 @@ public record PlacementPlan(
       DeviceProfile profile,
       boolean offload,
       int optimizerStateBytes,
-      int stateShares) {
+      Zero zero) {
     if (batch < 1 || prefetchDepth < 1 || budgetBytes <= 0) {
       throw new IllegalArgumentException(
           "batch, prefetch depth and budget must be positive: "
@@ -154,7 +175,7 @@ public record PlacementPlan(
     // A resident step also runs the optimizer over every parameter on the device; offloaded, the
     // host runs it layer by layer behind backward (not modelled).
     double residentStep = compute + layers.stream().mapToDouble(LayerCost::updateSeconds).sum();
-    long residentBytes = residentBytes(layers, batch, stateShares);
+    long residentBytes = residentBytes(layers, batch, zero.shares());
     // Layers without weights (activations, pooling) have nothing to place.
     List<String> names =
         layers.stream().filter(l -> l.parameters() > 0).map(LayerCost::name).toList();
@@ -249,8 +270,17 @@ public record PlacementPlan(
     double streamedStep = Math.max(onDevice, compute / 3 + hidden) + exposed;
     double computePerSample = (compute + recompute) / batch;
     int minBatch = computePerSample == 0 ? 1 : (int) Math.ceil(copy / computePerSample);
+    long share = zero.largestShare(params);
+    // ZeRO-2 lands fp32 gradients in two slots and keeps the share's; else the whole slab, beside
+    // the streamed layers' bf16 gradients where they cross in bf16 (HostSlabs).
+    long hostGradients =
+        zero.gradients()
+            ? 4 * share + landingSlotBytes(layers, false)
+            : 4 * params + (bf16Weights ? 2 * streamedParams : 0);
     long hostPinned =
-        params * (4 + 4 + optimizerStateBytes)
+        4 * params // masters, whole: every owner gathers the others' updated shares
+            + hostGradients
+            + share * optimizerStateBytes
             + (bf16Weights ? 2 * streamedParams : 0); // bf16 copies of the streamed weights
     List<String> streamedNames = streamed.stream().map(LayerCost::name).toList();
     List<String> residentNames = names.stream().filter(n -> !streamedNames.contains(n)).toList();

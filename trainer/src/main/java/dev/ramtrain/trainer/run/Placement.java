@@ -120,7 +120,7 @@ public final class Placement {
     // Placement depends on memory only; the copy and GEMM rates, which take a second to measure,
     // only feed the printed predictions of an offloaded run.
     // ZeRO: a resident rank's device holds its share of the optimizer state.
-    int stateShares = ranks.partitionsOptimizerState() ? ranks.worldSize() : 1;
+    PlacementPlan.Zero zero = zero(ranks);
     PlacementPlan plan =
         plan(
             offload,
@@ -128,7 +128,7 @@ public final class Placement {
             model.maxBatch(),
             budget,
             new DeviceProfile("unmeasured", free, 1, 1),
-            stateShares);
+            zero);
     if (ranks.devicesPerNode() > 1) {
       // A node's devices share device 0's host copy only if all of them offload: they must agree.
       ranks.requireSame(plan.mode().name().getBytes(StandardCharsets.US_ASCII), "placement");
@@ -151,7 +151,7 @@ public final class Placement {
                   + " backend's memory, and it has %s (%s); use a smaller --batch-size",
               model.maxBatch(),
               PlacementPlan.bytes(
-                  PlacementPlan.residentBytes(costs, model.maxBatch(), stateShares)),
+                  PlacementPlan.residentBytes(costs, model.maxBatch(), zero.shares())),
               PlacementPlan.bytes(budget),
               limited
                   ? "this rank may take " + hostLimit.source()
@@ -197,7 +197,7 @@ public final class Placement {
             model.maxBatch(),
             offload.hostThreads(),
             offload.optimizerState());
-    plan = plan(offload, costs, model.maxBatch(), budget, profile);
+    plan = plan(offload, costs, model.maxBatch(), budget, profile, zero);
     if (ranks.leader()) {
       System.out.print(plan.render(model.spec(), profile, budget));
       if (ranks.devicesPerNode() > 1 && node != null) {
@@ -360,17 +360,27 @@ public final class Placement {
    */
   public static PlacementPlan plan(
       OffloadSpec offload, List<LayerCost> costs, int batch, long budget, DeviceProfile profile) {
-    return plan(offload, costs, batch, budget, profile, 1);
+    return plan(offload, costs, batch, budget, profile, PlacementPlan.Zero.NONE);
   }
 
-  /** As above, a resident run's optimizer state split over {@code stateShares} ranks (ZeRO). */
+  /**
+   * ZeRO as {@code ranks} partition: over the nodes (a rank's own where a node is one device), the
+   * gradients too at stage 2; {@link PlacementPlan.Zero#NONE} without.
+   */
+  public static PlacementPlan.Zero zero(DataParallel ranks) {
+    return ranks.partitionsOptimizerState()
+        ? new PlacementPlan.Zero(ranks.nodes(), ranks.partitionsGradients())
+        : PlacementPlan.Zero.NONE;
+  }
+
+  /** As above, the state (and gradients) split as ZeRO's {@code zero} says. */
   public static PlacementPlan plan(
       OffloadSpec offload,
       List<LayerCost> costs,
       int batch,
       long budget,
       DeviceProfile profile,
-      int stateShares) {
+      PlacementPlan.Zero zero) {
     try {
       return PlacementPlan.plan(
           costs,
@@ -381,7 +391,7 @@ public final class Placement {
           profile,
           offload.mode() == OffloadSpec.Mode.ON,
           2 * offload.optimizerState().bytesPerValue(),
-          stateShares);
+          zero);
     } catch (IllegalArgumentException e) {
       throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
     }

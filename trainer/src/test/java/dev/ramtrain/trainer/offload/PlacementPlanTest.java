@@ -61,7 +61,9 @@ class PlacementPlanTest {
       }
     }
     // ZeRO over 3 resident ranks: the device holds the largest share's moments.
-    PlacementPlan zero = PlacementPlan.plan(costs, batch, 1L << 30, 2, false, DEVICE, false, 8, 3);
+    PlacementPlan zero =
+        PlacementPlan.plan(
+            costs, batch, 1L << 30, 2, false, DEVICE, false, 8, new PlacementPlan.Zero(3, false));
     try (Backend b = new CpuBackend(1)) {
       var s = b.createStream("s");
       try (Model model = Model.build(spec, layers.apply(shape), b, s, batch, 1)) {
@@ -213,6 +215,41 @@ class PlacementPlanTest {
     return layers;
   }
 
+  /**
+   * Offloaded under ZeRO the pinned host copy keeps the masters whole (every owner gathers the
+   * updated shares), the optimizer state of the largest share and, stage 2, the share's gradients
+   * beside two fp32 landing slots of the largest layer instead of the whole fp32 and bf16 gradient
+   * slabs: the bytes by which DataParallelTrainingTest measures a share's owner's pinned memory
+   * drop.
+   */
+  @Test
+  void zeroSharesTheOffloadedHostCopysStateAndGradients() {
+    long n = 10L << 20;
+    long layer = 1L << 20;
+    long budget = 100L << 20;
+    PlacementPlan none =
+        PlacementPlan.plan(
+            tenLayers(), 4, budget, 2, true, DEVICE, true, 8, PlacementPlan.Zero.NONE);
+    PlacementPlan one =
+        PlacementPlan.plan(
+            tenLayers(), 4, budget, 2, true, DEVICE, true, 8, new PlacementPlan.Zero(3, false));
+    PlacementPlan two =
+        PlacementPlan.plan(
+            tenLayers(), 4, budget, 2, true, DEVICE, true, 8, new PlacementPlan.Zero(3, true));
+    long streamed = none.streamed().size() * layer;
+    assertTrue(
+        streamed > 0, "bf16 copies and gradients of the streamed layers: " + none.streamed());
+    // fp32 masters, fp32 and bf16 gradients, AdamW's two fp32 moments, the bf16 copies
+    assertEquals(4 * n + 4 * n + 2 * streamed + 8 * n + 2 * streamed, none.hostPinnedBytes());
+    long share = (n + 2) / 3; // the largest of three
+    assertEquals(none.hostPinnedBytes() - 8 * (n - share), one.hostPinnedBytes(), "ZeRO-1");
+    assertEquals(
+        one.hostPinnedBytes() - 4 * (n - share) - 2 * streamed + 2 * 4 * layer,
+        two.hostPinnedBytes(),
+        "ZeRO-2");
+    assertEquals(none.deviceBytes(), two.deviceBytes(), "the device's share of the work is whole");
+  }
+
   @Test
   void partialOffloadKeepsWhatFitsResidentAndStreamsTheRest() {
     int batch = 4;
@@ -314,6 +351,7 @@ class PlacementPlanTest {
               b,
               s)) {
         assertEquals(plan.deviceBytes(), b.allocatedBytes(), "device memory as planned");
+        assertEquals(plan.hostPinnedBytes(), b.allocatedHostBytes(), "pinned memory as planned");
         try (var x = b.allocate("x", dev.ramtrain.trainer.backend.DType.F32, batch * 64L);
             var dy = b.allocate("dy", dev.ramtrain.trainer.backend.DType.F32, batch * 10L)) {
           java.util.Map<String, Object> m = java.util.Map.of();
