@@ -443,8 +443,8 @@ class MainTest {
 
     // 4 x 4M-parameter layers: 128 MiB of weights and grads, 256 MiB with AdamW. 100 MiB keeps
     // one layer resident (32 MiB) and streams three through 2 weight + 2 gradient slots (64 MiB).
-    Run offloaded =
-        run(
+    List<String> fourLayers =
+        List.of(
             "plan",
             "--model",
             "mlp:2048-2048-2048-2048-2048",
@@ -454,6 +454,7 @@ class MainTest {
             "t4",
             "--budget",
             "100MiB");
+    Run offloaded = run(fourLayers.toArray(String[]::new));
     assertEquals(0, offloaded.status(), offloaded.err());
     assertTrue(offloaded.out().contains("placement      offloaded"), offloaded.out());
     assertTrue(offloaded.out().contains("streamed       3 layers"), offloaded.out());
@@ -467,20 +468,7 @@ class MainTest {
     // ZeRO-1 over two ranks: the host copy keeps half of AdamW's moments, 12 bytes a parameter of
     // 16 (the model's parameter count is even: exactly 3/4, to the printed rounding).
     Run zero =
-        run(
-            "plan",
-            "--model",
-            "mlp:2048-2048-2048-2048-2048",
-            "--batch-size",
-            "32",
-            "--device",
-            "t4",
-            "--budget",
-            "100MiB",
-            "--set",
-            "ramtrain.dist.ranks=2",
-            "--set",
-            "ramtrain.dist.zero=1");
+        run(with(fourLayers, "--set", "ramtrain.dist.ranks=2", "--set", "ramtrain.dist.zero=1"));
     assertEquals(0, zero.status(), zero.err());
     assertEquals(0.75 * hostPinnedMiB(offloaded.out()), hostPinnedMiB(zero.out()), 0.1, zero.out());
 
