@@ -16,6 +16,13 @@ import java.util.Set;
  * layer's range in the device slab, and each streamed layer's range in the bf16 copy.
  */
 final class HostLayout {
+  /**
+   * The most parameters a host slab holds: its fp32 masters and gradients are read and written
+   * through one ByteBuffer view each (the clipping norm, the gathers, checkpoints), which a Java
+   * int indexes in bytes.
+   */
+  static final long MAX_PARAMETERS = Integer.MAX_VALUE / 4;
+
   private final int[] ordinal; // per top-level layer: its number among the streamed, or -1
   private final long[] offset; // per top-level layer: its first parameter in the host slabs
   private final long[] count;
@@ -75,9 +82,13 @@ final class HostLayout {
       }
       bufferSpecs.addAll(layer.buffers());
     }
-    if (next > Integer.MAX_VALUE) {
+    if (next > MAX_PARAMETERS) {
       throw new IllegalArgumentException(
-          spec + " has " + next + " parameters; host slabs index at most 2^31 - 1");
+          String.format(
+              "ramtrain.train.model: %s has %,d parameters, and an offloaded model's host slabs"
+                  + " hold at most %,d (2 GiB of fp32, what one Java buffer view indexes); host"
+                  + " slabs over 2 GiB are not built yet",
+              spec, next, MAX_PARAMETERS));
     }
     this.entryList = List.copyOf(entries.values());
     this.parameters = next;

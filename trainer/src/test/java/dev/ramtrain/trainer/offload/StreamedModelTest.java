@@ -2,6 +2,8 @@ package dev.ramtrain.trainer.offload;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.trainer.DeviceArrays;
@@ -27,6 +29,23 @@ import org.junit.jupiter.api.Test;
  * ring depth, over several steps (slots reused across steps).
  */
 class StreamedModelTest {
+
+  /**
+   * A model whose host slabs would pass 2 GiB of fp32 (23,200² + 23,200 = 538,263,200 parameters,
+   * just over the 536,870,911 one buffer view indexes; ViT-H/14 has 632 M) is refused as the layout
+   * is made, before any slab is allocated, naming the key and the count.
+   */
+  @Test
+  void hostSlabsOverTwoGibibytesAreRefusedBeforeAllocating() {
+    String spec = "mlp:23200-23200";
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> new HostLayout(spec, ModelSpec.parse(spec), Set.of("fc1")));
+    assertTrue(e.getMessage().startsWith("ramtrain.train.model: " + spec), e.getMessage());
+    assertTrue(e.getMessage().contains("538,263,200 parameters"), e.getMessage());
+  }
+
   private static final int BATCH = 6;
 
   private record Step(float[] logits, float[] gradients) {}
