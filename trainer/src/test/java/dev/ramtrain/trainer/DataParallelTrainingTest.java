@@ -557,6 +557,48 @@ class DataParallelTrainingTest {
   }
 
   /**
+   * The delayed update on a node of two devices sharing one host copy: device 0 refreshes a layer's
+   * published copy only once device 1 has handed that layer's gradient over (it is done computing
+   * with it), and updates the whole slab after backward, beside the next forward. Clipped or not,
+   * the node's devices end with the weights, losses and evaluation of two ranks with copies of
+   * their own, delayed alike, bit for bit; which is not the undelayed node's.
+   */
+  @ParameterizedTest
+  @CsvSource({"0", "1"})
+  void theDelayedUpdateRunsOnANodeSharingOneHostCopy(float clip) throws Exception {
+    List<Outcome> undelayed = ranks(2, 2, MODEL, true, clip, 0, false, 1);
+    delayedFrom = 2;
+    List<Outcome> own = ranks(2, 1, MODEL, true, clip, 0, false, 1);
+    List<Outcome> node = ranks(2, 2, MODEL, true, clip, 0, false, 1);
+    for (int r = 0; r < 2; r++) {
+      assertSameTensors(own.get(r).weights(), node.get(r).weights(), "device " + r);
+      assertEquals(own.get(r).losses(), node.get(r).losses(), "device " + r + " losses");
+      assertEquals(own.get(r).eval().loss(), node.get(r).eval().loss(), "device " + r + " eval");
+    }
+    assertTrue(
+        !java.util.Arrays.equals(
+            undelayed.get(0).weights().get(0).values(), node.get(0).weights().get(0).values()),
+        "the delayed node is not the undelayed one");
+  }
+
+  /**
+   * The delayed update with ZeRO over two nodes of two devices: unclipped, ZeRO-2 ends with the
+   * weights of the same delayed nodes without ZeRO bit for bit; clipped, with ZeRO-1's.
+   */
+  @ParameterizedTest
+  @CsvSource({"0, 0", "1, 1"})
+  void theDelayedUpdateRunsWithZeroOverNodes(float clip, int against) throws Exception {
+    delayedFrom = 2;
+    List<Outcome> base = ranks(4, 2, MODEL, true, clip, against, false, 1);
+    List<Outcome> two = ranks(4, 2, MODEL, true, clip, 2, false, 1);
+    for (int r = 0; r < 4; r++) {
+      assertSameTensors(base.get(r).weights(), two.get(r).weights(), "device " + r);
+      assertEquals(base.get(r).losses(), two.get(r).losses(), "device " + r + " losses");
+    }
+    assertTrue(two.get(0).eval().accuracy() > 0.9, "it learns: " + two.get(0).eval());
+  }
+
+  /**
    * bf16 moments draw their rounding bits by the element's index in the model, so a rank updating
    * its ZeRO share rounds each moment as one process updating everything would: ZeRO-1 and ZeRO-2
    * end with the unpartitioned run's weights and moments bit for bit.

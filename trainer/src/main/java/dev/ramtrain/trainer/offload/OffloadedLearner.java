@@ -138,12 +138,6 @@ public final class OffloadedLearner implements Learner {
               + ranks.devicesPerNode());
     }
     DeviceGroup shared = group != null && group.devices() > 1 ? group : null;
-    if (shared != null && how.delayedUpdate()) {
-      throw new IllegalArgumentException(
-          "the delayed update with "
-              + shared.devices()
-              + " devices sharing a node's host copy is not built");
-    }
     if (shared != null && ranks.deviceInNode() > 0) {
       return buildOther(model, how, clipNorm, backend, stream, ranks, shared);
     }
@@ -161,6 +155,7 @@ public final class OffloadedLearner implements Learner {
               ranks,
               shared);
       if (shared != null) {
+        learner.model.servesOtherDevices();
         shared.shareFirst(learner.model.slabs(), learner.optimizer);
       }
       return learner;
@@ -382,7 +377,10 @@ public final class OffloadedLearner implements Learner {
       updateShare(compute, dlogits, batch, step, grads);
       return;
     }
-    if (clipNorm <= 0) {
+    // A node's device 0 delaying its update exchanges each layer as it lands and updates after
+    // backward: its other devices may still read a layer's copies until they hand it over.
+    boolean wholeAfterBackward = model.delaysThisStep() && group != null;
+    if (clipNorm <= 0 && !wholeAfterBackward) {
       // Layers land in the same order on every rank, and the host thread averages and updates
       // them in that order, so the ranks' collectives pair up while backward goes on.
       HostUpdate averaged =
@@ -400,7 +398,7 @@ public final class OffloadedLearner implements Learner {
     HostUpdate averaging =
         ranks.worldSize() == 1 ? null : (from, to) -> averageLanded(grads, from, to);
     if (model.delaysThisStep()) {
-      delayedClippedStep(compute, dlogits, batch, step, averaging);
+      delayedWholeStep(compute, dlogits, batch, step, averaging);
       return;
     }
     if (speculation != null) {
@@ -426,19 +424,22 @@ public final class OffloadedLearner implements Learner {
   }
 
   /**
-   * A clipped step of the delayed update: each layer's copies are published as its gradient lands
-   * (averaged over the ranks there), as an unclipped delayed step does; the whole slab is then
-   * clipped and updated on the host optimizer thread after backward, beside the next step's
-   * forward, which computes with the published weights (the update before this one), as
-   * ZeRO-Offload's.
+   * A delayed step updated whole after backward (clipped, or on a node's device 0): each layer's
+   * copies are published as its gradient lands (averaged over the ranks there), as an unclipped
+   * delayed step does; the whole slab is then clipped (with a clip norm) and updated on the host
+   * optimizer thread after backward, beside the next step's forward, which computes with the
+   * published weights (the update before this one), as ZeRO-Offload's. AdamW and SGD are
+   * element-wise: the same bits as updating layer by layer.
    */
-  private void delayedClippedStep(
+  private void delayedWholeStep(
       Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, HostUpdate averaging) {
     model.backward(compute, dlogits, batch, averaging != null ? averaging : (from, to) -> {});
     FloatBuffer g = model.hostGradients().asByteBuffer().asFloatBuffer();
     model.afterBackward(
         (from, to) -> {
-          clip(g, false);
+          if (clipNorm > 0) {
+            clip(g, false);
+          }
           step.update(from, to);
         });
   }

@@ -68,6 +68,7 @@ public final class StreamedModel implements Network, AutoCloseable {
   private final CompletableFuture<?>[] slotReleased =
       new CompletableFuture<?>[HostSlabs.LANDING_SLOTS]; // ZeRO-2: each slot's last reduction
   private ActivationCheckpoints checkpoints; // null: every layer keeps its own activations
+  private boolean servesOtherDevices; // a node's device 0: its host copy is its other devices' too
   private final int maxBatch;
   private final long seed;
 
@@ -405,7 +406,8 @@ public final class StreamedModel implements Network, AutoCloseable {
             : update;
     Runnable refresh = update == null ? () -> {} : () -> slabs.refreshCopies(i);
     CompletableFuture<Void> done =
-        updates.submit(gradients.onHost(i), from, to, landed, delayThisStep, refresh);
+        updates.submit(
+            gradients.onHost(i), from, to, landed, delayThisStep && !servesOtherDevices, refresh);
     mastersChanged[i] |= update != null;
     lastLanding = gradients.onHost(i);
     return done;
@@ -436,6 +438,17 @@ public final class StreamedModel implements Network, AutoCloseable {
       }
     }
     throw new IllegalArgumentException("no layer's parameters start at " + from);
+  }
+
+  /**
+   * Says this model is a node's device 0, whose host copy the node's other devices load from: a
+   * delayed step then refreshes a layer's copies after the update given to {@link #backward} (which
+   * must only exchange gradients, the node's other devices' added once they are done with the
+   * layer), so that no copy changes under another device still computing with it; the update itself
+   * runs late, after backward ({@link #afterBackward}).
+   */
+  void servesOtherDevices() {
+    servesOtherDevices = true;
   }
 
   /** Whether the update begun by this step's backward runs late (a delayed update). */

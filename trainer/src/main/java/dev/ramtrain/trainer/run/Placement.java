@@ -132,13 +132,6 @@ public final class Placement {
     if (ranks.devicesPerNode() > 1) {
       // A node's devices share device 0's host copy only if all of them offload: they must agree.
       ranks.requireSame(plan.mode().name().getBytes(StandardCharsets.US_ASCII), "placement");
-      if (plan.mode() == PlacementPlan.Mode.OFFLOADED && offload.delayedUpdate()) {
-        throw new ConfigException(
-            "ramtrain.offload.delayed-update: the delayed update with "
-                + ranks.devicesPerNode()
-                + " devices of a node sharing one host copy is not built; use"
-                + " ramtrain.dist.devices-per-node = 1");
-      }
     }
     if (plan.mode() == PlacementPlan.Mode.OFFLOADED
         && backend.sharesHostCores()
