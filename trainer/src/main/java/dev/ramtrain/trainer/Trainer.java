@@ -148,8 +148,7 @@ public final class Trainer implements AutoCloseable {
       EpochStats stats = trainEpoch(train, epoch, epoch == firstEpoch ? firstBatch : 0);
       EvalResult eval = evaluate(val);
       // With --ema the average is evaluated too, and judges the best epoch, as timm's does.
-      EvalResult averaged =
-          learner.averaging() ? learner.withAveragedWeights(compute, () -> evaluate(val)) : null;
+      EvalResult averaged = learner.averaging() ? evaluateAverage(val) : null;
       // the same on every rank: evaluations are summed
       boolean improved = best.offer(epoch + 1, averaged != null ? averaged : eval);
       Map<String, Object> record = new LinkedHashMap<>();
@@ -584,6 +583,14 @@ public final class Trainer implements AutoCloseable {
    * parallel, over this rank's share of {@code data}, summed over the ranks (every sample once),
    * with rank 0's buffers on every rank.
    */
+  /**
+   * {@link #evaluate} with the weights' moving average swapped in (the learner {@link
+   * Learner#averaging averages}), as timm evaluates its EMA model; every rank takes part.
+   */
+  public EvalResult evaluateAverage(DataLoader data) {
+    return learner.withAveragedWeights(compute, () -> evaluate(data));
+  }
+
   public EvalResult evaluate(DataLoader data) {
     if (ranks.worldSize() == 1) {
       return Evaluator.evaluate(learner, loss, inputs, data);

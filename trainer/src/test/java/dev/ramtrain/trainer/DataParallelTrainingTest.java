@@ -28,6 +28,7 @@ import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
 import dev.ramtrain.trainer.optim.AdamW;
 import dev.ramtrain.trainer.optim.AdamWSpec;
+import dev.ramtrain.trainer.optim.EmaDecay;
 import dev.ramtrain.trainer.optim.LrSchedule;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -70,6 +71,8 @@ class DataParallelTrainingTest {
   /** The offloaded runs' delayed update starts at this step; -1: none. */
   private int delayedFrom = -1;
 
+  private float emaDecay = 0; // > 0: the learners average the weights (--ema)
+
   /**
    * The offloaded runs' streamed layer computes from bf16 weights (its gradients cross in bf16).
    */
@@ -105,7 +108,9 @@ class DataParallelTrainingTest {
       List<float[]> state,
       EvalResult eval,
       long pinnedBytes,
-      long deviceBytes) {}
+      long deviceBytes,
+      EvalResult averagedEval, // with emaDecay: the weights' average evaluated; else null
+      List<Safetensors.Tensor> averaged) {}
 
   @ParameterizedTest
   @CsvSource({"false,0,false", "false,1,false", "true,0,false", "true,1,false", "false,1,true"})
@@ -582,6 +587,37 @@ class DataParallelTrainingTest {
   }
 
   /**
+   * {@code --ema} on a node of two devices sharing one host copy: device 0 keeps the weights'
+   * average beside the masters and swaps it in for every device's evaluation (each device its own
+   * buffers' average). A node evaluates the average, and device 0 checkpoints it, as two ranks with
+   * copies of their own do, bit for bit, updating as gradients land or delayed; with ZeRO-2 over
+   * two such nodes, as the same nodes without ZeRO.
+   */
+  @ParameterizedTest
+  @CsvSource({"2, 0, -1", "2, 0, 2", "4, 2, -1"})
+  void theWeightsAverageIsDevice0sAndEveryDeviceEvaluatesIt(int world, int zero, int delay)
+      throws Exception {
+    emaDecay = 0.9f;
+    delayedFrom = delay;
+    List<Outcome> own =
+        world == 2
+            ? ranks(2, 1, MODEL, true, 0, 0, false, 1)
+            : ranks(world, 2, MODEL, true, 0, 0, false, 1);
+    List<Outcome> node = ranks(world, 2, MODEL, true, 0, zero, false, 1);
+    for (int r = 0; r < world; r++) {
+      assertSameTensors(own.get(r).weights(), node.get(r).weights(), "device " + r);
+      assertEquals(
+          own.get(r).averagedEval().loss(), node.get(r).averagedEval().loss(), "average, " + r);
+      assertEquals(
+          own.get(r).averagedEval().accuracy(), node.get(r).averagedEval().accuracy(), "" + r);
+    }
+    assertSameTensors(own.get(0).averaged(), node.get(0).averaged(), "the checkpoint's average");
+    assertTrue(
+        own.get(0).averagedEval().loss() != own.get(0).eval().loss(),
+        "the average is not the weights: " + own.get(0).averagedEval());
+  }
+
+  /**
    * The delayed update with ZeRO over two nodes of two devices: unclipped, ZeRO-2 ends with the
    * weights of the same delayed nodes without ZeRO bit for bit; clipped, with ZeRO-1's.
    */
@@ -781,16 +817,27 @@ class DataParallelTrainingTest {
                   PatternShards.SHAPE,
                   metrics,
                   dp)) {
+        if (emaDecay > 0) {
+          learner.averageWeights(new EmaDecay(emaDecay, false), null, setup);
+        }
         List<Double> losses = new ArrayList<>();
         for (int epoch = 0; epoch < EPOCHS; epoch++) {
           losses.add(trainer.trainEpoch(trainLoader, epoch).loss());
         }
         EvalResult eval = trainer.evaluate(valLoader);
+        EvalResult averagedEval = learner.averaging() ? trainer.evaluateAverage(valLoader) : null;
         long pinned = b.allocatedHostBytes();
         long device = b.allocatedBytes();
         var snapshot = learner.snapshot(setup);
         return new Outcome(
-            losses, snapshot.weights(), snapshot.optimizerState(), eval, pinned, device);
+            losses,
+            snapshot.weights(),
+            snapshot.optimizerState(),
+            eval,
+            pinned,
+            device,
+            averagedEval,
+            snapshot.averaged());
       }
     }
   }

@@ -29,6 +29,8 @@ public final class DeviceGroup {
   private int reading; // the other devices built over device 0's slabs and not closed; guarded
   private int closed; // the other devices that closed (or never built); guarded
   private Throwable aborted; // a device of the node failed: every wait fails at once; guarded
+  private long swaps; // times device 0 swapped the weights' average and the masters; guarded
+  private int doneWithAverage; // other devices done computing with the swapped-in average; guarded
 
   /** What device 0 shares: its slabs (the others read them) and its optimizer (checkpoints). */
   record Shared(HostSlabs slabs, HostOptimizer optimizer) {}
@@ -117,33 +119,76 @@ public final class DeviceGroup {
    * {@code steps} steps; returns how many it has published.
    */
   long awaitPublished(int device, long steps) {
-    long deadline = System.nanoTime() + timeoutNanos;
     synchronized (monitor) {
-      while (published < steps) {
-        if (aborted != null) {
-          throw new NodeStoppedException(
-              "device " + device + ": another device of its node stopped: " + aborted.getMessage(),
-              aborted);
-        }
-        long left = deadline - System.nanoTime();
-        if (left <= 0) {
-          throw new IllegalStateException(
-              "device "
-                  + device
-                  + ": the node's device 0 published no update of step "
-                  + steps
-                  + " within "
-                  + seconds()
-                  + " s");
-        }
-        try {
-          TimeUnit.NANOSECONDS.timedWait(monitor, left);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new IllegalStateException("device " + device + ": interrupted", e);
-        }
-      }
+      await(
+          device,
+          () -> published >= steps,
+          "the node's device 0 published no update of step " + steps);
       return published;
+    }
+  }
+
+  /**
+   * Device 0, with {@code --ema}: it swapped the weights' average and the masters (in, or back),
+   * and their copies are written; the other devices' count of those done since they last computed
+   * with the average starts again.
+   */
+  void swapped() {
+    synchronized (monitor) {
+      swaps++;
+      doneWithAverage = 0;
+      monitor.notifyAll();
+    }
+  }
+
+  /** Another device: waits until device 0 has swapped {@code times} times in all. */
+  void awaitSwaps(int device, long times) {
+    synchronized (monitor) {
+      await(device, () -> swaps >= times, "the node's device 0 did not swap the weights' average");
+    }
+  }
+
+  /** Another device is done computing with the swapped-in average (device 0 may swap it back). */
+  void doneWithAverage() {
+    synchronized (monitor) {
+      doneWithAverage++;
+      monitor.notifyAll();
+    }
+  }
+
+  /** Device 0: waits until every other device is done with the swapped-in average. */
+  void awaitOthersDoneWithAverage() {
+    synchronized (monitor) {
+      await(
+          0,
+          () -> doneWithAverage >= devices - 1,
+          "the node's other devices were not done with the weights' average");
+    }
+  }
+
+  /**
+   * Waits, holding the monitor, until {@code condition} holds, failing at once when a device of the
+   * node has stopped and after the job's timeout naming {@code device} and what did not happen.
+   */
+  private void await(int device, java.util.function.BooleanSupplier condition, String what) {
+    long deadline = System.nanoTime() + timeoutNanos;
+    while (!condition.getAsBoolean()) {
+      if (aborted != null) {
+        throw new NodeStoppedException(
+            "device " + device + ": another device of its node stopped: " + aborted.getMessage(),
+            aborted);
+      }
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        throw new IllegalStateException(
+            "device " + device + ": " + what + " within " + seconds() + " s");
+      }
+      try {
+        TimeUnit.NANOSECONDS.timedWait(monitor, left);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("device " + device + ": interrupted", e);
+      }
     }
   }
 

@@ -53,6 +53,7 @@ public final class OffloadedLearner implements Learner {
   private final int device; // this rank's device in its group: 0 owns the host copy
   private long updatesBegun; // backward-and-update calls so far
   private long seenPublished = -1; // a group's other device: the updates it last loaded after
+  private long swapsSeen; // a group's other device: device 0's swaps of the average it followed
 
   /** Makes the host optimizer over a model's host slabs. */
   public interface OptimizerFactory {
@@ -354,6 +355,9 @@ public final class OffloadedLearner implements Learner {
   public void backwardAndUpdate(Stream compute, DeviceBuffer dlogits, int batch, float lr) {
     updatesBegun++;
     if (sharesAnothersCopy()) { // device 0 adds this gradient to its own and updates for both
+      if (bufferAverage != null) {
+        bufferAverage.update(compute); // this device's buffers; the weights' average is device 0's
+      }
       model.backward(
           compute, dlogits, batch, (from, to) -> ranks.contributeGradients(model.landed(from, to)));
       return;
@@ -683,19 +687,21 @@ public final class OffloadedLearner implements Learner {
     return snapshot.withAveraged(averaged);
   }
 
+  /**
+   * On a node's other device only its buffers' average is its own: the weights' average lives in
+   * device 0's host copy beside the masters, updated there.
+   */
   @Override
   public void averageWeights(EmaDecay decay, Checkpoints.Loaded resumed, Stream compute) {
-    if (group != null) {
-      throw new IllegalArgumentException(
-          "--ema with " + group.devices() + " devices sharing a node's host copy is not built");
-    }
     model.awaitUpdates();
     compute.synchronize();
     Parameters slabs = model.residentSlabs();
     long done = resumed == null ? 0 : resumed.optimizerSteps();
-    average = new HostAverage(backend, model.masters(), decay, done, threads);
-    if (speculation != null) {
-      speculation.alsoKeep(average.slab()); // a speculative update moves it too
+    if (!sharesAnothersCopy()) {
+      average = new HostAverage(backend, model.masters(), decay, done, threads);
+      if (speculation != null) {
+        speculation.alsoKeep(average.slab()); // a speculative update moves it too
+      }
     }
     bufferAverage = new MovingAverage(backend, decay, done, List.of(slabs.buffers()), compute);
     if (resumed != null && !resumed.averaged().isEmpty()) {
@@ -703,7 +709,9 @@ public final class OffloadedLearner implements Learner {
       List<Parameters.Entry> all = new ArrayList<>(model.entries());
       all.addAll(slabs.bufferEntries());
       Checkpoints.requireTensors(avg, all);
-      average.set(Checkpoints.gather(avg, model.entries(), model.parameterCount()));
+      if (average != null) {
+        average.set(Checkpoints.gather(avg, model.entries(), model.parameterCount()));
+      }
       Checkpoints.upload(
           backend,
           compute,
@@ -714,12 +722,14 @@ public final class OffloadedLearner implements Learner {
 
   @Override
   public boolean averaging() {
-    return average != null;
+    return bufferAverage != null;
   }
 
   /**
    * The average swaps places with the masters on the host, and the next forward uploads and loads
-   * them as after an update; swapped back afterwards the same way.
+   * them as after an update; swapped back afterwards the same way. On a node, device 0 swaps for
+   * all, writes the copies its other devices load at once, and swaps back once each of them is done
+   * with the average; they follow each swap before loading.
    */
   @Override
   public <T> T withAveragedWeights(Stream compute, Supplier<T> body) {
@@ -727,15 +737,35 @@ public final class OffloadedLearner implements Learner {
     compute.synchronize();
     DeviceBuffer buffers = model.residentSlabs().buffers();
     try (DeviceBuffer spare = backend.allocate("buffers.spare", DType.F32, buffers.count())) {
-      average.swapWithMasters();
-      model.mastersChanged();
+      swapAverage(compute, true);
       try {
         return bufferAverage.swappedIn(compute, List.of(spare), body);
       } finally {
         compute.synchronize(); // the evaluation's loads have read the averaged masters
-        average.swapWithMasters();
-        model.mastersChanged();
+        swapAverage(compute, false);
       }
+    }
+  }
+
+  /** The host copy's average swapped in ({@code in}) or back out, on every device of a node. */
+  private void swapAverage(Stream compute, boolean in) {
+    if (sharesAnothersCopy()) {
+      if (!in) {
+        group.doneWithAverage();
+      }
+      swapsSeen++;
+      group.awaitSwaps(device, swapsSeen);
+      model.hostCopyChanged();
+      return;
+    }
+    if (!in && group != null) {
+      group.awaitOthersDoneWithAverage();
+    }
+    average.swapWithMasters();
+    model.mastersChanged();
+    if (group != null) {
+      model.publishUpdates(compute); // the copies the other devices load, written now
+      group.swapped();
     }
   }
 
@@ -824,7 +854,8 @@ public final class OffloadedLearner implements Learner {
     }
     if (sharesAnothersCopy()) {
       try (threads;
-          model) {
+          model;
+          MovingAverage closedBufferAverage = bufferAverage) {
         // its own slots and device memory; the host copy and the optimizer are device 0's
       } finally {
         group.closed(true);

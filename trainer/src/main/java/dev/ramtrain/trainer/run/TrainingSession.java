@@ -21,7 +21,6 @@ import dev.ramtrain.trainer.data.LoaderSpec;
 import dev.ramtrain.trainer.data.Normalization;
 import dev.ramtrain.trainer.data.ShardSet;
 import dev.ramtrain.trainer.dist.DataParallel;
-import dev.ramtrain.trainer.offload.OffloadedLearner;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -151,13 +150,6 @@ public final class TrainingSession {
         }
         if (spec.model().ema() > 0) { // from the checkpoint's average, or the weights now
           requireAverage(checkpoint);
-          if (rank.node() != null && learner instanceof OffloadedLearner) {
-            throw new ConfigException(
-                "ramtrain.train.ema: an average of the weights with "
-                    + rank.node().devices()
-                    + " devices of a node sharing one host copy is not built; use"
-                    + " ramtrain.dist.devices-per-node = 1");
-          }
           learner.averageWeights(spec.model().emaDecay(), checkpoint, setup);
         }
         if (rank.steps() != null) {
