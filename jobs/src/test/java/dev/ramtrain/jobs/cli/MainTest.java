@@ -577,6 +577,33 @@ class MainTest {
         shared.out().contains("node           2 devices sharing one host copy (1 node)"),
         shared.out());
 
+    // --ema on that node: the average in device 0's host copy, evaluated by both devices, is the
+    // average two ranks with copies of their own checkpoint, byte for byte.
+    List<String> averaging =
+        List.of(with(common, "--ranks", "2", "--master", "local[2]", "--offload", "on", "--ema"));
+    Run nodeEma = run(with(averaging, "0.9", "-o", tmp.resolve("node-ema").toString()));
+    assertEquals(0, nodeEma.status(), nodeEma.err());
+    assertTrue(nodeEma.out().contains("training on 1 node of 2 devices"), nodeEma.out());
+    Run ownEma =
+        run(
+            with(
+                averaging,
+                "0.9",
+                "-o",
+                tmp.resolve("own-ema").toString(),
+                "--set",
+                "ramtrain.dist.devices-per-node=1"));
+    assertEquals(0, ownEma.status(), ownEma.err());
+    assertTrue(ownEma.out().contains("training on 2 nodes of 1 device each"), ownEma.out());
+    for (String file : List.of("model.safetensors", "model_ema.safetensors")) {
+      assertEquals(
+          -1L,
+          Files.mismatch(
+              tmp.resolve("own-ema/checkpoints/epoch-0003").resolve(file),
+              tmp.resolve("node-ema/checkpoints/epoch-0003").resolve(file)),
+          file);
+    }
+
     List<String> epochsOne = epochs(tmp.resolve("one"));
     List<String> epochsTwo = epochs(tmp.resolve("two"));
     assertEquals(3, epochsTwo.size(), "rank 0 alone writes each epoch: " + epochsTwo);
