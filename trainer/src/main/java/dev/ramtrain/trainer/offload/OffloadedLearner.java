@@ -737,28 +737,37 @@ public final class OffloadedLearner implements Learner {
     compute.synchronize();
     DeviceBuffer buffers = model.residentSlabs().buffers();
     try (DeviceBuffer spare = backend.allocate("buffers.spare", DType.F32, buffers.count())) {
-      swapAverage(compute, true);
+      swapAverage(compute, true, true);
+      boolean evaluated = false;
       try {
-        return bufferAverage.swappedIn(compute, List.of(spare), body);
+        T result = bufferAverage.swappedIn(compute, List.of(spare), body);
+        evaluated = true;
+        return result;
       } finally {
         compute.synchronize(); // the evaluation's loads have read the averaged masters
-        swapAverage(compute, false);
+        swapAverage(compute, false, evaluated);
       }
     }
   }
 
-  /** The host copy's average swapped in ({@code in}) or back out, on every device of a node. */
-  private void swapAverage(Stream compute, boolean in) {
+  /**
+   * The host copy's average swapped in ({@code in}) or back out, on every device of a node. After
+   * an evaluation that failed ({@code !evaluated}) no device waits for the others, which may be
+   * waiting for it in a collective: the failure ends the node's task, which stops them.
+   */
+  private void swapAverage(Stream compute, boolean in, boolean evaluated) {
     if (sharesAnothersCopy()) {
       if (!in) {
         group.doneWithAverage();
       }
       swapsSeen++;
-      group.awaitSwaps(device, swapsSeen);
-      model.hostCopyChanged();
+      if (evaluated) {
+        group.awaitSwaps(device, swapsSeen);
+        model.hostCopyChanged();
+      }
       return;
     }
-    if (!in && group != null) {
+    if (!in && group != null && evaluated) {
       group.awaitOthersDoneWithAverage();
     }
     average.swapWithMasters();
