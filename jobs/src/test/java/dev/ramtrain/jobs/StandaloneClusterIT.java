@@ -31,8 +31,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class StandaloneClusterIT {
   private static final Path ROOT = Path.of(System.getProperty("ramtrain.repo.root"));
-  private static final Pattern DIGEST =
-      Pattern.compile("rank (\\d) of 2: final weights identical on every rank \\((sha256:\\w+)\\)");
 
   @TempDir static Path tmp;
   static StandaloneCluster cluster;
@@ -169,8 +167,8 @@ class StandaloneClusterIT {
     assertTrue(Files.exists(tmp.resolve("two/report/index.html")), two.output());
     String ranks = cluster.executorStdout(before);
     assertFalse(ranks.contains("resuming from"), "no stage retried:\n" + ranks);
-    assertEquals(2, digests(ranks).size(), "both ranks report their final weights:\n" + ranks);
-    assertEquals(1, new HashSet<>(digests(ranks)).size(), "the same weights:\n" + ranks);
+    assertEquals(2, digests(ranks, 2).size(), "both ranks report their final weights:\n" + ranks);
+    assertEquals(1, new HashSet<>(digests(ranks, 2)).size(), "the same weights:\n" + ranks);
 
     for (String epoch : List.of("epoch-0001", "epoch-0004")) {
       RunMetrics.assertSameTrainedWeights(
@@ -283,18 +281,8 @@ class StandaloneClusterIT {
         shared.output());
     assertTrue(shared.output().contains("training on 2 nodes of 2 devices each"), shared.output());
     String ranks = cluster.executorStdout(before);
-    Matcher digest =
-        Pattern.compile(
-                "rank (\\d) of 4: final weights identical on every rank \\((sha256:\\w+)\\)")
-            .matcher(ranks);
-    Set<String> seen = new HashSet<>();
-    int count = 0;
-    while (digest.find()) {
-      seen.add(digest.group(2));
-      count++;
-    }
-    assertEquals(4, count, "every rank reports its final weights:\n" + ranks);
-    assertEquals(1, seen.size(), "the same weights:\n" + ranks);
+    assertEquals(4, digests(ranks, 4).size(), "every rank reports its final weights:\n" + ranks);
+    assertEquals(1, new HashSet<>(digests(ranks, 4)).size(), "the same weights:\n" + ranks);
     assertTrue(ranks.contains("node           2 devices sharing one host copy (2 nodes)"), ranks);
     RunMetrics.assertSameTrainedWeights(
         tmp.resolve("accumulating/checkpoints/epoch-0001"),
@@ -359,9 +347,56 @@ class StandaloneClusterIT {
     assertTrue(Double.parseDouble(read.group(1)) > 0, r.output());
     assertEquals("0.0", read.group(2), "no shard crossed the network: " + r.output());
     String ranks = cluster.executorStdout(before);
-    assertEquals(1, new HashSet<>(digests(ranks)).size(), ranks);
-    assertEquals(2, digests(ranks).size(), ranks);
+    assertEquals(1, new HashSet<>(digests(ranks, 2)).size(), ranks);
+    assertEquals(2, digests(ranks, 2).size(), ranks);
     assertEquals(2, epochs(tmp.resolve("pipeline")).size());
+  }
+
+  /**
+   * The pipeline on a cluster of two executors of two GPUs each: one trainer task a node drives its
+   * executor's two devices over one host copy, each device on its rank's part of the shards its
+   * executor cached (none read over the network; only what balances the nodes moves between them),
+   * all four ending with the same weights.
+   */
+  @Test
+  void pipelineNodesSplitTheirExecutorsShardsOverTheirDevices() throws Exception {
+    Set<Path> before = cluster.applications();
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "pipeline",
+                "-i",
+                images.toString(),
+                "-o",
+                tmp.resolve("pipeline-nodes").toString(),
+                "--height",
+                "16",
+                "--width",
+                "16",
+                "--model",
+                "cnn:cb8-p-cb16-p-f32-3",
+                "--epochs",
+                "1",
+                "--batch-size",
+                "16",
+                "--offload",
+                "on",
+                "--set",
+                "ramtrain.train.threads=1",
+                "--conf",
+                "spark.scheduler.minRegisteredResourcesRatio=1.0"));
+    args.addAll(cluster.gpuConf());
+    Result r = ramtrain(true, args.toArray(String[]::new));
+    assertEquals(0, r.status(), r.output());
+    assertTrue(r.output().contains("training on 2 nodes of 2 devices each"), r.output());
+    Matcher read =
+        Pattern.compile("4 ranks read (\\d+\\.\\d) MB of shard blocks, (\\d+\\.\\d) MB")
+            .matcher(r.output());
+    assertTrue(read.find(), r.output());
+    assertEquals("0.0", read.group(2), "no shard crossed the network: " + r.output());
+    String ranks = cluster.executorStdout(before);
+    assertEquals(4, digests(ranks, 4).size(), "every rank reports its final weights:\n" + ranks);
+    assertEquals(1, new HashSet<>(digests(ranks, 4)).size(), "the same weights:\n" + ranks);
   }
 
   /**
@@ -433,11 +468,17 @@ class StandaloneClusterIT {
     assertTrue(Files.readString(page).contains("uPlot"), "uPlot inlined in " + page);
   }
 
-  private static List<String> digests(String stdout) {
+  /** The weights' digests the ranks of a {@code world}-rank job printed, one a rank. */
+  private static List<String> digests(String stdout, int world) {
     List<String> out = new ArrayList<>();
-    Matcher m = DIGEST.matcher(stdout);
+    Matcher m =
+        Pattern.compile(
+                "rank \\d+ of "
+                    + world
+                    + ": final weights identical on every rank \\((sha256:\\w+)\\)")
+            .matcher(stdout);
     while (m.find()) {
-      out.add(m.group(2));
+      out.add(m.group(1));
     }
     return out;
   }

@@ -66,7 +66,7 @@ public final class PipelineCommand implements Callable<Integer> {
     InMemoryTraining.Result result = InMemoryTraining.run(spec, dist, shards);
     System.out.printf(
         "%s read %.1f MB of shard blocks, %.1f MB of it over the network (%d shards given"
-            + " to another rank than their executor's, to balance the ranks)%n",
+            + " to another node than their executor's, to balance the ranks)%n",
         TrainCommand.ranks(result.ranks()),
         result.shardBytes() / 1e6,
         result.networkBytes() / 1e6,

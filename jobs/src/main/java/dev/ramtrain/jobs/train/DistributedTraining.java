@@ -144,7 +144,8 @@ public final class DistributedTraining<T>
    * Trains the ranks of {@code dist} in a barrier stage over {@code onePartitionPerRank}, each rank
    * opening its partition through {@code inputs}; the evaluation over all ranks. With several
    * devices a node ({@code dist.devicesPerNode()}, resolved) the partitions are the nodes', one
-   * task driving each node's devices, whose inputs open with no records (every shard of a dataset).
+   * task driving each node's devices, each device opening its rank's part of the node's partition
+   * ({@link RankInputs#ofRank}: none for a dataset, whose ranks open its shards themselves).
    */
   static <T> EvalResult run(
       RDD<T> onePartitionPerRank,
@@ -249,7 +250,9 @@ public final class DistributedTraining<T>
   public Iterator<EvalResult> apply(Iterator<T> partition) {
     BarrierTaskContext task = BarrierTaskContext.get();
     EvalResult eval =
-        devicesPerNode == 1 ? oneRank(task, CollectionConverters.asJava(partition)) : oneNode(task);
+        devicesPerNode == 1
+            ? oneRank(task, CollectionConverters.asJava(partition))
+            : oneNode(task, CollectionConverters.asJava(partition));
     return CollectionConverters.asScala(
         (eval != null ? List.of(eval) : List.<EvalResult>of()).iterator());
   }
@@ -281,8 +284,10 @@ public final class DistributedTraining<T>
    * aborts the node's exchange, so that its other devices fail at once, not at the timeout; the
    * task fails with that rank's error.
    */
-  private EvalResult oneNode(BarrierTaskContext task) {
+  private EvalResult oneNode(BarrierTaskContext task, java.util.Iterator<T> partition) {
     int node = task.partitionId();
+    List<T> records = new ArrayList<>(); // the node's; each device takes its rank's (inputs.ofRank)
+    partition.forEachRemaining(records::add);
     int nodes = world / devicesPerNode;
     List<ServerSocketChannel> listeners = new ArrayList<>();
     ExecutorService threads =
@@ -348,7 +353,7 @@ public final class DistributedTraining<T>
                         task,
                         ranks,
                         cudaOrdinal(task, rank, device),
-                        java.util.Collections.emptyIterator(),
+                        inputs.ofRank(records, rank),
                         group,
                         () -> {
                           directoryOpen.complete(null);

@@ -19,11 +19,19 @@ import java.util.List;
  */
 final class InMemoryRanks implements RankInputs<ShardResult> {
   private final Manifest manifest;
+  private final ShardAssignment assignment;
   private final long trainPerEpoch;
 
-  InMemoryRanks(Manifest manifest, long trainPerEpoch) {
+  InMemoryRanks(Manifest manifest, ShardAssignment assignment, long trainPerEpoch) {
     this.manifest = manifest;
+    this.assignment = assignment;
     this.trainPerEpoch = trainPerEpoch;
+  }
+
+  /** The blocks of a node's partition that the assignment gave {@code rank}. */
+  @Override
+  public Iterator<ShardResult> ofRank(List<ShardResult> node, int rank) {
+    return node.stream().filter(block -> assignment.rankOf(block) == rank).iterator();
   }
 
   @Override

@@ -2,6 +2,7 @@ package dev.ramtrain.jobs.train;
 
 import dev.ramtrain.etl.spark.InMemoryShards;
 import dev.ramtrain.etl.spark.ShardResult;
+import dev.ramtrain.settings.ConfigException;
 import dev.ramtrain.trainer.EvalResult;
 import dev.ramtrain.trainer.data.LoaderSpec;
 import java.util.HashSet;
@@ -22,14 +23,15 @@ import scala.Tuple2;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * Trains on the in-memory shards of a preprocessing run in the same Spark application, one rank per
- * executor that holds shards (or {@code ramtrain.dist.ranks}), each rank on the shards cached where
- * it runs. The shards reach their ranks through a shuffle keyed by {@link ShardAssignment}: its map
- * side reads each cached block where it lies, and Spark places each rank on the host whose map
- * output it reads most of, so only the shards moved to balance the ranks can cross the network (the
- * trainer stage's remote shuffle bytes, counted and reported). A shuffle also keeps recovery
- * Spark's: a failed rank's stage is retried and reads its shards again, recomputing those lost with
- * an executor.
+ * Trains on the in-memory shards of a preprocessing run in the same Spark application, one node per
+ * executor that holds shards (its GPUs' ranks, driven by one trainer task over one host copy; one
+ * rank without GPUs or locally, unless {@code ramtrain.dist.devices-per-node} says; or {@code
+ * ramtrain.dist.ranks}), each rank on shards cached where it runs. The shards reach their ranks
+ * through a shuffle keyed by {@link ShardAssignment}: its map side reads each cached block where it
+ * lies, and Spark places each rank on the host whose map output it reads most of, so only the
+ * shards moved to balance the ranks can cross the network (the trainer stage's remote shuffle
+ * bytes, counted and reported). A shuffle also keeps recovery Spark's: a failed rank's stage is
+ * retried and reads its shards again, recomputing those lost with an executor.
  */
 public final class InMemoryTraining {
   private InMemoryTraining() {}
@@ -44,9 +46,22 @@ public final class InMemoryTraining {
   public static Result run(JobSpec spec, TrainSettings.Dist dist, InMemoryShards shards) {
     List<ShardResult> placed = shards.placed();
     int executors = (int) placed.stream().map(ShardResult::executor).distinct().count();
-    int world = dist.ranksOr(Math.max(1, executors));
+    SparkContext sc = shards.blocks().context();
+    // A node is an executor: its GPUs on a GPU cluster (or devices-per-node as set), one locally.
+    int devices =
+        sc.isLocal()
+            ? dist.devicesPerNodeOr(1)
+            : TrainerResources.clusterDevicesPerNode(dist, sc.getConf());
+    int world = dist.ranksOr(Math.max(1, executors) * devices);
+    if (world % devices != 0) {
+      throw new ConfigException(
+          String.format(
+              "ramtrain.dist.devices-per-node = %d does not divide ramtrain.dist.ranks = %d",
+              devices, world));
+    }
+    int nodes = world / devices;
     spec.run().forRank(0, world); // an uneven batch split is a usage error before anything starts
-    ShardAssignment assignment = ShardAssignment.of(placed, world);
+    ShardAssignment assignment = ShardAssignment.of(placed, world, nodes);
     assignment.requireABatchPerRank(spec.run().batchSize());
     boolean pad = spec.run().data().train().sampling().remainder() == LoaderSpec.Remainder.PAD;
     JavaRDD<ShardResult> byRank =
@@ -54,9 +69,8 @@ public final class InMemoryTraining {
             .blocks()
             .filter(block -> assignment.rankOf(block) >= 0)
             .mapToPair(block -> new Tuple2<>(ShardAssignment.key(block), block))
-            .partitionBy(new RankPartitioner(assignment))
+            .partitionBy(new NodePartitioner(assignment, nodes))
             .values();
-    SparkContext sc = byRank.context();
     ShardTraffic traffic = new ShardTraffic();
     sc.addSparkListener(traffic);
     EvalResult eval;
@@ -64,10 +78,10 @@ public final class InMemoryTraining {
       eval =
           DistributedTraining.run(
               byRank.rdd(),
-              new InMemoryRanks(shards.manifest(), assignment.trainPerEpoch(pad)),
+              new InMemoryRanks(shards.manifest(), assignment, assignment.trainPerEpoch(pad)),
               spec,
-              // a rank's input is its executor's cached shards: one rank a task
-              dist.withRanks(world).withDevicesPerNode(1),
+              // a node's input is its executor's cached shards, each device its rank's of them
+              dist.withRanks(world).withDevicesPerNode(devices),
               "ranks on their executors' in-memory shards");
     } finally {
       traffic.awaitJobEnd(); // Spark's listeners hear of the tasks' ends after the job returns
@@ -77,22 +91,27 @@ public final class InMemoryTraining {
         eval, world, assignment.moved(), traffic.bytesRead(), traffic.remoteBytesRead());
   }
 
-  /** Sends each shard to the partition of the rank assigned to it. */
-  private static final class RankPartitioner extends Partitioner {
+  /**
+   * Sends each shard to the partition of the node of the rank assigned to it (rank r is on node r
+   * mod nodes; with one device a node, the rank's own).
+   */
+  private static final class NodePartitioner extends Partitioner {
     private final ShardAssignment assignment;
+    private final int nodes;
 
-    RankPartitioner(ShardAssignment assignment) {
+    NodePartitioner(ShardAssignment assignment, int nodes) {
       this.assignment = assignment;
+      this.nodes = nodes;
     }
 
     @Override
     public int numPartitions() {
-      return assignment.world();
+      return nodes;
     }
 
     @Override
     public int getPartition(Object key) {
-      return assignment.rankOf((String) key);
+      return assignment.rankOf((String) key) % nodes;
     }
   }
 

@@ -35,14 +35,25 @@ public final class ShardAssignment implements Serializable {
 
   /** Assigns {@code shards} (with the executors that cached them) to {@code world} ranks. */
   public static ShardAssignment of(List<ShardResult> shards, int world) {
-    if (world < 1) {
-      throw new IllegalArgumentException("world size must be >= 1, got " + world);
+    return of(shards, world, world);
+  }
+
+  /**
+   * As above, the ranks on {@code nodes} nodes of world / nodes devices (rank r is device r / nodes
+   * of node r mod nodes, one trainer task a node): executor i's shards go to node i mod nodes's
+   * device 0, each node's are balanced over its devices first (they stay where they are cached),
+   * then over every rank; only the shards that left their executor's node count as moved.
+   */
+  public static ShardAssignment of(List<ShardResult> shards, int world, int nodes) {
+    if (world < 1 || nodes < 1 || world % nodes != 0) {
+      throw new IllegalArgumentException(
+          "world size must be >= 1 and a multiple of the nodes, got " + world + " on " + nodes);
     }
     TreeSet<String> executors = new TreeSet<>(EXECUTOR_ORDER);
     shards.forEach(s -> executors.add(s.executor()));
     Map<String, Integer> home = new HashMap<>();
     for (String executor : executors) {
-      home.put(executor, home.size() % world);
+      home.put(executor, home.size() % nodes);
     }
     Map<String, Integer> rankOfShard = new HashMap<>();
     long[][] rows = new long[2][world];
@@ -58,7 +69,14 @@ public final class ShardAssignment implements Serializable {
           byRank.get(home.get(s.executor())).add(s);
         }
       }
-      moved += balance(byRank);
+      for (int n = 0; n < nodes; n++) {
+        List<List<ShardResult>> nodeRanks = new ArrayList<>();
+        for (int r = n; r < world; r += nodes) {
+          nodeRanks.add(byRank.get(r));
+        }
+        balance(nodeRanks, nodeRanks.size()); // within one node: nothing leaves it
+      }
+      moved += balance(byRank, nodes);
       for (int r = 0; r < world; r++) {
         for (ShardResult s : byRank.get(r)) {
           rankOfShard.put(key(s), r);
@@ -72,9 +90,9 @@ public final class ShardAssignment implements Serializable {
   /**
    * Moves whole shards from the rank with the most samples to the one with the fewest while a shard
    * smaller than the gap exists (each move lowers the sum of squared counts: it ends); returns how
-   * many moved.
+   * many moved to another node, rank r being on node r mod {@code nodes}.
    */
-  private static int balance(List<List<ShardResult>> byRank) {
+  private static int balance(List<List<ShardResult>> byRank, int nodes) {
     int moves = 0;
     while (true) {
       int most = 0;
@@ -100,7 +118,7 @@ public final class ShardAssignment implements Serializable {
       }
       byRank.get(most).remove(largestThatNarrows);
       byRank.get(fewest).add(largestThatNarrows);
-      moves++;
+      moves += most % nodes == fewest % nodes ? 0 : 1;
     }
   }
 

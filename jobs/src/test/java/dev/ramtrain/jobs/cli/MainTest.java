@@ -908,6 +908,27 @@ class MainTest {
     assertTrue(val.find(), plain.out());
     assertTrue(plain.out().contains("over " + val.group(1) + " samples (2 ranks)"), plain.out());
 
+    // The same two ranks as the devices of one node (one trainer task, the executor's shards split
+    // over its devices, none moved), offloaded from one host copy: the same weights, byte for byte.
+    Run node =
+        run(
+            with(
+                common,
+                "-o",
+                tmp.resolve("node").toString(),
+                "--offload",
+                "on",
+                "--set",
+                "ramtrain.dist.devices-per-node=2"));
+    assertEquals(0, node.status(), node.err());
+    assertTrue(node.out().contains("training on 1 node of 2 devices"), node.out());
+    assertTrue(node.out().contains("(0 shards given to another node"), node.out());
+    assertEquals(
+        -1L,
+        Files.mismatch(
+            tmp.resolve("plain/checkpoints/epoch-0002/model.safetensors"),
+            tmp.resolve("node/checkpoints/epoch-0002/model.safetensors")));
+
     Run recovered =
         run(
             with(

@@ -84,4 +84,38 @@ class ShardAssignmentTest {
     assertEquals(1, a.rankOf(shards.get(3)));
     assertEquals(0, a.moved());
   }
+
+  /**
+   * Two executors as two nodes of two devices (rank r on node r mod 2): each executor's shards stay
+   * on its node, split over its two devices, none moved; an executor holding more than its node's
+   * share gives whole shards to the other node, and only those count as moved.
+   */
+  @Test
+  void aNodesShardsAreSplitOverItsDevicesBeforeAnyLeavesIt() {
+    List<ShardResult> even = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      even.add(shard(Manifest.TRAIN, i, 100, i < 4 ? "1" : "2"));
+    }
+    ShardAssignment a = ShardAssignment.of(even, 4, 2);
+    for (ShardResult s : even) {
+      assertEquals(s.executor().equals("1") ? 0 : 1, a.rankOf(s) % 2, ShardAssignment.key(s));
+    }
+    for (int r = 0; r < 4; r++) {
+      assertEquals(200, a.rows(Manifest.TRAIN, r), "rank " + r);
+    }
+    assertEquals(0, a.moved());
+
+    List<ShardResult> uneven = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      uneven.add(shard(Manifest.TRAIN, i, 100, i < 6 ? "1" : "2"));
+    }
+    ShardAssignment b = ShardAssignment.of(uneven, 4, 2);
+    for (int r = 0; r < 4; r++) {
+      assertEquals(200, b.rows(Manifest.TRAIN, r), "rank " + r);
+    }
+    long left =
+        uneven.stream().filter(s -> s.executor().equals("1") && b.rankOf(s) % 2 == 1).count();
+    assertEquals(2, left, "two of executor 1's six shards went to node 1");
+    assertEquals(left, b.moved());
+  }
 }
