@@ -316,28 +316,8 @@ class StandaloneClusterIT {
     Result r =
         ramtrain(
             true,
-            "pipeline",
-            "-i",
-            images.toString(),
-            "-o",
-            tmp.resolve("pipeline").toString(),
-            "--height",
-            "16",
-            "--width",
-            "16",
-            "--model",
-            "cnn:cb8-p-cb16-p-f32-3",
-            "--epochs",
-            "2",
-            "--batch-size",
-            "16",
-            "--ranks",
-            "2",
-            "--set",
-            "ramtrain.train.threads=1",
-            // Both executors registered before the ETL starts, so both cache shards.
-            "--conf",
-            "spark.scheduler.minRegisteredResourcesRatio=1.0");
+            pipeline(
+                "pipeline", "--epochs", "2", "--ranks", "2", "--set", "ramtrain.train.threads=1"));
     assertEquals(0, r.status(), r.output());
     assertTrue(r.output().contains("dataset (in memory)"), r.output());
     Matcher read =
@@ -364,27 +344,14 @@ class StandaloneClusterIT {
     List<String> args =
         new ArrayList<>(
             List.of(
-                "pipeline",
-                "-i",
-                images.toString(),
-                "-o",
-                tmp.resolve("pipeline-nodes").toString(),
-                "--height",
-                "16",
-                "--width",
-                "16",
-                "--model",
-                "cnn:cb8-p-cb16-p-f32-3",
-                "--epochs",
-                "1",
-                "--batch-size",
-                "16",
-                "--offload",
-                "on",
-                "--set",
-                "ramtrain.train.threads=1",
-                "--conf",
-                "spark.scheduler.minRegisteredResourcesRatio=1.0"));
+                pipeline(
+                    "pipeline-nodes",
+                    "--epochs",
+                    "1",
+                    "--offload",
+                    "on",
+                    "--set",
+                    "ramtrain.train.threads=1")));
     args.addAll(cluster.gpuConf());
     Result r = ramtrain(true, args.toArray(String[]::new));
     assertEquals(0, r.status(), r.output());
@@ -466,6 +433,33 @@ class StandaloneClusterIT {
     Path page = work.resolve("run/report/index.html");
     assertTrue(Files.exists(page), demo.output());
     assertTrue(Files.readString(page).contains("uPlot"), "uPlot inlined in " + page);
+  }
+
+  /**
+   * {@code pipeline} of the test images into run {@code output}, with {@code more}: both executors
+   * registered before the ETL starts, so both cache shards.
+   */
+  private static String[] pipeline(String output, String... more) {
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "pipeline",
+                "-i",
+                images.toString(),
+                "-o",
+                tmp.resolve(output).toString(),
+                "--height",
+                "16",
+                "--width",
+                "16",
+                "--model",
+                "cnn:cb8-p-cb16-p-f32-3",
+                "--batch-size",
+                "16",
+                "--conf",
+                "spark.scheduler.minRegisteredResourcesRatio=1.0"));
+    args.addAll(List.of(more));
+    return args.toArray(String[]::new);
   }
 
   /** The weights' digests the ranks of a {@code world}-rank job printed, one a rank. */
