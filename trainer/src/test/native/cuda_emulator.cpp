@@ -172,6 +172,8 @@ enum {
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+  CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_UNKNOWN = 999,
 };
@@ -223,6 +225,7 @@ struct Context {
   Faults faults;
   std::map<CUdeviceptr, size_t> device;  // live device allocations
   std::map<void*, size_t> pinned;        // live pinned host allocations
+  std::map<void*, size_t> registered;    // host memory of the caller's, page-locked
   unsigned long long used = 0;
   long allocations = 0;
   std::atomic<long> launches{0};
@@ -446,6 +449,7 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
     for (auto& a : primary.pinned) std::free(a.first);
     primary.device.clear();
     primary.pinned.clear();
+    primary.registered.clear();
     primary.used = 0;
   }
   return CUDA_SUCCESS;
@@ -520,6 +524,27 @@ EXPORT CUresult cuMemFreeHost(void* pointer) {
   if (it == current->pinned.end()) return CUDA_ERROR_INVALID_VALUE;
   current->pinned.erase(it);
   std::free(pointer);
+  return current->sticky.load();
+}
+
+// The caller's memory page-locked in place: nothing to do here but to know it, so that an unknown
+// or twice-unregistered range fails as the driver's does.
+EXPORT CUresult cuMemHostRegister_v2(void* pointer, size_t bytes, unsigned int flags) {
+  REQUIRE_CONTEXT();
+  (void)flags;
+  if (pointer == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> g(current->lock);
+  if (!current->registered.emplace(pointer, bytes).second) {
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemHostUnregister(void* pointer) {
+  if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  drain_streams(current);
+  std::lock_guard<std::mutex> g(current->lock);
+  if (current->registered.erase(pointer) == 0) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   return current->sticky.load();
 }
 

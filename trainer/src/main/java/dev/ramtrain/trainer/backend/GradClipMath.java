@@ -25,15 +25,35 @@ public final class GradClipMath {
     return Math.max(1, Math.min(64, n / GRAIN));
   }
 
+  /**
+   * Gradients [from, from + count) as a buffer indexed from 0: how a host slab over 2 GiB, which no
+   * one Java buffer views, is clipped ({@code HostBuffer::floats}).
+   */
+  @FunctionalInterface
+  public interface Views {
+    FloatBuffer of(int from, int count);
+  }
+
+  /** Views of one buffer. */
+  public static Views views(FloatBuffer grads) {
+    return grads::slice;
+  }
+
   /** The sum of squares of chunk {@code c} of {@code chunks(n)}. */
   public static double chunkSumOfSquares(FloatBuffer grads, int c, int n) {
+    return chunkSumOfSquares(views(grads), c, n);
+  }
+
+  /** The same, the chunk read through its own view. */
+  public static double chunkSumOfSquares(Views grads, int c, int n) {
     int size = (n + chunks(n) - 1) / chunks(n);
     int from = c * size;
     int to = Math.min(n, from + size);
+    FloatBuffer chunk = grads.of(from, to - from);
     double[] lanes = new double[LANES];
-    for (int i = from; i < to; i++) {
-      double g = grads.get(i);
-      lanes[(i - from) % LANES] += g * g;
+    for (int i = 0; i < to - from; i++) {
+      double g = chunk.get(i);
+      lanes[i % LANES] += g * g;
     }
     for (int half = LANES / 2; half > 0; half /= 2) {
       for (int t = 0; t < half; t++) {
@@ -94,15 +114,27 @@ public final class GradClipMath {
       float maxNorm,
       DoubleUnaryOperator overRanks,
       Blocks blocks) {
-    int n = g.capacity();
+    return clip(views(g), g.capacity(), frozen, maxNorm, overRanks, blocks);
+  }
+
+  /** The same over {@code n} gradients read through views, a block of them at a time. */
+  public static float clip(
+      Views g,
+      int n,
+      List<long[]> frozen,
+      float maxNorm,
+      DoubleUnaryOperator overRanks,
+      Blocks blocks) {
     for (long[] range : frozen) {
       int from = (int) range[0];
       int to = from + (int) range[1];
       blocks.forEach(
           (to - from + GRAIN - 1) / GRAIN,
           b -> {
-            for (int i = from + b * GRAIN; i < Math.min(to, from + (b + 1) * GRAIN); i++) {
-              g.put(i, 0f); // zero, as the device's Fill: a NaN times 0 would stay NaN
+            int start = from + b * GRAIN;
+            FloatBuffer block = g.of(start, Math.min(to, start + GRAIN) - start);
+            for (int i = 0; i < block.capacity(); i++) {
+              block.put(i, 0f); // zero, as the device's Fill: a NaN times 0 would stay NaN
             }
           });
     }
@@ -112,7 +144,12 @@ public final class GradClipMath {
     float factor = scale(maxNorm, norm);
     if (factor < 1) {
       blocks.forEach(
-          (n + GRAIN - 1) / GRAIN, b -> scale(g, factor, b * GRAIN, Math.min(n, (b + 1) * GRAIN)));
+          (n + GRAIN - 1) / GRAIN,
+          b -> {
+            int start = b * GRAIN;
+            FloatBuffer block = g.of(start, Math.min(n, start + GRAIN) - start);
+            scale(block, factor, 0, block.capacity());
+          });
     }
     return norm;
   }

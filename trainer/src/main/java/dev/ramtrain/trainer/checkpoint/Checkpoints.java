@@ -516,7 +516,7 @@ public final class Checkpoints {
     try (HostBuffer h = backend.allocateHost("checkpoint", d.bytes())) {
       backend.copy(d, h, 0, d.bytes(), stream);
       stream.synchronize();
-      h.asByteBuffer().asFloatBuffer().get(out);
+      h.getFloats(0, out, 0, out.length);
     }
     return out;
   }
@@ -528,7 +528,7 @@ public final class Checkpoints {
           d.label() + " has " + d.count() + " values, the checkpoint " + values.length);
     }
     try (HostBuffer h = backend.allocateHost("checkpoint", d.bytes())) {
-      h.asByteBuffer().asFloatBuffer().put(values);
+      h.putFloats(0, values, 0, values.length);
       backend.copy(h, 0, d, d.bytes(), stream);
       stream.synchronize();
     }

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.dist;
 
+import dev.ramtrain.trainer.backend.HostBuffer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -211,12 +212,7 @@ public final class DataParallel implements AutoCloseable {
    * its chunks cut to them, then this ring rank's part of them times {@code factor}.
    */
   private void reduceToOwners(ByteBuffer floats, long from, long n, float factor) {
-    long count = floats.remaining() / 4;
-    int world = ring.worldSize();
-    long[] bounds = new long[world + 1];
-    for (int c = 0; c <= world; c++) {
-      bounds[c] = Math.min(count, Math.max(0, TcpRing.chunkStart(n, c, world) - from));
-    }
+    long[] bounds = cutBounds(floats, from, n);
     try {
       ring.reduceScatterSum(floats, bounds);
     } catch (IOException e) {
@@ -228,6 +224,54 @@ public final class DataParallel implements AutoCloseable {
             floats.position() + 4 * (int) bounds[mine],
             4 * (int) (bounds[mine + 1] - bounds[mine])),
         factor);
+  }
+
+  /**
+   * The gradient ring's chunks of a buffer of {@code n} cut to its elements {@code floats}, from
+   * {@code from}.
+   */
+  private long[] cutBounds(ByteBuffer floats, long from, long n) {
+    long count = floats.remaining() / 4;
+    int world = ring.worldSize();
+    long[] bounds = new long[world + 1];
+    for (int c = 0; c <= world; c++) {
+      bounds[c] = Math.min(count, Math.max(0, TcpRing.chunkStart(n, c, world) - from));
+    }
+    return bounds;
+  }
+
+  /**
+   * {@link #reduceScatterMean} of a host slab, in {@code parts} (ascending bounds from 0 to its
+   * floats, each part under 2 GiB): the whole's bits, a slab larger than one Java buffer views too.
+   */
+  public void reduceScatterMean(HostBuffer floats, long[] parts) {
+    long n = parts[parts.length - 1];
+    for (int k = 0; k + 1 < parts.length; k++) {
+      reduceToOwnersMean(floats.range(4 * parts[k], 4 * (parts[k + 1] - parts[k])), parts[k], n);
+    }
+  }
+
+  /** {@link #allGather(ByteBuffer)} of a host slab, in {@code parts} as above. */
+  public void allGather(HostBuffer floats, long[] parts) {
+    long n = parts[parts.length - 1];
+    for (int k = 0; k + 1 < parts.length; k++) {
+      allGather(floats.range(4 * parts[k], 4 * (parts[k + 1] - parts[k])), parts[k], n);
+    }
+  }
+
+  /**
+   * ZeRO-1's second half for elements [{@code from}, ...) of a buffer of {@code n}: every rank's
+   * part of them in its {@link #share} to every rank (the whole buffer's chunks, cut to the part).
+   */
+  public void allGather(ByteBuffer floats, long from, long n) {
+    if (ring == null) {
+      return;
+    }
+    try {
+      ring.allGather(floats, cutBounds(floats, from, n));
+    } catch (IOException e) {
+      throw new UncheckedIOException("gathering the ranks' shares: " + e.getMessage(), e);
+    }
   }
 
   /**

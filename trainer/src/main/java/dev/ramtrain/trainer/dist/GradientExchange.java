@@ -148,8 +148,7 @@ public final class GradientExchange implements AutoCloseable {
     copies.waitFor(ready);
     backend.copy(slice, host, at, bytes, copies);
     copies.synchronize();
-    ByteBuffer bucket =
-        host.asByteBuffer().slice((int) at, (int) bytes).order(ByteOrder.nativeOrder());
+    ByteBuffer bucket = host.range(at, bytes);
     if (toOwners) {
       ranks.reduceToOwnersMean(bucket, s.offset(), grads.count());
     } else {

@@ -172,15 +172,18 @@ public final class TcpRing implements AutoCloseable {
    * bits: ZeRO-2 reduces each layer's gradient to its owners that way.
    */
   public void reduceScatterSum(ByteBuffer floats, long[] bounds) throws IOException {
-    long n = elements(floats);
-    if (bounds.length != world + 1 || bounds[0] != 0 || bounds[world] != n) {
-      throw new IllegalArgumentException(
-          "chunk bounds " + java.util.Arrays.toString(bounds) + " for " + n + " elements");
-    }
+    requireBounds(bounds, elements(floats));
     for (int step = 0; step < world - 1; step++) {
       int send = Math.floorMod(rank - step - 1, world);
       int receive = Math.floorMod(rank - step - 2, world);
       moveChunk(floats, bounds, send, receive, true);
+    }
+  }
+
+  private void requireBounds(long[] bounds, long n) {
+    if (bounds.length != world + 1 || bounds[0] != 0 || bounds[world] != n) {
+      throw new IllegalArgumentException(
+          "chunk bounds " + java.util.Arrays.toString(bounds) + " for " + n + " elements");
     }
   }
 
@@ -195,7 +198,12 @@ public final class TcpRing implements AutoCloseable {
 
   /** Hands every rank's chunk {@code rank} of {@code floats} to every other rank, in place. */
   public void allGather(ByteBuffer floats) throws IOException {
-    long[] bounds = chunks(elements(floats));
+    allGather(floats, chunks(elements(floats)));
+  }
+
+  /** The same over chunks of its own, as {@link #reduceScatterSum(ByteBuffer, long[])}'s. */
+  public void allGather(ByteBuffer floats, long[] bounds) throws IOException {
+    requireBounds(bounds, elements(floats));
     for (int step = 0; step < world - 1; step++) {
       int send = Math.floorMod(rank - step, world);
       int receive = Math.floorMod(rank - step - 1, world);

@@ -177,7 +177,7 @@ public final class Parameters implements ParameterSource, AutoCloseable {
     long count = slab.count();
     try (HostBuffer staging = backend.allocateHost("parameter-init", 4 * count)) {
       writeInitialValues(
-          entries.values(), seed, pretrained, staging.asByteBuffer().asFloatBuffer());
+          entries.values(), seed, pretrained, e -> staging.floats(e.offset(), e.spec().count()));
       backend.copy(staging, 0, slab, 4 * count, stream);
       stream.synchronize();
     }
@@ -188,7 +188,14 @@ public final class Parameters implements ParameterSource, AutoCloseable {
    * generator seeded by (seed, name): the same values wherever a layout puts the parameter.
    */
   public static void writeInitialValues(Iterable<Entry> entries, long seed, FloatBuffer into) {
-    writeInitialValues(entries, seed, Map.of(), into);
+    writeInitialValues(
+        entries, seed, Map.of(), e -> into.slice((int) e.offset(), (int) e.spec().count()));
+  }
+
+  /** Where an entry's values go: a buffer of its {@code count} floats, indexed from 0. */
+  @FunctionalInterface
+  public interface Destination {
+    FloatBuffer of(Entry e);
   }
 
   /**
@@ -196,16 +203,17 @@ public final class Parameters implements ParameterSource, AutoCloseable {
    * checkpoint's, already matched by name and shape).
    */
   public static void writeInitialValues(
-      Iterable<Entry> entries, long seed, Map<String, float[]> pretrained, FloatBuffer into) {
+      Iterable<Entry> entries, long seed, Map<String, float[]> pretrained, Destination into) {
     for (Entry e : entries) {
       ParamSpec s = e.spec();
+      FloatBuffer values = into.of(e);
       float[] given = pretrained.get(s.name());
       if (given != null) {
         if (given.length != s.count()) {
           throw new IllegalArgumentException(
               s.name() + ": " + given.length + " pretrained values for " + s.count());
         }
-        into.put((int) e.offset(), given);
+        values.put(0, given);
         continue;
       }
       SplittableRandom rng = new SplittableRandom(Seeds.mix(seed, s.name().hashCode()));
@@ -219,7 +227,7 @@ public final class Parameters implements ParameterSource, AutoCloseable {
               case TRUNC_NORMAL -> truncatedNormal(rng);
               case LAYER_SCALE -> 1e-6f;
             };
-        into.put((int) (e.offset() + i), v);
+        values.put((int) i, v);
       }
     }
   }

@@ -4,6 +4,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.optim.EmaDecay;
 import java.nio.FloatBuffer;
+import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
  * The moving average of an offloaded model's master weights ({@code --ema}), on the host beside
@@ -13,8 +14,8 @@ import java.nio.FloatBuffer;
  */
 final class HostAverage implements AutoCloseable {
   private final HostBuffer average;
-  private final FloatBuffer avg;
-  private final FloatBuffer masters;
+  private final HostBuffer masters;
+  private final int n;
   private final EmaDecay decay;
   private long updates; // begun so far
   private float weight; // this update's
@@ -27,9 +28,9 @@ final class HostAverage implements AutoCloseable {
     this.updates = updatesDone;
     this.threads = threads;
     this.average = backend.allocateHost("masters.ema", masters.bytes());
-    this.avg = average.asByteBuffer().asFloatBuffer();
-    this.masters = masters.asByteBuffer().asFloatBuffer();
-    avg.put(0, masters.asByteBuffer().asFloatBuffer(), 0, this.masters.capacity());
+    this.masters = masters;
+    this.n = Math.toIntExact(masters.bytes() / 4);
+    MemoryUtil.copyMemory(masters.address(), average.address(), masters.bytes());
   }
 
   /** Starts an optimizer step's update: its ranges ({@link #update}) move by its weight. */
@@ -44,16 +45,19 @@ final class HostAverage implements AutoCloseable {
   void update(int from, int to) {
     float w = weight;
     if (w == 1f) {
-      avg.put(from, masters, from, to - from);
+      MemoryUtil.copyMemory(
+          masters.address() + 4L * from, average.address() + 4L * from, 4L * (to - from));
       return;
     }
     threads.forRange(
         from,
         to,
-        (a, b) -> {
-          for (int i = a; i < b; i++) {
+        (a, b) -> { // each range through views of its own: slabs may pass 2 GiB
+          FloatBuffer avg = average.floats(a, b - a);
+          FloatBuffer m = masters.floats(a, b - a);
+          for (int i = 0; i < b - a; i++) {
             float e = avg.get(i);
-            avg.put(i, Math.fma(w, masters.get(i) - e, e));
+            avg.put(i, Math.fma(w, m.get(i) - e, e));
           }
         });
   }
@@ -65,25 +69,27 @@ final class HostAverage implements AutoCloseable {
 
   /** The average's values, in model order. */
   float[] values() {
-    float[] out = new float[avg.capacity()];
-    avg.get(0, out);
+    float[] out = new float[n];
+    average.getFloats(0, out, 0, n);
     return out;
   }
 
   void set(float[] values) {
-    avg.put(0, values);
+    average.putFloats(0, values, 0, values.length);
   }
 
   /** Exchanges the average with the masters (evaluation swaps it in and back). */
   void swapWithMasters() {
     threads.forRange(
         0,
-        avg.capacity(),
+        n,
         (a, b) -> {
-          for (int i = a; i < b; i++) {
-            float m = masters.get(i);
-            masters.put(i, avg.get(i));
-            avg.put(i, m);
+          FloatBuffer avg = average.floats(a, b - a);
+          FloatBuffer m = masters.floats(a, b - a);
+          for (int i = 0; i < b - a; i++) {
+            float v = m.get(i);
+            m.put(i, avg.get(i));
+            avg.put(i, v);
           }
         });
   }

@@ -1,5 +1,6 @@
 package dev.ramtrain.trainer.offload;
 
+import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.nn.Parameters;
@@ -17,11 +18,13 @@ import java.util.Set;
  */
 final class HostLayout {
   /**
-   * The most parameters a host slab holds: its fp32 masters and gradients are read and written
-   * through one ByteBuffer view each (the clipping norm, the gathers, checkpoints), which a Java
-   * int indexes in bytes.
+   * The most parameters one top-level layer has: the slabs are read and written a layer at a time
+   * (the gathers, copies), each through one Java buffer view, which an int indexes in bytes.
    */
-  static final long MAX_PARAMETERS = Integer.MAX_VALUE / 4;
+  static final long MAX_LAYER_PARAMETERS = HostBuffer.MAX_VIEW_BYTES / 4;
+
+  /** The most parameters in all: the host update's ranges index elements with ints. */
+  static final long MAX_PARAMETERS = Integer.MAX_VALUE;
 
   private final int[] ordinal; // per top-level layer: its number among the streamed, or -1
   private final long[] offset; // per top-level layer: its first parameter in the host slabs
@@ -70,6 +73,13 @@ final class HostLayout {
         next += p.count();
       }
       count[i] = next - offset[i];
+      if (count[i] > MAX_LAYER_PARAMETERS) {
+        throw new IllegalArgumentException(
+            String.format(
+                "ramtrain.train.model: %s's layer '%s' has %,d parameters, and an offloaded"
+                    + " layer at most %,d (2 GiB of fp32, what one Java buffer view indexes)",
+                spec, layer.name(), count[i], MAX_LAYER_PARAMETERS));
+      }
       if (streamIt) {
         streamedIndices.add(i);
         largest = Math.max(largest, count[i]);
@@ -86,8 +96,7 @@ final class HostLayout {
       throw new IllegalArgumentException(
           String.format(
               "ramtrain.train.model: %s has %,d parameters, and an offloaded model's host slabs"
-                  + " hold at most %,d (2 GiB of fp32, what one Java buffer view indexes); host"
-                  + " slabs over 2 GiB are not built yet",
+                  + " hold at most %,d (the host update indexes them with ints)",
               spec, next, MAX_PARAMETERS));
     }
     this.entryList = List.copyOf(entries.values());

@@ -5,7 +5,6 @@ import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.SgdMath;
 import dev.ramtrain.trainer.optim.ParamGroups;
 import dev.ramtrain.trainer.optim.SgdSpec;
-import java.nio.FloatBuffer;
 import java.util.List;
 import org.apache.arrow.memory.util.MemoryUtil;
 
@@ -15,10 +14,9 @@ import org.apache.arrow.memory.util.MemoryUtil;
  */
 public final class HostSgd implements HostOptimizer {
   private final SgdSpec spec;
-  private final FloatBuffer params;
-  private final FloatBuffer grads;
-  private final HostBuffer buffer;
-  private final FloatBuffer momentumBuffer;
+  private final HostBuffer params;
+  private final HostBuffer grads;
+  private final HostBuffer buffer; // the momentum
   private final HostThreads threads;
   private final ParamGroups groups;
   private int steps;
@@ -38,12 +36,11 @@ public final class HostSgd implements HostOptimizer {
       HostThreads threads) {
     this.spec = spec;
     this.groups = groups;
-    this.params = params.asByteBuffer().asFloatBuffer();
-    this.grads = grads.asByteBuffer().asFloatBuffer();
+    this.params = params;
+    this.grads = grads;
     this.threads = threads;
     this.buffer = backend.allocateHost(spec.stateSlabs().get(0), params.bytes());
     MemoryUtil.setMemory(buffer.address(), buffer.bytes(), (byte) 0);
-    this.momentumBuffer = buffer.asByteBuffer().asFloatBuffer();
   }
 
   @Override
@@ -61,7 +58,13 @@ public final class HostSgd implements HostOptimizer {
         threads.forRange(
             a,
             a + Math.toIntExact(r.count()),
-            (x, y) -> math.update(params, grads, momentumBuffer, x, y));
+            (x, y) -> // each range through views of its own: slabs may pass 2 GiB
+            math.update(
+                    params.floats(x, y - x),
+                    grads.floats(x, y - x),
+                    buffer.floats(x, y - x),
+                    0,
+                    y - x));
       }
     };
   }

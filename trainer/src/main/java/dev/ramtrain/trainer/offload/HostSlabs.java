@@ -313,12 +313,10 @@ final class HostSlabs implements AutoCloseable {
     if (bf16 == null || !layout.streamed(i) || copied) {
       return;
     }
-    FloatBuffer src = masters.asByteBuffer().asFloatBuffer();
-    ShortBuffer dst = bf16.asByteBuffer().asShortBuffer();
-    int s = (int) from;
-    int d = (int) layout.bf16At(i);
+    FloatBuffer src = masters.floats(from, count);
+    ShortBuffer dst = bf16.range(2 * layout.bf16At(i), 2 * count).asShortBuffer();
     for (int e = 0; e < count; e++) {
-      dst.put(d + e, Bf16.fromFloat(src.get(s + e)));
+      dst.put(e, Bf16.fromFloat(src.get(e)));
     }
   }
 

@@ -2,7 +2,6 @@ package dev.ramtrain.trainer.offload;
 
 import dev.ramtrain.trainer.backend.HostBuffer;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 
 /**
  * A window onto part of a host buffer, owning nothing (closing it frees nothing): lets a host
@@ -40,10 +39,10 @@ final class HostSlice implements HostBuffer {
 
   @Override
   public ByteBuffer asByteBuffer() {
-    return parent
-        .asByteBuffer()
-        .slice(Math.toIntExact(offset), Math.toIntExact(bytes))
-        .order(ByteOrder.nativeOrder());
+    if (bytes > MAX_VIEW_BYTES) {
+      throw HostBuffer.tooLargeForOneView(label(), bytes);
+    }
+    return parent.range(offset, bytes);
   }
 
   @Override

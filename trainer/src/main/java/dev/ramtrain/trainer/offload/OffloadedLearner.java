@@ -19,7 +19,6 @@ import dev.ramtrain.trainer.optim.OptimizerSpec;
 import dev.ramtrain.trainer.optim.ParamGroups;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.FloatBuffer;
 import java.nio.ShortBuffer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -376,7 +375,7 @@ public final class OffloadedLearner implements Learner {
               average.update(from, to);
             };
     serialUpdateNanos = 0;
-    ByteBuffer grads = model.hostGradients().asByteBuffer();
+    HostBuffer grads = model.hostGradients();
     if (ranks.partitionsOptimizerState()) {
       updateShare(compute, dlogits, batch, step, grads);
       return;
@@ -413,7 +412,7 @@ public final class OffloadedLearner implements Learner {
     model.awaitGradients(compute);
     model.awaitUpdates();
     long start = System.nanoTime();
-    clip(model.hostGradients().asByteBuffer().asFloatBuffer(), false);
+    clip(model.hostGradients(), false);
     step.update(0, model.parameterCount());
     serialUpdateNanos = System.nanoTime() - start;
     model.mastersUpdated();
@@ -423,8 +422,8 @@ public final class OffloadedLearner implements Learner {
    * Layer [from, to)'s gradient, landed in {@code grads}, becomes its mean over the ranks (a node's
    * other devices' gradients added first, {@link DataParallel#averageGradients}).
    */
-  private void averageLanded(ByteBuffer grads, int from, int to) {
-    ranks.averageGradients(grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
+  private void averageLanded(HostBuffer grads, int from, int to) {
+    ranks.averageGradients(grads.range(4L * from, 4L * (to - from)));
   }
 
   /**
@@ -438,7 +437,7 @@ public final class OffloadedLearner implements Learner {
   private void delayedWholeStep(
       Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, HostUpdate averaging) {
     model.backward(compute, dlogits, batch, averaging != null ? averaging : (from, to) -> {});
-    FloatBuffer g = model.hostGradients().asByteBuffer().asFloatBuffer();
+    HostBuffer g = model.hostGradients();
     model.afterBackward(
         (from, to) -> {
           if (clipNorm > 0) {
@@ -473,9 +472,12 @@ public final class OffloadedLearner implements Learner {
     redone = scale < 1 || !Float.isFinite(norm);
     if (redone) {
       speculation.restore();
-      FloatBuffer g = speculation.gradients();
+      HostBuffer g = speculation.gradients();
       if (scale < 1) {
-        threads.forRange(0, g.capacity(), (from, to) -> GradClipMath.scale(g, scale, from, to));
+        threads.forRange(
+            0,
+            model.parameterCount(),
+            (from, to) -> GradClipMath.scale(g.floats(from, to - from), scale, 0, to - from));
       }
       step.update(0, model.parameterCount());
       model.mastersUpdated();
@@ -492,34 +494,34 @@ public final class OffloadedLearner implements Learner {
    * shares' squares over the ranks.
    */
   private void updateShare(
-      Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, ByteBuffer grads) {
+      Stream compute, DeviceBuffer dlogits, int batch, HostUpdate step, HostBuffer grads) {
     long[] share = ranks.share(model.parameterCount());
     int n = (int) (share[1] - share[0]);
     if (model.delaysThisStep()) {
       delayedShareStep(compute, dlogits, batch, step, grads, share);
       return;
     }
-    FloatBuffer mine;
+    HostBuffer mine;
     long start;
     if (ranks.partitionsGradients()) {
       model.backward(compute, dlogits, batch, (from, to) -> reduceToOwner(from, to, share, grads));
       model.awaitGradients(compute);
       model.awaitUpdates();
       start = System.nanoTime();
-      mine = grads.order(ByteOrder.nativeOrder()).asFloatBuffer();
+      mine = grads;
     } else {
       model.backward(compute, dlogits, batch, nodeSum(grads));
       model.awaitGradients(compute);
       model.awaitUpdates(); // bf16 gradients widened
       start = System.nanoTime();
-      ranks.reduceScatterMean(grads);
-      mine = grads.slice(4 * (int) share[0], 4 * n).order(ByteOrder.nativeOrder()).asFloatBuffer();
+      ranks.reduceScatterMean(grads, model.parts());
+      mine = new HostSlice(grads, 4 * share[0], 4L * n);
     }
     if (clipNorm > 0) {
       clip(mine, true);
     }
     step.update(0, n);
-    ranks.allGather(model.masters().asByteBuffer());
+    ranks.allGather(model.masters(), model.parts());
     if (average != null) {
       average.update(0, model.parameterCount()); // every rank's, of the gathered masters
     }
@@ -539,7 +541,7 @@ public final class OffloadedLearner implements Learner {
       DeviceBuffer dlogits,
       int batch,
       HostUpdate step,
-      ByteBuffer grads,
+      HostBuffer grads,
       long[] share) {
     int n = (int) (share[1] - share[0]);
     boolean reduced = ranks.partitionsGradients();
@@ -553,22 +555,18 @@ public final class OffloadedLearner implements Learner {
             : summed != null ? summed : (from, to) -> {});
     model.afterBackward(
         (from, to) -> {
-          FloatBuffer mine;
+          HostBuffer mine;
           if (reduced) {
-            mine = grads.order(ByteOrder.nativeOrder()).asFloatBuffer();
+            mine = grads;
           } else {
-            ranks.reduceScatterMean(grads);
-            mine =
-                grads
-                    .slice(4 * (int) share[0], 4 * n)
-                    .order(ByteOrder.nativeOrder())
-                    .asFloatBuffer();
+            ranks.reduceScatterMean(grads, model.parts());
+            mine = new HostSlice(grads, 4 * share[0], 4L * n);
           }
           if (clipNorm > 0) {
             clip(mine, true);
           }
           step.update(0, n);
-          ranks.allGather(model.masters().asByteBuffer());
+          ranks.allGather(model.masters(), model.parts());
           if (average != null) {
             average.update(0, model.parameterCount());
           }
@@ -580,13 +578,11 @@ public final class OffloadedLearner implements Learner {
    * to device 0's as it lands, so that the reduce-scatter after backward takes the node's sum; null
    * where a node is one device (nothing to add).
    */
-  private HostUpdate nodeSum(ByteBuffer grads) {
+  private HostUpdate nodeSum(HostBuffer grads) {
     if (ranks.devicesPerNode() == 1) {
       return null;
     }
-    return (from, to) ->
-        ranks.addNodeGradients(
-            grads.slice(4 * from, 4 * (to - from)).order(ByteOrder.nativeOrder()));
+    return (from, to) -> ranks.addNodeGradients(grads.range(4L * from, 4L * (to - from)));
   }
 
   /**
@@ -595,14 +591,14 @@ public final class OffloadedLearner implements Learner {
    * part in this rank's {@code share} kept in the share's gradient slab {@code kept}; the landing
    * slot is then free for the next layer but one.
    */
-  private void reduceToOwner(int from, int to, long[] share, ByteBuffer kept) {
+  private void reduceToOwner(int from, int to, long[] share, HostBuffer kept) {
     ByteBuffer landed = model.landed(from, to);
     ranks.addNodeGradients(landed);
     ranks.reduceToOwnersMean(landed, from, model.parameterCount());
     int a = (int) Math.max(from, share[0]);
     int b = (int) Math.min(to, share[1]);
     if (a < b) {
-      kept.put(4 * (int) (a - share[0]), landed, 4 * (a - from), 4 * (b - a));
+      kept.range(4 * (a - share[0]), 4L * (b - a)).put(0, landed, 4 * (a - from), 4 * (b - a));
     }
   }
 
@@ -612,10 +608,12 @@ public final class OffloadedLearner implements Learner {
    * the gradient ring, whose members are the nodes' updating devices (on the loop's thread once
    * backward's reductions are done, or on the host optimizer thread in a delayed step).
    */
-  private void clip(FloatBuffer g, boolean share) {
+  private void clip(HostBuffer g, boolean share) {
+    int n = Math.toIntExact(g.bytes() / 4);
     GradClipMath.clip(
-        g,
-        optimizer.groups().frozen(g.capacity()),
+        g::floats,
+        n,
+        optimizer.groups().frozen(n),
         clipNorm,
         share ? mine -> ranks.sumOnGradientRing(mine)[0] : whole -> whole,
         threads::forEach);
@@ -790,7 +788,7 @@ public final class OffloadedLearner implements Learner {
     Checkpoints.requireTensors(c, expected);
     if (!sharesAnothersCopy()) {
       float[] masters = Checkpoints.gather(c, model.entries(), model.parameterCount());
-      model.masters().asByteBuffer().asFloatBuffer().put(masters);
+      model.masters().putFloats(0, masters, 0, masters.length);
     }
     Parameters slabs = model.residentSlabs();
     Checkpoints.upload(
@@ -812,11 +810,16 @@ public final class OffloadedLearner implements Learner {
       int from = share == null ? 0 : (int) share[0];
       int count = share == null ? values.length : (int) (share[1] - share[0]);
       if (optimizer.stateBytesPerValue() == 4) {
-        state.get(i).asByteBuffer().asFloatBuffer().put(values, from, count);
+        state.get(i).putFloats(0, values, from, count);
       } else { // bf16 moments from an fp32 checkpoint: to nearest
-        ShortBuffer slab = state.get(i).asByteBuffer().asShortBuffer();
-        for (int e = 0; e < count; e++) {
-          slab.put(e, Bf16.fromFloat(values[from + e]));
+        HostBuffer slab = state.get(i);
+        for (int e = 0; e < count; e += HostBuffer.FLOATS_PER_COPY) {
+          ShortBuffer part =
+              slab.range(2L * e, 2L * Math.min(HostBuffer.FLOATS_PER_COPY, count - e))
+                  .asShortBuffer();
+          for (int k = 0; k < part.capacity(); k++) {
+            part.put(k, Bf16.fromFloat(values[from + e + k]));
+          }
         }
       }
     }
@@ -829,25 +832,41 @@ public final class OffloadedLearner implements Learner {
    * rank takes part, as in every collective).
    */
   private float[] wholeState(HostBuffer slab) {
-    boolean bf16 = optimizer.stateBytesPerValue() == 2;
-    long n = model.parameterCount();
+    int n = model.parameterCount();
     long[] share = ranks.partitionsOptimizerState() ? ranks.share(n) : new long[] {0, n};
+    int at = (int) share[0];
+    int count = (int) (share[1] - share[0]);
     // fp32 always (checkpoints keep fp32, any run resumes from them), at the share's place
-    ByteBuffer whole =
-        ByteBuffer.allocateDirect(Math.toIntExact(4 * n)).order(ByteOrder.nativeOrder());
-    if (bf16) {
-      ShortBuffer mine = slab.asByteBuffer().asShortBuffer();
-      for (int e = 0; e < mine.capacity(); e++) {
-        whole.putFloat(4 * ((int) share[0] + e), Bf16.toFloat(mine.get(e)));
+    float[] values = new float[n];
+    if (optimizer.stateBytesPerValue() == 2) {
+      for (int e = 0; e < count; e += HostBuffer.FLOATS_PER_COPY) {
+        ShortBuffer part =
+            slab.range(2L * e, 2L * Math.min(HostBuffer.FLOATS_PER_COPY, count - e))
+                .asShortBuffer();
+        for (int k = 0; k < part.capacity(); k++) {
+          values[at + e + k] = Bf16.toFloat(part.get(k));
+        }
       }
     } else {
-      whole.put(4 * (int) share[0], slab.asByteBuffer(), 0, (int) slab.bytes());
+      slab.getFloats(0, values, at, count);
     }
-    if (ranks.partitionsOptimizerState()) {
-      ranks.allGather(whole); // every rank's share, in floats (the ring's unit)
+    if (ranks.partitionsOptimizerState()) { // every rank's share, a layer at a time
+      long[] parts = model.parts();
+      long largest = 0;
+      for (int k = 0; k + 1 < parts.length; k++) {
+        largest = Math.max(largest, parts[k + 1] - parts[k]);
+      }
+      ByteBuffer piece =
+          ByteBuffer.allocateDirect(Math.toIntExact(4 * largest)).order(ByteOrder.nativeOrder());
+      for (int k = 0; k + 1 < parts.length; k++) {
+        int from = (int) parts[k];
+        int length = (int) (parts[k + 1] - parts[k]);
+        ByteBuffer part = piece.slice(0, 4 * length).order(ByteOrder.nativeOrder());
+        part.asFloatBuffer().put(values, from, length);
+        ranks.allGather(part, from, n);
+        part.asFloatBuffer().get(values, from, length);
+      }
     }
-    float[] values = new float[(int) n];
-    whole.asFloatBuffer().get(values);
     return values;
   }
 

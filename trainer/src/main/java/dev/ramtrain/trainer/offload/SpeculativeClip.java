@@ -3,12 +3,11 @@ package dev.ramtrain.trainer.offload;
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.HostBuffer;
-import java.nio.ByteBuffer;
-import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Future;
+import org.apache.arrow.memory.util.MemoryUtil;
 
 /**
  * A clipped step's host update run speculatively (SuperOffload's speculation, then validation):
@@ -23,13 +22,12 @@ import java.util.concurrent.Future;
  */
 final class SpeculativeClip implements AutoCloseable {
   private final Backend backend;
-  private final FloatBuffer grads;
+  private final HostBuffer grads;
   private final int n;
   private final HostThreads threads;
   private final List<long[]> frozen; // [from, count): out of the norm, their gradients zeroed
-  private final List<ByteBuffer> written = new ArrayList<>();
+  private final List<HostBuffer> written = new ArrayList<>();
   private final List<HostBuffer> kept = new ArrayList<>();
-  private final List<ByteBuffer> keptBytes = new ArrayList<>();
   private final List<Integer> widths = new ArrayList<>(); // bytes an element, per kept slab
   private final int chunkSize;
   private final int[] waiting; // per chunk: elements not landed yet this step
@@ -48,8 +46,8 @@ final class SpeculativeClip implements AutoCloseable {
       List<long[]> frozen,
       HostThreads threads) {
     this.backend = backend;
-    this.grads = grads.asByteBuffer().asFloatBuffer();
-    this.n = this.grads.capacity();
+    this.grads = grads;
+    this.n = Math.toIntExact(grads.bytes() / 4);
     this.threads = threads;
     this.frozen = List.copyOf(frozen);
     int chunks = GradClipMath.chunks(n);
@@ -76,8 +74,7 @@ final class SpeculativeClip implements AutoCloseable {
     }
     HostBuffer copy = backend.allocateHost("speculative-clip.kept", slab.bytes());
     kept.add(copy);
-    keptBytes.add(copy.asByteBuffer());
-    written.add(slab.asByteBuffer());
+    written.add(slab);
     widths.add((int) (slab.bytes() / n));
   }
 
@@ -102,10 +99,10 @@ final class SpeculativeClip implements AutoCloseable {
    */
   void landed(int from, int to) {
     for (long[] f : frozen) {
-      int a = (int) Math.max(from, f[0]);
-      int b = (int) Math.min(to, f[0] + f[1]);
-      for (int i = a; i < b; i++) {
-        grads.put(i, 0f); // zero, as the serial clip does: a NaN times 0 would stay NaN
+      long a = Math.max(from, f[0]);
+      long b = Math.min(to, f[0] + f[1]);
+      if (a < b) { // zero, as the serial clip does: a NaN times 0 would stay NaN
+        MemoryUtil.setMemory(grads.address() + 4 * a, 4 * (b - a), (byte) 0);
       }
     }
     for (int c = from / chunkSize; c < waiting.length && c * chunkSize < to; c++) {
@@ -115,11 +112,12 @@ final class SpeculativeClip implements AutoCloseable {
       if (waiting[c] == 0) {
         int chunk = c;
         summing.add(
-            threads.submit(() -> sums[chunk] = GradClipMath.chunkSumOfSquares(grads, chunk, n)));
+            threads.submit(
+                () -> sums[chunk] = GradClipMath.chunkSumOfSquares(grads::floats, chunk, n)));
       }
     }
     for (int k = 0; k < written.size(); k++) {
-      copyElements(written.get(k), keptBytes.get(k), widths.get(k), from, to);
+      copyElements(written.get(k), kept.get(k), widths.get(k), from, to);
     }
   }
 
@@ -140,17 +138,24 @@ final class SpeculativeClip implements AutoCloseable {
   /** Puts back everything the step's speculative updates changed. */
   void restore() {
     for (int k = 0; k < written.size(); k++) {
-      copyElements(keptBytes.get(k), written.get(k), widths.get(k), 0, n);
+      copyElements(kept.get(k), written.get(k), widths.get(k), 0, n);
     }
   }
 
   /** Elements [from, to) of {@code source} into {@code target}, {@code width} bytes each. */
-  private void copyElements(ByteBuffer source, ByteBuffer target, int width, int from, int to) {
-    threads.forRange(from, to, (a, b) -> target.put(a * width, source, a * width, (b - a) * width));
+  private void copyElements(HostBuffer source, HostBuffer target, int width, int from, int to) {
+    threads.forRange(
+        from,
+        to,
+        (a, b) ->
+            MemoryUtil.copyMemory(
+                source.address() + (long) a * width,
+                target.address() + (long) a * width,
+                (long) (b - a) * width));
   }
 
   /** The gradients, for scaling them before the step runs again. */
-  FloatBuffer gradients() {
+  HostBuffer gradients() {
     return grads;
   }
 

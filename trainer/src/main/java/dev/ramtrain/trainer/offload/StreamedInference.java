@@ -4,14 +4,12 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
-import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.nn.InferenceActivations;
 import dev.ramtrain.trainer.nn.InferenceBinding;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.ParameterSource;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.nn.Workspace;
-import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -138,10 +136,9 @@ public final class StreamedInference implements InferenceNetwork {
     expected.addAll(resident.bufferEntries());
     Checkpoints.requireTensors(c, expected);
     ring.synchronize(); // no load reads the slab while it changes
-    FloatBuffer masters = slabs.masters().asByteBuffer().asFloatBuffer();
     for (Parameters.Entry e : layout.entries()) {
-      Safetensors.Tensor t = c.weights().get(e.spec().name());
-      masters.put((int) e.offset(), t.values());
+      float[] values = c.weights().get(e.spec().name()).values();
+      slabs.masters().putFloats(e.offset(), values, 0, values.length);
     }
     Checkpoints.uploadTensors(backend, stream, resident.values(), c, resident.entries());
     Checkpoints.uploadTensors(backend, stream, resident.buffers(), c, resident.bufferEntries());

@@ -131,7 +131,7 @@ public final class StreamedModel implements Network, AutoCloseable {
           layout.entries(),
           seed,
           config.pretrained(),
-          slabs.masters().asByteBuffer().asFloatBuffer());
+          e -> slabs.masters().floats(e.offset(), e.spec().count()));
     }
     this.resident = Parameters.allocate(backend, layout.residentParameters(), layout.buffers());
     this.workspace = Workspace.forLayers(backend, layers, maxBatch);
@@ -253,12 +253,26 @@ public final class StreamedModel implements Network, AutoCloseable {
     throw new IllegalArgumentException("no layer " + name);
   }
 
-  /** The fp32 master weights in model order (the resident slab's layout), in pinned memory. */
   /** The parameters in the host slabs, in their order, for the optimizer's groups. */
   public ParamGroups.Layout layout() {
     return ParamGroups.Layout.whole(layout.entries());
   }
 
+  /**
+   * The host slabs cut at the layers' boundaries, [parts[k], parts[k + 1]) each a layer's
+   * parameters, from 0 to {@link #parameterCount()}: how whole-slab collectives and copies go over
+   * a slab larger than one Java buffer views, a layer (under 2 GiB) at a time.
+   */
+  public long[] parts() {
+    return java.util.stream.LongStream.concat(
+            java.util.stream.LongStream.of(0),
+            java.util.stream.IntStream.range(0, layout.layers())
+                .filter(i -> layout.count(i) > 0)
+                .mapToLong(i -> layout.offset(i) + layout.count(i)))
+        .toArray();
+  }
+
+  /** The fp32 master weights in model order (the resident slab's layout), in pinned memory. */
   public HostBuffer masters() {
     return slabs.masters();
   }
@@ -423,11 +437,7 @@ public final class StreamedModel implements Network, AutoCloseable {
     if (layout.offset(i) != from || layout.offset(i) + layout.count(i) != to) {
       throw new IllegalArgumentException("[" + from + ", " + to + ") is not one layer's range");
     }
-    return slabs
-        .landingOf(i)
-        .asByteBuffer()
-        .slice((int) slabs.landingOffset(i), 4 * (to - from))
-        .order(java.nio.ByteOrder.nativeOrder());
+    return slabs.landingOf(i).range(slabs.landingOffset(i), 4L * (to - from));
   }
 
   /** The layer with parameters whose range starts at {@code from}. */
@@ -601,7 +611,7 @@ public final class StreamedModel implements Network, AutoCloseable {
     awaitUpdates();
     compute.synchronize();
     float[] out = new float[parameterCount()];
-    slabs.masters().asByteBuffer().asFloatBuffer().get(out);
+    slabs.masters().getFloats(0, out, 0, out.length);
     return out;
   }
 
@@ -613,7 +623,7 @@ public final class StreamedModel implements Network, AutoCloseable {
     awaitGradients(compute);
     awaitUpdates(); // bf16 gradients are widened there
     float[] out = new float[parameterCount()];
-    slabs.gradients().asByteBuffer().asFloatBuffer().get(out);
+    slabs.gradients().getFloats(0, out, 0, out.length);
     return out;
   }
 

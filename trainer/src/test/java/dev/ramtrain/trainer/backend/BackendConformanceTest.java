@@ -196,6 +196,34 @@ public abstract class BackendConformanceTest {
     return out;
   }
 
+  /**
+   * A host buffer over 2 GiB (an offloaded ViT-H's fp32 masters) is written and read in ranges past
+   * its first 2 GiB, and copied to and from the device there; viewed whole it is refused, naming it
+   * (on CUDA, memory of the host's allocator, page-locked in place). Its fresh pages are zero and
+   * untouched outside the ranges used, so it costs the host almost nothing.
+   */
+  @Test
+  void hostBuffersOverTwoGibibytesAreReadInRangesAndCopiedPastTheirFirstTwo() {
+    long bytes = HostBuffer.MAX_VIEW_BYTES + 1 + 4L * 4096;
+    int n = 1024;
+    float[] values = random(new Random(43), n);
+    try (HostBuffer big = backend.allocateHost("big", bytes);
+        DeviceBuffer d = backend.allocate("d", DType.F32, n)) {
+      long last = bytes / 4 - n; // the last n floats: bytes past 2 GiB
+      big.putFloats(last, values, 0, n);
+      backend.copy(big, 4 * last, d, 4L * n, stream);
+      backend.copy(d, big, 4 * (last - 2 * n), 4L * n, stream);
+      stream.synchronize();
+      float[] back = new float[n];
+      big.getFloats(last - 2 * n, back, 0, n);
+      assertArrayEquals(values, back);
+      assertEquals(values[5], big.range(4 * (last + 5), 4).getFloat(0));
+      IllegalStateException whole = assertThrows(IllegalStateException.class, big::asByteBuffer);
+      assertTrue(whole.getMessage().startsWith("big: "), whole.getMessage());
+      assertThrows(IndexOutOfBoundsException.class, () -> big.range(bytes - 4, 8));
+    }
+  }
+
   @Test
   void gemmMatchesTheReferenceForEveryTransposeAndOddSizes() {
     Random rng = new Random(1);

@@ -11,6 +11,7 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.Bf16;
 import dev.ramtrain.trainer.backend.DType;
 import dev.ramtrain.trainer.backend.DeviceBuffer;
+import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.nn.Layer;
@@ -31,19 +32,28 @@ import org.junit.jupiter.api.Test;
 class StreamedModelTest {
 
   /**
-   * A model whose host slabs would pass 2 GiB of fp32 (23,200² + 23,200 = 538,263,200 parameters,
-   * just over the 536,870,911 one buffer view indexes; ViT-H/14 has 632 M) is refused as the layout
-   * is made, before any slab is allocated, naming the key and the count.
+   * A layer whose host range would pass 2 GiB of fp32 (23,200² + 23,200 = 538,263,200 parameters,
+   * just over the 536,870,911 one buffer view indexes) is refused as the layout is made, before any
+   * slab is allocated, naming the key, the layer and the count; a model whose slabs pass 2 GiB in
+   * smaller layers is laid out (ViT-H/14: 632 M parameters, its largest layer 12.6 M).
    */
   @Test
-  void hostSlabsOverTwoGibibytesAreRefusedBeforeAllocating() {
+  void aLayerOverTwoGibibytesIsRefusedBeforeAllocatingAndAModelOverItIsLaidOut() {
     String spec = "mlp:23200-23200";
     IllegalArgumentException e =
         assertThrows(
             IllegalArgumentException.class,
             () -> new HostLayout(spec, ModelSpec.parse(spec), Set.of("fc1")));
     assertTrue(e.getMessage().startsWith("ramtrain.train.model: " + spec), e.getMessage());
-    assertTrue(e.getMessage().contains("538,263,200 parameters"), e.getMessage());
+    assertTrue(e.getMessage().contains("layer 'fc1' has 538,263,200 parameters"), e.getMessage());
+
+    String huge = "vit_huge_patch14_224";
+    List<Layer> layers = ModelSpec.parse(huge, new ImageShape(224, 224, 3));
+    Set<String> all = new java.util.HashSet<>();
+    layers.forEach(l -> all.add(l.name()));
+    HostLayout layout = new HostLayout(huge, layers, all);
+    assertTrue(4 * layout.parameters() > HostBuffer.MAX_VIEW_BYTES, "over 2 GiB of fp32");
+    assertTrue(layout.largestStreamed() <= HostLayout.MAX_LAYER_PARAMETERS);
   }
 
   private static final int BATCH = 6;

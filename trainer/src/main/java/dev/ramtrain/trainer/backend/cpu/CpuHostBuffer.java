@@ -35,6 +35,9 @@ final class CpuHostBuffer implements HostBuffer {
   @Override
   public ByteBuffer asByteBuffer() {
     allocation.requireLive(label);
+    if (bytes > MAX_VIEW_BYTES) {
+      throw HostBuffer.tooLargeForOneView(label, bytes);
+    }
     return allocation.buffer().limit((int) bytes).order(ByteOrder.nativeOrder());
   }
 

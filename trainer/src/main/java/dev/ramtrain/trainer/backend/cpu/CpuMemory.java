@@ -27,14 +27,18 @@ final class CpuMemory {
     this.limit = limit;
   }
 
-  /** One block of native memory; at most 2 GiB, as Java buffers index with ints. */
+  /**
+   * One block of native memory. A device block is at most 2 GiB, as the kernels view it whole
+   * through one Java buffer; a host block may be larger ({@link
+   * dev.ramtrain.trainer.backend.HostBuffer#range}: it is read a range at a time).
+   */
   final class Allocation {
     private BytePointer pointer;
-    private final ByteBuffer buffer;
+    private final ByteBuffer buffer; // null: over 2 GiB, no whole view
     private final long bytes;
 
     private Allocation(String label, long bytes) {
-      if (bytes > Integer.MAX_VALUE) { // a batch or an image too large for one buffer: usage
+      if (bytes > Integer.MAX_VALUE && limit != null) { // a batch or an image too large: usage
         throw new OutOfDeviceMemoryException(
             String.format(
                 "cpu backend: %s needs %s in one allocation, and one holds at most 2 GiB (Java"
@@ -48,7 +52,7 @@ final class CpuMemory {
             "cpu backend: the host gave no memory for " + label + " (" + ByteSize.of(bytes) + ")");
       }
       this.pointer = new BytePointer(block).capacity(Math.max(1, bytes));
-      this.buffer = pointer.asByteBuffer();
+      this.buffer = bytes <= Integer.MAX_VALUE ? pointer.asByteBuffer() : null;
     }
 
     long address() {

@@ -3,7 +3,6 @@ package dev.ramtrain.trainer.backend.cuda;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkRange;
 import static dev.ramtrain.trainer.backend.ArgumentChecks.checkSameBytes;
 import static jcuda.driver.JCudaDriver.cuMemGetInfo;
-import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
@@ -25,9 +24,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import jcuda.Pointer;
-import jcuda.driver.JCudaDriver;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -240,12 +236,7 @@ public final class CudaBackend implements Backend {
       throw new IllegalArgumentException(label + ": negative byte count " + bytes);
     }
     context.bind();
-    Pointer memory = new Pointer();
-    CudaCalls.check(
-        cuMemHostAlloc(memory, Math.max(1, bytes), JCudaDriver.CU_MEMHOSTALLOC_PORTABLE),
-        () -> "allocating " + bytes + " bytes of pinned host memory for " + label);
-    CudaHostBuffer buffer = new CudaHostBuffer(label, bytes, memory, host, context);
-    MemoryUtil.setMemory(buffer.address(), Math.max(1, bytes), (byte) 0);
+    CudaHostBuffer buffer = CudaHostBuffer.allocate(label, bytes, host, context);
     host.opened(buffer, label, bytes);
     return buffer;
   }
