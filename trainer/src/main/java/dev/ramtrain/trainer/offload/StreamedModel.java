@@ -44,6 +44,7 @@ import java.util.concurrent.CompletableFuture;
  * for them).
  */
 public final class StreamedModel implements Network, AutoCloseable {
+  private final long[] parts; // the layers' boundaries in the host slabs, computed once
   private final String spec;
   private final Backend backend;
   private final List<Layer> layers;
@@ -133,6 +134,13 @@ public final class StreamedModel implements Network, AutoCloseable {
           config.pretrained(),
           e -> slabs.masters().floats(e.offset(), e.spec().count()));
     }
+    this.parts =
+        java.util.stream.LongStream.concat(
+                java.util.stream.LongStream.of(0),
+                java.util.stream.IntStream.range(0, layout.layers())
+                    .filter(i -> layout.count(i) > 0)
+                    .mapToLong(i -> layout.offset(i) + layout.count(i)))
+            .toArray();
     this.resident = Parameters.allocate(backend, layout.residentParameters(), layout.buffers());
     this.workspace = Workspace.forLayers(backend, layers, maxBatch);
     this.gradientSlots = GradientSlots.forLayers(backend, layers, maxBatch);
@@ -264,12 +272,7 @@ public final class StreamedModel implements Network, AutoCloseable {
    * a slab larger than one Java buffer views, a layer (under 2 GiB) at a time.
    */
   public long[] parts() {
-    return java.util.stream.LongStream.concat(
-            java.util.stream.LongStream.of(0),
-            java.util.stream.IntStream.range(0, layout.layers())
-                .filter(i -> layout.count(i) > 0)
-                .mapToLong(i -> layout.offset(i) + layout.count(i)))
-        .toArray();
+    return parts.clone();
   }
 
   /** The fp32 master weights in model order (the resident slab's layout), in pinned memory. */
