@@ -103,7 +103,11 @@ public interface Learner extends Network, AutoCloseable {
     throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no average");
   }
 
-  /** Weights, buffers and optimizer state, read back for a checkpoint. */
+  /**
+   * Weights, buffers and optimizer state, read back for a checkpoint. Offloaded, the tensors read
+   * the host copy in place as they are written (a model may pass the heap): write them before the
+   * next step.
+   */
   Checkpoints.Snapshot snapshot(Stream compute);
 
   /**

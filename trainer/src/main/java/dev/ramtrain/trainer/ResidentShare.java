@@ -129,7 +129,7 @@ final class ResidentShare {
     List<DeviceBuffer> slabs = optimizer.state();
     Checkpoints.requireOptimizerSlabs(c, slabs.size());
     for (int i = 0; i < slabs.size(); i++) {
-      float[] values = c.optimizerState().get(i);
+      float[] values = c.optimizerState().get(i).toArray();
       if (values.length != n) {
         throw new IllegalArgumentException(
             c.dir() + ": optimizer state slab " + i + " has " + values.length + " values");

@@ -102,6 +102,13 @@ class DataParallelTrainingTest {
   /**
    * What a run ends with: each epoch's train loss (over all ranks), the weights, the val result.
    */
+  /** Each tensor with its values in an array of its own. */
+  private static List<Safetensors.Tensor> copies(List<Safetensors.Tensor> tensors) {
+    return tensors.stream()
+        .map(t -> new Safetensors.Tensor(t.name(), t.shape(), t.values().clone()))
+        .toList();
+  }
+
   private record Outcome(
       List<Double> losses,
       List<Safetensors.Tensor> weights,
@@ -829,15 +836,15 @@ class DataParallelTrainingTest {
         long pinned = b.allocatedHostBytes();
         long device = b.allocatedBytes();
         var snapshot = learner.snapshot(setup);
-        return new Outcome(
+        return new Outcome( // copied out: an offloaded snapshot reads the host copy in place
             losses,
-            snapshot.weights(),
-            snapshot.optimizerState(),
+            copies(snapshot.weights()),
+            snapshot.optimizerState().stream().map(v -> v.toArray().clone()).toList(),
             eval,
             pinned,
             device,
             averagedEval,
-            snapshot.averaged());
+            copies(snapshot.averaged()));
       }
     }
   }

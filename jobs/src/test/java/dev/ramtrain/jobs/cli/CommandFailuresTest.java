@@ -200,6 +200,26 @@ class CommandFailuresTest {
         "ramtrain.cpu.memory");
   }
 
+  /**
+   * A resident model keeps its parameters in one allocation, which the cpu backend limits to 2 GiB
+   * (its kernels view buffers whole): 543 M parameters (2.02 GiB) resident are refused naming
+   * ramtrain.offload.mode before anything is allocated, where the allocator's refusal had told the
+   * user to shrink the batch.
+   */
+  @Test
+  void aResidentModelOverTheCpuBackendsLargestAllocationNamesTheOffloadMode() {
+    MainTest.Run r =
+        train(tmp.resolve("a"), "--model", "mlp:192-23200-23200-3", "--offload", "off");
+    assertOneLine(
+        r,
+        Main.EXIT_USAGE,
+        "ramtrain.offload.mode = off: a resident model keeps its parameters in one allocation",
+        "2.02 GiB for mlp:192-23200-23200-3's 542,810,403",
+        "the cpu backend's largest is 2.00 GiB",
+        "use ramtrain.offload.mode = on");
+    assertFalse(Files.exists(tmp.resolve("a")));
+  }
+
   @Test
   void flagsOutsideTheirRangeAreUsageErrors() throws Exception {
     Path run = tmp.resolve("run");

@@ -62,14 +62,14 @@ public final class Checkpoints {
       Path dir,
       Map<String, Object> state,
       Map<String, Safetensors.Tensor> weights,
-      List<float[]> optimizerState,
+      List<Safetensors.Values> optimizerState,
       Map<String, Safetensors.Tensor> averaged) {
     /** A checkpoint without a moving average. */
     public Loaded(
         Path dir,
         Map<String, Object> state,
         Map<String, Safetensors.Tensor> weights,
-        List<float[]> optimizerState) {
+        List<Safetensors.Values> optimizerState) {
       this(dir, state, weights, optimizerState, Map.of());
     }
 
@@ -102,7 +102,7 @@ public final class Checkpoints {
   public record Snapshot(
       String model,
       List<Safetensors.Tensor> weights,
-      List<float[]> optimizerState,
+      List<Safetensors.Values> optimizerState,
       int optimizerSteps,
       Map<String, Object> loopState,
       List<Safetensors.Tensor> averaged) {
@@ -118,7 +118,7 @@ public final class Checkpoints {
     public Snapshot(
         String model,
         List<Safetensors.Tensor> weights,
-        List<float[]> optimizerState,
+        List<Safetensors.Values> optimizerState,
         int optimizerSteps) {
       this(model, weights, optimizerState, optimizerSteps, Map.of(), List.of());
     }
@@ -136,7 +136,8 @@ public final class Checkpoints {
      * gathered whole).
      */
     public Snapshot withOptimizerState(List<float[]> state, int steps) {
-      return new Snapshot(model, weights, state, steps, loopState, averaged);
+      List<Safetensors.Values> values = state.stream().map(Safetensors.Values::of).toList();
+      return new Snapshot(model, weights, values, steps, loopState, averaged);
     }
   }
 
@@ -150,12 +151,12 @@ public final class Checkpoints {
     List<Safetensors.Tensor> weights = new ArrayList<>();
     weights.addAll(tensors(p.entries(), download(backend, stream, p.values())));
     weights.addAll(tensors(p.bufferEntries(), download(backend, stream, p.buffers())));
-    List<float[]> state = new ArrayList<>();
+    List<Safetensors.Values> state = new ArrayList<>();
     if (optimizer == null) { // the caller adds the state (a ZeRO rank's, gathered whole)
       return new Snapshot(model.spec(), weights, state, 0);
     }
     for (DeviceBuffer slab : optimizer.state()) {
-      state.add(download(backend, stream, slab));
+      state.add(Safetensors.Values.of(download(backend, stream, slab)));
     }
     return new Snapshot(model.spec(), weights, state, optimizer.steps());
   }
@@ -221,10 +222,10 @@ public final class Checkpoints {
     }
     PausePoints.reach("checkpoint.weights-written");
     List<Safetensors.Tensor> state = new ArrayList<>();
-    List<float[]> slabs = snapshot.optimizerState();
+    List<Safetensors.Values> slabs = snapshot.optimizerState();
     for (int i = 0; i < slabs.size(); i++) {
-      float[] slab = slabs.get(i);
-      state.add(new Safetensors.Tensor("state." + i, new long[] {slab.length}, slab));
+      Safetensors.Values slab = slabs.get(i);
+      state.add(new Safetensors.Tensor("state." + i, new long[] {slab.count()}, slab));
     }
     Safetensors.write(tmp.resolve("optimizer.safetensors"), state, Map.of());
     Map<String, Object> json = new TreeMap<>(info);
@@ -316,10 +317,11 @@ public final class Checkpoints {
     }
     Map<String, Safetensors.Tensor> weights =
         Safetensors.read(dir.resolve("model.safetensors"), new HashMap<>());
-    List<float[]> optimizer = new ArrayList<>();
-    Safetensors.read(dir.resolve("optimizer.safetensors"), new HashMap<>())
+    // Left in the file, read as the optimizer takes it back: a large model's state passes the heap.
+    List<Safetensors.Values> optimizer = new ArrayList<>();
+    Safetensors.readInPlace(dir.resolve("optimizer.safetensors"))
         .values()
-        .forEach(t -> optimizer.add(t.values()));
+        .forEach(t -> optimizer.add(t.data()));
     Map<String, Safetensors.Tensor> averaged =
         Files.exists(dir.resolve(AVERAGED))
             ? Safetensors.read(dir.resolve(AVERAGED), new HashMap<>())
@@ -375,7 +377,7 @@ public final class Checkpoints {
       List<DeviceBuffer> slabs = optimizer.state();
       requireOptimizerSlabs(c, slabs.size());
       for (int i = 0; i < slabs.size(); i++) {
-        upload(backend, stream, slabs.get(i), c.optimizerState().get(i));
+        upload(backend, stream, slabs.get(i), c.optimizerState().get(i).toArray());
       }
       optimizer.resumeAt(c.optimizerSteps());
     }

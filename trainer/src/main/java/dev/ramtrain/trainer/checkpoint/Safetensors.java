@@ -6,9 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.ramtrain.console.Printable;
 import dev.ramtrain.files.IoErrors;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -34,21 +34,85 @@ public final class Safetensors {
 
   private Safetensors() {}
 
-  /** A float32 tensor. */
-  public record Tensor(String name, long[] shape, float[] values) {
+  /** What one write moves at a time: a few MiB of heap, not a second copy of the tensor. */
+  private static final int CHUNK_FLOATS = 1 << 20;
+
+  /** The most values one Java array holds (a little under 2^31, as the VM allows). */
+  public static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
+
+  /**
+   * A tensor's float32 values, read a piece at a time: an array, or a range of host memory or of a
+   * file that no Java array could hold (ViT-H/14's optimizer state: 632 M values a slab), or that
+   * the heap should not hold twice.
+   */
+  public interface Values {
+    long count();
+
+    /** Copies the values from {@code from} on into {@code into}, filling what remains of it. */
+    void read(long from, FloatBuffer into);
+
+    /** The values in one array: the array itself where they are one, else read into a new one. */
+    default float[] toArray() {
+      if (count() > MAX_ARRAY) {
+        throw new IllegalStateException(count() + " values are more than one Java array holds");
+      }
+      float[] out = new float[(int) count()];
+      read(0, FloatBuffer.wrap(out));
+      return out;
+    }
+
+    static Values of(float[] values) {
+      return new ArrayValues(values);
+    }
+  }
+
+  private record ArrayValues(float[] array) implements Values {
+    @Override
+    public long count() {
+      return array.length;
+    }
+
+    @Override
+    public void read(long from, FloatBuffer into) {
+      into.put(array, Math.toIntExact(from), into.remaining());
+    }
+
+    @Override
+    public float[] toArray() {
+      return array;
+    }
+  }
+
+  /** A float32 tensor; its {@code data} an array or a source read as it is written. */
+  public record Tensor(String name, long[] shape, Values data) {
     public Tensor {
       long n = 1;
       for (long d : shape) {
         n *= d;
       }
-      if (n != values.length) {
+      if (n != data.count()) {
         throw new IllegalArgumentException(
-            name + ": shape holds " + n + " values, got " + values.length);
+            name + ": shape holds " + n + " values, got " + data.count());
       }
+    }
+
+    public Tensor(String name, long[] shape, float[] values) {
+      this(name, shape, Values.of(values));
+    }
+
+    /**
+     * The values in one array: the tensor's own where it holds one (not a copy), else read into a
+     * new one.
+     */
+    public float[] values() {
+      return data.toArray();
     }
   }
 
-  /** Writes {@code tensors} in order, with {@code metadata} in the header in key order. */
+  /**
+   * Writes {@code tensors} in order, with {@code metadata} in the header in key order, a few MiB at
+   * a time: a tensor may pass 2 GiB, and a tensor read from host memory is never copied whole.
+   */
   public static void write(Path file, List<Tensor> tensors, Map<String, String> metadata)
       throws IOException {
     ObjectNode header = JSON.createObjectNode();
@@ -64,7 +128,7 @@ public final class Safetensors {
       for (long d : t.shape()) {
         shape.add(d);
       }
-      long end = offset + 4L * t.values().length;
+      long end = offset + 4L * t.data().count();
       entry.putArray("data_offsets").add(offset).add(end);
       offset = end;
     }
@@ -75,15 +139,32 @@ public final class Safetensors {
     while (head.hasRemaining()) {
       head.put((byte) ' ');
     }
-    try (OutputStream out = Files.newOutputStream(file)) {
-      out.write(head.array());
+    head.flip();
+    try (FileChannel out =
+        FileChannel.open(
+            file,
+            StandardOpenOption.CREATE,
+            StandardOpenOption.TRUNCATE_EXISTING,
+            StandardOpenOption.WRITE)) {
+      writeFully(out, head);
+      ByteBuffer chunk = ByteBuffer.allocateDirect(4 * CHUNK_FLOATS).order(ByteOrder.LITTLE_ENDIAN);
       for (Tensor t : tensors) {
-        ByteBuffer data = ByteBuffer.allocate(4 * t.values().length).order(ByteOrder.LITTLE_ENDIAN);
-        data.asFloatBuffer().put(t.values());
-        out.write(data.array());
+        long n = t.data().count();
+        for (long at = 0; at < n; at += CHUNK_FLOATS) {
+          int length = (int) Math.min(CHUNK_FLOATS, n - at);
+          chunk.clear().limit(4 * length);
+          t.data().read(at, chunk.asFloatBuffer()); // the view keeps the chunk's byte order
+          writeFully(out, chunk);
+        }
       }
     } catch (IOException e) {
       throw IoErrors.writing(file, e);
+    }
+  }
+
+  private static void writeFully(FileChannel out, ByteBuffer bytes) throws IOException {
+    while (bytes.hasRemaining()) {
+      out.write(bytes);
     }
   }
 
@@ -126,6 +207,19 @@ public final class Safetensors {
    * are read only when asked for.
    */
   static StoredTensors index(Path file, Map<String, String> metadataOut) throws IOException {
+    return checkedIndex(file, metadataOut);
+  }
+
+  /**
+   * Every tensor of {@code file} (checked as {@link #read} checks it), in the file's order, its
+   * values left in the file and read as they are used: a checkpoint's optimizer state, which may
+   * pass what the heap holds. Only F32 tensors, which is what {@link #write} writes.
+   */
+  public static Map<String, Tensor> readInPlace(Path file) throws IOException {
+    return checkedIndex(file, new LinkedHashMap<>()).inPlace();
+  }
+
+  private static Index checkedIndex(Path file, Map<String, String> metadataOut) throws IOException {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       long size = ch.size();
       ByteBuffer lengthBytes = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
@@ -190,45 +284,107 @@ public final class Safetensors {
     public Map<String, float[]> read(java.util.Set<String> names) throws IOException {
       Map<String, float[]> values = new LinkedHashMap<>();
       try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        ByteBuffer chunk =
+            ByteBuffer.allocate(CHUNK_FLOATS * StoredType.I64.bytes).order(ByteOrder.LITTLE_ENDIAN);
         for (Entry e : entries) {
           if (!names.contains(e.name())) {
             continue;
           }
-          ByteBuffer data =
-              ByteBuffer.allocate((int) (e.end() - e.begin())).order(ByteOrder.LITTLE_ENDIAN);
-          if (readFully(ch, data, dataStart + e.begin()) != data.capacity()) {
+          long count = (e.end() - e.begin()) / e.dtype().bytes;
+          if (count > MAX_ARRAY) {
             throw new IOException(
-                file + ": tensor " + e.name() + " is cut short (truncated file?)");
+                file
+                    + ": tensor "
+                    + Printable.name(e.name())
+                    + " has "
+                    + count
+                    + " values, more than one Java array holds");
           }
-          data.flip();
-          values.put(e.name(), floats(e.dtype(), data));
+          float[] out = new float[(int) count];
+          for (int at = 0; at < count; at += CHUNK_FLOATS) { // a few MiB at a time
+            int length = (int) Math.min(CHUNK_FLOATS, count - at);
+            chunk.clear().limit(length * e.dtype().bytes);
+            long position = dataStart + e.begin() + (long) at * e.dtype().bytes;
+            if (readFully(ch, chunk, position) != chunk.limit()) {
+              throw new IOException(
+                  file + ": tensor " + e.name() + " is cut short (truncated file?)");
+            }
+            chunk.flip();
+            floats(e.dtype(), chunk, out, at);
+          }
+          values.put(e.name(), out);
         }
       }
       return values;
     }
+
+    /** Every tensor, its values left in the file and read as they are used; all must be F32. */
+    Map<String, Tensor> inPlace() throws IOException {
+      Map<String, Tensor> tensors = new LinkedHashMap<>();
+      for (Entry e : entries) {
+        if (e.dtype() != StoredType.F32) {
+          throw new IOException(
+              file + ": tensor " + Printable.name(e.name()) + " is " + e.dtype() + ", not F32");
+        }
+        tensors.put(
+            e.name(),
+            new Tensor(
+                e.name(),
+                e.shape().clone(),
+                new FileValues(file, dataStart + e.begin(), (e.end() - e.begin()) / 4)));
+      }
+      return tensors;
+    }
   }
 
-  private static float[] floats(StoredType dtype, ByteBuffer data) {
-    float[] values = new float[data.remaining() / dtype.bytes];
+  /**
+   * {@code count} little-endian float32 values at {@code position} of {@code file}, read when
+   * asked; the index checked that they lie inside the file.
+   */
+  private record FileValues(Path file, long position, long count) implements Values {
+    @Override
+    public void read(long from, FloatBuffer into) {
+      ByteBuffer chunk =
+          ByteBuffer.allocate(4 * Math.min(CHUNK_FLOATS, into.remaining()))
+              .order(ByteOrder.LITTLE_ENDIAN);
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        long at = from;
+        while (into.hasRemaining()) {
+          chunk.clear().limit(4 * Math.min(CHUNK_FLOATS, into.remaining()));
+          if (readFully(ch, chunk, position + 4 * at) != chunk.limit()) {
+            throw new IOException(file + ": cut short while it was read (truncated file?)");
+          }
+          chunk.flip();
+          at += chunk.remaining() / 4;
+          into.put(chunk.asFloatBuffer());
+        }
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(file + ": " + e.getMessage(), e);
+      }
+    }
+  }
+
+  /** Widens {@code data}'s values of type {@code dtype} into {@code out} from {@code at} on. */
+  private static void floats(StoredType dtype, ByteBuffer data, float[] out, int at) {
+    int n = data.remaining() / dtype.bytes;
     switch (dtype) {
-      case F32 -> data.asFloatBuffer().get(values);
+      case F32 -> data.asFloatBuffer().get(out, at, n);
       case F16 -> {
-        for (int i = 0; i < values.length; i++) {
-          values[i] = halfToFloat(data.getShort(2 * i));
+        for (int i = 0; i < n; i++) {
+          out[at + i] = halfToFloat(data.getShort(2 * i));
         }
       }
       case BF16 -> {
-        for (int i = 0; i < values.length; i++) {
-          values[i] = Float.intBitsToFloat((data.getShort(2 * i) & 0xFFFF) << 16);
+        for (int i = 0; i < n; i++) {
+          out[at + i] = Float.intBitsToFloat((data.getShort(2 * i) & 0xFFFF) << 16);
         }
       }
       case I64 -> {
-        for (int i = 0; i < values.length; i++) {
-          values[i] = data.getLong(8 * i);
+        for (int i = 0; i < n; i++) {
+          out[at + i] = data.getLong(8 * i);
         }
       }
     }
-    return values;
   }
 
   /** IEEE binary16 to float32, exactly (Java 17 has no Float.float16ToFloat). */
@@ -304,9 +460,8 @@ public final class Safetensors {
               + " needs "
               + dtype.bytes * count);
     }
-    if (end - begin > Integer.MAX_VALUE - 16) {
-      throw new IOException(where + " holds " + (end - begin) + " bytes: too large to read");
-    }
+    // No limit here on the size: read is a piece at a time (and an array holds at most MAX_ARRAY
+    // values, checked there); read in place, a tensor may pass 2 GiB (a large model's state).
     return new Entry(name, dtype, shape, begin, end);
   }
 

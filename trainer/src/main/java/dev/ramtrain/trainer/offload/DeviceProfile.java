@@ -12,26 +12,47 @@ import dev.ramtrain.trainer.backend.ops.GemmOperand;
 /**
  * What the plan needs to know of a device: its memory, the host-to-device bandwidth from pinned
  * memory, the FLOP rate training reaches on it (fp32 GEMM rate, or bf16 where weights are bf16),
- * and whether it computes on the host's own cores (the cpu backend: copies then take compute's
- * cores instead of running beside it).
+ * whether it computes on the host's own cores (the cpu backend: copies then take compute's cores
+ * instead of running beside it), and the largest single allocation it makes (the cpu backend's
+ * kernels view a buffer whole, up to 2 GiB: a resident slab of parameters must fit one).
  */
 public record DeviceProfile(
     String name,
     long memoryBytes,
     double copyBytesPerSecond,
     double flopsPerSecond,
-    boolean sharesHostCores) {
+    boolean sharesHostCores,
+    long largestAllocationBytes) {
   public DeviceProfile {
-    if (memoryBytes <= 0 || copyBytesPerSecond <= 0 || flopsPerSecond <= 0) {
+    if (memoryBytes <= 0
+        || copyBytesPerSecond <= 0
+        || flopsPerSecond <= 0
+        || largestAllocationBytes <= 0) {
       throw new IllegalArgumentException(
-          "device profile " + name + ": memory, bandwidth and FLOP rate must be positive");
+          "device profile "
+              + name
+              + ": memory, bandwidth, FLOP rate and largest allocation must be positive");
     }
   }
 
-  /** A device with cores of its own (a GPU): its copies run beside its compute. */
+  /**
+   * A device with cores of its own (a GPU): its copies run beside its compute, and one allocation
+   * may take all of its memory.
+   */
   public DeviceProfile(
       String name, long memoryBytes, double copyBytesPerSecond, double flopsPerSecond) {
-    this(name, memoryBytes, copyBytesPerSecond, flopsPerSecond, false);
+    this(name, memoryBytes, copyBytesPerSecond, flopsPerSecond, false, Long.MAX_VALUE);
+  }
+
+  /** What the plan needs to place layers, which depends on memory only: rates unmeasured. */
+  public static DeviceProfile unmeasured(Backend backend, long memoryBytes) {
+    return new DeviceProfile(
+        "unmeasured",
+        memoryBytes,
+        1,
+        1,
+        backend.sharesHostCores(),
+        backend.largestAllocationBytes());
   }
 
   /**
@@ -65,7 +86,12 @@ public record DeviceProfile(
         gemm = Math.min(gemm, (t2 - t1) / 1e9);
       }
       return new DeviceProfile(
-          name, memoryBytes, bytes / copy, 2.0 * n * n * n / gemm, backend.sharesHostCores());
+          name,
+          memoryBytes,
+          bytes / copy,
+          2.0 * n * n * n / gemm,
+          backend.sharesHostCores(),
+          backend.largestAllocationBytes());
     }
   }
 }

@@ -649,12 +649,17 @@ public final class OffloadedLearner implements Learner {
     return model.residentSlabs().buffers(); // every layer's, streamed or not
   }
 
+  /**
+   * The masters as tensors that read the host copy when written: a model over the heap (ViT-H/14's
+   * 2.5 GB of fp32) is never copied whole. They hold until the next step changes the host copy.
+   */
   @Override
   public List<Safetensors.Tensor> weights(Stream compute) {
-    float[] weights = model.weights(compute);
+    model.awaitUpdates();
+    compute.synchronize();
     Parameters slabs = model.residentSlabs();
     List<Safetensors.Tensor> tensors =
-        new ArrayList<>(Checkpoints.tensors(model.entries(), weights));
+        new ArrayList<>(HostValues.tensors(model.entries(), model.masters()));
     tensors.addAll(
         Checkpoints.tensors(
             slabs.bufferEntries(), Checkpoints.download(backend, compute, slabs.buffers())));
@@ -665,11 +670,15 @@ public final class OffloadedLearner implements Learner {
   public Checkpoints.Snapshot snapshot(Stream compute) {
     List<Safetensors.Tensor> tensors = weights(compute);
     Parameters slabs = model.residentSlabs();
-    List<float[]> state = new ArrayList<>();
+    List<Safetensors.Values> state = new ArrayList<>();
     // A node's other device under ZeRO: its node's share is device 0's, gathered there only.
     boolean gathersState = !(sharesAnothersCopy() && ranks.partitionsOptimizerState());
     for (HostBuffer slab : gathersState ? optimizer.state() : List.<HostBuffer>of()) {
-      state.add(wholeState(slab));
+      state.add(
+          ranks.partitionsOptimizerState() // every rank's share gathered, into an array
+              ? Safetensors.Values.of(wholeState(slab))
+              : new HostValues(
+                  slab, 0, model.parameterCount(), optimizer.stateBytesPerValue() == 2));
     }
     Checkpoints.Snapshot snapshot =
         new Checkpoints.Snapshot(model.spec(), tensors, state, optimizer.steps());
@@ -677,7 +686,7 @@ public final class OffloadedLearner implements Learner {
       return snapshot;
     }
     List<Safetensors.Tensor> averaged =
-        new ArrayList<>(Checkpoints.tensors(model.entries(), average.values()));
+        new ArrayList<>(HostValues.tensors(model.entries(), average.slab()));
     averaged.addAll(
         Checkpoints.tensors(
             slabs.bufferEntries(),
@@ -801,24 +810,26 @@ public final class OffloadedLearner implements Learner {
     }
     long[] share = ranks.partitionsOptimizerState() ? ranks.share(model.parameterCount()) : null;
     for (int i = 0; i < state.size(); i++) {
-      float[] values = c.optimizerState().get(i);
-      if (values.length != model.parameterCount()) {
+      Safetensors.Values values = c.optimizerState().get(i);
+      if (values.count() != model.parameterCount()) {
         throw new IllegalArgumentException(
-            c.dir() + ": optimizer state slab " + i + " has " + values.length + " values");
+            c.dir() + ": optimizer state slab " + i + " has " + values.count() + " values");
       }
       // a checkpoint holds the whole state: under ZeRO-1 this rank keeps its share
-      int from = share == null ? 0 : (int) share[0];
-      int count = share == null ? values.length : (int) (share[1] - share[0]);
-      if (optimizer.stateBytesPerValue() == 4) {
-        state.get(i).putFloats(0, values, from, count);
-      } else { // bf16 moments from an fp32 checkpoint: to nearest
-        HostBuffer slab = state.get(i);
-        for (int e = 0; e < count; e += HostBuffer.FLOATS_PER_COPY) {
-          ShortBuffer part =
-              slab.range(2L * e, 2L * Math.min(HostBuffer.FLOATS_PER_COPY, count - e))
-                  .asShortBuffer();
-          for (int k = 0; k < part.capacity(); k++) {
-            part.put(k, Bf16.fromFloat(values[from + e + k]));
+      long from = share == null ? 0 : share[0];
+      long count = share == null ? values.count() : share[1] - share[0];
+      HostBuffer slab = state.get(i);
+      // a piece at a time from the file: a large model's state passes the heap
+      for (long e = 0; e < count; e += HostBuffer.FLOATS_PER_COPY) {
+        int length = (int) Math.min(HostBuffer.FLOATS_PER_COPY, count - e);
+        if (optimizer.stateBytesPerValue() == 4) {
+          values.read(from + e, slab.floats(e, length));
+        } else { // bf16 moments from an fp32 checkpoint: to nearest
+          float[] piece = new float[length];
+          values.read(from + e, java.nio.FloatBuffer.wrap(piece));
+          ShortBuffer part = slab.range(2 * e, 2L * length).asShortBuffer();
+          for (int k = 0; k < length; k++) {
+            part.put(k, Bf16.fromFloat(piece[k]));
           }
         }
       }

@@ -9,10 +9,11 @@ import java.util.List;
  * Where a model's layers live for a device memory budget, and what that costs. If parameters,
  * gradients, AdamW's two moments and the activations all fit, everything stays resident (the
  * engine's plain mode). Otherwise master weights, gradients and optimizer state move to pinned host
- * memory and the device keeps: the largest layers that still fit (weights and gradients), a ring of
- * {@code prefetchDepth} weight slots for the streamed ones, two gradient slots for their
- * device-to-host copies, and the activations (only block inputs with activation checkpointing, when
- * the full activations do not fit).
+ * memory and the device keeps: the largest layers that still fit (weights and gradients, each one
+ * allocation within the device's largest: the cpu backend's 2 GiB), a ring of {@code prefetchDepth}
+ * weight slots for the streamed ones, two gradient slots for their device-to-host copies, and the
+ * activations (only block inputs with activation checkpointing, when the full activations do not
+ * fit).
  *
  * <p>Predictions: compute time is each layer's measured time on the backend ({@link
  * LayerCost#timed}), or FLOPs over the profile's rate for a layer not measured (a named device
@@ -179,7 +180,10 @@ public record PlacementPlan(
     // Layers without weights (activations, pooling) have nothing to place.
     List<String> names =
         layers.stream().filter(l -> l.parameters() > 0).map(LayerCost::name).toList();
-    if (residentBytes <= budgetBytes && !offload) {
+    // A resident model's parameters, gradients and moments are one allocation each: where the
+    // device's largest cannot hold them (the cpu backend's 2 GiB), the host keeps them.
+    long largestAllocation = profile.largestAllocationBytes();
+    if (residentBytes <= budgetBytes && !offload && 4 * params <= largestAllocation) {
       return new PlacementPlan(
           Mode.RESIDENT,
           batch,
@@ -218,7 +222,7 @@ public record PlacementPlan(
     bySize.sort(Comparator.comparingLong(LayerCost::parameters).reversed());
     List<LayerCost> streamed = new ArrayList<>(layers);
     streamed.removeIf(l -> l.parameters() == 0);
-    long residentWeights = 0;
+    long residentWeights = 0; // weights and gradients, 8 bytes a parameter
     for (LayerCost candidate : bySize) {
       List<LayerCost> rest = new ArrayList<>(streamed);
       rest.remove(candidate);
@@ -227,7 +231,9 @@ public record PlacementPlan(
               + 8 * candidate.parameters()
               + streamingFloor(rest, prefetchDepth, deviceWeightBytesPerParam)
               + activationsOnDevice;
-      if (need <= budgetBytes) {
+      // The resident layers' weights are one allocation (and their gradients another).
+      boolean oneAllocation = residentWeights / 2 + 4 * candidate.parameters() <= largestAllocation;
+      if (need <= budgetBytes && oneAllocation) {
         streamed = rest;
         residentWeights += 8 * candidate.parameters();
       }

@@ -127,35 +127,38 @@ public final class StreamedModel implements Network, AutoCloseable {
                 delayable,
                 true,
                 gradientShare == null ? null : gradientShare.apply(layout.parameters()));
-    if (slabs.owner()) {
-      Parameters.writeInitialValues(
-          layout.entries(),
-          seed,
-          config.pretrained(),
-          e -> slabs.masters().floats(e.offset(), e.spec().count()));
-    }
-    this.parts =
-        java.util.stream.LongStream.concat(
-                java.util.stream.LongStream.of(0),
-                java.util.stream.IntStream.range(0, layout.layers())
-                    .filter(i -> layout.count(i) > 0)
-                    .mapToLong(i -> layout.offset(i) + layout.count(i)))
-            .toArray();
-    this.resident = Parameters.allocate(backend, layout.residentParameters(), layout.buffers());
-    this.workspace = Workspace.forLayers(backend, layers, maxBatch);
-    this.gradientSlots = GradientSlots.forLayers(backend, layers, maxBatch);
-    this.timeline = new StepTimeline(backend, 3 * n + 2);
-    this.ring = new WeightRing(backend, layout, slabs, how.prefetchDepth(), timeline);
-    this.gradients = new GradientReturn(backend, layout, slabs, resident, timeline);
-    this.uploaded = new Event[n];
-    for (int i = 0; i < n; i++) {
-      uploaded[i] = backend.createEvent("resident.uploaded." + i);
-    }
-    this.mastersChanged = new boolean[n];
-    this.awaitUpload = new boolean[n];
-    // Resident values and buffers start as a resident model's would: the same seeded (or
-    // pretrained) values.
+    // From here on, whatever fails (a pretrained tensor of the wrong size, a device allocation the
+    // budget refuses, a layer that cannot bind) closes what was made: the pinned slabs are
+    // gigabytes, and the caller (a notebook) may go on.
     try {
+      if (slabs.owner()) {
+        Parameters.writeInitialValues(
+            layout.entries(),
+            seed,
+            config.pretrained(),
+            e -> slabs.masters().floats(e.offset(), e.spec().count()));
+      }
+      this.parts =
+          java.util.stream.LongStream.concat(
+                  java.util.stream.LongStream.of(0),
+                  java.util.stream.IntStream.range(0, layout.layers())
+                      .filter(i -> layout.count(i) > 0)
+                      .mapToLong(i -> layout.offset(i) + layout.count(i)))
+              .toArray();
+      this.resident = Parameters.allocate(backend, layout.residentParameters(), layout.buffers());
+      this.workspace = Workspace.forLayers(backend, layers, maxBatch);
+      this.gradientSlots = GradientSlots.forLayers(backend, layers, maxBatch);
+      this.timeline = new StepTimeline(backend, 3 * n + 2);
+      this.ring = new WeightRing(backend, layout, slabs, how.prefetchDepth(), timeline);
+      this.gradients = new GradientReturn(backend, layout, slabs, resident, timeline);
+      this.uploaded = new Event[n];
+      for (int i = 0; i < n; i++) {
+        uploaded[i] = backend.createEvent("resident.uploaded." + i);
+      }
+      this.mastersChanged = new boolean[n];
+      this.awaitUpload = new boolean[n];
+      // Resident values and buffers start as a resident model's would: the same seeded (or
+      // pretrained) values.
       resident.initialize(backend, stream, seed, config.pretrained());
       for (int i = 0; i < n; i++) {
         slabs.refreshCopies(i);
@@ -182,7 +185,7 @@ public final class StreamedModel implements Network, AutoCloseable {
       }
       stream.synchronize();
     } catch (RuntimeException e) {
-      close(); // a layer that failed to bind leaves nothing allocated behind
+      close();
       throw e;
     }
   }
@@ -632,24 +635,35 @@ public final class StreamedModel implements Network, AutoCloseable {
 
   @Override
   public void close() {
+    // Also what a failed constructor made: any field from the first failed allocation on is null.
     try {
       updates.close();
     } finally {
-      ring.synchronize();
-      gradients.synchronize();
+      if (ring != null) {
+        ring.synchronize();
+      }
+      if (gradients != null) {
+        gradients.synchronize();
+      }
       layers.forEach(Layer::close);
-      try (slabs;
+      try (slabs; // null resources are skipped
           ring;
           gradients;
           timeline;
           workspace;
           gradientSlots) {
-        resident.close();
+        if (resident != null) {
+          resident.close();
+        }
         if (checkpoints != null) {
           checkpoints.close();
         }
-        for (Event e : uploaded) {
-          e.close();
+        if (uploaded != null) {
+          for (Event e : uploaded) {
+            if (e != null) {
+              e.close();
+            }
+          }
         }
       }
     }

@@ -12,6 +12,7 @@ import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.NodeExchange;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.nn.ModelBlueprint;
+import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.offload.DeviceGroup;
 import dev.ramtrain.trainer.offload.DeviceProfile;
 import dev.ramtrain.trainer.offload.LayerCost;
@@ -127,28 +128,41 @@ public final class Placement {
             costs,
             model.maxBatch(),
             budget,
-            new DeviceProfile("unmeasured", free, 1, 1),
+            DeviceProfile.unmeasured(backend, free),
             zero);
     if (ranks.devicesPerNode() > 1) {
       // A node's devices share device 0's host copy only if all of them offload: they must agree.
       ranks.requireSame(plan.mode().name().getBytes(StandardCharsets.US_ASCII), "placement");
     }
+    long residentBytes = PlacementPlan.residentBytes(costs, model.maxBatch(), zero.shares());
     if (plan.mode() == PlacementPlan.Mode.OFFLOADED
         && backend.sharesHostCores()
         && offload.mode() == OffloadSpec.Mode.AUTO
-        && offload.budgetBytes() == 0) {
+        && offload.budgetBytes() == 0
+        && residentBytes > budget) {
       // The cpu backend's "device" is the host: offloading would only add host copies to it.
       throw new ConfigException(
           String.format(
               "ramtrain.train.batch-size = %d: training resident at this batch needs %s of the cpu"
                   + " backend's memory, and it has %s (%s); use a smaller --batch-size",
               model.maxBatch(),
-              PlacementPlan.bytes(
-                  PlacementPlan.residentBytes(costs, model.maxBatch(), zero.shares())),
+              PlacementPlan.bytes(residentBytes),
               PlacementPlan.bytes(budget),
               limited
                   ? "this rank may take " + hostLimit.source()
                   : "ramtrain.cpu.memory, printed at start"));
+    }
+    long parameters = costs.stream().mapToLong(LayerCost::parameters).sum();
+    if (plan.mode() == PlacementPlan.Mode.OFFLOADED
+        && offload.mode() == OffloadSpec.Mode.AUTO
+        && residentBytes <= budget
+        && ranks.leader()) {
+      System.out.printf(
+          "placement: offloaded: resident, the parameters would be one allocation of %s, and the"
+              + " %s backend's largest is %s%n",
+          PlacementPlan.bytes(4 * parameters),
+          backend.name(),
+          PlacementPlan.bytes(backend.largestAllocationBytes()));
     }
     if (plan.mode() == PlacementPlan.Mode.RESIDENT
         && ranks.partitionsOptimizerState()
@@ -202,7 +216,6 @@ public final class Placement {
                 NodeExchange.addBytesPerSecond(1 << 22)));
       }
     }
-    long parameters = costs.stream().mapToLong(LayerCost::parameters).sum();
     long publishedBytes = offload.delayedUpdate() ? 4 * parameters : 0;
     long pinned = plan.hostPinnedBytes() + publishedBytes;
     long machine = HostMemory.availableBytes();
@@ -390,6 +403,31 @@ public final class Placement {
     }
   }
 
+  /**
+   * A resident model keeps its parameters in one allocation (and its gradients and moments in one
+   * each); the cpu backend's largest is 2 GiB, which ViT-H/14's 632 M parameters pass.
+   */
+  private static void requireOneAllocation(ModelBlueprint config, Backend backend) {
+    long parameters =
+        config.layers().get().stream()
+            .flatMap(l -> l.parameters().stream())
+            .mapToLong(ParamSpec::count)
+            .sum();
+    if (4 * parameters > backend.largestAllocationBytes()) {
+      throw new ConfigException(
+          String.format(
+              "ramtrain.offload.mode = off: a resident model keeps its parameters in one"
+                  + " allocation, %s for %s's %,d, and the %s backend's largest is %s; use"
+                  + " ramtrain.offload.mode = on (the host keeps them, the device a part under"
+                  + " the limit)",
+              PlacementPlan.bytes(4 * parameters),
+              config.spec(),
+              parameters,
+              backend.name(),
+              PlacementPlan.bytes(backend.largestAllocationBytes())));
+    }
+  }
+
   private static Learner resident(
       ModelBlueprint config,
       OptimizerSpec optimizer,
@@ -397,6 +435,7 @@ public final class Placement {
       Backend backend,
       Stream setup,
       DataParallel ranks) {
+    requireOneAllocation(config, backend);
     Model model = config.buildResident(backend, setup);
     try {
       // ZeRO: the device holds optimizer state for this rank's share only.

@@ -30,7 +30,9 @@ class CheckpointsTest {
         List.of(
             new Safetensors.Tensor("fc1.weight", new long[] {1, 2}, new float[] {0.5f, -1f}),
             new Safetensors.Tensor("fc1.bias", new long[] {1}, new float[] {2f})),
-        List.of(new float[] {1, 2, 3}, new float[] {4, 5, 6}),
+        List.of(
+            Safetensors.Values.of(new float[] {1, 2, 3}),
+            Safetensors.Values.of(new float[] {4, 5, 6})),
         9);
   }
 

@@ -60,6 +60,58 @@ class SafetensorsTest {
     assertEquals("mlp:2-3", meta.get("ramtrain.model"));
   }
 
+  /**
+   * A tensor whose values are read as it is written (a host slab's range, here a function of the
+   * index) writes the bytes an array of the same values does, across the writer's 1 Mi-value pieces
+   * (three values past one piece, a piece started at an odd offset); read back in place it yields
+   * the same values from any offset, and whole.
+   */
+  @Test
+  void aTensorReadAsItIsWrittenMatchesItsArrayAndReadsBackInPlace() throws Exception {
+    int n = (1 << 20) + 3;
+    float[] array = new float[n];
+    for (int i = 0; i < n; i++) {
+      array[i] = i * 0.5f - 7;
+    }
+    Safetensors.Values computed =
+        new Safetensors.Values() {
+          @Override
+          public long count() {
+            return n;
+          }
+
+          @Override
+          public void read(long from, java.nio.FloatBuffer into) {
+            while (into.hasRemaining()) {
+              into.put(from++ * 0.5f - 7);
+            }
+          }
+        };
+    Path fromArray = tmp.resolve("array.safetensors");
+    Path fromValues = tmp.resolve("values.safetensors");
+    var small = new Safetensors.Tensor("b", new long[] {3}, new float[] {1, 2, 3});
+    Safetensors.write(
+        fromArray,
+        List.of(small, new Safetensors.Tensor("state.0", new long[] {n}, array)),
+        Map.of());
+    Safetensors.write(
+        fromValues,
+        List.of(small, new Safetensors.Tensor("state.0", new long[] {n}, computed)),
+        Map.of());
+    assertArrayEquals(Files.readAllBytes(fromArray), Files.readAllBytes(fromValues));
+
+    var inPlace = Safetensors.readInPlace(fromValues);
+    assertEquals(List.of("b", "state.0"), List.copyOf(inPlace.keySet()));
+    Safetensors.Values stored = inPlace.get("state.0").data();
+    assertEquals(n, stored.count());
+    assertArrayEquals(array, stored.toArray());
+    float[] tail = new float[5];
+    stored.read(n - 5, java.nio.FloatBuffer.wrap(tail));
+    assertArrayEquals(Arrays.copyOfRange(array, n - 5, n), tail);
+    assertArrayEquals(array, Safetensors.read(fromValues, new HashMap<>()).get("state.0").values());
+    assertArrayEquals(new float[] {1, 2, 3}, inPlace.get("b").values());
+  }
+
   @Test
   void truncatedOrForeignFilesAreNamed() throws Exception {
     Path file = tmp.resolve("cut.safetensors");

@@ -259,12 +259,12 @@ public abstract class OffloadedTrainingTest {
       System.arraycopy(t.values(), 0, w, at, t.values().length);
       at += t.values().length;
     }
-    int m = snap.optimizerState().stream().mapToInt(a -> a.length).sum();
+    int m = snap.optimizerState().stream().mapToInt(v -> (int) v.count()).sum();
     float[] o = new float[m];
     at = 0;
-    for (float[] slab : snap.optimizerState()) {
-      System.arraycopy(slab, 0, o, at, slab.length);
-      at += slab.length;
+    for (Safetensors.Values slab : snap.optimizerState()) {
+      System.arraycopy(slab.toArray(), 0, o, at, (int) slab.count());
+      at += (int) slab.count();
     }
     return new Final(w, o);
   }

@@ -250,6 +250,44 @@ class PlacementPlanTest {
     assertEquals(none.deviceBytes(), two.deviceBytes(), "the device's share of the work is whole");
   }
 
+  /**
+   * Ten 4 MiB layers fit a 1 GiB budget resident, but on a device whose largest allocation is 10
+   * MiB (the cpu backend's 2 GiB, scaled) their 40 MiB slab of weights cannot be one: the plan
+   * offloads, keeping resident the most layers whose weights fit one allocation (two), and the rest
+   * stream.
+   */
+  @Test
+  void residentWeightsStayWithinTheDevicesLargestAllocation() {
+    DeviceProfile capped =
+        new DeviceProfile(
+            "capped",
+            DEVICE.memoryBytes(),
+            DEVICE.copyBytesPerSecond(),
+            DEVICE.flopsPerSecond(),
+            true,
+            10L << 20);
+    int batch = 2;
+    assertEquals(
+        PlacementPlan.Mode.RESIDENT,
+        PlacementPlan.plan(tenLayers(), batch, 1L << 30, 2, false, DEVICE).mode());
+    PlacementPlan plan = PlacementPlan.plan(tenLayers(), batch, 1L << 30, 2, false, capped);
+    assertEquals(PlacementPlan.Mode.OFFLOADED, plan.mode());
+    assertEquals(2, plan.resident().size(), plan.resident().toString());
+    assertEquals(8, plan.streamed().size(), plan.streamed().toString());
+    // Exactly at the limit: 40 MiB of weights in one allocation stay resident.
+    DeviceProfile exact =
+        new DeviceProfile(
+            "exact",
+            DEVICE.memoryBytes(),
+            DEVICE.copyBytesPerSecond(),
+            DEVICE.flopsPerSecond(),
+            true,
+            40L << 20);
+    assertEquals(
+        PlacementPlan.Mode.RESIDENT,
+        PlacementPlan.plan(tenLayers(), batch, 1L << 30, 2, false, exact).mode());
+  }
+
   @Test
   void partialOffloadKeepsWhatFitsResidentAndStreamsTheRest() {
     int batch = 4;
@@ -284,7 +322,8 @@ class PlacementPlanTest {
             DEVICE.memoryBytes(),
             DEVICE.copyBytesPerSecond(),
             DEVICE.flopsPerSecond(),
-            true);
+            true,
+            Long.MAX_VALUE);
     assertEquals(
         compute + plan.copySeconds() + 4.0 * (1 << 20) / 10e9,
         PlacementPlan.plan(tenLayers(), batch, budget, 2, false, host).streamedStepSeconds(),

@@ -56,6 +56,31 @@ class StreamedModelTest {
     assertTrue(layout.largestStreamed() <= HostLayout.MAX_LAYER_PARAMETERS);
   }
 
+  /**
+   * A model that fails while it is built (here a pretrained tensor of the wrong size, found after
+   * the host slabs are allocated) closes what it made: the backend then closes with nothing open,
+   * where it used to find the pinned masters and gradients still allocated.
+   */
+  @Test
+  void aModelThatFailsWhileBuildingLeavesNothingAllocated() {
+    String spec = "mlp:12-8-3";
+    try (Backend b = new CpuBackend(1)) {
+      Stream s = b.createStream("compute");
+      ModelBlueprint bad =
+          new ModelBlueprint(spec, () -> ModelSpec.parse(spec), BATCH, 3)
+              .withPretrained(java.util.Map.of("fc1.weight", new float[5]));
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () ->
+                  new StreamedModel(
+                      bad, new Streaming(Set.of("fc1"), 1, false, false, false, 0), b, s));
+      assertTrue(e.getMessage().startsWith("fc1.weight: 5 pretrained values"), e.getMessage());
+      assertEquals(0, b.allocatedBytes(), "no device memory left allocated");
+      assertEquals(0, b.allocatedHostBytes(), "no host memory left allocated");
+    }
+  }
+
   private static final int BATCH = 6;
 
   private record Step(float[] logits, float[] gradients) {}
