@@ -220,6 +220,57 @@ class LauncherIT {
     assertEquals(Set.of(), clash, "options bin/ramtrain would take from the command");
   }
 
+  /** The class archives beside the jars (one per JVM), by name. */
+  private static List<Path> classArchives() throws IOException {
+    try (var files = Files.list(ROOT.resolve("jobs/target"))) {
+      return files
+          .filter(f -> f.getFileName().toString().matches("ramtrain-classes-\\d+\\.jsa"))
+          .toList();
+    }
+  }
+
+  /**
+   * Embedded, bin/ramtrain starts the JVM over a class archive that it makes once beside the jars,
+   * silently (a command's output is its own), and makes again once a jar is newer than it; with
+   * RAMTRAIN_CDS=off it neither uses nor makes one.
+   */
+  @Test
+  void theClassArchiveIsMadeOnceBesideTheJarsAndAgainWhenAJarChanges() throws Exception {
+    Result first = launch(Map.of(), "--version");
+    assertEquals(0, first.status(), first.output());
+    assertEquals(1, first.output().strip().lines().count(), "nothing but the version: " + first);
+    List<Path> archives = classArchives();
+    assertEquals(1, archives.size(), archives.toString());
+    Path archive = archives.get(0);
+    var made = Files.getLastModifiedTime(archive);
+    assertEquals(0, launch(Map.of(), "--version").status());
+    assertEquals(made, Files.getLastModifiedTime(archive), "kept while the jars are older");
+
+    Path jar =
+        Files.list(ROOT.resolve("jobs/target"))
+            .filter(f -> f.getFileName().toString().matches("ramtrain-jobs-.*-SNAPSHOT\\.jar"))
+            .findFirst()
+            .orElseThrow();
+    Files.setLastModifiedTime(
+        jar, java.nio.file.attribute.FileTime.fromMillis(made.toMillis() + 2000));
+    Result again = launch(Map.of(), "--version");
+    assertEquals(0, again.status(), again.output());
+    assertTrue(again.output().startsWith("ramtrain "), again.output());
+    assertTrue(
+        Files.getLastModifiedTime(archive).compareTo(Files.getLastModifiedTime(jar)) > 0,
+        "made again after the jar changed");
+    assertEquals(List.of(archive), classArchives());
+
+    Files.setLastModifiedTime(
+        jar,
+        java.nio.file.attribute.FileTime.fromMillis(
+            Files.getLastModifiedTime(archive).toMillis() + 2000));
+    var kept = Files.getLastModifiedTime(archive);
+    assertEquals(0, launch(Map.of("RAMTRAIN_CDS", "off"), "--version").status());
+    assertEquals(kept, Files.getLastModifiedTime(archive), "off: not made");
+    assertEquals(0, launch(Map.of(), "--version").status()); // leaves an archive as it was
+  }
+
   @Test
   void badSettingsAndMissingSparkHomeExitNonZeroWithAMessage() throws Exception {
     Result r =
