@@ -539,7 +539,9 @@ public final class DistributedTraining<T>
     if (!output.remote()) {
       return Checkpoints.loadLatest(output.path().toAbsolutePath().normalize());
     }
-    Checkpoints.Loaded latest = RemoteRun.readLatest(output, hadoop.get(), Checkpoints::loadLatest);
+    Checkpoints.Loaded latest =
+        RemoteRun.readLatest( // read whole: the local copy is deleted once read
+            output, hadoop.get(), dir -> Checkpoints.loadLatest(dir).inMemory());
     if (latest == null) {
       throw new IOException(output.dir() + " has no checkpoint to resume from");
     }

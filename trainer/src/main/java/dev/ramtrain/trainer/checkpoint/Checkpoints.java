@@ -73,6 +73,17 @@ public final class Checkpoints {
       this(dir, state, weights, optimizerState, Map.of());
     }
 
+    /**
+     * The same checkpoint with its optimizer state read into arrays: {@link #load} leaves it in the
+     * file, read as the optimizer takes it back, which a checkpoint whose files are deleted first
+     * (a remote run's local copy) cannot do.
+     */
+    public Loaded inMemory() {
+      List<Safetensors.Values> read =
+          optimizerState.stream().map(v -> Safetensors.Values.of(v.toArray())).toList();
+      return new Loaded(dir, state, weights, read, averaged);
+    }
+
     /** The same checkpoint with its moving average as its weights ({@code evaluate --ema}). */
     public Loaded averagedAsWeights() {
       if (averaged.isEmpty()) {

@@ -67,13 +67,6 @@ final class HostAverage implements AutoCloseable {
     return average;
   }
 
-  /** The average's values, in model order. */
-  float[] values() {
-    float[] out = new float[n];
-    average.getFloats(0, out, 0, n);
-    return out;
-  }
-
   void set(float[] values) {
     average.putFloats(0, values, 0, values.length);
   }

@@ -612,15 +612,6 @@ public final class StreamedModel implements Network, AutoCloseable {
     return delayedWaitNanos / 1e6;
   }
 
-  /** The master weights in model order (a copy), after pending updates. */
-  public float[] weights(Stream compute) {
-    awaitUpdates();
-    compute.synchronize();
-    float[] out = new float[parameterCount()];
-    slabs.masters().getFloats(0, out, 0, out.length);
-    return out;
-  }
-
   /** Every parameter's gradient of the last backward in model order, on the host. */
   public float[] gradients(Stream compute) {
     if (slabs.gradientShare() != null) {

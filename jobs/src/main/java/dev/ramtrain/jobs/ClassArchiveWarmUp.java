@@ -1,6 +1,6 @@
-package dev.ramtrain.jobs.cli;
+package dev.ramtrain.jobs;
 
-import dev.ramtrain.jobs.Main;
+import dev.ramtrain.jobs.cli.SparkSessions;
 import org.apache.spark.sql.SparkSession;
 import picocli.CommandLine;
 
