@@ -820,13 +820,16 @@ public final class OffloadedLearner implements Learner {
       long count = share == null ? values.count() : share[1] - share[0];
       HostBuffer slab = state.get(i);
       // a piece at a time from the file: a large model's state passes the heap
-      for (long e = 0; e < count; e += HostBuffer.FLOATS_PER_COPY) {
-        int length = (int) Math.min(HostBuffer.FLOATS_PER_COPY, count - e);
-        if (optimizer.stateBytesPerValue() == 4) {
+      if (optimizer.stateBytesPerValue() == 4) { // straight into the slab's views
+        for (long e = 0; e < count; e += HostBuffer.FLOATS_PER_COPY) {
+          int length = (int) Math.min(HostBuffer.FLOATS_PER_COPY, count - e);
           values.read(from + e, slab.floats(e, length));
-        } else { // bf16 moments from an fp32 checkpoint: to nearest
-          float[] piece = new float[length];
-          values.read(from + e, java.nio.FloatBuffer.wrap(piece));
+        }
+      } else { // bf16 moments from an fp32 checkpoint: to nearest, through a few MiB of heap
+        float[] piece = new float[(int) Math.min(1 << 20, count)];
+        for (long e = 0; e < count; e += piece.length) {
+          int length = (int) Math.min(piece.length, count - e);
+          values.read(from + e, java.nio.FloatBuffer.wrap(piece, 0, length));
           ShortBuffer part = slab.range(2 * e, 2L * length).asShortBuffer();
           for (int k = 0; k < length; k++) {
             part.put(k, Bf16.fromFloat(piece[k]));
