@@ -13,7 +13,6 @@
 //   - a driver call from a thread without a current context fails, as on a GPU.
 // Faults for the tests come from the file named by RAMTRAIN_CUDA_EMULATOR_FAULTS, read when the
 // primary context is created (see README.md beside this file).
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +32,7 @@
 #include <vector>
 
 #include "cuda_shim.h"
+#include "emulator_fibers.h"
 #include "emulator_registry.h"
 #include "emulator_streams.h"
 
@@ -65,11 +65,11 @@ static const size_t kFiberStack = 64 * 1024;
 static const unsigned kMaxFiberThreads = 1024;
 
 struct Fiber {
-  ucontext_t context;
+  FiberContext context;
   bool done;
 };
 
-thread_local ucontext_t scheduler;
+thread_local FiberContext scheduler;
 thread_local Fiber* running = nullptr;
 thread_local const ThreadBody* running_body = nullptr;
 thread_local std::vector<std::unique_ptr<char[]>> fiber_stacks;
@@ -81,12 +81,14 @@ void syncthreads() {
                  "it with RT_KERNEL_WITH_BARRIERS\n");
     std::abort();
   }
-  swapcontext(&running->context, &scheduler);
+  fiber_switch(running->context, scheduler);
 }
 
 static void fiber_entry() {
   (*running_body)();
-  running->done = true;  // returning resumes the scheduler (uc_link)
+  running->done = true;
+  fiber_switch(running->context, scheduler);  // never resumed
+  std::abort();
 }
 
 static dim3 coordinates(unsigned t, const dim3& block) {
@@ -111,12 +113,8 @@ static void run_block(const ThreadBody& body, bool barriers, const dim3& block) 
   }
   std::vector<Fiber> fibers(threads);
   for (unsigned t = 0; t < threads; t++) {
-    getcontext(&fibers[t].context);
-    fibers[t].context.uc_stack.ss_sp = fiber_stacks[t].get();
-    fibers[t].context.uc_stack.ss_size = kFiberStack;
-    fibers[t].context.uc_link = &scheduler;
+    fiber_make(fibers[t].context, fiber_stacks[t].get(), kFiberStack, fiber_entry);
     fibers[t].done = false;
-    makecontext(&fibers[t].context, fiber_entry, 0);
   }
   running_body = &body;
   // Each round runs every unfinished thread up to its next barrier: a CUDA barrier's semantics.
@@ -126,7 +124,7 @@ static void run_block(const ThreadBody& body, bool barriers, const dim3& block) 
       if (fibers[t].done) continue;
       running = &fibers[t];
       thread_idx = coordinates(t, block);
-      swapcontext(&scheduler, &fibers[t].context);
+      fiber_switch(scheduler, fibers[t].context);
       left |= !fibers[t].done;
     }
   }
