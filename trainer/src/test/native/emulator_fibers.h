@@ -3,6 +3,8 @@
 // (rt_sigprocmask and its copies to and from the kernel were 70% of an emulated ResNet's time), so
 // on x86-64 a switch is what the System V ABI asks a call to preserve (rbx, rbp, r12-r15, the MXCSR
 // and x87 control words) pushed on one stack and popped from the other. Elsewhere, ucontext.
+// The switch is defined here, in assembly: include this header from one source of a library only
+// (cuda_emulator.cpp).
 #pragma once
 
 #include <cstddef>
