@@ -6,15 +6,12 @@ import dev.ramtrain.trainer.backend.GradClipMath;
 import dev.ramtrain.trainer.backend.HostBuffer;
 import dev.ramtrain.trainer.backend.Stream;
 import dev.ramtrain.trainer.checkpoint.Checkpoints;
+import dev.ramtrain.trainer.checkpoint.Safetensors;
 import dev.ramtrain.trainer.dist.DataParallel;
 import dev.ramtrain.trainer.dist.GradientExchange;
 import dev.ramtrain.trainer.nn.Parameters;
 import dev.ramtrain.trainer.optim.Optimizer;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.FloatBuffer;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -34,6 +31,7 @@ final class ResidentShare {
   private final long n;
   private final long from;
   private final long to;
+  private final long[] pieces; // the host slab in parts one Java buffer views, for the ring
 
   ResidentShare(Backend backend, DataParallel ranks, long parameters) {
     this.backend = backend;
@@ -44,15 +42,16 @@ final class ResidentShare {
               + ranks.devicesPerNode()
               + " devices a node is not built (ZeRO partitions the nodes' host copies, offloaded)");
     }
-    if (4 * parameters > Integer.MAX_VALUE) { // the ring's collectives take one ByteBuffer
+    if (parameters > Safetensors.MAX_ARRAY) { // a checkpoint gathers a state slab in one array
       throw new IllegalArgumentException(
-          "ramtrain.dist.zero: a resident model's gather of "
+          "ramtrain.dist.zero: a resident model of "
               + parameters
-              + " parameters exceeds the 2 GiB one buffer of the ring holds (at most "
-              + Integer.MAX_VALUE / 4
-              + "); use ramtrain.dist.zero = 0");
+              + " parameters has state slabs larger than one Java array holds (at most "
+              + Safetensors.MAX_ARRAY
+              + "); train it offloaded (--offload on), whose checkpoints read the host slabs");
     }
     this.n = parameters;
+    this.pieces = DataParallel.pieces(parameters, HostBuffer.FLOATS_PER_COPY);
     long[] share = ranks.share(parameters);
     this.from = share[0];
     this.to = share[1];
@@ -71,16 +70,16 @@ final class ResidentShare {
       float clipNorm,
       float lr) {
     HostBuffer host = exchange.reduced();
-    int count = (int) (to - from);
+    int count = Math.toIntExact(to - from);
     long at = 4 * from;
-    if (clipNorm > 0) {
-      clip(
-          host.asByteBuffer()
-              .slice((int) at, 4 * count)
-              .order(ByteOrder.nativeOrder())
-              .asFloatBuffer(),
-          optimizer,
-          clipNorm);
+    if (clipNorm > 0) { // as the offloaded ZeRO step clips its share: the ranks' sums summed
+      GradClipMath.clip(
+          (a, length) -> host.floats(from + a, length),
+          count,
+          optimizer.groups().frozen(count),
+          clipNorm,
+          share -> ranks.sum(share)[0],
+          GradClipMath.SERIAL);
     }
     DeviceBuffer values = p.values().view(from, count);
     DeviceBuffer grads = p.grads().view(from, count);
@@ -88,19 +87,8 @@ final class ResidentShare {
     optimizer.step(compute, values, grads, lr);
     backend.copy(values, host, at, 4L * count, compute);
     compute.synchronize(); // the share's weights on the host, and the gradients' upload read
-    ByteBuffer whole = host.asByteBuffer().slice(0, (int) (4 * n)).order(ByteOrder.nativeOrder());
-    ranks.allGather(whole);
+    ranks.allGather(host, pieces);
     backend.copy(host, 0, p.values(), 4 * n, compute);
-  }
-
-  /** As the offloaded ZeRO step clips its share: frozen parameters out, the ranks' sums summed. */
-  private void clip(FloatBuffer g, Optimizer optimizer, float clipNorm) {
-    GradClipMath.clip(
-        g,
-        optimizer.groups().frozen(g.capacity()),
-        clipNorm,
-        share -> ranks.sum(share)[0],
-        GradClipMath.SERIAL);
   }
 
   /**
@@ -115,10 +103,9 @@ final class ResidentShare {
     for (DeviceBuffer slab : optimizer.state()) {
       backend.copy(slab, host, 4 * from, slab.bytes(), compute);
       compute.synchronize();
-      ByteBuffer whole = host.asByteBuffer().slice(0, (int) (4 * n)).order(ByteOrder.nativeOrder());
-      ranks.allGather(whole);
+      ranks.allGather(host, pieces);
       float[] values = new float[(int) n];
-      whole.asFloatBuffer().get(values);
+      host.getFloats(0, values, 0, values.length);
       slabs.add(values);
     }
     return slabs;
@@ -129,14 +116,14 @@ final class ResidentShare {
     List<DeviceBuffer> slabs = optimizer.state();
     Checkpoints.requireOptimizerSlabs(c, slabs.size());
     for (int i = 0; i < slabs.size(); i++) {
-      float[] values = c.optimizerState().get(i).toArray();
-      if (values.length != n) {
+      Safetensors.Values values = c.optimizerState().get(i);
+      if (values.count() != n) {
         throw new IllegalArgumentException(
-            c.dir() + ": optimizer state slab " + i + " has " + values.length + " values");
+            c.dir() + ": optimizer state slab " + i + " has " + values.count() + " values");
       }
-      // a checkpoint holds the whole state: under ZeRO this rank keeps its share
-      Checkpoints.upload(
-          backend, compute, slabs.get(i), Arrays.copyOfRange(values, (int) from, (int) to));
+      // a checkpoint holds the whole state: under ZeRO this rank keeps its share, read from the
+      // file a piece at a time
+      Checkpoints.upload(backend, compute, slabs.get(i), values, from);
     }
     optimizer.resumeAt(c.optimizerSteps());
   }

@@ -21,8 +21,8 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -81,7 +81,13 @@ public final class Checkpoints {
     public Loaded inMemory() {
       List<Safetensors.Values> read =
           optimizerState.stream().map(v -> Safetensors.Values.of(v.toArray())).toList();
-      return new Loaded(dir, state, weights, read, averaged);
+      return new Loaded(dir, state, inMemory(weights), read, inMemory(averaged));
+    }
+
+    private static Map<String, Safetensors.Tensor> inMemory(Map<String, Safetensors.Tensor> in) {
+      Map<String, Safetensors.Tensor> out = new LinkedHashMap<>();
+      in.forEach((name, t) -> out.put(name, new Safetensors.Tensor(name, t.shape(), t.values())));
+      return out;
     }
 
     /** The same checkpoint with its moving average as its weights ({@code evaluate --ema}). */
@@ -326,16 +332,17 @@ public final class Checkpoints {
             dir.resolve(part) + " is missing: " + dir + " is not a whole checkpoint");
       }
     }
+    // Left in the files, read as the model and the optimizer take them back: a large model's
+    // weights and state pass the heap (ViT-H/14: 2.5 GB of weights, 5 GB of moments).
     Map<String, Safetensors.Tensor> weights =
-        Safetensors.read(dir.resolve("model.safetensors"), new HashMap<>());
-    // Left in the file, read as the optimizer takes it back: a large model's state passes the heap.
+        Safetensors.readInPlace(dir.resolve("model.safetensors"));
     List<Safetensors.Values> optimizer = new ArrayList<>();
     Safetensors.readInPlace(dir.resolve("optimizer.safetensors"))
         .values()
         .forEach(t -> optimizer.add(t.data()));
     Map<String, Safetensors.Tensor> averaged =
         Files.exists(dir.resolve(AVERAGED))
-            ? Safetensors.read(dir.resolve(AVERAGED), new HashMap<>())
+            ? Safetensors.readInPlace(dir.resolve(AVERAGED))
             : Map.of();
     return new Loaded(dir, state, weights, optimizer, averaged);
   }
@@ -388,7 +395,15 @@ public final class Checkpoints {
       List<DeviceBuffer> slabs = optimizer.state();
       requireOptimizerSlabs(c, slabs.size());
       for (int i = 0; i < slabs.size(); i++) {
-        upload(backend, stream, slabs.get(i), c.optimizerState().get(i).toArray());
+        if (c.optimizerState().get(i).count() != slabs.get(i).count()) {
+          throw new IllegalArgumentException(
+              slabs.get(i).label()
+                  + " has "
+                  + slabs.get(i).count()
+                  + " values, the checkpoint "
+                  + c.optimizerState().get(i).count());
+        }
+        upload(backend, stream, slabs.get(i), c.optimizerState().get(i), 0);
       }
       optimizer.resumeAt(c.optimizerSteps());
     }
@@ -413,13 +428,7 @@ public final class Checkpoints {
         problems.add(
             name + " is " + Arrays.toString(t.shape()) + ", the model's " + Arrays.toString(shape));
       } else {
-        float[] v = t.values();
-        for (int i = 0; i < v.length; i++) {
-          if (!Float.isFinite(v[i])) {
-            problems.add(name + " holds " + v[i] + " at [" + i + "]");
-            break;
-          }
-        }
+        nonFinite(t.data()).ifPresent(at -> problems.add(name + " holds " + at));
       }
     }
     c.weights().keySet().stream()
@@ -433,6 +442,24 @@ public final class Checkpoints {
               + String.join("; ", problems.subList(0, Math.min(10, problems.size())))
               + (problems.size() > 10 ? "; and " + (problems.size() - 10) + " more" : ""));
     }
+  }
+
+  /** What a piece of a tensor's values is read through: a few MiB of heap. */
+  private static final int PIECE_FLOATS = 1 << 20;
+
+  /** The first value of {@code v} that is not finite, as "NaN at [i]", read a piece at a time. */
+  private static java.util.Optional<String> nonFinite(Safetensors.Values v) {
+    float[] piece = new float[(int) Math.min(PIECE_FLOATS, v.count())];
+    for (long from = 0; from < v.count(); from += piece.length) {
+      int n = (int) Math.min(piece.length, v.count() - from);
+      v.read(from, FloatBuffer.wrap(piece, 0, n));
+      for (int i = 0; i < n; i++) {
+        if (!Float.isFinite(piece[i])) {
+          return java.util.Optional.of(piece[i] + " at [" + (from + i) + "]");
+        }
+      }
+    }
+    return java.util.Optional.empty();
   }
 
   /** Throws unless {@code c} was saved from model {@code spec}. */
@@ -455,13 +482,16 @@ public final class Checkpoints {
     }
   }
 
-  /** Cuts a slab into one named tensor per entry. */
+  /**
+   * Cuts a slab into one named tensor per entry, each a view of its range: the heap holds the
+   * model's weights once while a checkpoint is written.
+   */
   public static List<Safetensors.Tensor> tensors(List<Parameters.Entry> entries, float[] slab) {
     List<Safetensors.Tensor> out = new ArrayList<>();
     for (Parameters.Entry e : entries) {
-      int offset = (int) e.offset();
-      float[] part = Arrays.copyOfRange(slab, offset, offset + (int) e.spec().count());
       long[] shape = Arrays.stream(e.spec().shape()).asLongStream().toArray();
+      Safetensors.Values part =
+          Safetensors.Values.of(slab, (int) e.offset(), (int) e.spec().count());
       out.add(new Safetensors.Tensor(e.spec().name(), shape, part));
     }
     return out;
@@ -469,16 +499,35 @@ public final class Checkpoints {
 
   /** Assembles a slab of {@code count} values from a checkpoint's named tensors. */
   public static float[] gather(Loaded c, List<Parameters.Entry> entries, long count) {
-    float[] slab = new float[(int) count];
+    float[] slab = new float[Math.toIntExact(count)];
     for (Parameters.Entry e : entries) {
-      Safetensors.Tensor t = c.weights().get(e.spec().name());
-      if (t == null || t.values().length != e.spec().count()) {
-        throw new IllegalArgumentException(
-            c.dir() + ": tensor " + e.spec().name() + " is missing or has the wrong size");
-      }
-      System.arraycopy(t.values(), 0, slab, (int) e.offset(), t.values().length);
+      stored(c, e).read(0, FloatBuffer.wrap(slab, (int) e.offset(), (int) e.spec().count()));
     }
     return slab;
+  }
+
+  /**
+   * Writes a checkpoint's named tensors into a host slab at their entries' offsets, straight from
+   * the file a view at a time: ViT-H/14's 2.5 GB of masters never pass the heap.
+   */
+  public static void fill(Loaded c, List<Parameters.Entry> entries, HostBuffer slab) {
+    for (Parameters.Entry e : entries) {
+      Safetensors.Values v = stored(c, e);
+      for (long from = 0; from < v.count(); from += HostBuffer.FLOATS_PER_COPY) {
+        long n = Math.min(HostBuffer.FLOATS_PER_COPY, v.count() - from);
+        v.read(from, slab.floats(e.offset() + from, n));
+      }
+    }
+  }
+
+  /** The values {@code c} holds for entry {@code e}, checked for their count. */
+  private static Safetensors.Values stored(Loaded c, Parameters.Entry e) {
+    Safetensors.Tensor t = c.weights().get(e.spec().name());
+    if (t == null || t.data().count() != e.spec().count()) {
+      throw new IllegalArgumentException(
+          c.dir() + ": tensor " + e.spec().name() + " is missing or has the wrong size");
+    }
+    return t.data();
   }
 
   /** What {@link #uploadTensors} stages at a time: a few MiB, not a second copy of the model. */
@@ -504,32 +553,67 @@ public final class Checkpoints {
       long chunkBytes) {
     long chunk = Math.min(chunkBytes, Math.max(4, slab.bytes()));
     try (HostBuffer h = backend.allocateHost("checkpoint", chunk)) {
-      FloatBuffer staged = h.asByteBuffer().asFloatBuffer();
       for (Parameters.Entry e : entries) {
-        Safetensors.Tensor t = c.weights().get(e.spec().name());
-        if (t == null || t.values().length != e.spec().count()) {
-          throw new IllegalArgumentException(
-              c.dir() + ": tensor " + e.spec().name() + " is missing or has the wrong size");
-        }
-        float[] v = t.values();
-        for (int from = 0; from < v.length; from += staged.capacity()) {
-          int n = Math.min(staged.capacity(), v.length - from);
-          staged.clear();
-          staged.put(v, from, n);
-          backend.copy(h, 0, slab.view(e.offset() + from, n), 4L * n, stream);
-          stream.synchronize(); // the staging buffer is reused for the next piece
-        }
+        upload(backend, stream, h, stored(c, e), 0, slab.view(e.offset(), e.spec().count()));
       }
     }
   }
 
-  /** A device buffer's values, read back (synchronizes the stream). */
+  /**
+   * Writes values [{@code from}, {@code from + d.count()}) of {@code values} into {@code d} through
+   * one staging buffer of at most {@link #UPLOAD_CHUNK_BYTES} (synchronizes the stream): an
+   * optimizer state slab, or a rank's share of it, read from the checkpoint's file a piece at a
+   * time.
+   */
+  public static void upload(
+      Backend backend, Stream stream, DeviceBuffer d, Safetensors.Values values, long from) {
+    if (from < 0 || from > values.count() - d.count()) {
+      throw new IllegalArgumentException(
+          d.label()
+              + " takes values ["
+              + from
+              + ", "
+              + (from + d.count())
+              + "), the checkpoint holds "
+              + values.count());
+    }
+    try (HostBuffer h =
+        backend.allocateHost("checkpoint", Math.min(UPLOAD_CHUNK_BYTES, Math.max(4, d.bytes())))) {
+      upload(backend, stream, h, values, from, d);
+    }
+  }
+
+  private static void upload(
+      Backend backend,
+      Stream stream,
+      HostBuffer staging,
+      Safetensors.Values values,
+      long from,
+      DeviceBuffer d) {
+    long capacity = staging.bytes() / 4;
+    for (long done = 0; done < d.count(); done += capacity) {
+      long n = Math.min(capacity, d.count() - done);
+      values.read(from + done, staging.floats(0, n));
+      backend.copy(staging, 0, d.view(done, n), 4 * n, stream);
+      stream.synchronize(); // the staging buffer is reused for the next piece
+    }
+  }
+
+  /**
+   * A device buffer's values, read back through one staging buffer of at most {@link
+   * #UPLOAD_CHUNK_BYTES} (synchronizes the stream): the host holds them once, in the array.
+   */
   public static float[] download(Backend backend, Stream stream, DeviceBuffer d) {
-    float[] out = new float[(int) d.count()];
-    try (HostBuffer h = backend.allocateHost("checkpoint", d.bytes())) {
-      backend.copy(d, h, 0, d.bytes(), stream);
-      stream.synchronize();
-      h.getFloats(0, out, 0, out.length);
+    float[] out = new float[Math.toIntExact(d.count())];
+    try (HostBuffer h =
+        backend.allocateHost("checkpoint", Math.min(UPLOAD_CHUNK_BYTES, Math.max(4, d.bytes())))) {
+      long capacity = h.bytes() / 4;
+      for (long done = 0; done < out.length; done += capacity) {
+        int n = (int) Math.min(capacity, out.length - done);
+        backend.copy(d.view(done, n), h, 0, 4L * n, stream);
+        stream.synchronize();
+        h.getFloats(0, out, (int) done, n);
+      }
     }
     return out;
   }

@@ -62,24 +62,36 @@ public final class Safetensors {
     }
 
     static Values of(float[] values) {
-      return new ArrayValues(values);
+      return new ArrayValues(values, 0, values.length);
+    }
+
+    /** Values [{@code offset}, {@code offset + count}) of {@code values}, not copied. */
+    static Values of(float[] values, int offset, int count) {
+      java.util.Objects.checkFromIndexSize(offset, count, values.length);
+      return new ArrayValues(values, offset, count);
     }
   }
 
-  private record ArrayValues(float[] array) implements Values {
+  private record ArrayValues(float[] array, int offset, int length) implements Values {
     @Override
     public long count() {
-      return array.length;
+      return length;
     }
 
     @Override
     public void read(long from, FloatBuffer into) {
-      into.put(array, Math.toIntExact(from), into.remaining());
+      if (from < 0 || from > length - into.remaining()) {
+        throw new IndexOutOfBoundsException(
+            "values [" + from + ", " + (from + into.remaining()) + ") of " + length);
+      }
+      into.put(array, offset + (int) from, into.remaining());
     }
 
     @Override
     public float[] toArray() {
-      return array;
+      return offset == 0 && length == array.length
+          ? array
+          : java.util.Arrays.copyOfRange(array, offset, offset + length);
     }
   }
 
@@ -212,8 +224,8 @@ public final class Safetensors {
 
   /**
    * Every tensor of {@code file} (checked as {@link #read} checks it), in the file's order, its
-   * values left in the file and read as they are used: a checkpoint's optimizer state, which may
-   * pass what the heap holds. Only F32 tensors, which is what {@link #write} writes.
+   * values left in the file and read (widened to float32) as they are used: a checkpoint's weights
+   * and optimizer state, which may pass what the heap holds.
    */
   public static Map<String, Tensor> readInPlace(Path file) throws IOException {
     return checkedIndex(file, new LinkedHashMap<>()).inPlace();
@@ -318,45 +330,49 @@ public final class Safetensors {
       return values;
     }
 
-    /** Every tensor, its values left in the file and read as they are used; all must be F32. */
-    Map<String, Tensor> inPlace() throws IOException {
+    /** Every tensor, its values left in the file and read as they are used. */
+    Map<String, Tensor> inPlace() {
       Map<String, Tensor> tensors = new LinkedHashMap<>();
       for (Entry e : entries) {
-        if (e.dtype() != StoredType.F32) {
-          throw new IOException(
-              file + ": tensor " + Printable.name(e.name()) + " is " + e.dtype() + ", not F32");
-        }
+        long count = (e.end() - e.begin()) / e.dtype().bytes;
         tensors.put(
             e.name(),
             new Tensor(
                 e.name(),
                 e.shape().clone(),
-                new FileValues(file, dataStart + e.begin(), (e.end() - e.begin()) / 4)));
+                new FileValues(file, dataStart + e.begin(), count, e.dtype())));
       }
       return tensors;
     }
   }
 
   /**
-   * {@code count} little-endian float32 values at {@code position} of {@code file}, read when
-   * asked; the index checked that they lie inside the file.
+   * {@code count} little-endian values of type {@code dtype} at {@code position} of {@code file},
+   * read (widened to float32) when asked; the index checked that they lie inside the file.
    */
-  private record FileValues(Path file, long position, long count) implements Values {
+  private record FileValues(Path file, long position, long count, StoredType dtype)
+      implements Values {
     @Override
     public void read(long from, FloatBuffer into) {
-      ByteBuffer chunk =
-          ByteBuffer.allocate(4 * Math.min(CHUNK_FLOATS, into.remaining()))
-              .order(ByteOrder.LITTLE_ENDIAN);
+      int piece = Math.min(CHUNK_FLOATS, into.remaining());
+      ByteBuffer chunk = ByteBuffer.allocate(dtype.bytes * piece).order(ByteOrder.LITTLE_ENDIAN);
+      float[] widened = dtype == StoredType.F32 ? null : new float[piece];
       try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
         long at = from;
         while (into.hasRemaining()) {
-          chunk.clear().limit(4 * Math.min(CHUNK_FLOATS, into.remaining()));
-          if (readFully(ch, chunk, position + 4 * at) != chunk.limit()) {
+          int n = Math.min(piece, into.remaining());
+          chunk.clear().limit(dtype.bytes * n);
+          if (readFully(ch, chunk, position + dtype.bytes * at) != chunk.limit()) {
             throw new IOException(file + ": cut short while it was read (truncated file?)");
           }
           chunk.flip();
-          at += chunk.remaining() / 4;
-          into.put(chunk.asFloatBuffer());
+          at += n;
+          if (widened == null) {
+            into.put(chunk.asFloatBuffer());
+          } else {
+            floats(dtype, chunk, widened, 0);
+            into.put(widened, 0, n);
+          }
         }
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(file + ": " + e.getMessage(), e);

@@ -241,6 +241,22 @@ public final class DataParallel implements AutoCloseable {
   }
 
   /**
+   * Bounds [0, piece, 2 piece, ..., n] of a slab of {@code n} floats cut into pieces of at most
+   * {@code piece}: the {@code parts} of {@link #reduceScatterMean(HostBuffer, long[])} and {@link
+   * #allGather(HostBuffer, long[])} for a slab with no layers to cut it at (a resident model's).
+   */
+  public static long[] pieces(long n, long piece) {
+    if (n < 0 || piece <= 0) {
+      throw new IllegalArgumentException(n + " floats in pieces of " + piece);
+    }
+    long[] bounds = new long[(int) ((n + piece - 1) / piece) + 1];
+    for (int k = 1; k < bounds.length; k++) {
+      bounds[k] = Math.min(n, k * piece);
+    }
+    return bounds;
+  }
+
+  /**
    * {@link #reduceScatterMean} of a host slab, in {@code parts} (ascending bounds from 0 to its
    * floats, each part under 2 GiB): the whole's bits, a slab larger than one Java buffer views too.
    */

@@ -167,8 +167,9 @@ public final class GradientExchange implements AutoCloseable {
       long bytes = grads.bytes();
       backend.copy(grads, host, 0, bytes, compute);
       compute.synchronize();
-      if (toOwners) {
-        ranks.reduceScatterMean(host.asByteBuffer().order(ByteOrder.nativeOrder()));
+      if (toOwners) { // a slab over 2 GiB in parts, each of them one Java buffer's view
+        ranks.reduceScatterMean(
+            host, DataParallel.pieces(grads.count(), HostBuffer.FLOATS_PER_COPY));
       } else {
         ranks.averageGradients(host.asByteBuffer().order(ByteOrder.nativeOrder()));
         backend.copy(host, 0, grads, bytes, compute);

@@ -67,10 +67,6 @@ final class HostAverage implements AutoCloseable {
     return average;
   }
 
-  void set(float[] values) {
-    average.putFloats(0, values, 0, values.length);
-  }
-
   /** Exchanges the average with the masters (evaluation swaps it in and back). */
   void swapWithMasters() {
     threads.forRange(

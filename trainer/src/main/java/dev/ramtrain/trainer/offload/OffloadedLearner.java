@@ -717,7 +717,7 @@ public final class OffloadedLearner implements Learner {
       all.addAll(slabs.bufferEntries());
       Checkpoints.requireTensors(avg, all);
       if (average != null) {
-        average.set(Checkpoints.gather(avg, model.entries(), model.parameterCount()));
+        Checkpoints.fill(avg, model.entries(), average.slab());
       }
       Checkpoints.upload(
           backend,
@@ -796,8 +796,7 @@ public final class OffloadedLearner implements Learner {
     expected.addAll(model.residentSlabs().bufferEntries());
     Checkpoints.requireTensors(c, expected);
     if (!sharesAnothersCopy()) {
-      float[] masters = Checkpoints.gather(c, model.entries(), model.parameterCount());
-      model.masters().putFloats(0, masters, 0, masters.length);
+      Checkpoints.fill(c, model.entries(), model.masters());
     }
     Parameters slabs = model.residentSlabs();
     Checkpoints.upload(

@@ -136,10 +136,7 @@ public final class StreamedInference implements InferenceNetwork {
     expected.addAll(resident.bufferEntries());
     Checkpoints.requireTensors(c, expected);
     ring.synchronize(); // no load reads the slab while it changes
-    for (Parameters.Entry e : layout.entries()) {
-      float[] values = c.weights().get(e.spec().name()).values();
-      slabs.masters().putFloats(e.offset(), values, 0, values.length);
-    }
+    Checkpoints.fill(c, layout.entries(), slabs.masters());
     Checkpoints.uploadTensors(backend, stream, resident.values(), c, resident.entries());
     Checkpoints.uploadTensors(backend, stream, resident.buffers(), c, resident.bufferEntries());
     ring.forget(); // the slots hold the old weights

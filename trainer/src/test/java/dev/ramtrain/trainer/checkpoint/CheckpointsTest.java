@@ -104,6 +104,70 @@ class CheckpointsTest {
     }
   }
 
+  /**
+   * A loaded checkpoint leaves its weights and optimizer state in its files: they are checked, put
+   * into a host slab and uploaded (a rank's share) from the file a piece at a time, a tensor longer
+   * than one piece included, and read into memory for a copy whose files go away.
+   */
+  @Test
+  void aLoadedCheckpointIsReadFromItsFilesAPieceAtATime() throws Exception {
+    int n = (1 << 20) + 3; // one piece of the finiteness check and three values more
+    float[] big = new float[n];
+    float[] state = new float[n];
+    for (int i = 0; i < n; i++) {
+      big[i] = i * 0.25f - 9;
+      state[i] = -i;
+    }
+    List<ParamSpec> specs =
+        List.of(
+            new ParamSpec("fc1.bias", new int[] {1}, ParamSpec.Init.ZEROS, 1),
+            new ParamSpec("fc1.weight", new int[] {n}, ParamSpec.Init.ZEROS, 1));
+    Checkpoints.Snapshot snap =
+        new Checkpoints.Snapshot(
+            "mlp:test",
+            List.of(
+                new Safetensors.Tensor("fc1.bias", new long[] {1}, new float[] {7}),
+                new Safetensors.Tensor("fc1.weight", new long[] {n}, big)),
+            List.of(Safetensors.Values.of(state)),
+            3);
+    Path dir = Checkpoints.save(tmp.resolve("run"), 1, 3, snap, Map.of());
+    Checkpoints.Loaded c = Checkpoints.load(dir);
+    try (Backend b = new CpuBackend(1);
+        Parameters params = Parameters.allocateForInference(b, specs, List.of());
+        var host = b.allocateHost("masters", 4L * (n + 1));
+        var share = b.allocate("share", dev.ramtrain.trainer.backend.DType.F32, n - 5)) {
+      Checkpoints.requireTensors(c, params.entries());
+      Checkpoints.fill(c, params.entries(), host);
+      float[] filled = new float[n + 1];
+      host.getFloats(0, filled, 0, n + 1);
+      assertArrayEquals(Checkpoints.gather(c.inMemory(), params.entries(), n + 1), filled);
+      assertEquals(7f, filled[(int) params.entries().get(0).offset()]);
+      Stream s = b.createStream("s");
+      Checkpoints.upload(b, s, share, c.optimizerState().get(0), 5);
+      assertArrayEquals(
+          java.util.Arrays.copyOfRange(state, 5, n), Checkpoints.download(b, s, share));
+      var beyond =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> Checkpoints.upload(b, s, share, c.optimizerState().get(0), 6));
+      assertTrue(beyond.getMessage().contains("share takes values [6, "), beyond.getMessage());
+      Checkpoints.Loaded copy = c.inMemory();
+      big[n - 2] = Float.NaN; // in the second piece the check reads
+      Safetensors.write(dir.resolve("model.safetensors"), snap.weights(), Map.of());
+      var e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> Checkpoints.requireTensors(Checkpoints.load(dir), params.entries()));
+      assertTrue(
+          e.getMessage().contains("fc1.weight holds NaN at [" + (n - 2) + "]"), e.getMessage());
+      for (String file : List.of("model.safetensors", "optimizer.safetensors")) {
+        Files.delete(dir.resolve(file));
+      }
+      assertEquals(-(n - 1), copy.optimizerState().get(0).toArray()[n - 1]);
+      assertEquals(-9f + (n - 2) * 0.25f, copy.weights().get("fc1.weight").values()[n - 2]);
+    }
+  }
+
   @Test
   void aDamagedStateOrLatestPointerIsRefusedNamingTheFile() throws Exception {
     Path run = tmp.resolve("run");

@@ -43,6 +43,41 @@ class SafetensorsTest {
     assertEquals("pt", meta.get("format"));
   }
 
+  /**
+   * Half, bfloat16 and int64 tensors widen to the same floats whether read whole or left in the
+   * file and read in part (a checkpoint's weights are read in place).
+   */
+  @Test
+  void narrowAndIntegerTensorsWidenTheSameReadWholeOrInPlace() throws Exception {
+    String header =
+        "{\"h\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[0,6]},"
+            + "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[6,10]},"
+            + "\"n\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[10,26]}}";
+    byte[] json = header.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer b = ByteBuffer.allocate(8 + json.length + 26).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(json.length).put(json);
+    // F16 1.5, -2, 2^-24 (the smallest subnormal); BF16 0.25, -3; I64 7, -1
+    b.putShort((short) 0x3E00).putShort((short) 0xC000).putShort((short) 0x0001);
+    b.putShort((short) 0x3E80).putShort((short) 0xC040);
+    b.putLong(7).putLong(-1);
+    Path file = tmp.resolve("narrow.safetensors");
+    Files.write(file, b.array());
+    var whole = Safetensors.read(file, new HashMap<>());
+    var inPlace = Safetensors.readInPlace(file);
+    Map<String, float[]> expected =
+        Map.of(
+            "h", new float[] {1.5f, -2f, 0x1p-24f},
+            "b", new float[] {0.25f, -3f},
+            "n", new float[] {7f, -1f});
+    for (var e : expected.entrySet()) {
+      assertArrayEquals(e.getValue(), whole.get(e.getKey()).values(), e.getKey());
+      assertArrayEquals(e.getValue(), inPlace.get(e.getKey()).values(), e.getKey());
+    }
+    float[] tail = new float[2];
+    inPlace.get("h").data().read(1, java.nio.FloatBuffer.wrap(tail));
+    assertArrayEquals(new float[] {-2f, 0x1p-24f}, tail);
+  }
+
   @Test
   void roundTripWithAlignedHeader() throws Exception {
     Path file = tmp.resolve("rt.safetensors");

@@ -1,6 +1,7 @@
 package dev.ramtrain.trainer.dist;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.BackendSpec;
@@ -49,6 +50,69 @@ class GradientExchangeTest {
   })
   void everyBucketSizeAveragesTheWholeSlab(long bucketBytes, boolean cuda, int zero)
       throws Exception {
+    List<float[]> results = onTwoRanks(zero, dp -> exchanged(dp, bucketBytes, cuda));
+    float[] rank0 = results.get(0);
+    float[] rank1 = results.get(1);
+    float[] expected = new float[rank0.length];
+    for (int i = 0; i < expected.length; i++) {
+      expected[i] = (gradient(0, i) + gradient(1, i)) * 0.5f;
+    }
+    if (zero == 0) {
+      assertArrayEquals(expected, rank0);
+      assertArrayEquals(expected, rank1);
+      return;
+    }
+    int half = expected.length / 2; // rank 0's share is the floor
+    float[] both = new float[expected.length];
+    System.arraycopy(rank0, 0, both, 0, half);
+    System.arraycopy(rank1, half, both, half, expected.length - half);
+    assertArrayEquals(expected, both, "each rank's share of the mean");
+  }
+
+  /**
+   * A host slab reduced to its owners and gathered in pieces (how a resident ZeRO slab over 2 GiB
+   * goes over the ring) holds the bits one buffer's reduce-scatter and all-gather give it.
+   */
+  @ParameterizedTest
+  @CsvSource({"1001,7", "1001,500", "1001,1001", "1001,4096"})
+  void aSlabInPiecesReducesAndGathersAsOneBuffer(int n, long piece) throws Exception {
+    List<float[]> results =
+        onTwoRanks(
+            1,
+            dp -> {
+              try (Backend backend = new CpuBackend(1);
+                  var host = backend.allocateHost("slab", 4L * n)) {
+                java.nio.ByteBuffer whole =
+                    java.nio.ByteBuffer.allocateDirect(4 * n)
+                        .order(java.nio.ByteOrder.nativeOrder());
+                for (int i = 0; i < n; i++) {
+                  whole.putFloat(4 * i, gradient(dp.rank(), i) / 3);
+                }
+                host.asByteBuffer().put(0, whole, 0, 4 * n);
+                long[] pieces = DataParallel.pieces(n, piece);
+                dp.reduceScatterMean(whole);
+                dp.reduceScatterMean(host, pieces);
+                float[] reduced = floats(host.asByteBuffer(), n);
+                assertArrayEquals(floats(whole, n), reduced, "reduced, rank " + dp.rank());
+                dp.allGather(whole);
+                dp.allGather(host, pieces);
+                assertArrayEquals(floats(whole, n), floats(host.asByteBuffer(), n), "gathered");
+                return floats(whole, n);
+              }
+            });
+    assertArrayEquals(results.get(0), results.get(1), "every rank holds the same slab");
+    assertEquals(1 + (n + piece - 1) / piece, DataParallel.pieces(n, piece).length);
+  }
+
+  private static float[] floats(java.nio.ByteBuffer b, int n) {
+    float[] out = new float[n];
+    b.duplicate().order(java.nio.ByteOrder.nativeOrder()).asFloatBuffer().get(out);
+    return out;
+  }
+
+  /** {@code body} on two ranks of a ring with ZeRO stage {@code zero}; their results by rank. */
+  private static List<float[]> onTwoRanks(
+      int zero, java.util.function.Function<DataParallel, float[]> body) throws Exception {
     ExecutorService threads = Executors.newCachedThreadPool();
     List<ServerSocketChannel> listeners = new ArrayList<>();
     List<InetSocketAddress> addresses = new ArrayList<>();
@@ -71,30 +135,17 @@ class GradientExchangeTest {
                         secret,
                         Duration.ofSeconds(30),
                         zero)) {
-                  return exchanged(dp, bucketBytes, cuda);
+                  return body.apply(dp);
                 }
               }));
     }
-    float[] rank0 = ranks.get(0).get(60, TimeUnit.SECONDS);
-    float[] rank1 = ranks.get(1).get(60, TimeUnit.SECONDS);
+    List<float[]> results =
+        List.of(ranks.get(0).get(60, TimeUnit.SECONDS), ranks.get(1).get(60, TimeUnit.SECONDS));
     for (ServerSocketChannel l : listeners) {
       l.close();
     }
     threads.shutdown();
-    float[] expected = new float[rank0.length];
-    for (int i = 0; i < expected.length; i++) {
-      expected[i] = (gradient(0, i) + gradient(1, i)) * 0.5f;
-    }
-    if (zero == 0) {
-      assertArrayEquals(expected, rank0);
-      assertArrayEquals(expected, rank1);
-      return;
-    }
-    int half = expected.length / 2; // rank 0's share is the floor
-    float[] both = new float[expected.length];
-    System.arraycopy(rank0, 0, both, 0, half);
-    System.arraycopy(rank1, half, both, half, expected.length - half);
-    assertArrayEquals(expected, both, "each rank's share of the mean");
+    return results;
   }
 
   /** Rank {@code rank}'s made-up gradient of element {@code i}. */
