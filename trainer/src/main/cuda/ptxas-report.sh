@@ -9,10 +9,21 @@ cuda_bin="$(dirname "${NVCC:-$(command -v nvcc || echo /usr/local/cuda-13.0/bin/
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 spills=0
+archs=(75 80 86 89 90)
+# Each target compiles and assembles on its own (one core each; CI's machines have several).
+pids=()
+for sm in "${archs[@]}"; do
+  {
+    "$cuda_bin/nvcc" -ptx -fmad=false -std=c++17 -arch=compute_$sm -o "$work/k$sm.ptx" "$here/kernels.cu" &&
+      "$cuda_bin/ptxas" -v -arch=sm_$sm -o "$work/k$sm.cubin" "$work/k$sm.ptx" 2>"$work/ptxas$sm.log"
+  } &
+  pids+=($!)
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || { echo "ptxas: sm_${archs[$i]} failed:" >&2; cat "$work/ptxas${archs[$i]}.log" >&2 2>/dev/null; exit 1; }
+done
 printf '%-8s %-26s %5s %7s %7s\n' arch kernel regs smem spill
-for sm in 75 80 86 89 90; do
-  "$cuda_bin/nvcc" -ptx -fmad=false -std=c++17 -arch=compute_$sm -o "$work/k$sm.ptx" "$here/kernels.cu"
-  "$cuda_bin/ptxas" -v -arch=sm_$sm -o "$work/k$sm.cubin" "$work/k$sm.ptx" 2>"$work/ptxas$sm.log"
+for sm in "${archs[@]}"; do
   # ptxas -v: "Compiling entry function 'NAME' for 'sm_XX'", then "... N bytes spill stores ...",
   # then "Used R registers, ... S bytes smem ..."
   awk -v sm="sm_$sm" '

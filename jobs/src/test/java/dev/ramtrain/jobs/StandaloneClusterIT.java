@@ -36,6 +36,9 @@ class StandaloneClusterIT {
   static StandaloneCluster cluster;
   static Path images;
 
+  /** The images preprocessed on the cluster to 16x16, a fifth for validation. */
+  static Path dataset;
+
   @BeforeAll
   static void startCluster() throws Exception {
     cluster = StandaloneCluster.start(tmp.resolve("cluster"), ROOT, 2);
@@ -55,6 +58,22 @@ class StandaloneClusterIT {
             "--height",
             "32");
     assertEquals(0, generated.status(), generated.output());
+    dataset = tmp.resolve("dataset");
+    Result preprocessed =
+        ramtrain(
+            true,
+            "preprocess",
+            "-i",
+            images.toString(),
+            "-o",
+            dataset.toString(),
+            "--height",
+            "16",
+            "--width",
+            "16",
+            "--set",
+            "ramtrain.etl.val-fraction=0.2");
+    assertEquals(0, preprocessed.status(), preprocessed.output());
   }
 
   @AfterAll
@@ -99,7 +118,7 @@ class StandaloneClusterIT {
   }
 
   /**
-   * A dataset preprocessed on the cluster; {@code train} runs one rank per executor by itself
+   * On the dataset preprocessed on the cluster, {@code train} runs one rank per executor by itself
    * (two), which train a batch-norm CNN as one process accumulating their two half batches per step
    * does: the same trained weights bit for bit on any CPU (the same arithmetic, see
    * DataParallelTrainingTest, on as many OpenMP threads: bin/ramtrain gives the embedded run and
@@ -110,19 +129,6 @@ class StandaloneClusterIT {
    */
   @Test
   void twoRanksTrainAsOneProcessAndAKilledExecutorChangesNoWeight() throws Exception {
-    Path dataset = tmp.resolve("dataset");
-    Result preprocessed =
-        ramtrain(
-            true,
-            "preprocess",
-            "-i",
-            images.toString(),
-            "-o",
-            dataset.toString(),
-            "--set",
-            "ramtrain.etl.val-fraction=0.2");
-    assertEquals(0, preprocessed.status(), preprocessed.output());
-
     List<String> train =
         List.of(
             "train",
@@ -221,22 +227,6 @@ class StandaloneClusterIT {
    */
   @Test
   void twoNodesOfTwoDevicesShareAHostCopyEachAndSurviveAKilledExecutor() throws Exception {
-    Path dataset = tmp.resolve("nodes-dataset");
-    Result preprocessed =
-        ramtrain(
-            true,
-            "preprocess",
-            "-i",
-            images.toString(),
-            "-o",
-            dataset.toString(),
-            "--height",
-            "16",
-            "--width",
-            "16",
-            "--set",
-            "ramtrain.etl.val-fraction=0.2");
-    assertEquals(0, preprocessed.status(), preprocessed.output());
     List<String> train =
         List.of(
             "train",
@@ -307,32 +297,6 @@ class StandaloneClusterIT {
   }
 
   /**
-   * The pipeline on the cluster: shards preprocessed into executor memory, one rank per executor
-   * training on the shards cached there, none read over the network.
-   */
-  @Test
-  void pipelineRanksTrainOnTheShardsTheirExecutorsCached() throws Exception {
-    Set<Path> before = cluster.applications();
-    Result r =
-        ramtrain(
-            true,
-            pipeline(
-                "pipeline", "--epochs", "2", "--ranks", "2", "--set", "ramtrain.train.threads=1"));
-    assertEquals(0, r.status(), r.output());
-    assertTrue(r.output().contains("dataset (in memory)"), r.output());
-    Matcher read =
-        Pattern.compile("2 ranks read (\\d+\\.\\d) MB of shard blocks, (\\d+\\.\\d) MB")
-            .matcher(r.output());
-    assertTrue(read.find(), r.output());
-    assertTrue(Double.parseDouble(read.group(1)) > 0, r.output());
-    assertEquals("0.0", read.group(2), "no shard crossed the network: " + r.output());
-    String ranks = cluster.executorStdout(before);
-    assertEquals(1, new HashSet<>(digests(ranks, 2)).size(), ranks);
-    assertEquals(2, digests(ranks, 2).size(), ranks);
-    assertEquals(2, epochs(tmp.resolve("pipeline")).size());
-  }
-
-  /**
    * The pipeline on a cluster of two executors of two GPUs each: one trainer task a node drives its
    * executor's two devices over one host copy, each device on its rank's part of the shards its
    * executor cached (none read over the network; only what balances the nodes moves between them),
@@ -372,22 +336,8 @@ class StandaloneClusterIT {
    */
   @Test
   void inClusterModeTheExitStatusIsTheDriversOutcome() throws Exception {
-    Path dataset = tmp.resolve("small");
-    Result preprocessed =
-        ramtrain(
-            false,
-            "preprocess",
-            "-i",
-            images.toString(),
-            "-o",
-            dataset.toString(),
-            "--height",
-            "8",
-            "--width",
-            "8");
-    assertEquals(0, preprocessed.status(), preprocessed.output());
     List<String> train =
-        List.of("train", "--model", "mlp:192-16-3", "--epochs", "1", "--deploy-mode", "cluster");
+        List.of("train", "--model", "mlp:768-16-3", "--epochs", "1", "--deploy-mode", "cluster");
     Result ok =
         ramtrain(
             true,
@@ -410,11 +360,14 @@ class StandaloneClusterIT {
 
   /**
    * {@code demo} on the cluster as a user runs it: generate, preprocess into executor memory, one
-   * rank per executor, the report written (uPlot found in the assembly jar, no build metadata).
+   * rank per executor training on the shards cached there (none read over the network, all ranks
+   * ending with the same weights), the report written (uPlot found in the assembly jar, no build
+   * metadata).
    */
   @Test
-  void theDemoRunsOnTheClusterWithItsReport() throws Exception {
+  void theDemoRunsOnTheClusterRanksOnTheirExecutorsShards() throws Exception {
     Path work = tmp.resolve("demo");
+    Set<Path> before = cluster.applications();
     Result demo =
         ramtrain(
             true,
@@ -430,6 +383,17 @@ class StandaloneClusterIT {
             "--conf",
             "spark.scheduler.minRegisteredResourcesRatio=1.0");
     assertEquals(0, demo.status(), demo.output());
+    assertTrue(demo.output().contains("dataset (in memory)"), demo.output());
+    Matcher read =
+        Pattern.compile("2 ranks read (\\d+\\.\\d) MB of shard blocks, (\\d+\\.\\d) MB")
+            .matcher(demo.output());
+    assertTrue(read.find(), demo.output());
+    assertTrue(Double.parseDouble(read.group(1)) > 0, demo.output());
+    assertEquals("0.0", read.group(2), "no shard crossed the network: " + demo.output());
+    String ranks = cluster.executorStdout(before);
+    assertEquals(2, digests(ranks, 2).size(), ranks);
+    assertEquals(1, new HashSet<>(digests(ranks, 2)).size(), ranks);
+    assertEquals(1, epochs(work.resolve("run")).size());
     Path page = work.resolve("run/report/index.html");
     assertTrue(Files.exists(page), demo.output());
     assertTrue(Files.readString(page).contains("uPlot"), "uPlot inlined in " + page);

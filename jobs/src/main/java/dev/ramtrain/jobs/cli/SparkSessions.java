@@ -1,6 +1,9 @@
 package dev.ramtrain.jobs.cli;
 
 import dev.ramtrain.settings.ConfigException;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.spark.SparkConf;
@@ -35,15 +38,40 @@ public final class SparkSessions {
     } else if (!conf.contains("spark.master")) {
       builder.master("local[*]");
     }
-    if (!conf.contains("spark.ui.showConsoleProgress")) {
-      builder.config("spark.ui.showConsoleProgress", "false"); // ramtrain draws its own line
-    }
-    if (!conf.contains("spark.executor.heartbeatInterval")) {
-      // Running tasks' accumulator values reach the driver with the heartbeats: ramtrain's
-      // progress line moves every 2 s instead of every 10 s (Spark's default) or per task.
-      builder.config("spark.executor.heartbeatInterval", "2s");
-    }
+    defaults(conf).forEach(builder::config);
     return builder.getOrCreate();
+  }
+
+  /**
+   * ramtrain's own defaults for Spark's settings that {@code conf} (spark-submit's, the user's)
+   * leaves unset, in the order they are listed.
+   */
+  static Map<String, String> defaults(SparkConf conf) {
+    Map<String, String> chosen = new LinkedHashMap<>();
+    DEFAULTS.forEach(
+        (key, value) -> {
+          if (!conf.contains(key)) {
+            chosen.put(key, value);
+          }
+        });
+    return chosen;
+  }
+
+  private static final Map<String, String> DEFAULTS = defaultsTable();
+
+  private static Map<String, String> defaultsTable() {
+    Map<String, String> table = new LinkedHashMap<>();
+    table.put("spark.ui.showConsoleProgress", "false"); // ramtrain draws its own line
+    // Running tasks' accumulator values reach the driver with the heartbeats: ramtrain's
+    // progress line moves every 2 s instead of every 10 s (Spark's default) or per task.
+    table.put("spark.executor.heartbeatInterval", "2s");
+    // A barrier stage (the trainer's) submitted before its executors have registered is checked
+    // again every 15 s by default: a `train --ranks N` on a cluster whose executors came 3 s after
+    // the driver waited 12 s more. Checked every second, as many times, 10 minutes in all as
+    // Spark's 40 checks of 15 s.
+    table.put("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s");
+    table.put("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "600");
+    return Collections.unmodifiableMap(table);
   }
 
   /**
