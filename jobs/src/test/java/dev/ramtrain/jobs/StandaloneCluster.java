@@ -64,6 +64,7 @@ final class StandaloneCluster implements AutoCloseable {
             Integer.toString(freePort()));
     StandaloneCluster cluster = new StandaloneCluster(home, logs, port, master);
     cluster.gpuScript = gpus;
+    cluster.classArchive = dir.resolve("spark-classes.jsa");
     try {
       cluster.awaitLog(logs.resolve("master.log"), "ALIVE", 1);
       for (int w = 0; w < workers; w++) {
@@ -122,6 +123,52 @@ final class StandaloneCluster implements AutoCloseable {
       throw new IOException("cannot make " + script + " executable");
     }
     return script;
+  }
+
+  private Path classArchive;
+  private boolean archiving;
+
+  /**
+   * Class data sharing for the applications' JVMs, whose drivers and executors load Spark's classes
+   * from SPARK_HOME's jars alone: the first application's driver writes an archive of the classes
+   * it loaded as it exits ({@link #applicationEnded}), and the drivers and executors of the
+   * applications after it map them instead of reading and verifying them from the jars again (a JVM
+   * that cannot use the archive starts without it). The spark-submit settings for the next
+   * application.
+   */
+  List<String> classArchiveConf() {
+    String flags;
+    if (Files.exists(classArchive)) {
+      flags = "-XX:SharedArchiveFile=" + classArchive;
+    } else if (!archiving) {
+      archiving = true;
+      flags = "-XX:ArchiveClassesAtExit=" + partialArchive();
+    } else {
+      return List.of();
+    }
+    String quiet = " -Xlog:cds=off -Xlog:cds+dynamic=off";
+    List<String> conf =
+        new ArrayList<>(List.of("--conf", "spark.driver.extraJavaOptions=" + flags + quiet));
+    if (!archiving || Files.exists(classArchive)) {
+      conf.addAll(List.of("--conf", "spark.executor.extraJavaOptions=" + flags + quiet));
+    }
+    return conf;
+  }
+
+  /** After an application's driver has exited: the archive it wrote, once whole, is used. */
+  void applicationEnded() throws IOException {
+    Path partial = partialArchive();
+    if (archiving && !Files.exists(classArchive) && Files.exists(partial)) {
+      if (Files.size(partial) > 0) {
+        Files.move(partial, classArchive);
+      } else {
+        Files.delete(partial);
+      }
+    }
+  }
+
+  private Path partialArchive() {
+    return classArchive.resolveSibling(classArchive.getFileName() + ".partial");
   }
 
   /** The spark-submit settings of an application whose executors take a Worker's GPUs. */

@@ -91,6 +91,7 @@ class StandaloneClusterIT {
     command.addAll(args);
     if (onCluster) {
       command.addAll(List.of("--master", cluster.masterUrl()));
+      command.addAll(cluster.classArchiveConf());
     }
     ProcessBuilder pb =
         new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
@@ -103,6 +104,7 @@ class StandaloneClusterIT {
 
   private static Result finish(Process p, Path log) throws Exception {
     assertTrue(p.waitFor(6, TimeUnit.MINUTES), "bin/ramtrain finished; output in " + log);
+    cluster.applicationEnded();
     return new Result(p.exitValue(), Files.readString(log, StandardCharsets.UTF_8));
   }
 
