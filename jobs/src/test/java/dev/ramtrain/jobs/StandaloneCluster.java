@@ -137,22 +137,22 @@ final class StandaloneCluster implements AutoCloseable {
    * application.
    */
   List<String> classArchiveConf() {
-    String flags;
-    if (Files.exists(classArchive)) {
-      flags = "-XX:SharedArchiveFile=" + classArchive;
-    } else if (!archiving) {
-      archiving = true;
-      flags = "-XX:ArchiveClassesAtExit=" + partialArchive();
-    } else {
-      return List.of();
-    }
     String quiet = " -Xlog:cds=off -Xlog:cds+dynamic=off";
-    List<String> conf =
-        new ArrayList<>(List.of("--conf", "spark.driver.extraJavaOptions=" + flags + quiet));
-    if (!archiving || Files.exists(classArchive)) {
-      conf.addAll(List.of("--conf", "spark.executor.extraJavaOptions=" + flags + quiet));
+    if (Files.exists(classArchive)) {
+      String use = "-XX:SharedArchiveFile=" + classArchive + quiet;
+      return List.of(
+          "--conf",
+          "spark.driver.extraJavaOptions=" + use,
+          "--conf",
+          "spark.executor.extraJavaOptions=" + use);
     }
-    return conf;
+    if (archiving) {
+      return List.of(); // the first driver wrote none: the applications start without one
+    }
+    archiving = true;
+    return List.of(
+        "--conf",
+        "spark.driver.extraJavaOptions=-XX:ArchiveClassesAtExit=" + partialArchive() + quiet);
   }
 
   /** After an application's driver has exited: the archive it wrote, once whole, is used. */

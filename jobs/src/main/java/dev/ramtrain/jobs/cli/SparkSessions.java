@@ -67,8 +67,8 @@ public final class SparkSessions {
     table.put("spark.executor.heartbeatInterval", "2s");
     // A barrier stage (the trainer's) submitted before its executors have registered is checked
     // again every 15 s by default: a `train --ranks N` on a cluster whose executors came 3 s after
-    // the driver waited 12 s more. Checked every second, as many times, 10 minutes in all as
-    // Spark's 40 checks of 15 s.
+    // the driver waited 12 s more. Checked every second instead, 600 times: 10 minutes in all,
+    // as Spark's 40 checks of 15 s.
     table.put("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s");
     table.put("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "600");
     return Collections.unmodifiableMap(table);
