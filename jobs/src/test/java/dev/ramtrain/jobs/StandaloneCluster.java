@@ -158,7 +158,7 @@ final class StandaloneCluster implements AutoCloseable {
   /** After an application's driver has exited: the archive it wrote, once whole, is used. */
   void applicationEnded() throws IOException {
     Path partial = partialArchive();
-    if (archiving && !Files.exists(classArchive) && Files.exists(partial)) {
+    if (Files.exists(partial)) { // only the first application's driver writes one
       if (Files.size(partial) > 0) {
         Files.move(partial, classArchive);
       } else {
