@@ -29,6 +29,8 @@ import dev.ramtrain.trainer.backend.ops.GemmOperand;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.nn.Precision;
 import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.HostProfile;
+import dev.ramtrain.trainer.offload.HostUpdateTiming;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
@@ -322,9 +324,11 @@ public final class GpuBench {
     List<LayerCost> costs;
     DeviceProfile profile;
     List<LayerCost> at64;
+    HostProfile host;
     try (CudaBackend b = CudaBackend.open(spec)) {
       costs = LayerCost.measure(() -> ModelSpec.parse(model, image), b);
       profile = DeviceProfile.measure(b, "measured", b.freeMemoryBytes());
+      host = HostProfile.measure(b, threads);
       at64 = LayerCost.timed(costs, () -> ModelSpec.parse(model, image), b, 64, threads);
     }
     long resident = PlacementPlan.plan(costs, 64, Long.MAX_VALUE, 2, false, profile).deviceBytes();
@@ -339,13 +343,14 @@ public final class GpuBench {
     System.out.printf(
         "model %s: resident footprint at batch 64 %s, budget %s (1/%.0f of the weights' state);"
             + " profile %.1f GB/s,"
-            + " %.1f TFLOP/s; the plan hides copies from batch %d%n",
+            + " %.1f TFLOP/s, host memory %.1f GB/s; the plan hides copies from batch %d%n",
         model,
         PlacementPlan.bytes(resident),
         PlacementPlan.bytes(budget),
         ratio,
         profile.copyBytesPerSecond() / 1e9,
         profile.flopsPerSecond() / 1e12,
+        host.bandwidthBytesPerSecond() / 1e9,
         planned);
     // Both, or the planned one alone where a quarter of it rounds to it (1 hides the copies).
     List<Integer> batches =
@@ -357,7 +362,8 @@ public final class GpuBench {
       try (CudaBackend b = CudaBackend.open(spec)) {
         timed = LayerCost.timed(costs, () -> ModelSpec.parse(model, image), b, batch, threads);
       }
-      PlacementPlan plan = PlacementPlan.plan(timed, batch, budget, 2, false, profile);
+      PlacementPlan plan =
+          planned(timed, batch, budget, profile, host, HostUpdateTiming.AS_GRADIENTS_LAND);
       TrainingSteps.Run res =
           TrainingSteps.run(
               () -> CudaBackend.open(spec), model, image, batch, threads, null, steps);
@@ -417,9 +423,21 @@ public final class GpuBench {
         redone = k == 1 ? clipped.lastMetrics().get("clip_redone") : redone;
       }
       System.out.printf(
-          "  streamed, clip-norm 1: serial update %.2f ms (host update exposed %s ms), speculative"
-              + " %.2f ms (exposed %s ms, last step redone %s) = %.3fx serial%n",
-          clippedMs[0], exposed[0], clippedMs[1], exposed[1], redone, clippedMs[1] / clippedMs[0]);
+          "  streamed, clip-norm 1: serial update %.2f ms (plan %.2f; host update exposed %s ms),"
+              + " speculative %.2f ms (plan %.2f; exposed %s ms, last step redone %s) = %.3fx"
+              + " serial%n",
+          clippedMs[0],
+          planned(timed, batch, budget, profile, host, HostUpdateTiming.AFTER_BACKWARD)
+                  .streamedStepSeconds()
+              * 1e3,
+          exposed[0],
+          clippedMs[1],
+          planned(timed, batch, budget, profile, host, HostUpdateTiming.SPECULATIVE)
+                  .streamedStepSeconds()
+              * 1e3,
+          exposed[1],
+          redone,
+          clippedMs[1] / clippedMs[0]);
       // Where the streamed step's time goes, when it is not the exposed copy.
       System.out.printf(
           "  streamed step breakdown: compute %.2f ms, copy in %.2f ms, copy out %.2f ms,"
@@ -430,6 +448,18 @@ public final class GpuBench {
           metric(m, "host_optimizer_ms"),
           metric(m, "optimizer_exposed_ms"));
     }
+  }
+
+  /** The placement for {@code costs}, predicted with the host update as {@code timing} runs it. */
+  private static PlacementPlan planned(
+      List<LayerCost> costs,
+      int batch,
+      long budget,
+      DeviceProfile profile,
+      HostProfile host,
+      HostUpdateTiming timing) {
+    return PlacementPlan.plan(
+        costs, batch, budget, 2, false, profile, false, 8, PlacementPlan.Zero.NONE, host, timing);
   }
 
   private static double metric(Map<String, Object> metrics, String key) {

@@ -5,6 +5,8 @@ import dev.ramtrain.trainer.backend.cpu.CpuBackend;
 import dev.ramtrain.trainer.backend.cpu.SimulatedBus;
 import dev.ramtrain.trainer.nn.ModelSpec;
 import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.HostProfile;
+import dev.ramtrain.trainer.offload.HostUpdateTiming;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.PlacementPlan;
 import dev.ramtrain.trainer.offload.Streaming;
@@ -38,10 +40,12 @@ public final class OffloadBench {
     float clip = args.length > 9 ? Float.parseFloat(args[9]) : 0f;
     List<LayerCost> costs;
     DeviceProfile profile;
+    HostProfile host;
     try (Backend b = new CpuBackend(threads)) {
       costs = LayerCost.measure(() -> ModelSpec.parse(spec), b);
       costs = LayerCost.timed(costs, () -> ModelSpec.parse(spec), b, batch, threads);
       profile = DeviceProfile.measure(b, "measured cpu backend", 1L << 40);
+      host = HostProfile.measure(b, threads);
     }
     long residentBytes =
         PlacementPlan.plan(costs, batch, Long.MAX_VALUE, 2, false, profile).deviceBytes();
@@ -71,6 +75,20 @@ public final class OffloadBench {
         plan.streamedStepSeconds() * 1e3,
         plan.computeSeconds() * 1e3,
         plan.copySeconds() * 1e3);
+    StringBuilder byTiming = new StringBuilder();
+    for (HostUpdateTiming t : HostUpdateTiming.values()) {
+      PlacementPlan p = planned(costs, batch, budget, bf16, profile, host, t);
+      byTiming.append(
+          String.format(
+              " %s %.2f ms (host %.2f, exposed %.2f);",
+              t.label(),
+              p.streamedStepSeconds() * 1e3,
+              p.hostSeconds() * 1e3,
+              p.exposedHostSeconds() * 1e3));
+    }
+    System.out.printf(
+        "# the plan's streamed step by host update, on %.1f GB/s of host memory:%s%n",
+        host.bandwidthBytesPerSecond() / 1e9, byTiming);
     SimulatedBus bus = busGbps > 0 ? new SimulatedBus(busGbps * 1e9, 0, 0) : SimulatedBus.NONE;
     if (clip > 0) {
       clipped(
@@ -173,6 +191,19 @@ public final class OffloadBench {
         System.out.println("  loss per step, delayed: " + format(late.losses()));
       }
     }
+  }
+
+  /** The plan's placement for {@code costs}, its predictions with the host update as {@code t}. */
+  private static PlacementPlan planned(
+      List<LayerCost> costs,
+      int batch,
+      long budget,
+      boolean bf16,
+      DeviceProfile profile,
+      HostProfile host,
+      HostUpdateTiming t) {
+    return PlacementPlan.plan(
+        costs, batch, budget, 2, bf16, profile, false, 8, PlacementPlan.Zero.NONE, host, t);
   }
 
   private static TrainingSteps.Run clippedRun(

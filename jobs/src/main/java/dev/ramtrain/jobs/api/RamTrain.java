@@ -13,6 +13,7 @@ import dev.ramtrain.jobs.train.ImageClassifier;
 import dev.ramtrain.jobs.train.ImageFiles;
 import dev.ramtrain.jobs.train.InMemoryTraining;
 import dev.ramtrain.jobs.train.JobSpec;
+import dev.ramtrain.jobs.train.PlanSettings;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.settings.ConfigException;
@@ -21,6 +22,8 @@ import dev.ramtrain.trainer.backend.Backend;
 import dev.ramtrain.trainer.backend.engines.Backends;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.HostProfile;
+import dev.ramtrain.trainer.offload.HostUpdateTiming;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.PlacementPlan;
@@ -169,6 +172,7 @@ public final class RamTrain {
     List<Row> rows = new ArrayList<>();
     try (Backend backend = Backends.open(TrainSettings.backend(c))) {
       List<LayerCost> costs = LayerCost.measure(layers, backend);
+      HostProfile host = PlanSettings.host(c, backend, offload);
       List<DeviceProfile> profiles = new ArrayList<>();
       for (String name : DeviceProfiles.names(c)) {
         profiles.add(DeviceProfiles.named(c, name));
@@ -176,7 +180,11 @@ public final class RamTrain {
       for (DeviceProfile profile : profiles) {
         long budget = Placement.budget(offload, profile.memoryBytes());
         try {
-          PlacementPlan p = Placement.plan(offload, costs, batch, budget, profile);
+          HostUpdateTiming timing =
+              PlanSettings.timing(c, offload, false, profile.sharesHostCores());
+          PlacementPlan p =
+              Placement.plan(
+                  offload, costs, batch, budget, profile, PlacementPlan.Zero.NONE, host, timing);
           boolean resident = p.mode() == PlacementPlan.Mode.RESIDENT;
           rows.add(
               RowFactory.create(

@@ -4,6 +4,7 @@ import dev.ramtrain.format.ImageShape;
 import dev.ramtrain.jobs.config.DeviceProfiles;
 import dev.ramtrain.jobs.config.RamtrainConfig;
 import dev.ramtrain.jobs.train.InferenceModels;
+import dev.ramtrain.jobs.train.PlanSettings;
 import dev.ramtrain.jobs.train.TrainSettings;
 import dev.ramtrain.jobs.train.TrainedCheckpoint;
 import dev.ramtrain.settings.ConfigException;
@@ -13,6 +14,7 @@ import dev.ramtrain.trainer.dist.NodeExchange;
 import dev.ramtrain.trainer.nn.Layer;
 import dev.ramtrain.trainer.nn.Model;
 import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.HostUpdateTiming;
 import dev.ramtrain.trainer.offload.InferencePlacement;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
@@ -78,6 +80,18 @@ public final class PlanCommand implements Callable<Integer> {
   Boolean bf16;
 
   @Option(
+      names = "--clip-norm",
+      description =
+          "Clip gradients at this norm (ramtrain.train.clip-norm): the host update then runs"
+              + " speculatively or after backward (ramtrain.offload.clip-update).")
+  Double clipNorm;
+
+  @Option(
+      names = "--delayed-update",
+      description = "The host update one step stale (ramtrain.offload.delayed-update).")
+  Boolean delayedUpdate;
+
+  @Option(
       names = "--devices",
       defaultValue = "1",
       description =
@@ -115,6 +129,8 @@ public final class PlanCommand implements Callable<Integer> {
     f.put("ramtrain.offload.budget", budget);
     f.put("ramtrain.offload.prefetch-depth", CommonFlags.text(prefetchDepth));
     f.put("ramtrain.offload.bf16-weights", CommonFlags.text(bf16));
+    f.put("ramtrain.train.clip-norm", CommonFlags.text(clipNorm));
+    f.put("ramtrain.offload.delayed-update", CommonFlags.text(delayedUpdate));
     RamtrainConfig c = common.load(f);
     OffloadSpec offload = TrainSettings.offload(c);
     int batch =
@@ -150,9 +166,24 @@ public final class PlanCommand implements Callable<Integer> {
       long budgetBytes = Placement.budget(offload, profile.memoryBytes());
       List<LayerCost> costs = LayerCost.measure(layers, backend);
       if (deviceName.equals("measured")) { // this machine: predict from what its backend takes
-        costs = LayerCost.timed(costs, layers, backend, batch, offload.hostThreads());
+        costs =
+            LayerCost.timed(
+                costs, layers, backend, batch, offload.hostThreads(), offload.optimizerState());
       }
-      PlacementPlan plan = Placement.plan(offload, costs, batch, budgetBytes, profile, zero(c));
+      PlacementPlan.Zero zero = zero(c);
+      HostUpdateTiming timing =
+          PlanSettings.timing(
+              c, offload, zero != PlacementPlan.Zero.NONE, profile.sharesHostCores());
+      PlacementPlan plan =
+          Placement.plan(
+              offload,
+              costs,
+              batch,
+              budgetBytes,
+              profile,
+              zero,
+              PlanSettings.host(c, backend, offload),
+              timing);
       System.out.print(plan.render(spec + " on " + shape + " images", profile, budgetBytes));
       if (devices > 1) {
         System.out.print(

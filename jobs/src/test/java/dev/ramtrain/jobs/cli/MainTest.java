@@ -472,6 +472,33 @@ class MainTest {
     assertEquals(0, zero.status(), zero.err());
     assertEquals(0.75 * hostPinnedMiB(offloaded.out()), hostPinnedMiB(zero.out()), 0.1, zero.out());
 
+    // The host update, planned for a T4 on a host of 20 GB/s: AdamW's 28 bytes for each of the
+    // 16,785,408 parameters, 23.50 ms; clipped, speculatively (a GPU computes beside the host's
+    // cores) with the kept masters and moments read and written and the norm's read, twice that;
+    // serially, the update and the norm's read (32 bytes).
+    List<String> onHost = List.of(with(fourLayers, "--set", "ramtrain.plan.host-bandwidth=20e9"));
+    Run landing = run(onHost.toArray(String[]::new));
+    assertEquals(0, landing.status(), landing.err());
+    assertTrue(
+        landing
+            .out()
+            .contains(
+                "host update    23.50 ms a step as-gradients-land (host memory 20.0 GB/s given"),
+        landing.out());
+    Run speculative = run(with(onHost, "--clip-norm", "1"));
+    assertTrue(
+        speculative.out().contains("host update    47.00 ms a step speculative"),
+        speculative.out());
+    Run serial =
+        run(with(onHost, "--clip-norm", "1", "--set", "ramtrain.offload.clip-update=serial"));
+    assertTrue(
+        serial.out().contains("host update    26.86 ms a step after-backward"), serial.out());
+    Run delayed = run(with(onHost, "--delayed-update"));
+    assertTrue(delayed.out().contains("host update    23.50 ms a step delayed"), delayed.out());
+    Run badHost = run(with(fourLayers, "--set", "ramtrain.plan.host-bandwidth=fast"));
+    assertEquals(Main.EXIT_USAGE, badHost.status(), badHost.out());
+    assertTrue(badHost.err().contains("ramtrain.plan.host-bandwidth"), badHost.err());
+
     Run measured = run("plan", "--model", "cnn:c8-p-10", "--image", "16x16x1");
     assertEquals(0, measured.status(), measured.err());
     assertTrue(measured.out().contains("measured (cpu backend)"), measured.out());

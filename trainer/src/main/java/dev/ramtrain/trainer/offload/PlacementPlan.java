@@ -17,8 +17,9 @@ import java.util.List;
  *
  * <p>Predictions: compute time is each layer's measured time on the backend ({@link
  * LayerCost#timed}), or FLOPs over the profile's rate for a layer not measured (a named device
- * profile); a resident step adds the device optimizer's measured time, an offloaded one the host
- * optimizer's time that nothing hides (all of it where the device is the host's own cores).
+ * profile); a resident step adds the device optimizer's measured time, an offloaded one the part of
+ * the host optimizer's that nothing hides ({@link HostUpdateCost}: by when it runs, and with the
+ * copies sharing the host's memory bandwidth; all of it where the device is the host's own cores).
  * Offloaded, every gradient crosses back once a step and every resident layer's updated weights
  * once in; a streamed layer's weights cross twice (forward, and again for backward unless the ring
  * still holds them). A streamed step takes the longer of compute and copies plus the first copy,
@@ -39,7 +40,11 @@ public record PlacementPlan(
     double copySeconds,
     double residentStepSeconds,
     double streamedStepSeconds,
-    int minBatchToHideCopies) {
+    int minBatchToHideCopies,
+    HostProfile host,
+    HostUpdateTiming hostUpdate,
+    double hostSeconds,
+    double exposedHostSeconds) {
 
   /**
    * RESIDENT: weights, gradients and optimizer state on the device. OFFLOADED: masters, gradients
@@ -152,6 +157,36 @@ public record PlacementPlan(
       boolean offload,
       int optimizerStateBytes,
       Zero zero) {
+    return plan(
+        layers,
+        batch,
+        budgetBytes,
+        prefetchDepth,
+        bf16Weights,
+        profile,
+        offload,
+        optimizerStateBytes,
+        zero,
+        HostProfile.UNMEASURED,
+        HostUpdateTiming.AS_GRADIENTS_LAND);
+  }
+
+  /**
+   * As above, on {@code host}, whose memory the host update and the copies share, with the host
+   * update run as {@code timing} says ({@link HostUpdateCost}).
+   */
+  public static PlacementPlan plan(
+      List<LayerCost> layers,
+      int batch,
+      long budgetBytes,
+      int prefetchDepth,
+      boolean bf16Weights,
+      DeviceProfile profile,
+      boolean offload,
+      int optimizerStateBytes,
+      Zero zero,
+      HostProfile host,
+      HostUpdateTiming timing) {
     if (batch < 1 || prefetchDepth < 1 || budgetBytes <= 0) {
       throw new IllegalArgumentException(
           "batch, prefetch depth and budget must be positive: "
@@ -199,7 +234,11 @@ public record PlacementPlan(
           0,
           residentStep,
           residentStep,
-          1);
+          1,
+          host,
+          timing,
+          0,
+          0);
     }
     long deviceWeightBytesPerParam = bf16Weights ? 2 : 4;
     boolean checkpointing = false;
@@ -259,12 +298,19 @@ public record PlacementPlan(
     long firstCopy =
         streamed.isEmpty() ? 0 : streamed.get(0).parameters() * deviceWeightBytesPerParam;
     double recompute = checkpointing ? compute / 3 : 0; // one more forward pass
-    double exposed = exposedHostUpdate(layers);
-    // The host updates layer by layer as gradients land, beside the device's backward; the first
-    // layers' updates land last and the next forward needs them. So the step is at least the
-    // forward pass and every hidden update (measured on an H200: a 377 M-parameter MLP's 122 ms of
-    // host AdamW made its streamed step 171 ms where the device alone needed 93).
-    double hidden = Math.max(0, hostUpdate(layers) - exposed);
+    long forwardCopied = streamedParams * deviceWeightBytesPerParam;
+    HostUpdateCost update =
+        HostUpdateCost.of(
+            layers,
+            host,
+            timing,
+            profile.sharesHostCores(),
+            optimizerStateBytes,
+            bf16Weights,
+            streamedParams,
+            params == 0 ? 1 : (double) zero.largestShare(params) / params,
+            forwardCopied,
+            copied - forwardCopied);
     // A GPU copies beside its compute; the cpu backend's copies are memcpy on the cores its
     // compute runs on, so they add up (measured: plan 12-20% short of 2-core streamed steps when
     // it overlapped them, benchmarks/RESULTS.md).
@@ -273,7 +319,7 @@ public record PlacementPlan(
                 ? compute + recompute + copy
                 : Math.max(compute + recompute, copy))
             + firstCopy / profile.copyBytesPerSecond();
-    double streamedStep = Math.max(onDevice, compute / 3 + hidden) + exposed;
+    double streamedStep = update.stepSeconds(onDevice, compute / 3);
     double computePerSample = (compute + recompute) / batch;
     int minBatch = computePerSample == 0 ? 1 : (int) Math.ceil(copy / computePerSample);
     long share = zero.largestShare(params);
@@ -305,17 +351,11 @@ public record PlacementPlan(
         copy,
         residentStep,
         streamedStep,
-        Math.max(1, minBatch));
-  }
-
-  /** The host optimizer's time an offloaded step cannot hide, as {@link LayerCost#timed} found. */
-  private static double exposedHostUpdate(List<LayerCost> layers) {
-    return layers.stream().mapToDouble(LayerCost::exposedHostUpdateSeconds).sum();
-  }
-
-  /** The host optimizer's whole time over every layer's parameters. */
-  private static double hostUpdate(List<LayerCost> layers) {
-    return layers.stream().mapToDouble(LayerCost::hostUpdateSeconds).sum();
+        Math.max(1, minBatch),
+        host,
+        timing,
+        update.hostSeconds(),
+        streamedStep - onDevice);
   }
 
   /**
@@ -351,7 +391,6 @@ public record PlacementPlan(
         + LayerCost.gradientSlotBytes(layers, batch);
   }
 
-  /** The plan as the lines the {@code plan} command prints. */
   /**
    * What {@code devices} devices of a node sharing this plan's one host copy need ({@link
    * DeviceGroup}): device 0 pins the plan's host memory, each other device two landing slots of the
@@ -397,6 +436,7 @@ public record PlacementPlan(
     return 2 * (4 + (bf16 ? 2 : 0)) * largest;
   }
 
+  /** The plan as the lines the {@code plan} command prints. */
   public String render(String model, DeviceProfile profile, long budgetBytes) {
     StringBuilder out = new StringBuilder();
     out.append(
@@ -432,11 +472,23 @@ public record PlacementPlan(
             streamedStepSeconds * 1e3,
             computeSeconds * 1e3,
             copySeconds * 1e3));
+    if (mode == Mode.OFFLOADED) {
+      out.append(
+          String.format(
+              "host update    %.2f ms a step %s (host memory %s), %.2f ms of it exposed%n",
+              hostSeconds * 1e3,
+              hostUpdate.label(),
+              host.measured()
+                  ? String.format(
+                      "%.1f GB/s %s, shared with the copies",
+                      host.bandwidthBytesPerSecond() / 1e9, host.name())
+                  : "bandwidth unmeasured",
+              exposedHostSeconds * 1e3));
+    }
     out.append(String.format("copies hide behind compute from batch %d%n", minBatchToHideCopies));
     return out.toString();
   }
 
-  /** A byte count as MiB or GiB. */
   /**
    * Why {@code batch} cannot train within the budget even streaming everything, leading with what
    * takes the memory, then the largest batch that fits and the budget (or the bf16 weight copies)
@@ -536,6 +588,7 @@ public record PlacementPlan(
         + LayerCost.gradientSlotBytes(layers, batch);
   }
 
+  /** A byte count as MiB or GiB. */
   public static String bytes(long b) {
     return ByteSize.of(b);
   }

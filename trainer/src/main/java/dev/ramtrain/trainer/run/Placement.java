@@ -15,6 +15,8 @@ import dev.ramtrain.trainer.nn.ModelBlueprint;
 import dev.ramtrain.trainer.nn.ParamSpec;
 import dev.ramtrain.trainer.offload.DeviceGroup;
 import dev.ramtrain.trainer.offload.DeviceProfile;
+import dev.ramtrain.trainer.offload.HostProfile;
+import dev.ramtrain.trainer.offload.HostUpdateTiming;
 import dev.ramtrain.trainer.offload.LayerCost;
 import dev.ramtrain.trainer.offload.OffloadSpec;
 import dev.ramtrain.trainer.offload.OffloadedLearner;
@@ -194,30 +196,8 @@ public final class Placement {
       }
       return resident(model, optimizer, clipNorm, backend, setup, ranks);
     }
-    DeviceProfile profile =
-        DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
-    costs =
-        LayerCost.timed(
-            costs,
-            model.layers(),
-            backend,
-            model.maxBatch(),
-            offload.hostThreads(),
-            offload.optimizerState());
-    plan = plan(offload, costs, model.maxBatch(), budget, profile, zero);
-    if (ranks.leader()) {
-      System.out.print(plan.render(model.spec(), profile, budget));
-      if (ranks.devicesPerNode() > 1 && node != null) {
-        System.out.print(
-            plan.renderNode(
-                costs,
-                ranks.devicesPerNode(),
-                ranks.nodes(),
-                NodeExchange.addBytesPerSecond(1 << 22)));
-      }
-    }
     long publishedBytes = offload.delayedUpdate() ? 4 * parameters : 0;
-    long pinned = plan.hostPinnedBytes() + publishedBytes;
+    long pinned = plan.hostPinnedBytes() + publishedBytes; // memory alone: as the measured plan's
     long machine = HostMemory.availableBytes();
     long host = hostLimit.cap(machine);
     boolean speculative =
@@ -251,6 +231,30 @@ public final class Placement {
                   ? "raise it, or use a smaller model"
                   : "use a host with more memory or a smaller model"));
     }
+    DeviceProfile profile =
+        DeviceProfile.measure(backend, backend.name() + " backend (measured)", free);
+    costs =
+        LayerCost.timed(
+            costs,
+            model.layers(),
+            backend,
+            model.maxBatch(),
+            offload.hostThreads(),
+            offload.optimizerState());
+    HostProfile hostProfile = HostProfile.measure(backend, offload.hostThreads());
+    HostUpdateTiming timing = HostUpdateTiming.of(offload.delayedUpdate(), clipNorm, speculative);
+    plan = plan(offload, costs, model.maxBatch(), budget, profile, zero, hostProfile, timing);
+    if (ranks.leader()) {
+      System.out.print(plan.render(model.spec(), profile, budget));
+      if (ranks.devicesPerNode() > 1 && node != null) {
+        System.out.print(
+            plan.renderNode(
+                costs,
+                ranks.devicesPerNode(),
+                ranks.nodes(),
+                NodeExchange.addBytesPerSecond(1 << 22)));
+      }
+    }
     if (loop.accumulate() > 1) {
       throw new ConfigException(
           String.format(
@@ -280,6 +284,23 @@ public final class Placement {
         setup,
         ranks,
         node);
+  }
+
+  /**
+   * When {@code plan} counts a run's host update: as {@link #speculativeClip} decides at the start
+   * of a run, assuming the speculative update's kept copy fits the host ({@code partitions}: ZeRO
+   * shares the optimizer state, whose steps update after the whole gradient).
+   */
+  public static HostUpdateTiming plannedTiming(
+      OffloadSpec offload, float clipNorm, boolean partitions, boolean sharesHostCores) {
+    boolean speculative =
+        !partitions
+            && switch (offload.clipUpdate()) {
+              case SERIAL -> false;
+              case SPECULATIVE -> true;
+              case AUTO -> !sharesHostCores;
+            };
+    return HostUpdateTiming.of(offload.delayedUpdate(), clipNorm, speculative);
   }
 
   /**
@@ -387,6 +408,30 @@ public final class Placement {
       long budget,
       DeviceProfile profile,
       PlacementPlan.Zero zero) {
+    return plan(
+        offload,
+        costs,
+        batch,
+        budget,
+        profile,
+        zero,
+        HostProfile.UNMEASURED,
+        HostUpdateTiming.AS_GRADIENTS_LAND);
+  }
+
+  /**
+   * As above, the host update counted on {@code host} as {@code timing} runs it ({@link
+   * PlacementPlan}'s predictions alone depend on them).
+   */
+  public static PlacementPlan plan(
+      OffloadSpec offload,
+      List<LayerCost> costs,
+      int batch,
+      long budget,
+      DeviceProfile profile,
+      PlacementPlan.Zero zero,
+      HostProfile host,
+      HostUpdateTiming timing) {
     try {
       return PlacementPlan.plan(
           costs,
@@ -397,7 +442,9 @@ public final class Placement {
           profile,
           offload.mode() == OffloadSpec.Mode.ON,
           2 * offload.optimizerState().bytesPerValue(),
-          zero);
+          zero,
+          host,
+          timing);
     } catch (IllegalArgumentException e) {
       throw new ConfigException("ramtrain.offload.budget: " + e.getMessage());
     }

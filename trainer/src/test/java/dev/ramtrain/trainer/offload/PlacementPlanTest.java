@@ -159,6 +159,117 @@ class PlacementPlanTest {
     assertTrue(plan.streamedStepSeconds() >= 60e-3, "at least the host's whole update");
   }
 
+  /**
+   * Planned for a GPU from its profile alone (the layers not timed), the host update is its bytes
+   * over the host's bandwidth: AdamW reads a parameter's gradient, weight and two fp32 moments and
+   * writes weight and moments, 28 bytes (20 with bf16 moments). The copies to and from the device
+   * during backward read and write the same memory: the hidden update is stretched by their bytes
+   * over that bandwidth (on an H200 the plan read 15-19% short without it), and the first layer's
+   * update, which lands last, still shows.
+   */
+  @Test
+  void theHostUpdateIsItsBytesOverTheHostsBandwidthSharedWithTheCopies() {
+    List<LayerCost> layers = threeLayers(); // 7 M parameters, the first layer's 1 M
+    long p = 7L << 20;
+    double bandwidth = 20e9;
+    HostProfile host = new HostProfile("test", bandwidth);
+    PlacementPlan plan = offloaded(layers, host, HostUpdateTiming.AS_GRADIENTS_LAND, 8);
+    assertTrue(plan.streamed().isEmpty(), "everything fits: the optimizer alone is offloaded");
+    // Every gradient goes out and every updated weight comes back: 8 bytes a parameter, all of
+    // it during backward and the update.
+    assertEquals(8 * p, plan.copiedBytesPerStep());
+    double compute = 4 * (42L << 20) / 1e12;
+    double onDevice = Math.max(compute, 8 * p / 10e9);
+    double update = 28.0 * p / bandwidth;
+    double last = 28.0 * (1 << 20) / bandwidth;
+    assertEquals(update, plan.hostSeconds(), 1e-15);
+    assertEquals(
+        Math.max(onDevice, compute / 3 + update - last + 8 * p / bandwidth) + last,
+        plan.streamedStepSeconds(),
+        1e-12);
+    assertTrue(plan.streamedStepSeconds() > onDevice, "this host update outlasts backward");
+    PlacementPlan unshared =
+        offloaded(layers, HostProfile.UNMEASURED, HostUpdateTiming.AS_GRADIENTS_LAND, 8);
+    assertEquals(onDevice, unshared.streamedStepSeconds(), 1e-15, "a host of unknown speed");
+    assertEquals(
+        20.0 / 28 * update,
+        offloaded(layers, host, HostUpdateTiming.AS_GRADIENTS_LAND, 4).hostSeconds(),
+        1e-15,
+        "bf16 moments: 20 bytes a parameter");
+  }
+
+  /**
+   * When the host update runs decides what the step waits for: serially after backward, all of it
+   * and the norm's read of the gradients; speculatively, as the gradients land but with the kept
+   * copy of masters and moments (read and written) and the norm's read on the host's memory too;
+   * delayed, beside the next forward and backward, which it bounds only by outlasting them with
+   * every copy. On the host's own cores (the cpu backend) all of it shows, whenever it runs.
+   */
+  @Test
+  void whenTheHostUpdateRunsDecidesWhatTheStepWaitsFor() {
+    List<LayerCost> layers = threeLayers();
+    long p = 7L << 20;
+    double bandwidth = 20e9;
+    HostProfile host = new HostProfile("test", bandwidth);
+    double compute = 4 * (42L << 20) / 1e12;
+    double onDevice = Math.max(compute, 8 * p / 10e9);
+    double update = 28.0 * p / bandwidth;
+    double norm = 4.0 * p / bandwidth;
+    double copies = 8.0 * p / bandwidth;
+    double last = 28.0 * (1 << 20) / bandwidth;
+    double kept = 2 * 12.0 * p / bandwidth;
+    assertEquals(
+        onDevice + update + norm,
+        offloaded(layers, host, HostUpdateTiming.AFTER_BACKWARD, 8).streamedStepSeconds(),
+        1e-12);
+    assertEquals(
+        Math.max(onDevice, compute / 3 + update - last + copies + kept + norm) + last,
+        offloaded(layers, host, HostUpdateTiming.SPECULATIVE, 8).streamedStepSeconds(),
+        1e-12);
+    assertEquals(
+        update + kept + norm,
+        offloaded(layers, host, HostUpdateTiming.SPECULATIVE, 8).hostSeconds(),
+        1e-15);
+    PlacementPlan delayed = offloaded(layers, host, HostUpdateTiming.DELAYED, 8);
+    assertEquals(Math.max(onDevice, update + copies), delayed.streamedStepSeconds(), 1e-12);
+    assertEquals(delayed.streamedStepSeconds() - onDevice, delayed.exposedHostSeconds(), 1e-15);
+    double asLanding =
+        offloaded(layers, host, HostUpdateTiming.AS_GRADIENTS_LAND, 8).streamedStepSeconds();
+    assertTrue(delayed.streamedStepSeconds() < asLanding, "delayed: no first layer to wait for");
+
+    DeviceProfile cores = new DeviceProfile("cores", 1L << 30, 10e9, 1e12, true, Long.MAX_VALUE);
+    double onCores = compute + 8 * p / 10e9; // copies take compute's cores
+    for (HostUpdateTiming t : HostUpdateTiming.values()) {
+      double extra =
+          switch (t) {
+            case AFTER_BACKWARD -> norm;
+            case SPECULATIVE -> kept + norm;
+            case AS_GRADIENTS_LAND, DELAYED -> 0;
+          };
+      PlacementPlan plan =
+          PlacementPlan.plan(
+              layers, 4, 1L << 40, 2, false, cores, true, 8, PlacementPlan.Zero.NONE, host, t);
+      assertEquals(onCores + update + extra, plan.streamedStepSeconds(), 1e-12, t.label());
+    }
+  }
+
+  /** {@code layers} offloaded on {@link #DEVICE} at batch 4, everything fitting. */
+  private static PlacementPlan offloaded(
+      List<LayerCost> layers, HostProfile host, HostUpdateTiming timing, int stateBytes) {
+    return PlacementPlan.plan(
+        layers,
+        4,
+        1L << 40,
+        2,
+        false,
+        DEVICE,
+        true,
+        stateBytes,
+        PlacementPlan.Zero.NONE,
+        host,
+        timing);
+  }
+
   /** {@code c} as if timed: 2 ms per sample, a 1 ms device update, the given host update. */
   private static LayerCost asTimed(LayerCost c, double hostUpdateSeconds, boolean exposed) {
     return new LayerCost(

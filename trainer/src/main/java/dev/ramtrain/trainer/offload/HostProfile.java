@@ -1,0 +1,41 @@
+package dev.ramtrain.trainer.offload;
+
+import dev.ramtrain.trainer.backend.Backend;
+
+/**
+ * What the plan needs to know of the host: how fast its memory streams on the optimizer's threads
+ * ({@link HostBandwidth}'s triad). The host update and the copies to and from the device read and
+ * write the same memory, so this one rate is what they share.
+ */
+public record HostProfile(String name, double bandwidthBytesPerSecond) {
+  /** A host whose bandwidth the plan does not know: it then counts no sharing. */
+  public static final HostProfile UNMEASURED =
+      new HostProfile("unmeasured", Double.POSITIVE_INFINITY);
+
+  /** Floats in each of the triad's three arrays: 192 MiB in all, past the caches a core reaches. */
+  private static final int TRIAD_FLOATS = 1 << 24;
+
+  public HostProfile {
+    if (!(bandwidthBytesPerSecond > 0)) {
+      throw new IllegalArgumentException(
+          "host profile "
+              + name
+              + ": the bandwidth must be positive, got "
+              + bandwidthBytesPerSecond);
+    }
+  }
+
+  /** This host as {@code threads} optimizer threads stream it: the best of two triads. */
+  public static HostProfile measure(Backend backend, int threads) {
+    try (HostThreads pool = new HostThreads(threads)) {
+      return new HostProfile(
+          "measured (" + threads + " thread" + (threads == 1 ? "" : "s") + ")",
+          HostBandwidth.triad(backend, pool, TRIAD_FLOATS, 2));
+    }
+  }
+
+  /** Whether the bandwidth is known (sharing is then counted). */
+  public boolean measured() {
+    return Double.isFinite(bandwidthBytesPerSecond);
+  }
+}
