@@ -22,7 +22,9 @@ import java.util.List;
  * @param forwardCopySeconds the forward's weight loads, over the host's bandwidth
  * @param speculationSeconds a speculative clip's extra bytes: the kept copy of what the update
  *     writes (read and written once) and the norm's read of the gradients
- * @param normSeconds a serial clip's read of the gradients for the norm
+ * @param normSeconds a clip's read of the gradients for the norm, after backward
+ * @param publishSeconds a delayed update's refresh of the published weights from the masters (4
+ *     bytes read, 4 written a parameter), which the next step's loads read
  */
 record HostUpdateCost(
     HostUpdateTiming timing,
@@ -32,7 +34,8 @@ record HostUpdateCost(
     double backwardCopySeconds,
     double forwardCopySeconds,
     double speculationSeconds,
-    double normSeconds) {
+    double normSeconds,
+    double publishSeconds) {
 
   /**
    * The cost for {@code layers} ({@code parameters} in all, {@code streamedParameters} streamed),
@@ -78,7 +81,8 @@ record HostUpdateCost(
         backwardBytes / bandwidth,
         forwardBytes / bandwidth,
         (kept + 4L * parameters) / bandwidth,
-        4L * parameters / bandwidth);
+        4L * parameters / bandwidth,
+        8L * shareOfParameters * parameters / bandwidth);
   }
 
   /**
@@ -87,17 +91,13 @@ record HostUpdateCost(
    * beside backward but the next forward needs the first layers, whose gradients land last: the
    * step is at least the forward and every hidden update (an H200 measured a 377 M-parameter MLP's
    * 122 ms of host AdamW making its streamed step 171 ms where the device alone needed 93), plus
-   * the last layer's. Serially, the whole update follows backward. Delayed, it runs beside the next
-   * forward and backward and bounds the step only when it outlasts them.
+   * the last layer's. Serially, the whole update follows backward. Delayed, it runs on into the
+   * next forward and bounds the step only when it outlasts the step with every copy; delayed and
+   * clipped, it starts after backward and must end before the next one.
    */
   double stepSeconds(double onDevice, double forward) {
     if (sharesHostCores) { // the update takes compute's cores: all of it shows
-      return onDevice
-          + switch (timing) {
-            case SPECULATIVE -> updateSeconds + speculationSeconds;
-            case AFTER_BACKWARD -> updateSeconds + normSeconds;
-            case AS_GRADIENTS_LAND, DELAYED -> updateSeconds;
-          };
+      return onDevice + hostSeconds();
     }
     double hidden = updateSeconds - lastToLandSeconds + backwardCopySeconds;
     return switch (timing) {
@@ -105,17 +105,33 @@ record HostUpdateCost(
       case SPECULATIVE ->
           Math.max(onDevice, forward + hidden + speculationSeconds) + lastToLandSeconds;
       case AFTER_BACKWARD -> onDevice + updateSeconds + normSeconds;
-      case DELAYED -> Math.max(onDevice, updateSeconds + backwardCopySeconds + forwardCopySeconds);
+      case DELAYED ->
+          Math.max(
+              onDevice, updateSeconds + publishSeconds + backwardCopySeconds + forwardCopySeconds);
+      case DELAYED_AFTER_BACKWARD ->
+          Math.max(
+              onDevice,
+              onDevice
+                  - forward
+                  + updateSeconds
+                  + normSeconds
+                  + publishSeconds
+                  + forwardCopySeconds);
     };
   }
 
-  /** The host's whole work a step: the update and, speculating or clipping, its extra reads. */
+  /**
+   * The host's whole work a step: the update and, by its timing, the speculation's kept copy, the
+   * norm's read, the published weights' refresh.
+   */
   double hostSeconds() {
     return updateSeconds
         + switch (timing) {
+          case AS_GRADIENTS_LAND -> 0;
           case SPECULATIVE -> speculationSeconds;
           case AFTER_BACKWARD -> normSeconds;
-          case AS_GRADIENTS_LAND, DELAYED -> 0;
+          case DELAYED -> publishSeconds;
+          case DELAYED_AFTER_BACKWARD -> normSeconds + publishSeconds;
         };
   }
 }

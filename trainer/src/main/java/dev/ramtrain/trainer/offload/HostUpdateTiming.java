@@ -14,16 +14,22 @@ public enum HostUpdateTiming {
   SPECULATIVE,
   /** Clipped, serially: after backward, once the whole norm is known. */
   AFTER_BACKWARD,
-  /** One step stale (ZeRO-Offload's delayed update): beside the next forward and backward. */
-  DELAYED;
+  /**
+   * One step stale (ZeRO-Offload's delayed update): each layer's as its gradient lands, on into the
+   * next forward, which computes with the weights published before it; the next backward, which
+   * refills the gradients, waits for it.
+   */
+  DELAYED,
+  /** One step stale and clipped: the whole update after backward, beside the next forward. */
+  DELAYED_AFTER_BACKWARD;
 
   /**
-   * The timing a run uses: delayed where asked (clipped or not), else for a clipped run ({@code
-   * clipNorm} > 0) speculative or serial, else as the gradients land.
+   * The timing a run uses: delayed where asked (after backward when clipped, {@code clipNorm} > 0),
+   * else for a clipped run speculative or serial, else as the gradients land.
    */
   public static HostUpdateTiming of(boolean delayed, float clipNorm, boolean speculative) {
     if (delayed) {
-      return DELAYED;
+      return clipNorm > 0 ? DELAYED_AFTER_BACKWARD : DELAYED;
     }
     if (clipNorm <= 0) {
       return AS_GRADIENTS_LAND;

@@ -202,8 +202,9 @@ class PlacementPlanTest {
    * When the host update runs decides what the step waits for: serially after backward, all of it
    * and the norm's read of the gradients; speculatively, as the gradients land but with the kept
    * copy of masters and moments (read and written) and the norm's read on the host's memory too;
-   * delayed, beside the next forward and backward, which it bounds only by outlasting them with
-   * every copy. On the host's own cores (the cpu backend) all of it shows, whenever it runs.
+   * delayed, on into the next forward with the published weights' refresh, which it bounds only by
+   * outlasting the step with every copy (clipped: between backward and the next backward). On the
+   * host's own cores (the cpu backend) all of it shows, whenever it runs.
    */
   @Test
   void whenTheHostUpdateRunsDecidesWhatTheStepWaitsFor() {
@@ -230,12 +231,16 @@ class PlacementPlanTest {
         update + kept + norm,
         offloaded(layers, host, HostUpdateTiming.SPECULATIVE, 8).hostSeconds(),
         1e-15);
+    double publish = 8.0 * p / bandwidth; // the published weights refreshed from the masters
     PlacementPlan delayed = offloaded(layers, host, HostUpdateTiming.DELAYED, 8);
-    assertEquals(Math.max(onDevice, update + copies), delayed.streamedStepSeconds(), 1e-12);
+    assertEquals(
+        Math.max(onDevice, update + publish + copies), delayed.streamedStepSeconds(), 1e-12);
+    assertEquals(
+        Math.max(onDevice, onDevice - compute / 3 + update + norm + publish),
+        offloaded(layers, host, HostUpdateTiming.DELAYED_AFTER_BACKWARD, 8).streamedStepSeconds(),
+        1e-12,
+        "delayed and clipped: after backward, before the next one");
     assertEquals(delayed.streamedStepSeconds() - onDevice, delayed.exposedHostSeconds(), 1e-15);
-    double asLanding =
-        offloaded(layers, host, HostUpdateTiming.AS_GRADIENTS_LAND, 8).streamedStepSeconds();
-    assertTrue(delayed.streamedStepSeconds() < asLanding, "delayed: no first layer to wait for");
 
     DeviceProfile cores = new DeviceProfile("cores", 1L << 30, 10e9, 1e12, true, Long.MAX_VALUE);
     double onCores = compute + 8 * p / 10e9; // copies take compute's cores
@@ -244,7 +249,9 @@ class PlacementPlanTest {
           switch (t) {
             case AFTER_BACKWARD -> norm;
             case SPECULATIVE -> kept + norm;
-            case AS_GRADIENTS_LAND, DELAYED -> 0;
+            case AS_GRADIENTS_LAND -> 0;
+            case DELAYED -> publish;
+            case DELAYED_AFTER_BACKWARD -> norm + publish;
           };
       PlacementPlan plan =
           PlacementPlan.plan(
