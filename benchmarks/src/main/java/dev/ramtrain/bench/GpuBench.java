@@ -54,9 +54,10 @@ import jcuda.driver.JCudaDriver;
  *       kernels;
  *   <li>training steps of a model, resident against streamed for a device budget that holds its
  *       activations and a quarter of its weights' state (RATIO), at the planner's smallest batch
- *       that hides the copies and at a quarter of it: step times, exposed copy (target: at most 5%
- *       of the step at the planned batch), overlap, samples/s (target: streamed at most 1.05x
- *       resident there), and the plan's predicted step times beside them.
+ *       that hides the copies and at a quarter of it (or at BATCHES, e.g. 2,32): step times,
+ *       exposed copy (target: at most 5% of the step at the planned batch), overlap, samples/s
+ *       (target: streamed at most 1.05x resident there), and the plan's predicted step times beside
+ *       them.
  * </ul>
  *
  * <p>{@code GpuBench memory SPEC BATCH STEPS [MODE,...]} instead times resident steps at one batch
@@ -66,8 +67,8 @@ import jcuda.driver.JCudaDriver;
  * convolutions) and {@code bf16} (autocast). {@code GpuBench gemm N...} times n³ GEMMs through the
  * engine's default choice, fp32 (TF32 off) and bf16, beside torch_anchor.py's {@code matmul}.
  *
- * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO]]]] | GpuBench memory SPEC BATCH STEPS [MODES] |
- * GpuBench gemm N... | GpuBench ops SPEC BATCH STEPS [MODE] (time by operation type).
+ * <p>Usage: GpuBench [SPEC [GEMM_N [STEPS [RATIO [BATCHES]]]]] | GpuBench memory SPEC BATCH STEPS
+ * [MODES] | GpuBench gemm N... | GpuBench ops SPEC BATCH STEPS [MODE] (time by operation type).
  */
 public final class GpuBench {
   private static final long COPY_BYTES = 256L << 20;
@@ -103,6 +104,11 @@ public final class GpuBench {
     int gemmN = args.length > 1 ? Integer.parseInt(args[1]) : 8192;
     int steps = args.length > 2 ? Integer.parseInt(args[2]) : 20;
     double ratio = args.length > 3 ? Double.parseDouble(args[3]) : 4;
+    // the streamed batches, e.g. 2,32; by default the one the plan hides copies from and a quarter
+    List<Integer> batches =
+        args.length > 4
+            ? java.util.Arrays.stream(args[4].split(",")).map(Integer::valueOf).toList()
+            : List.of();
     int threads = Runtime.getRuntime().availableProcessors();
     BackendSpec kernels = new BackendSpec(BackendSpec.Kind.CUDA, threads, CudaSpec.ownKernels());
     BackendSpec auto = new BackendSpec(BackendSpec.Kind.CUDA, threads, CudaSpec.defaults());
@@ -118,7 +124,7 @@ public final class GpuBench {
     }
     gemm(auto, gemmN);
     gemm(kernels, gemmN);
-    steps(auto, spec, steps, ratio, threads);
+    steps(auto, spec, steps, ratio, threads, batches);
   }
 
   /** Synchronous driver copies of {@code bytes}, pageable (a Java array) and pinned; best of 5. */
@@ -317,8 +323,12 @@ public final class GpuBench {
         model, batch, image, mode.name().toLowerCase(), timed[0].report(steps));
   }
 
-  /** Resident against streamed training steps at the planned batch and a quarter of it. */
-  private static void steps(BackendSpec spec, String model, int steps, double ratio, int threads) {
+  /**
+   * Resident against streamed training steps at {@code wanted} batches, or where none are given at
+   * the planned batch and a quarter of it.
+   */
+  private static void steps(
+      BackendSpec spec, String model, int steps, double ratio, int threads, List<Integer> wanted) {
     // A timm-named model at its pretraining size (ViT-L/16, ConvNeXt-L: 224x224), else CIFAR's.
     ImageShape image = ModelSpec.pretrainingInput(model).orElse(TrainingSteps.IMAGE);
     List<LayerCost> costs;
@@ -354,9 +364,11 @@ public final class GpuBench {
         planned);
     // Both, or the planned one alone where a quarter of it rounds to it (1 hides the copies).
     List<Integer> batches =
-        java.util.stream.Stream.of(Math.max(1, planned / 4), Math.max(1, planned))
-            .distinct()
-            .toList();
+        !wanted.isEmpty()
+            ? wanted
+            : java.util.stream.Stream.of(Math.max(1, planned / 4), Math.max(1, planned))
+                .distinct()
+                .toList();
     for (int batch : batches) {
       List<LayerCost> timed;
       try (CudaBackend b = CudaBackend.open(spec)) {
@@ -384,7 +396,7 @@ public final class GpuBench {
               + " resident; exposed copy %.2f ms = %.1f%% of the step, overlap %.2f; %.0f vs %.0f"
               + " samples/s; device peak resident %s (plan %s), streamed %s (plan %s)%n",
           batch,
-          batch == planned ? "planned" : "below the plan",
+          batch == planned ? "planned" : batch < planned ? "below the plan" : "above the plan",
           res.medianStepSeconds() * 1e3,
           plan.residentStepSeconds() * 1e3,
           stepMs,
