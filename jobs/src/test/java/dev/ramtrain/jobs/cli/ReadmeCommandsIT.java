@@ -280,6 +280,21 @@ class ReadmeCommandsIT {
         "--prefetch-depth",
         "2",
         "--bf16-weights");
+    String host =
+        run(
+            "plan",
+            "--model",
+            "mlp:784-1024-1024-10",
+            "--device",
+            "t4",
+            "--clip-norm",
+            "1",
+            "--delayed-update",
+            "--set",
+            "ramtrain.offload.mode=on",
+            "--set",
+            "ramtrain.plan.host-bandwidth=86e9");
+    assertTrue(host.contains("a step delayed-after-backward (host memory 86.0 GB/s given"), host);
     run(
         "pipeline",
         "-i",
