@@ -27,10 +27,20 @@ public record HostProfile(String name, double bandwidthBytesPerSecond) {
 
   /** This host as {@code threads} optimizer threads stream it: the best of two triads. */
   public static HostProfile measure(Backend backend, int threads) {
+    return measure(backend, threads, Long.MAX_VALUE);
+  }
+
+  /**
+   * As above, the triad's three arrays within {@code bytesAtMost} (a run's pinned host memory,
+   * allocated after it: the measurement never raises the run's peak, and a host update over fewer
+   * bytes streams them from closer caches, as the triad then does).
+   */
+  public static HostProfile measure(Backend backend, int threads, long bytesAtMost) {
+    int floats = (int) Math.max(1 << 10, Math.min(TRIAD_FLOATS, bytesAtMost / 12));
     try (HostThreads pool = new HostThreads(threads)) {
       return new HostProfile(
-          "measured (" + threads + " thread" + (threads == 1 ? "" : "s") + ")",
-          HostBandwidth.triad(backend, pool, TRIAD_FLOATS, 2));
+          String.format("measured (%d thread%s)", threads, threads == 1 ? "" : "s"),
+          HostBandwidth.triad(backend, pool, floats, 2));
     }
   }
 

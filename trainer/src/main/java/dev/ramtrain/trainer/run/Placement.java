@@ -241,7 +241,7 @@ public final class Placement {
             model.maxBatch(),
             offload.hostThreads(),
             offload.optimizerState());
-    HostProfile hostProfile = HostProfile.measure(backend, offload.hostThreads());
+    HostProfile hostProfile = HostProfile.measure(backend, offload.hostThreads(), pinned);
     HostUpdateTiming timing = HostUpdateTiming.of(offload.delayedUpdate(), clipNorm, speculative);
     plan = plan(offload, costs, model.maxBatch(), budget, profile, zero, hostProfile, timing);
     if (ranks.leader()) {
