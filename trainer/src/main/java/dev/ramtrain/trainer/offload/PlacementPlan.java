@@ -478,11 +478,13 @@ public record PlacementPlan(
               "host update    %.2f ms a step %s (host memory %s), %.2f ms of it exposed%n",
               hostSeconds * 1e3,
               hostUpdate.label(),
-              host.measured()
-                  ? String.format(
-                      "%.1f GB/s %s, shared with the copies",
-                      host.bandwidthBytesPerSecond() / 1e9, host.name())
-                  : "bandwidth unmeasured",
+              (host.measured()
+                      ? String.format(
+                          "%.1f GB/s %s", host.bandwidthBytesPerSecond() / 1e9, host.name())
+                      : "bandwidth unmeasured")
+                  + (profile.sharesHostCores()
+                      ? "; on the cores compute uses"
+                      : ", shared with the copies"),
               exposedHostSeconds * 1e3));
     }
     out.append(String.format("copies hide behind compute from batch %d%n", minBatchToHideCopies));
