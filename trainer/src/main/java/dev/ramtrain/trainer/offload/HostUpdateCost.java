@@ -68,7 +68,7 @@ record HostUpdateCost(
       long first =
           layers.stream().mapToLong(LayerCost::parameters).filter(p -> p > 0).findFirst().orElse(0);
       update = perParameter * (double) parameters / bandwidth;
-      lastToLand = perParameter * (double) (sharesHostCores ? parameters : first) / bandwidth;
+      lastToLand = perParameter * (double) first / bandwidth;
     }
     update = shareOfParameters * (update + bf16Bytes / bandwidth);
     lastToLand = sharesHostCores ? update : shareOfParameters * lastToLand;
