@@ -293,14 +293,20 @@ public final class Placement {
    */
   public static HostUpdateTiming plannedTiming(
       OffloadSpec offload, float clipNorm, boolean partitions, boolean sharesHostCores) {
-    boolean speculative =
-        !partitions
-            && switch (offload.clipUpdate()) {
-              case SERIAL -> false;
-              case SPECULATIVE -> true;
-              case AUTO -> !sharesHostCores;
-            };
+    boolean speculative = !partitions && speculates(offload, true, sharesHostCores);
     return HostUpdateTiming.of(offload.delayedUpdate(), clipNorm, speculative);
+  }
+
+  /**
+   * {@code ramtrain.offload.clip-update}'s rule: asked for, or {@code auto} where the kept copy
+   * {@code fits} the host and the device computes beside the host's cores.
+   */
+  private static boolean speculates(OffloadSpec offload, boolean fits, boolean sharesHostCores) {
+    return switch (offload.clipUpdate()) {
+      case SERIAL -> false;
+      case SPECULATIVE -> true;
+      case AUTO -> fits && !sharesHostCores;
+    };
   }
 
   /**
@@ -324,12 +330,7 @@ public final class Placement {
       return false;
     }
     long kept = keptBytes(optimizer, offload, parameters);
-    boolean speculate =
-        switch (offload.clipUpdate()) {
-          case SERIAL -> false;
-          case SPECULATIVE -> true;
-          case AUTO -> pinned + kept <= host && !sharesHostCores;
-        };
+    boolean speculate = speculates(offload, pinned + kept <= host, sharesHostCores);
     if (ranks.leader()) {
       String why =
           speculate
